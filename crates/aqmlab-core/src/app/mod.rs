@@ -1,0 +1,209 @@
+//! Traffic sources and sinks. Each `[[flow]]` instance becomes one flow slot holding an
+//! application; the application sees its packets (both directions) and its timers through
+//! a [`FlowCtx`], which is also how it sends packets and records metrics.
+//!
+//! ## Adding a workload
+//! Write `app/NAME.rs` with a config struct (serde, `deny_unknown_fields`, documented
+//! defaults, a `validate`), the application implementing [`Application`], and tests; then
+//! add one arm to `workload_registry!` below.
+
+pub mod cbr;
+pub mod probe;
+
+use crate::event::Event;
+use crate::metrics::Bins;
+use crate::packet::{flow_hash, FlowId, NodeId, Packet, PacketKind};
+use crate::rng::Rng;
+use crate::scenario::ScenarioError;
+use crate::sim::Net;
+use crate::time::{SimDuration, SimTime};
+use serde::{Deserialize, Serialize};
+
+/// A time-stamped measurement of a flow (probe RTT, one-way delay, cwnd ...).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub t: SimTime,
+    pub metric: &'static str,
+    pub value: f64,
+}
+
+/// Counters and outputs of one flow.
+#[derive(Clone, Debug)]
+pub struct FlowStats {
+    pub warmup: SimTime,
+    /// Packets/bytes the flow's endpoints put on the network (both directions).
+    pub sent_pkts: u64,
+    pub sent_bytes: u64,
+    /// Packets of this flow dropped anywhere (qdisc, wire, lower layer).
+    pub lost_pkts: u64,
+    /// Packets of this flow that arrived CE-marked.
+    pub ce_pkts: u64,
+    /// Application payload delivered to the receiver (goodput).
+    pub delivered_bytes: u64,
+    /// Delivered bytes counted from the warm-up on.
+    pub delivered_bytes_warm: u64,
+    pub delivered_pkts: u64,
+    /// Delivered payload bytes per time bin.
+    pub goodput_bins: Bins,
+    pub samples: Vec<Sample>,
+}
+
+impl FlowStats {
+    pub fn new(warmup: SimTime, bin: SimDuration) -> Self {
+        FlowStats {
+            warmup,
+            sent_pkts: 0,
+            sent_bytes: 0,
+            lost_pkts: 0,
+            ce_pkts: 0,
+            delivered_bytes: 0,
+            delivered_bytes_warm: 0,
+            delivered_pkts: 0,
+            goodput_bins: Bins::new(bin),
+            samples: Vec::new(),
+        }
+    }
+}
+
+/// What an application gets when it runs: the clock, its identity, the network, its
+/// stats and its random stream.
+pub struct FlowCtx<'a> {
+    pub now: SimTime,
+    pub id: FlowId,
+    /// The flow's two endpoints: `src` initiates (sends data for CBR/bulk, requests for probes).
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// When the flow stops generating new work.
+    pub stop: SimTime,
+    pub net: &'a mut Net,
+    pub stats: &'a mut FlowStats,
+    pub rng: &'a mut Rng,
+}
+
+impl FlowCtx<'_> {
+    /// A fresh packet of this flow from `from` to the other endpoint.
+    pub fn packet(&mut self, from: NodeId, size: u32, kind: PacketKind) -> Packet {
+        self.packet_conn(from, size, kind, 0)
+    }
+    /// Like [`packet`](Self::packet) for sub-connection `conn` of a multi-connection app
+    /// (each sub-connection hashes like its own 5-tuple).
+    pub fn packet_conn(&mut self, from: NodeId, size: u32, kind: PacketKind, conn: u32) -> Packet {
+        let to = if from == self.src { self.dst } else { self.src };
+        let uid = self.net.next_uid();
+        Packet {
+            uid,
+            flow: self.id,
+            src: from,
+            dst: to,
+            size,
+            kind,
+            hash: flow_hash(self.id ^ (conn << 20), from.min(to), from.max(to)),
+            sent_at: self.now,
+            ..Default::default()
+        }
+    }
+    /// Sends a packet into the network at its `src` host.
+    #[inline]
+    pub fn send(&mut self, pkt: Packet) {
+        self.stats.sent_pkts += 1;
+        self.stats.sent_bytes += pkt.size as u64;
+        self.net.send(pkt.src, pkt);
+    }
+    /// Arms a timer of this flow; `kind` comes back in `on_timer`.
+    #[inline]
+    pub fn timer_at(&mut self, at: SimTime, kind: u32) {
+        let at = at.max(self.now);
+        self.net.events.push(at, Event::FlowTimer { flow: self.id, kind });
+    }
+    /// Counts application payload delivered to the receiving application.
+    #[inline]
+    pub fn delivered(&mut self, bytes: u64) {
+        self.stats.delivered_bytes += bytes;
+        self.stats.delivered_pkts += 1;
+        if self.now >= self.stats.warmup {
+            self.stats.delivered_bytes_warm += bytes;
+        }
+        self.stats.goodput_bins.add(self.now, bytes as f64);
+    }
+    /// Records a time-stamped sample.
+    #[inline]
+    pub fn sample(&mut self, metric: &'static str, value: f64) {
+        self.stats.samples.push(Sample { t: self.now, metric, value });
+    }
+}
+
+/// The behaviour of a workload.
+pub trait Application {
+    /// The flow starts (at its start time).
+    fn start(&mut self, cx: &mut FlowCtx);
+    /// A packet of this flow arrived at one of its endpoints (`pkt.dst`).
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet);
+    /// A timer armed with `timer_at` fired.
+    fn on_timer(&mut self, cx: &mut FlowCtx, kind: u32);
+    /// Summary metrics added to the flow's row in the results (name, value).
+    fn summary(&self, _stats: &FlowStats, _out: &mut Vec<(&'static str, f64)>) {}
+}
+
+macro_rules! workload_registry {
+    ($( $variant:ident : $name:literal => $cfg:ty => $app:ty, reverse = $rev:expr, $about:literal ;)*) => {
+        /// The `kind`-specific part of a `[[flow]]` table.
+        #[derive(Clone, Debug, Deserialize, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum AppConfig {
+            $( #[serde(rename = $name)] $variant($cfg), )*
+        }
+
+        /// `(name, one-line description)` of every workload kind.
+        pub const WORKLOAD_KINDS: &[(&str, &str)] = &[ $( ($name, $about), )* ];
+
+        /// A running application, statically dispatched.
+        #[derive(Debug)]
+        pub enum AnyApp {
+            $( $variant($app), )*
+        }
+
+        impl AppConfig {
+            pub fn kind_name(&self) -> &'static str {
+                match self { $( AppConfig::$variant(_) => $name, )* }
+            }
+            /// Validates the kind-specific fields; `field` is the flow's path (`flow[3]`).
+            pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+                match self { $( AppConfig::$variant(c) => c.validate(field), )* }
+            }
+            /// Whether packets must be able to travel back from `to` to `from`.
+            pub fn needs_reverse_path(&self) -> bool {
+                match self { $( AppConfig::$variant(_) => $rev, )* }
+            }
+            pub fn build(&self) -> AnyApp {
+                match self { $( AppConfig::$variant(c) => AnyApp::$variant(<$app>::new(c)), )* }
+            }
+        }
+
+        impl Application for AnyApp {
+            #[inline]
+            fn start(&mut self, cx: &mut FlowCtx) {
+                match self { $( AnyApp::$variant(a) => a.start(cx), )* }
+            }
+            #[inline]
+            fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+                match self { $( AnyApp::$variant(a) => a.on_packet(cx, pkt), )* }
+            }
+            #[inline]
+            fn on_timer(&mut self, cx: &mut FlowCtx, kind: u32) {
+                match self { $( AnyApp::$variant(a) => a.on_timer(cx, kind), )* }
+            }
+            fn summary(&self, stats: &FlowStats, out: &mut Vec<(&'static str, f64)>) {
+                match self { $( AnyApp::$variant(a) => a.summary(stats, out), )* }
+            }
+        }
+    };
+}
+
+workload_registry! {
+    Cbr: "cbr" => cbr::CbrConfig => cbr::Cbr, reverse = false,
+        "unresponsive UDP constant bit rate (rate, size)";
+    Ping: "ping" => probe::PingConfig => probe::Ping, reverse = true,
+        "ICMP echo latency probe at a fixed interval (Flent: 0.2 s)";
+    UdpRr: "udp_rr" => probe::UdpRrConfig => probe::UdpRr, reverse = true,
+        "UDP request/response latency probe at a fixed interval";
+}

@@ -1,0 +1,47 @@
+//! `aqmlab-bench SCENARIO.toml [SEED]`: runs a scenario in release mode and prints one JSON
+//! line with simulated seconds, events, bottleneck packets, wall seconds and rates.
+//! The benchmark suite in `benchmarks/` drives it.
+
+use aqmlab_core::qdisc::Qdisc;
+use aqmlab_core::{Scenario, Simulator};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 2 || args[1] == "--help" || args[1] == "-h" {
+        eprintln!("usage: aqmlab-bench SCENARIO.toml [SEED]\n  runs the scenario and prints a JSON line of speed figures");
+        std::process::exit(if args.len() < 2 { 2 } else { 0 });
+    }
+    let sc = match Scenario::from_file(std::path::Path::new(&args[1])) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let seed = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(sc.run.seed);
+    let t0 = std::time::Instant::now();
+    let mut sim = match Simulator::new(&sc, seed) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let build = t0.elapsed().as_secs_f64();
+    sim.run();
+    let wall = sim.wall_time().as_secs_f64();
+    let bottleneck: u64 = sim.net.links.iter().filter(|l| l.p.name.starts_with("bottleneck")).map(|l| l.qdisc.stats().dequeued).sum();
+    let sim_s = sim.end.as_secs_f64();
+    println!(
+        "{{\"scenario\":\"{}\",\"sim_seconds\":{},\"events\":{},\"bottleneck_packets\":{},\"packets_created\":{},\"build_seconds\":{:.4},\"wall_seconds\":{:.4},\"packets_per_second\":{:.0},\"events_per_second\":{:.0}}}",
+        args[1],
+        sim_s,
+        sim.events_processed,
+        bottleneck,
+        sim.net.created_pkts(),
+        build,
+        wall,
+        bottleneck as f64 / wall.max(1e-9),
+        sim.events_processed as f64 / wall.max(1e-9)
+    );
+}

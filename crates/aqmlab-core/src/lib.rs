@@ -1,0 +1,38 @@
+//! # aqmlab-core
+//!
+//! A packet-level discrete-event simulator for active queue management research.
+//! The layers, bottom up:
+//!
+//! - [`time`]: integer-nanosecond `SimTime`/`SimDuration` and `Rate`; [`units`] parses
+//!   `"10Mbit"`, `"25ms"`, `"250KB"`.
+//! - [`packet`]: the plain-data `Packet` that moves by value.
+//! - [`qdisc`]: the queue-discipline contract (`Qdisc`, `Verdict`, `DropReason`,
+//!   `QdiscStats` identities) and the disciplines; algorithm cores take `now` and never
+//!   touch the event queue.
+//! - [`link`]: qdisc → device queue → serialiser → propagation.
+//! - [`app`]: workloads (CBR, probes, ...) behind the `Application` trait.
+//! - [`event`], [`sim`]: the deterministic event loop; [`scenario`]: the TOML schema,
+//!   validation into a `Plan`; [`result`]: columnar results.
+//!
+//! A run is a pure function of (scenario, seed): `sim::run_scenario(&scenario, seed)`.
+
+pub mod app;
+pub mod event;
+pub mod link;
+pub mod metrics;
+pub mod packet;
+pub mod qdisc;
+pub mod result;
+pub mod rng;
+pub mod scenario;
+pub mod sim;
+pub mod time;
+pub mod units;
+
+pub use result::RunResult;
+pub use scenario::{Scenario, ScenarioError};
+pub use sim::{run_scenario, Simulator};
+pub use time::{Rate, SimDuration, SimTime};
+
+/// Package version, recorded in results for provenance.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

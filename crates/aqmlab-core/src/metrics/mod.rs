@@ -1,0 +1,226 @@
+//! Streaming metric collectors. Their memory does not grow with simulated time except for
+//! outputs the user asked for (time-series bins, probe samples, opt-in traces).
+
+use crate::time::{SimDuration, SimTime};
+
+/// Log-linear histogram of non-negative integer values (nanoseconds): values below 64 are
+/// exact, above that each power of two is split into 64 sub-buckets (relative error
+/// < 1.6 %). Also keeps the exact count, sum, min and max.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    pub count: u64,
+    pub sum: u128,
+    pub min: u64,
+    pub max: u64,
+}
+
+const SUB_BITS: u32 = 6;
+const SUB: u64 = 1 << SUB_BITS;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Histogram {
+    pub fn new() -> Self {
+        Histogram { counts: Vec::new(), count: 0, sum: 0, min: u64::MAX, max: 0 }
+    }
+    fn bucket(v: u64) -> usize {
+        if v < SUB {
+            v as usize
+        } else {
+            let exp = 63 - v.leading_zeros(); // >= SUB_BITS
+            let shift = exp - SUB_BITS;
+            let sub = (v >> shift) - SUB; // 0..SUB
+            ((exp - SUB_BITS + 1) as u64 * SUB + sub) as usize
+        }
+    }
+    /// Lower edge of bucket `i`.
+    pub fn bucket_low(i: usize) -> u64 {
+        let i = i as u64;
+        if i < SUB {
+            i
+        } else {
+            let group = i / SUB; // >= 1
+            let sub = i % SUB;
+            let shift = group - 1;
+            (SUB + sub) << shift
+        }
+    }
+    /// Upper edge (exclusive) of bucket `i`.
+    pub fn bucket_high(i: usize) -> u64 {
+        Self::bucket_low(i + 1)
+    }
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        let b = Self::bucket(v);
+        if b >= self.counts.len() {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += 1;
+        self.count += 1;
+        self.sum += v as u128;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            f64::NAN
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+    /// The q-quantile (0..=1), interpolated linearly inside the bucket.
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return f64::NAN;
+        }
+        let target = (q.clamp(0.0, 1.0) * self.count as f64).max(1.0);
+        let mut acc = 0.0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            if acc + c as f64 >= target {
+                let lo = Self::bucket_low(i) as f64;
+                let hi = Self::bucket_high(i) as f64;
+                let frac = (target - acc) / c as f64;
+                let v = lo + (hi - lo) * frac;
+                return v.clamp(self.min as f64, self.max as f64);
+            }
+            acc += c as f64;
+        }
+        self.max as f64
+    }
+    /// Non-empty buckets as `(low, high, count)`.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (Self::bucket_low(i), Self::bucket_high(i), c))
+    }
+}
+
+/// Fixed-width time bins that grow as simulated time advances.
+#[derive(Clone, Debug)]
+pub struct Bins {
+    pub width: SimDuration,
+    pub values: Vec<f64>,
+}
+
+impl Bins {
+    pub fn new(width: SimDuration) -> Self {
+        Bins { width, values: Vec::new() }
+    }
+    #[inline]
+    pub fn add(&mut self, t: SimTime, v: f64) {
+        let i = (t.as_nanos() / self.width.as_nanos().max(1)) as usize;
+        if i >= self.values.len() {
+            self.values.resize(i + 1, 0.0);
+        }
+        self.values[i] += v;
+    }
+    #[inline]
+    pub fn max(&mut self, t: SimTime, v: f64) {
+        let i = (t.as_nanos() / self.width.as_nanos().max(1)) as usize;
+        if i >= self.values.len() {
+            self.values.resize(i + 1, 0.0);
+        }
+        if v > self.values[i] {
+            self.values[i] = v;
+        }
+    }
+    /// Pads with zero bins up to (but excluding) the bin that contains `end`.
+    pub fn pad_to(&mut self, end: SimTime) {
+        let n = end.as_nanos().div_ceil(self.width.as_nanos().max(1)) as usize;
+        if self.values.len() < n {
+            self.values.resize(n, 0.0);
+        }
+    }
+}
+
+/// A long-format table of time-stamped values: one row per (entity, metric, t).
+/// `kind` says what `entity` indexes: 0 = flow, 1 = queue/link.
+#[derive(Clone, Debug, Default)]
+pub struct LongTable {
+    pub kind: Vec<u8>,
+    pub entity: Vec<u32>,
+    pub metric: Vec<u16>,
+    pub t: Vec<f64>,
+    pub value: Vec<f64>,
+}
+
+pub const KIND_FLOW: u8 = 0;
+pub const KIND_QUEUE: u8 = 1;
+
+impl LongTable {
+    pub fn push(&mut self, kind: u8, entity: u32, metric: u16, t: f64, value: f64) {
+        self.kind.push(kind);
+        self.entity.push(entity);
+        self.metric.push(metric);
+        self.t.push(t);
+        self.value.push(value);
+    }
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+}
+
+/// Interned metric names for the long tables.
+#[derive(Clone, Debug, Default)]
+pub struct MetricNames(pub Vec<String>);
+
+impl MetricNames {
+    pub fn id(&mut self, name: &str) -> u16 {
+        if let Some(i) = self.0.iter().position(|n| n == name) {
+            return i as u16;
+        }
+        self.0.push(name.to_string());
+        (self.0.len() - 1) as u16
+    }
+}
+
+/// Jain's fairness index of a set of non-negative values: (Σx)² / (n Σx²).
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return 1.0;
+    }
+    s * s / (n * s2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_are_close() {
+        let mut h = Histogram::new();
+        for v in 1..=100_000u64 {
+            h.record(v * 1000);
+        }
+        assert_eq!(h.count, 100_000);
+        assert!((h.mean() - 50_000_500.0).abs() < 1.0);
+        for (q, exact) in [(0.5, 50_000_000.0), (0.9, 90_000_000.0), (0.99, 99_000_000.0)] {
+            let got = h.quantile(q);
+            assert!((got - exact).abs() / exact < 0.02, "q{q}: {got} vs {exact}");
+        }
+        assert_eq!(h.quantile(1.0), 100_000_000.0);
+        // bucket edges are contiguous
+        for i in 0..500 {
+            assert_eq!(Histogram::bucket_high(i), Histogram::bucket_low(i + 1));
+            assert!(Histogram::bucket(Histogram::bucket_low(i)) == i);
+        }
+    }
+
+    #[test]
+    fn jain() {
+        assert!((jain_index(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,117 @@
+//! The packet: plain data, moved by value, never heap-allocated.
+//!
+//! `size` is the IP packet size in bytes (headers + payload), what a qdisc's byte limit
+//! and a `bfifo` count. The link adds its framing overhead (e.g. 14 bytes of Ethernet
+//! header) when it computes serialisation time.
+
+use crate::time::SimTime;
+
+/// Index of a node (host or router) in the simulator.
+pub type NodeId = u32;
+/// Index of a flow (one transport connection or datagram stream) in the simulator.
+pub type FlowId = u32;
+/// Index of a unidirectional link.
+pub type LinkId = u32;
+
+/// The ECN field of the IP header (RFC 3168).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect0,
+    Ect1,
+    Ce,
+}
+
+impl Ecn {
+    /// True if the sender declared the packet ECN-capable (ECT(0), ECT(1) or already CE).
+    pub fn is_capable(self) -> bool {
+        !matches!(self, Ecn::NotEct)
+    }
+}
+
+/// What the packet carries, for demultiplexing at the receiving host.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum PacketKind {
+    /// A UDP datagram (CBR, VoIP, the request half of a UDP request/response probe).
+    #[default]
+    Udp,
+    /// The response half of a UDP request/response probe.
+    UdpReply,
+    /// ICMP echo request / reply.
+    EchoRequest,
+    EchoReply,
+    /// A TCP segment (see `TcpHeader`).
+    Tcp,
+}
+
+/// TCP flag bits.
+pub mod tcp_flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const ACK: u8 = 0x10;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+}
+
+/// A SACK block `[start, end)` in absolute byte sequence numbers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct SackBlock {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// The TCP header fields the model uses. Sequence numbers are absolute 64-bit byte
+/// offsets (no wrap-around), with the SYN occupying sequence number 0.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct TcpHeader {
+    pub seq: u64,
+    pub ack: u64,
+    /// Payload bytes.
+    pub len: u32,
+    pub flags: u8,
+    /// Advertised receive window in bytes (already scaled).
+    pub wnd: u32,
+    /// Up to three SACK blocks (RFC 2018 with timestamps leaves room for three).
+    pub sack: [SackBlock; 3],
+    pub n_sack: u8,
+    /// Timestamp option (RFC 7323): value and echo reply, as simulated instants.
+    pub ts_val: SimTime,
+    pub ts_ecr: SimTime,
+}
+
+/// A packet in flight. `Copy` so it moves through queues without allocation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Packet {
+    /// Unique per run, in creation order.
+    pub uid: u64,
+    pub flow: FlowId,
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// IP packet size in bytes.
+    pub size: u32,
+    pub kind: PacketKind,
+    pub ecn: Ecn,
+    /// Stand-in for the 5-tuple hash (unsalted); qdiscs that hash add their own salt.
+    pub hash: u32,
+    /// Datagram/probe sequence number (UDP and ICMP); unused for TCP.
+    pub seq: u64,
+    /// When the application created the packet (for one-way delay).
+    pub sent_at: SimTime,
+    /// When the packet entered the current qdisc (set by the link before enqueue).
+    pub enqueued_at: SimTime,
+    /// For probes: the one-way delay of the request, carried back in the reply (ns).
+    pub echo_owd: u64,
+    pub tcp: TcpHeader,
+}
+
+/// Mixes flow identity and endpoints into a 32-bit value, like a 5-tuple hash.
+pub fn flow_hash(flow: FlowId, src: NodeId, dst: NodeId) -> u32 {
+    let mut x = (flow as u64) << 40 ^ (src as u64) << 20 ^ dst as u64;
+    // splitmix64 finaliser
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
+    x ^= x >> 31;
+    (x ^ (x >> 32)) as u32
+}

@@ -1,0 +1,127 @@
+//! Tail-drop FIFO: Linux `pfifo` (limit in packets) and `bfifo` (limit in bytes).
+//!
+//! Defaults: `limit = 1000` packets, Linux's default `txqueuelen`, which is what `pfifo`
+//! takes when no limit is given. A byte limit admits a packet only if the backlog plus
+//! the packet fits (`bfifo` semantics: `sch->qstats.backlog + skb->len <= limit`).
+
+use super::{BuildCtx, DropReason, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict};
+use crate::packet::Packet;
+use crate::time::SimTime;
+use crate::units::Limit;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FifoConfig {
+    /// Packets (`limit = 127`) or bytes (`limit = "250KB"`). Default 1000 packets.
+    #[serde(default = "default_limit")]
+    pub limit: Limit,
+}
+
+fn default_limit() -> Limit {
+    Limit::Packets(1000)
+}
+
+impl Default for FifoConfig {
+    fn default() -> Self {
+        FifoConfig { limit: default_limit() }
+    }
+}
+
+impl FifoConfig {
+    pub fn validate(&self, ctx: &BuildCtx) -> Result<(), ParamError> {
+        if let Limit::Bytes(b) = self.limit {
+            if b < ctx.mtu as u64 {
+                return Err(ParamError::new("limit", format!("{b}B"), format!("at least one MTU ({} bytes) or a packet count", ctx.mtu)));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+pub struct Fifo {
+    limit: Limit,
+    q: VecDeque<Packet>,
+    bytes: u64,
+    stats: QdiscStats,
+}
+
+impl Fifo {
+    pub fn new(cfg: &FifoConfig, _ctx: BuildCtx) -> Self {
+        let cap = match cfg.limit {
+            Limit::Packets(n) => (n as usize).min(4096),
+            Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
+        };
+        Fifo { limit: cfg.limit, q: VecDeque::with_capacity(cap + 1), bytes: 0, stats: QdiscStats::default() }
+    }
+}
+
+impl Qdisc for Fifo {
+    fn enqueue(&mut self, pkt: Packet, _now: SimTime, out: &mut QdiscOut) -> Verdict {
+        let full = match self.limit {
+            Limit::Packets(n) => self.q.len() >= n as usize,
+            Limit::Bytes(b) => self.bytes + pkt.size as u64 > b,
+        };
+        if full {
+            return out.drop_arrival(&mut self.stats, pkt, DropReason::Overlimit);
+        }
+        self.stats.on_enqueue(&pkt);
+        self.bytes += pkt.size as u64;
+        self.q.push_back(pkt);
+        Verdict::Enqueued
+    }
+
+    fn dequeue(&mut self, _now: SimTime, _out: &mut QdiscOut) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        self.stats.on_dequeue(&p);
+        Some(p)
+    }
+
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{ctx, pkt};
+    use super::*;
+
+    #[test]
+    fn packet_limit_tail_drops() {
+        let mut q = Fifo::new(&FifoConfig { limit: Limit::Packets(3) }, ctx(10_000_000));
+        let mut out = QdiscOut::new(false);
+        let t = SimTime::ZERO;
+        for i in 0..5 {
+            let v = q.enqueue(pkt(1, 1000, i, t), t, &mut out);
+            assert_eq!(v == Verdict::Enqueued, i < 3);
+        }
+        assert_eq!(out.drops.len(), 2);
+        assert_eq!(out.drops[0].0.uid, 3);
+        assert_eq!(out.drops[0].1, DropReason::Overlimit);
+        assert_eq!(q.dequeue(t, &mut out).unwrap().uid, 0);
+        q.stats().check(q.len() as u64, q.backlog_bytes()).unwrap();
+        assert_eq!(q.backlog_bytes(), 2000);
+    }
+
+    #[test]
+    fn byte_limit_admits_only_what_fits() {
+        let mut q = Fifo::new(&FifoConfig { limit: Limit::Bytes(2500) }, ctx(10_000_000));
+        let mut out = QdiscOut::new(false);
+        let t = SimTime::ZERO;
+        assert_eq!(q.enqueue(pkt(1, 1500, 0, t), t, &mut out), Verdict::Enqueued);
+        assert_eq!(q.enqueue(pkt(1, 1500, 1, t), t, &mut out), Verdict::Dropped(DropReason::Overlimit));
+        assert_eq!(q.enqueue(pkt(1, 1000, 2, t), t, &mut out), Verdict::Enqueued);
+        assert_eq!(q.backlog_bytes(), 2500);
+        q.stats().check(2, 2500).unwrap();
+    }
+}

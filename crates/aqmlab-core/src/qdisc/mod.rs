@@ -1,0 +1,366 @@
+//! Queue disciplines: the contract every qdisc keeps, and the registry of disciplines.
+//!
+//! ## Contract
+//! - `enqueue(pkt, now, out)` either accepts the packet or drops it; it may also drop
+//!   *other* packets (fq_codel's fat-flow drop). Every dropped packet, the arriving one
+//!   included, is pushed to `out.drops` with its [`DropReason`]; the caller (the link)
+//!   drains that buffer after each call, so no packet disappears silently.
+//! - `dequeue(now, out)` returns the next packet to transmit, or `None` when empty. AQMs
+//!   that drop at the head (CoDel) push those drops to `out.drops` too.
+//! - An ECN mark sets `pkt.ecn = Ecn::Ce` and counts in `QdiscStats::marks`.
+//! - `pkt.enqueued_at` is set by the caller before `enqueue`; the sojourn time of a
+//!   dequeued packet is `now - pkt.enqueued_at`.
+//! - Qdiscs never read a clock, never touch the event queue and draw randomness only from
+//!   their own stream.
+//! - Stats identities (checked by [`QdiscStats::check`] in tests and debug builds):
+//!   `arrivals = enqueued + dropped_on_arrival` and
+//!   `enqueued = dequeued + dropped_after_enqueue + backlog` (in packets and in bytes).
+//!
+//! ## Adding a discipline
+//! Write `qdisc/NAME.rs` with a config struct (serde, `deny_unknown_fields`, documented
+//! defaults), the qdisc struct implementing [`Qdisc`], and tests; then add one arm to
+//! `qdisc_registry!` at the bottom of this file.
+
+pub mod fifo;
+
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::time::{Rate, SimTime};
+use serde::{Deserialize, Serialize};
+
+/// Why a packet was dropped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The queue was full (tail drop at the packet or byte limit).
+    Overlimit,
+    /// A probabilistic AQM decision at enqueue (RED early drop, PIE).
+    Early,
+    /// RED above max threshold (or gentle region exhausted): forced drop.
+    Forced,
+    /// A sojourn-time AQM decision (CoDel family), at dequeue or at enqueue.
+    Codel,
+    /// Flow-queueing overflow: dropped from the fattest flow's queue.
+    FatFlow,
+    /// A memory limit (fq_codel `memory_limit`) was reached.
+    Memory,
+    /// Lost on the wire (link loss model), not by a qdisc.
+    Wire,
+    /// Dropped by a lower layer below the qdisc (driver queue full, MAC retry limit).
+    LowerLayer,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 8] = [
+        DropReason::Overlimit,
+        DropReason::Early,
+        DropReason::Forced,
+        DropReason::Codel,
+        DropReason::FatFlow,
+        DropReason::Memory,
+        DropReason::Wire,
+        DropReason::LowerLayer,
+    ];
+    pub fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Overlimit => "overlimit",
+            DropReason::Early => "early",
+            DropReason::Forced => "forced",
+            DropReason::Codel => "codel",
+            DropReason::FatFlow => "fat_flow",
+            DropReason::Memory => "memory",
+            DropReason::Wire => "wire",
+            DropReason::LowerLayer => "lower_layer",
+        }
+    }
+}
+
+/// Why a packet was ECN-marked instead of dropped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MarkReason {
+    Early,
+    Forced,
+    Codel,
+    /// CoDel's `ce_threshold`: marked because sojourn exceeded a fixed threshold.
+    CeThreshold,
+}
+
+impl MarkReason {
+    pub const ALL: [MarkReason; 4] = [MarkReason::Early, MarkReason::Forced, MarkReason::Codel, MarkReason::CeThreshold];
+    pub fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkReason::Early => "early",
+            MarkReason::Forced => "forced",
+            MarkReason::Codel => "codel",
+            MarkReason::CeThreshold => "ce_threshold",
+        }
+    }
+}
+
+/// What `enqueue` did with the arriving packet.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Enqueued,
+    /// Enqueued with its ECN field set to CE.
+    Marked(MarkReason),
+    /// The arriving packet was dropped (and pushed to `out.drops`).
+    Dropped(DropReason),
+}
+
+/// Counters every qdisc keeps. See the module doc for the identities.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    pub arrivals: u64,
+    pub arrival_bytes: u64,
+    pub enqueued: u64,
+    pub enqueued_bytes: u64,
+    pub dequeued: u64,
+    pub dequeued_bytes: u64,
+    pub dropped_on_arrival: u64,
+    pub dropped_on_arrival_bytes: u64,
+    pub dropped_after_enqueue: u64,
+    pub dropped_after_enqueue_bytes: u64,
+    pub drops: [u64; 8],
+    pub marks: [u64; 4],
+}
+
+impl QdiscStats {
+    /// The arriving packet was accepted into the queue.
+    pub fn on_enqueue(&mut self, p: &Packet) {
+        self.arrivals += 1;
+        self.arrival_bytes += p.size as u64;
+        self.enqueued += 1;
+        self.enqueued_bytes += p.size as u64;
+    }
+    /// The arriving packet was dropped without being queued.
+    pub fn on_drop_arrival(&mut self, p: &Packet, why: DropReason) {
+        self.arrivals += 1;
+        self.arrival_bytes += p.size as u64;
+        self.dropped_on_arrival += 1;
+        self.dropped_on_arrival_bytes += p.size as u64;
+        self.drops[why.index()] += 1;
+    }
+    /// A packet that was queued has been dropped (head drop, fat-flow drop).
+    pub fn on_drop_queued(&mut self, p: &Packet, why: DropReason) {
+        self.dropped_after_enqueue += 1;
+        self.dropped_after_enqueue_bytes += p.size as u64;
+        self.drops[why.index()] += 1;
+    }
+    pub fn on_dequeue(&mut self, p: &Packet) {
+        self.dequeued += 1;
+        self.dequeued_bytes += p.size as u64;
+    }
+    pub fn on_mark(&mut self, why: MarkReason) {
+        self.marks[why.index()] += 1;
+    }
+    pub fn total_drops(&self) -> u64 {
+        self.dropped_on_arrival + self.dropped_after_enqueue
+    }
+    pub fn total_marks(&self) -> u64 {
+        self.marks.iter().sum()
+    }
+    /// Checks the conservation identities against the current backlog.
+    pub fn check(&self, backlog_pkts: u64, backlog_bytes: u64) -> Result<(), String> {
+        if self.arrivals != self.enqueued + self.dropped_on_arrival {
+            return Err(format!("arrivals {} != enqueued {} + dropped_on_arrival {}", self.arrivals, self.enqueued, self.dropped_on_arrival));
+        }
+        if self.arrival_bytes != self.enqueued_bytes + self.dropped_on_arrival_bytes {
+            return Err("arrival bytes != enqueued + dropped_on_arrival bytes".into());
+        }
+        if self.enqueued != self.dequeued + self.dropped_after_enqueue + backlog_pkts {
+            return Err(format!(
+                "enqueued {} != dequeued {} + dropped_after_enqueue {} + backlog {}",
+                self.enqueued, self.dequeued, self.dropped_after_enqueue, backlog_pkts
+            ));
+        }
+        if self.enqueued_bytes != self.dequeued_bytes + self.dropped_after_enqueue_bytes + backlog_bytes {
+            return Err(format!(
+                "enqueued bytes {} != dequeued {} + dropped_after_enqueue {} + backlog {}",
+                self.enqueued_bytes, self.dequeued_bytes, self.dropped_after_enqueue_bytes, backlog_bytes
+            ));
+        }
+        if self.drops.iter().sum::<u64>() != self.total_drops() {
+            return Err("drops by reason do not add up to total drops".into());
+        }
+        Ok(())
+    }
+}
+
+/// One sample of a qdisc state variable (e.g. CoDel's `count`, PIE's `p`).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct TracePoint {
+    pub t: SimTime,
+    /// Index into the qdisc's `trace_vars()`.
+    pub var: u8,
+    pub value: f64,
+}
+
+/// Side outputs of a qdisc call: dropped packets and (opt-in) state-trace samples.
+/// Owned by the link and reused, so steady-state calls do not allocate.
+#[derive(Debug, Default)]
+pub struct QdiscOut {
+    pub drops: Vec<(Packet, DropReason)>,
+    pub tracing: bool,
+    pub trace: Vec<TracePoint>,
+}
+
+impl QdiscOut {
+    pub fn new(tracing: bool) -> Self {
+        QdiscOut { drops: Vec::with_capacity(64), tracing, trace: Vec::new() }
+    }
+    /// Records a state variable sample if tracing is on.
+    #[inline]
+    pub fn trace(&mut self, t: SimTime, var: u8, value: f64) {
+        if self.tracing {
+            self.trace.push(TracePoint { t, var, value });
+        }
+    }
+    /// Drops the arriving packet: counts it, hands it to the caller, returns the verdict.
+    pub fn drop_arrival(&mut self, stats: &mut QdiscStats, pkt: Packet, why: DropReason) -> Verdict {
+        stats.on_drop_arrival(&pkt, why);
+        self.drops.push((pkt, why));
+        Verdict::Dropped(why)
+    }
+    /// Drops a packet that had been queued.
+    pub fn drop_queued(&mut self, stats: &mut QdiscStats, pkt: Packet, why: DropReason) {
+        stats.on_drop_queued(&pkt, why);
+        self.drops.push((pkt, why));
+    }
+}
+
+/// The interface of a queue discipline. See the module doc for the contract.
+pub trait Qdisc {
+    fn enqueue(&mut self, pkt: Packet, now: SimTime, out: &mut QdiscOut) -> Verdict;
+    fn dequeue(&mut self, now: SimTime, out: &mut QdiscOut) -> Option<Packet>;
+    /// Packets currently queued.
+    fn len(&self) -> usize;
+    /// Bytes currently queued (sum of `Packet::size`).
+    fn backlog_bytes(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn stats(&self) -> &QdiscStats;
+    /// Names of the state variables this qdisc traces (index = `TracePoint::var`).
+    fn trace_vars(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// What a qdisc may know about where it is installed when it is built.
+#[derive(Clone, Debug)]
+pub struct BuildCtx {
+    /// Rate of the link (or shaper) the qdisc feeds.
+    pub rate: Rate,
+    /// Link MTU in bytes (IP packet size).
+    pub mtu: u32,
+    /// Framing overhead the link adds per packet, in bytes.
+    pub overhead: u32,
+    /// The qdisc's own random stream.
+    pub rng: Rng,
+}
+
+/// A scenario-level error in a qdisc's parameters (field relative to the qdisc table).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    pub field: &'static str,
+    pub value: String,
+    pub allowed: String,
+}
+
+impl ParamError {
+    pub fn new(field: &'static str, value: impl ToString, allowed: impl ToString) -> Self {
+        ParamError { field, value: value.to_string(), allowed: allowed.to_string() }
+    }
+}
+
+/// Generates `QdiscConfig` (the scenario-file table, tagged by `kind`), `AnyQdisc` (static
+/// dispatch over the implementations) and the name list for `aqmlab list qdiscs`.
+macro_rules! qdisc_registry {
+    ($( $(#[$meta:meta])* $variant:ident : $name:literal => $cfg:ty => $q:ty, $about:literal ;)*) => {
+        /// A qdisc as written in a scenario file: `{ kind = "fifo", limit = 127 }`.
+        #[derive(Clone, Debug, Deserialize, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum QdiscConfig {
+            $( $(#[$meta])* #[serde(rename = $name)] $variant($cfg), )*
+        }
+
+        /// Every implemented qdisc, statically dispatched.
+        #[derive(Debug)]
+        pub enum AnyQdisc {
+            $( $variant($q), )*
+        }
+
+        /// `(name, one-line description)` of every kind accepted in a scenario file.
+        pub const QDISC_KINDS: &[(&str, &str)] = &[ $( ($name, $about), )* ];
+
+        impl QdiscConfig {
+            pub fn kind_name(&self) -> &'static str {
+                match self { $( QdiscConfig::$variant(_) => $name, )* }
+            }
+            /// Checks parameters; the error names the field within the qdisc table.
+            pub fn validate(&self, ctx: &BuildCtx) -> Result<(), ParamError> {
+                match self { $( QdiscConfig::$variant(c) => c.validate(ctx), )* }
+            }
+            pub fn build(&self, ctx: BuildCtx) -> AnyQdisc {
+                match self { $( QdiscConfig::$variant(c) => AnyQdisc::$variant(<$q>::new(c, ctx)), )* }
+            }
+        }
+
+        impl Qdisc for AnyQdisc {
+            #[inline]
+            fn enqueue(&mut self, pkt: Packet, now: SimTime, out: &mut QdiscOut) -> Verdict {
+                match self { $( AnyQdisc::$variant(q) => q.enqueue(pkt, now, out), )* }
+            }
+            #[inline]
+            fn dequeue(&mut self, now: SimTime, out: &mut QdiscOut) -> Option<Packet> {
+                match self { $( AnyQdisc::$variant(q) => q.dequeue(now, out), )* }
+            }
+            #[inline]
+            fn len(&self) -> usize {
+                match self { $( AnyQdisc::$variant(q) => q.len(), )* }
+            }
+            #[inline]
+            fn backlog_bytes(&self) -> u64 {
+                match self { $( AnyQdisc::$variant(q) => q.backlog_bytes(), )* }
+            }
+            fn stats(&self) -> &QdiscStats {
+                match self { $( AnyQdisc::$variant(q) => q.stats(), )* }
+            }
+            fn trace_vars(&self) -> &'static [&'static str] {
+                match self { $( AnyQdisc::$variant(q) => q.trace_vars(), )* }
+            }
+        }
+    };
+}
+
+qdisc_registry! {
+    #[serde(alias = "pfifo", alias = "bfifo", alias = "pfifo_fast")]
+    Fifo: "fifo" => fifo::FifoConfig => fifo::Fifo,
+        "tail-drop FIFO; limit in packets (pfifo) or bytes (bfifo), default 1000 packets";
+}
+
+impl Default for QdiscConfig {
+    fn default() -> Self {
+        QdiscConfig::Fifo(fifo::FifoConfig::default())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Helpers for qdisc unit tests.
+    use super::*;
+    use crate::packet::flow_hash;
+
+    pub fn ctx(rate_bps: u64) -> BuildCtx {
+        BuildCtx { rate: Rate::from_bps(rate_bps), mtu: 1500, overhead: 14, rng: Rng::stream(1, "qdisc", 0) }
+    }
+
+    pub fn pkt(flow: u32, size: u32, uid: u64, now: SimTime) -> Packet {
+        Packet { uid, flow, src: 0, dst: 1, size, hash: flow_hash(flow, 0, 1), enqueued_at: now, ..Default::default() }
+    }
+}

@@ -1,0 +1,252 @@
+//! Run results as plain columnar data: per-flow and per-queue summary rows, and two long
+//! tables (time-series bins and time-stamped samples). The Python binding turns these
+//! into pandas DataFrames without building per-row objects.
+
+use crate::app::Application;
+use crate::metrics::{LongTable, MetricNames, KIND_FLOW, KIND_QUEUE};
+use crate::qdisc::{DropReason, MarkReason, Qdisc};
+use crate::sim::Simulator;
+
+/// One flow's summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowRow {
+    pub id: u32,
+    pub name: String,
+    pub kind: &'static str,
+    pub group: u32,
+    pub src: String,
+    pub dst: String,
+    pub start: f64,
+    pub stop: f64,
+    pub sent_pkts: u64,
+    pub sent_bytes: u64,
+    pub delivered_pkts: u64,
+    pub delivered_bytes: u64,
+    pub lost_pkts: u64,
+    pub ce_pkts: u64,
+    /// Delivered payload bits per second over [max(warmup, start), min(end, stop)].
+    pub goodput_bps: f64,
+    /// Kind-specific summary metrics.
+    pub extra: Vec<(&'static str, f64)>,
+}
+
+/// One link's (qdisc's) summary. Times in seconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueRow {
+    pub id: u32,
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    pub qdisc: &'static str,
+    pub rate_bps: u64,
+    pub delay: f64,
+    pub arrivals: u64,
+    pub enqueued: u64,
+    pub dequeued: u64,
+    pub dropped: u64,
+    pub marked: u64,
+    pub drops_by_reason: Vec<(&'static str, u64)>,
+    pub marks_by_reason: Vec<(&'static str, u64)>,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    pub utilization: f64,
+    pub sojourn_n: u64,
+    pub sojourn_mean: f64,
+    pub sojourn_p50: f64,
+    pub sojourn_p90: f64,
+    pub sojourn_p99: f64,
+    pub sojourn_max: f64,
+    /// Histogram of sojourn (seconds): bucket low edges, high edges, counts.
+    pub hist_low: Vec<f64>,
+    pub hist_high: Vec<f64>,
+    pub hist_count: Vec<u64>,
+    pub trace_vars: &'static [&'static str],
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub seed: u64,
+    pub duration: f64,
+    pub warmup: f64,
+    pub bin: f64,
+    pub flows: Vec<FlowRow>,
+    pub queues: Vec<QueueRow>,
+    /// Per-bin series: flow `goodput_bps`; queue `tx_bps`, `sojourn_mean`, `drops`, `backlog_max`.
+    pub series: LongTable,
+    /// Time-stamped samples: flow probe `rtt`/`owd_*` etc.; queue state traces.
+    pub samples: LongTable,
+    pub metric_names: Vec<String>,
+    pub events: u64,
+    pub packets_created: u64,
+    pub packets_delivered: u64,
+    pub packets_dropped: u64,
+    pub wall_seconds: f64,
+}
+
+impl RunResult {
+    pub fn flow(&self, name: &str) -> Option<&FlowRow> {
+        self.flows.iter().find(|f| f.name == name)
+    }
+    pub fn queue(&self, name: &str) -> Option<&QueueRow> {
+        self.queues.iter().find(|q| q.name == name)
+    }
+    /// Samples of one flow's metric as `(t, value)`.
+    pub fn flow_samples(&self, flow: u32, metric: &str) -> Vec<(f64, f64)> {
+        let Some(m) = self.metric_names.iter().position(|n| n == metric) else { return vec![] };
+        (0..self.samples.len())
+            .filter(|&i| self.samples.kind[i] == KIND_FLOW && self.samples.entity[i] == flow && self.samples.metric[i] as usize == m)
+            .map(|i| (self.samples.t[i], self.samples.value[i]))
+            .collect()
+    }
+    /// Per-bin series of one entity as `(t, value)`.
+    pub fn series_of(&self, kind: u8, entity: u32, metric: &str) -> Vec<(f64, f64)> {
+        let Some(m) = self.metric_names.iter().position(|n| n == metric) else { return vec![] };
+        (0..self.series.len())
+            .filter(|&i| self.series.kind[i] == kind && self.series.entity[i] == entity && self.series.metric[i] as usize == m)
+            .map(|i| (self.series.t[i], self.series.value[i]))
+            .collect()
+    }
+    pub fn extra(&self, flow: &str, key: &str) -> Option<f64> {
+        self.flow(flow)?.extra.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+}
+
+pub(crate) fn collect(sim: &Simulator) -> RunResult {
+    let mut names = MetricNames::default();
+    let mut series = LongTable::default();
+    let mut samples = LongTable::default();
+    let end = sim.end;
+    let warm = sim.plan.warmup;
+    let bin = sim.plan.bin.as_secs_f64();
+    let node = |n: u32| sim.node_names[n as usize].clone();
+
+    let mut flows = Vec::with_capacity(sim.flows.len());
+    for (i, f) in sim.flows.iter().enumerate() {
+        let from = f.start.max(crate::time::SimTime::ZERO + warm);
+        let to = f.stop.min(end);
+        let span = if to > from { (to - from).as_secs_f64() } else { 0.0 };
+        let goodput = if span > 0.0 { f.stats.delivered_bytes_warm as f64 * 8.0 / span } else { 0.0 };
+        let mut extra = Vec::new();
+        f.app.summary(&f.stats, &mut extra);
+        flows.push(FlowRow {
+            id: i as u32,
+            name: f.name.clone(),
+            kind: f.kind,
+            group: f.group,
+            src: node(f.src),
+            dst: node(f.dst),
+            start: f.start.as_secs_f64(),
+            stop: f.stop.as_secs_f64(),
+            sent_pkts: f.stats.sent_pkts,
+            sent_bytes: f.stats.sent_bytes,
+            delivered_pkts: f.stats.delivered_pkts,
+            delivered_bytes: f.stats.delivered_bytes,
+            lost_pkts: f.stats.lost_pkts,
+            ce_pkts: f.stats.ce_pkts,
+            goodput_bps: goodput,
+            extra,
+        });
+        let mut bins = f.stats.goodput_bins.clone();
+        bins.pad_to(end);
+        let m = names.id("goodput_bps");
+        for (b, v) in bins.values.iter().enumerate() {
+            series.push(KIND_FLOW, i as u32, m, b as f64 * bin, v * 8.0 / bin);
+        }
+        for s in &f.stats.samples {
+            let m = names.id(s.metric);
+            samples.push(KIND_FLOW, i as u32, m, s.t.as_secs_f64(), s.value);
+        }
+    }
+
+    let span = sim.measured_span().as_secs_f64();
+    let mut queues = Vec::with_capacity(sim.net.links.len());
+    for l in &sim.net.links {
+        let st = l.qdisc.stats();
+        let h = &l.stats.sojourn;
+        let s = |v: f64| v * 1e-9;
+        queues.push(QueueRow {
+            id: l.id,
+            name: l.p.name.clone(),
+            from: node(l.p.from),
+            to: node(l.p.to),
+            qdisc: qdisc_kind(sim, l.id as usize),
+            rate_bps: l.p.rate.bps(),
+            delay: l.p.delay.as_secs_f64(),
+            arrivals: st.arrivals,
+            enqueued: st.enqueued,
+            dequeued: st.dequeued,
+            dropped: st.total_drops() + l.stats.wire_drops,
+            marked: st.total_marks(),
+            drops_by_reason: DropReason::ALL
+                .iter()
+                .map(|r| (r.name(), if *r == DropReason::Wire { l.stats.wire_drops } else { st.drops[r.index()] }))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            marks_by_reason: MarkReason::ALL.iter().map(|r| (r.name(), st.marks[r.index()])).filter(|(_, n)| *n > 0).collect(),
+            tx_pkts: l.stats.tx_pkts,
+            tx_bytes: l.stats.tx_bytes,
+            utilization: if span > 0.0 { l.stats.busy.as_secs_f64() / span } else { 0.0 },
+            sojourn_n: h.count,
+            sojourn_mean: s(h.mean()),
+            sojourn_p50: s(h.quantile(0.5)),
+            sojourn_p90: s(h.quantile(0.9)),
+            sojourn_p99: s(h.quantile(0.99)),
+            sojourn_max: if h.count > 0 { s(h.max as f64) } else { f64::NAN },
+            hist_low: h.buckets().map(|(lo, _, _)| s(lo as f64)).collect(),
+            hist_high: h.buckets().map(|(_, hi, _)| s(hi as f64)).collect(),
+            hist_count: h.buckets().map(|(_, _, c)| c).collect(),
+            trace_vars: l.qdisc.trace_vars(),
+        });
+        let q = l.id;
+        let st = &l.stats;
+        let mut push_bins = |name: &str, b: &crate::metrics::Bins, scale: f64| {
+            let mut b = b.clone();
+            b.pad_to(end);
+            let m = names.id(name);
+            for (i, v) in b.values.iter().enumerate() {
+                series.push(KIND_QUEUE, q, m, i as f64 * bin, v * scale);
+            }
+        };
+        push_bins("tx_bps", &st.bin_tx_bytes, 8.0 / bin);
+        push_bins("drops", &st.bin_drops, 1.0);
+        push_bins("backlog_max", &st.bin_backlog_max, 1.0);
+        // mean sojourn per bin (NaN where nothing left the queue)
+        let mut sum = st.bin_sojourn_sum.clone();
+        let mut n = st.bin_sojourn_n.clone();
+        sum.pad_to(end);
+        n.pad_to(end);
+        let m = names.id("sojourn_mean");
+        for i in 0..sum.values.len() {
+            let v = if n.values[i] > 0.0 { sum.values[i] / n.values[i] * 1e-9 } else { f64::NAN };
+            series.push(KIND_QUEUE, q, m, i as f64 * bin, v);
+        }
+        let vars = l.qdisc.trace_vars();
+        for tp in &l.out.trace {
+            let name = vars.get(tp.var as usize).copied().unwrap_or("state");
+            let m = names.id(name);
+            samples.push(KIND_QUEUE, q, m, tp.t.as_secs_f64(), tp.value);
+        }
+    }
+
+    RunResult {
+        seed: sim.seed,
+        duration: sim.plan.duration.as_secs_f64(),
+        warmup: warm.as_secs_f64(),
+        bin,
+        flows,
+        queues,
+        series,
+        samples,
+        metric_names: names.0,
+        events: sim.events_processed,
+        packets_created: sim.net.created_pkts(),
+        packets_delivered: sim.net.delivered_pkts,
+        packets_dropped: sim.net.dropped_pkts,
+        wall_seconds: sim.wall_time().as_secs_f64(),
+    }
+}
+
+fn qdisc_kind(sim: &Simulator, link: usize) -> &'static str {
+    sim.plan.links[link].1.kind_name()
+}

@@ -1,0 +1,670 @@
+//! The scenario file schema (TOML), its defaults, and validation into a resolved [`Plan`].
+//!
+//! A scenario has four parts:
+//! - `[run]`: duration, warm-up, time-series bin width, default seed, tracing.
+//! - a topology: either the `[dumbbell]` builder, or explicit `[[node]]` + `[[link]]`
+//!   tables (or both: explicit tables add to the dumbbell).
+//! - `[[flow]]`: traffic, each with a `kind` (see `aqmlab list workloads`).
+//!
+//! Every field has a documented default. Parsing and validation errors are
+//! [`ScenarioError`]s whose `field` is the dotted path of the offending key (for example
+//! `dumbbell.qdisc.kind` or `flow[2].to`) and whose message names the bad value and what
+//! is allowed. See `docs/scenario.md` for the reference with examples.
+
+use crate::app::AppConfig;
+use crate::link::{LinkParams, LossPeriod};
+use crate::packet::NodeId;
+use crate::qdisc::{BuildCtx, QdiscConfig};
+use crate::rng::Rng;
+use crate::time::{Rate, SimDuration, SimTime};
+use crate::units::{DurationSpec, RateSpec};
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+/// A bad scenario: which field, and what is wrong with it (one line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// Dotted path of the offending field, e.g. `flow[0].rate`; empty for whole-file errors.
+    pub field: String,
+    /// What is wrong, including the bad value and the allowed values.
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError { field: field.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn d_duration_10s() -> DurationSpec {
+    DurationSpec(SimDuration::from_secs(10))
+}
+fn d_zero() -> DurationSpec {
+    DurationSpec(SimDuration::ZERO)
+}
+fn d_bin() -> DurationSpec {
+    DurationSpec(SimDuration::from_millis(200))
+}
+fn d_seed() -> u64 {
+    1
+}
+fn d_overhead() -> u32 {
+    14
+}
+fn d_mtu() -> u32 {
+    1500
+}
+fn d_devq() -> u32 {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+fn d_pairs() -> u32 {
+    1
+}
+
+/// `[run]`: how long and how to measure.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Simulated duration. Default 10 s.
+    #[serde(default = "d_duration_10s")]
+    pub duration: DurationSpec,
+    /// Summary statistics (goodput means, sojourn percentiles, utilisation) ignore what
+    /// happens before this. Time series and samples cover the whole run. Default 0.
+    #[serde(default = "d_zero")]
+    pub warmup: DurationSpec,
+    /// Width of time-series bins. Default 200 ms (Flent's sampling interval).
+    #[serde(default = "d_bin")]
+    pub bin: DurationSpec,
+    /// Seed used when none is given on the command line / API call. Default 1.
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    /// Record qdisc state traces (CoDel count, PIE p, ...) on bottleneck links. Default false.
+    #[serde(default)]
+    pub trace: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            name: None,
+            description: None,
+            duration: d_duration_10s(),
+            warmup: d_zero(),
+            bin: d_bin(),
+            seed: d_seed(),
+            trace: false,
+        }
+    }
+}
+
+/// A scheduled loss period on a link, e.g. an outage: `{ start = "10s", stop = "11s", loss = 1.0 }`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossPeriodConfig {
+    pub start: DurationSpec,
+    pub stop: DurationSpec,
+    /// Loss probability in [0, 1] during the period. Default 1 (outage).
+    #[serde(default = "d_one")]
+    pub loss: f64,
+}
+fn d_one() -> f64 {
+    1.0
+}
+
+/// Per-direction overrides of the dumbbell bottleneck (`[dumbbell.up]`, `[dumbbell.down]`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirConfig {
+    pub rate: Option<RateSpec>,
+    pub qdisc: Option<QdiscConfig>,
+    /// Bernoulli loss probability on the wire. Default 0.
+    pub loss: Option<f64>,
+    #[serde(default)]
+    pub loss_periods: Vec<LossPeriodConfig>,
+}
+
+/// `[dumbbell]`: N clients ↔ router_a ⇄ bottleneck ⇄ router_b ↔ N servers.
+///
+/// "up" is client → server (router_a → router_b), "down" is server → client.
+/// Hosts are named `client0..`, `server0..`; routers `router_a` (client side) and
+/// `router_b`; the bottleneck links `bottleneck_up` and `bottleneck_down`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumbbellConfig {
+    /// Number of client/server host pairs. Default 1.
+    #[serde(default = "d_pairs")]
+    pub pairs: u32,
+    /// Bottleneck rate in both directions (overridden by `up.rate` / `down.rate`).
+    pub rate: Option<RateSpec>,
+    /// One-way propagation delay of the bottleneck. Default 0.
+    #[serde(default = "d_zero")]
+    pub delay: DurationSpec,
+    /// Bottleneck qdisc in both directions (overridden per direction). Default fifo 1000.
+    pub qdisc: Option<QdiscConfig>,
+    #[serde(default)]
+    pub up: DirConfig,
+    #[serde(default)]
+    pub down: DirConfig,
+    /// Access link rate. Default: 10 × the faster bottleneck direction, at least 1 Gbit/s.
+    pub access_rate: Option<RateSpec>,
+    /// One-way delay of every access link unless given per host. Default 0.
+    #[serde(default = "d_zero")]
+    pub access_delay: DurationSpec,
+    /// Per-client one-way access delays (length = pairs), so each flow can have its own RTT.
+    pub client_delays: Option<Vec<DurationSpec>>,
+    /// Per-server one-way access delays (length = pairs).
+    pub server_delays: Option<Vec<DurationSpec>>,
+    /// Qdisc on access links (hosts' and routers' egress towards hosts). Default fifo 1000.
+    pub access_qdisc: Option<QdiscConfig>,
+    /// Framing bytes added per packet on the wire (Ethernet header = 14). Default 14.
+    #[serde(default = "d_overhead")]
+    pub overhead: u32,
+    /// Largest IP packet. Default 1500.
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    /// Device queue below the bottleneck qdisc, in packets, counting the one being sent. Default 1.
+    #[serde(default = "d_devq")]
+    pub device_queue: u32,
+}
+
+#[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    Host,
+    Router,
+}
+
+/// `[[node]]`: a host (runs applications) or a router (forwards).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+/// `[[link]]`: a link between two nodes; `duplex = true` (default) also creates the reverse.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub name: Option<String>,
+    pub from: String,
+    pub to: String,
+    pub rate: RateSpec,
+    #[serde(default = "d_zero")]
+    pub delay: DurationSpec,
+    #[serde(default)]
+    pub qdisc: QdiscConfig,
+    #[serde(default = "d_overhead")]
+    pub overhead: u32,
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    #[serde(default = "d_devq")]
+    pub device_queue: u32,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default)]
+    pub loss_periods: Vec<LossPeriodConfig>,
+    #[serde(default = "d_true")]
+    pub duplex: bool,
+    /// Record qdisc state traces on this link. Default false (or `run.trace`).
+    #[serde(default)]
+    pub trace: bool,
+}
+
+/// `[[flow]]`: one traffic source. Common keys: `kind`, `from`, `to`, `start`, `stop`,
+/// `start_spread`, `count`, `name`; the rest depends on `kind`.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowConfig {
+    pub name: Option<String>,
+    /// Sending host; with `count > 1`, `{i}` is replaced by the instance number.
+    pub from: String,
+    /// Receiving host; `{i}` as for `from`.
+    pub to: String,
+    /// Start time. Default 0.
+    pub start: DurationSpec,
+    /// Each instance starts at a uniformly random time in [start, start + start_spread).
+    pub start_spread: DurationSpec,
+    /// Stop time. Default: end of run.
+    pub stop: Option<DurationSpec>,
+    /// Number of identical instances. Default 1.
+    pub count: u32,
+    #[serde(flatten)]
+    pub app: AppConfig,
+}
+
+const FLOW_COMMON: &[&str] = &["name", "from", "to", "start", "start_spread", "stop", "count"];
+
+impl<'de> Deserialize<'de> for FlowConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut t = toml::Table::deserialize(d)?;
+        fn take<T: serde::de::DeserializeOwned, E: de::Error>(t: &mut toml::Table, k: &str) -> Result<Option<T>, E> {
+            match t.remove(k) {
+                None => Ok(None),
+                Some(v) => v.try_into().map(Some).map_err(|e: toml::de::Error| E::custom(format!("field `{k}`: {}", e.message().trim()))),
+            }
+        }
+        let from: Option<String> = take(&mut t, "from")?;
+        let to: Option<String> = take(&mut t, "to")?;
+        let name = take(&mut t, "name")?;
+        let start = take(&mut t, "start")?.unwrap_or(d_zero());
+        let start_spread = take(&mut t, "start_spread")?.unwrap_or(d_zero());
+        let stop = take(&mut t, "stop")?;
+        let count: i64 = take(&mut t, "count")?.unwrap_or(1);
+        if !t.contains_key("kind") {
+            return Err(de::Error::custom(format!(
+                "missing field `kind` (allowed: {})",
+                crate::app::WORKLOAD_KINDS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let (Some(from), Some(to)) = (from, to) else {
+            return Err(de::Error::custom("missing field `from` or `to` (host names)"));
+        };
+        if count < 1 || count > 1_000_000 {
+            return Err(de::Error::custom(format!("field `count`: {count} is not allowed (1 to 1000000)")));
+        }
+        let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
+            let m = e.message().trim().to_string();
+            let m = m.replace("unknown field", "unknown field for this kind").replace("expected one of", "allowed: common keys (") ;
+            de::Error::custom(if m.contains("allowed: common keys (") { format!("{m}) or {}", FLOW_COMMON.join(", ")) } else { m })
+        })?;
+        Ok(FlowConfig { name, from, to, start, start_spread, stop, count: count as u32, app })
+    }
+}
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub run: RunConfig,
+    pub dumbbell: Option<DumbbellConfig>,
+    #[serde(default, rename = "node")]
+    pub nodes: Vec<NodeConfig>,
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkConfig>,
+    #[serde(default, rename = "flow")]
+    pub flows: Vec<FlowConfig>,
+}
+
+/// A resolved node.
+#[derive(Clone, Debug)]
+pub struct PlanNode {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+/// A resolved flow instance.
+#[derive(Clone, Debug)]
+pub struct PlanFlow {
+    pub name: String,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub start: SimTime,
+    pub stop: SimTime,
+    pub app: AppConfig,
+    /// Index of the `[[flow]]` table this instance comes from.
+    pub group: u32,
+}
+
+/// A validated scenario with names resolved to indices, ready to build.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub duration: SimDuration,
+    pub warmup: SimDuration,
+    pub bin: SimDuration,
+    pub nodes: Vec<PlanNode>,
+    pub links: Vec<(LinkParams, QdiscConfig)>,
+    pub flows: Vec<PlanFlow>,
+}
+
+impl Scenario {
+    /// Parses TOML text. Errors carry the dotted path of the offending key and the line.
+    pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
+        let de = toml::Deserializer::new(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let line = inner.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = inner.message().trim().replace('\n', " ");
+            let msg = match line {
+                Some(l) => format!("{msg} (line {l})"),
+                None => msg,
+            };
+            ScenarioError::new(if path == "." { String::new() } else { path }, msg)
+        })
+    }
+
+    /// Reads and parses a scenario file.
+    pub fn from_file(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::new("", format!("cannot read {}: {e}", path.display())))?;
+        Self::from_toml_str(&text)
+    }
+
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// Checks everything that can be checked before running and resolves names.
+    pub fn validate(&self) -> Result<Plan, ScenarioError> {
+        let run = &self.run;
+        if run.duration.0.is_zero() {
+            return Err(ScenarioError::new("run.duration", "must be positive"));
+        }
+        if run.bin.0.is_zero() {
+            return Err(ScenarioError::new("run.bin", "must be positive"));
+        }
+        if run.warmup.0 >= run.duration.0 {
+            return Err(ScenarioError::new("run.warmup", format!("{} must be shorter than run.duration ({})", run.warmup.0, run.duration.0)));
+        }
+        let mut b = Builder { nodes: Vec::new(), by_name: HashMap::new(), links: Vec::new(), trace: run.trace };
+        if let Some(d) = &self.dumbbell {
+            b.dumbbell(d)?;
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            b.add_node(&n.name, n.kind, &format!("node[{i}].name"))?;
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            b.explicit_link(l, &format!("link[{i}]"))?;
+        }
+        if b.nodes.is_empty() {
+            return Err(ScenarioError::new("", "no topology: add a [dumbbell] table or [[node]] and [[link]] tables"));
+        }
+        let routes = Routes::compute(b.nodes.len(), &b.links);
+        let end = SimTime::ZERO + run.duration.0;
+        let mut flows = Vec::new();
+        for (gi, f) in self.flows.iter().enumerate() {
+            let field = format!("flow[{gi}]");
+            f.app.validate(&field)?;
+            let stop = match f.stop {
+                Some(s) => SimTime::ZERO + s.0,
+                None => end,
+            };
+            if f.start.0 >= run.duration.0 {
+                return Err(ScenarioError::new(format!("{field}.start"), format!("{} is not before the end of the run ({})", f.start.0, run.duration.0)));
+            }
+            if stop <= SimTime::ZERO + f.start.0 {
+                return Err(ScenarioError::new(format!("{field}.stop"), "must be after start"));
+            }
+            for i in 0..f.count {
+                let from = f.from.replace("{i}", &i.to_string());
+                let to = f.to.replace("{i}", &i.to_string());
+                let src = b.host(&from, &format!("{field}.from"))?;
+                let dst = b.host(&to, &format!("{field}.to"))?;
+                if src == dst {
+                    return Err(ScenarioError::new(format!("{field}.to"), format!("'{to}' is the same host as `from`")));
+                }
+                if !routes.reachable(src, dst) {
+                    return Err(ScenarioError::new(format!("{field}.to"), format!("no route from '{from}' to '{to}'")));
+                }
+                if f.app.needs_reverse_path() && !routes.reachable(dst, src) {
+                    return Err(ScenarioError::new(format!("{field}.from"), format!("no route back from '{to}' to '{from}' (this kind needs replies)")));
+                }
+                let name = match (&f.name, f.count) {
+                    (Some(n), 1) => n.clone(),
+                    (Some(n), _) => format!("{n}{i}"),
+                    (None, 1) => format!("{}{}", f.app.kind_name(), gi),
+                    (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
+                };
+                flows.push(PlanFlow { name, src, dst, start: SimTime::ZERO + f.start.0, stop: stop.min(end), app: f.app.clone(), group: gi as u32 });
+            }
+            if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0 {
+                return Err(ScenarioError::new(format!("{field}.start_spread"), "start + start_spread goes past the end of the run"));
+            }
+        }
+        let mut names: HashMap<&str, usize> = HashMap::new();
+        for (i, f) in flows.iter().enumerate() {
+            if let Some(j) = names.insert(&f.name, i) {
+                return Err(ScenarioError::new(format!("flow[{}].name", flows[i].group), format!("'{}' is used twice (also by flow instance {j})", f.name)));
+            }
+        }
+        Ok(Plan { duration: run.duration.0, warmup: run.warmup.0, bin: run.bin.0, nodes: b.nodes, links: b.links, flows })
+    }
+
+    /// Draws the random start times of flows with `start_spread` (from the run seed).
+    pub fn spread_starts(&self, plan: &mut Plan, seed: u64) {
+        let mut k = 0usize;
+        for (gi, f) in self.flows.iter().enumerate() {
+            let mut rng = Rng::stream(seed, "flow-start", gi as u64);
+            for _ in 0..f.count {
+                if !f.start_spread.0.is_zero() {
+                    let off = rng.below(f.start_spread.0.as_nanos());
+                    plan.flows[k].start = plan.flows[k].start + SimDuration::from_nanos(off);
+                }
+                k += 1;
+            }
+        }
+    }
+}
+
+struct Builder {
+    nodes: Vec<PlanNode>,
+    by_name: HashMap<String, NodeId>,
+    links: Vec<(LinkParams, QdiscConfig)>,
+    trace: bool,
+}
+
+fn check_prob(p: f64, field: &str) -> Result<(), ScenarioError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(ScenarioError::new(field, format!("{p} is not a probability (allowed: 0 to 1)")));
+    }
+    Ok(())
+}
+
+fn loss_periods(v: &[LossPeriodConfig], field: &str) -> Result<Vec<LossPeriod>, ScenarioError> {
+    v.iter()
+        .enumerate()
+        .map(|(i, lp)| {
+            check_prob(lp.loss, &format!("{field}[{i}].loss"))?;
+            if lp.stop.0 <= lp.start.0 {
+                return Err(ScenarioError::new(format!("{field}[{i}].stop"), "must be after start"));
+            }
+            Ok(LossPeriod { start: SimTime::ZERO + lp.start.0, stop: SimTime::ZERO + lp.stop.0, loss: lp.loss })
+        })
+        .collect()
+}
+
+impl Builder {
+    fn add_node(&mut self, name: &str, kind: NodeKind, field: &str) -> Result<NodeId, ScenarioError> {
+        if name.is_empty() {
+            return Err(ScenarioError::new(field, "node names must not be empty"));
+        }
+        if self.by_name.contains_key(name) {
+            return Err(ScenarioError::new(field, format!("node '{name}' is defined twice")));
+        }
+        let id = self.nodes.len() as NodeId;
+        self.nodes.push(PlanNode { name: name.to_string(), kind });
+        self.by_name.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    fn node(&self, name: &str, field: &str) -> Result<NodeId, ScenarioError> {
+        self.by_name.get(name).copied().ok_or_else(|| {
+            let mut known: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+            known.truncate(8);
+            ScenarioError::new(field, format!("unknown node '{name}' (known: {}{})", known.join(", "), if self.nodes.len() > 8 { ", ..." } else { "" }))
+        })
+    }
+
+    fn host(&self, name: &str, field: &str) -> Result<NodeId, ScenarioError> {
+        let id = self.node(name, field)?;
+        if self.nodes[id as usize].kind != NodeKind::Host {
+            return Err(ScenarioError::new(field, format!("'{name}' is a router; flows run between hosts")));
+        }
+        Ok(id)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn link(&mut self, name: String, from: NodeId, to: NodeId, rate: Rate, delay: SimDuration, qdisc: QdiscConfig, overhead: u32, mtu: u32, devq: u32, loss: f64, lps: Vec<LossPeriod>, trace: bool, field: &str) -> Result<(), ScenarioError> {
+        if mtu < 68 || mtu > 65535 {
+            return Err(ScenarioError::new(format!("{field}.mtu"), format!("{mtu} is not allowed (68 to 65535)")));
+        }
+        if overhead > 1000 {
+            return Err(ScenarioError::new(format!("{field}.overhead"), format!("{overhead} is not allowed (0 to 1000 bytes)")));
+        }
+        if devq < 1 || devq > 100_000 {
+            return Err(ScenarioError::new(format!("{field}.device_queue"), format!("{devq} is not allowed (1 to 100000 packets; 1 = BQL of one packet)")));
+        }
+        let ctx = BuildCtx { rate, mtu, overhead, rng: Rng::default() };
+        qdisc.validate(&ctx).map_err(|e| ScenarioError::new(format!("{field}.qdisc.{}", e.field), format!("{} is not allowed ({})", e.value, e.allowed)))?;
+        let p = LinkParams { name, from, to, rate, delay, overhead, mtu, device_queue: devq, loss, loss_periods: lps, trace };
+        self.links.push((p, qdisc));
+        Ok(())
+    }
+
+    fn dumbbell(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {
+        let f = "dumbbell";
+        if d.pairs < 1 || d.pairs > 100_000 {
+            return Err(ScenarioError::new("dumbbell.pairs", format!("{} is not allowed (1 to 100000)", d.pairs)));
+        }
+        let up_rate = d.up.rate.or(d.rate).ok_or_else(|| ScenarioError::new("dumbbell.rate", "missing: give `rate` (both directions) or both `up.rate` and `down.rate`"))?;
+        let down_rate = d.down.rate.or(d.rate).ok_or_else(|| ScenarioError::new("dumbbell.rate", "missing: give `rate` (both directions) or both `up.rate` and `down.rate`"))?;
+        let n = d.pairs as usize;
+        for (key, v) in [("client_delays", &d.client_delays), ("server_delays", &d.server_delays)] {
+            if let Some(v) = v {
+                if v.len() != n {
+                    return Err(ScenarioError::new(format!("dumbbell.{key}"), format!("has {} entries; it needs one per pair ({n})", v.len())));
+                }
+            }
+        }
+        let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| Rate::from_bps((up_rate.0.max(down_rate.0) * 10).max(1_000_000_000)));
+        let access_q = d.access_qdisc.clone().unwrap_or_default();
+        let ra = self.add_node("router_a", NodeKind::Router, f)?;
+        let rb = self.add_node("router_b", NodeKind::Router, f)?;
+        let base_q = d.qdisc.clone().unwrap_or_default();
+        let tr = self.trace;
+        for (dir, cfg, rate, from, to) in [("up", &d.up, up_rate, ra, rb), ("down", &d.down, down_rate, rb, ra)] {
+            let field = format!("dumbbell.{dir}");
+            let loss = cfg.loss.unwrap_or(0.0);
+            check_prob(loss, &format!("{field}.loss"))?;
+            let lps = loss_periods(&cfg.loss_periods, &format!("{field}.loss_periods"))?;
+            let q = cfg.qdisc.clone().unwrap_or_else(|| base_q.clone());
+            let qfield = if cfg.qdisc.is_some() { field.clone() } else { "dumbbell".to_string() };
+            self.link(format!("bottleneck_{dir}"), from, to, rate.rate(), d.delay.0, q, d.overhead, d.mtu, d.device_queue, loss, lps, tr, &qfield)?;
+        }
+        for i in 0..n {
+            let c = self.add_node(&format!("client{i}"), NodeKind::Host, f)?;
+            let s = self.add_node(&format!("server{i}"), NodeKind::Host, f)?;
+            let cd = d.client_delays.as_ref().map(|v| v[i].0).unwrap_or(d.access_delay.0);
+            let sd = d.server_delays.as_ref().map(|v| v[i].0).unwrap_or(d.access_delay.0);
+            for (host, router, delay, hname, rname) in [(c, ra, cd, format!("client{i}"), "router_a"), (s, rb, sd, format!("server{i}"), "router_b")] {
+                self.link(format!("{hname}->{rname}"), host, router, access_rate, delay, access_q.clone(), d.overhead, d.mtu, 1, 0.0, vec![], false, "dumbbell.access")?;
+                self.link(format!("{rname}->{hname}"), router, host, access_rate, delay, access_q.clone(), d.overhead, d.mtu, 1, 0.0, vec![], false, "dumbbell.access")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn explicit_link(&mut self, l: &LinkConfig, field: &str) -> Result<(), ScenarioError> {
+        let a = self.node(&l.from, &format!("{field}.from"))?;
+        let b = self.node(&l.to, &format!("{field}.to"))?;
+        if a == b {
+            return Err(ScenarioError::new(format!("{field}.to"), "a link must join two different nodes"));
+        }
+        check_prob(l.loss, &format!("{field}.loss"))?;
+        let lps = loss_periods(&l.loss_periods, &format!("{field}.loss_periods"))?;
+        let tr = l.trace || self.trace;
+        let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+        self.link(name.clone(), a, b, l.rate.rate(), l.delay.0, l.qdisc.clone(), l.overhead, l.mtu, l.device_queue, l.loss, lps.clone(), tr, field)?;
+        if l.duplex {
+            let rname = if l.name.is_some() { format!("{name}_rev") } else { format!("{}->{}", l.to, l.from) };
+            self.link(rname, b, a, l.rate.rate(), l.delay.0, l.qdisc.clone(), l.overhead, l.mtu, l.device_queue, l.loss, lps, tr, field)?;
+        }
+        Ok(())
+    }
+}
+
+/// Shortest-hop static routes: for each node, the outgoing link towards each destination.
+/// Hosts with a single outgoing link use it for everything (no table).
+#[derive(Clone, Debug)]
+pub struct Routes {
+    n: usize,
+    /// Per node: `Some(link)` if the node has exactly one outgoing link.
+    default: Vec<Option<u32>>,
+    /// Per node with several outgoing links: `n` entries, `u32::MAX` = unreachable.
+    table: Vec<Option<Vec<u32>>>,
+    reach: Vec<Vec<bool>>,
+}
+
+impl Routes {
+    pub fn compute(n: usize, links: &[(LinkParams, QdiscConfig)]) -> Routes {
+        let mut out: Vec<Vec<(u32, NodeId)>> = vec![Vec::new(); n];
+        let mut inc: Vec<Vec<(u32, NodeId)>> = vec![Vec::new(); n];
+        for (i, (p, _)) in links.iter().enumerate() {
+            out[p.from as usize].push((i as u32, p.to));
+            inc[p.to as usize].push((i as u32, p.from));
+        }
+        // next[src][dst] via reverse BFS from each destination.
+        let mut next = vec![vec![u32::MAX; n]; n];
+        let mut reach = vec![vec![false; n]; n];
+        for dst in 0..n {
+            let mut seen = vec![false; n];
+            seen[dst] = true;
+            reach[dst][dst] = true;
+            let mut q = VecDeque::from([dst]);
+            while let Some(v) = q.pop_front() {
+                for &(li, u) in &inc[v] {
+                    let u = u as usize;
+                    if !seen[u] {
+                        seen[u] = true;
+                        reach[u][dst] = true;
+                        next[u][dst] = li;
+                        q.push_back(u);
+                    }
+                }
+            }
+        }
+        let mut default = vec![None; n];
+        let mut table = vec![None; n];
+        for v in 0..n {
+            if out[v].len() == 1 {
+                default[v] = Some(out[v][0].0);
+            } else {
+                table[v] = Some(std::mem::take(&mut next[v]));
+            }
+        }
+        Routes { n, default, table, reach }
+    }
+    pub fn reachable(&self, a: NodeId, b: NodeId) -> bool {
+        self.reach[a as usize][b as usize]
+    }
+    /// The outgoing link at `at` towards `dst`.
+    #[inline]
+    pub fn next(&self, at: NodeId, dst: NodeId) -> Option<u32> {
+        if let Some(l) = self.default[at as usize] {
+            return Some(l);
+        }
+        match &self.table[at as usize] {
+            Some(t) => {
+                let l = t[dst as usize];
+                (l != u32::MAX).then_some(l)
+            }
+            None => None,
+        }
+    }
+    pub fn nodes(&self) -> usize {
+        self.n
+    }
+    /// Drops the reachability matrix (only needed for validation) to save memory.
+    pub fn shrink(&mut self) {
+        self.reach = Vec::new();
+    }
+}

@@ -1,0 +1,300 @@
+//! The simulator: builds the network from a validated scenario and runs the event loop.
+//!
+//! `Net` is the shared network state (clock, event queue, links, routes, counters) that
+//! applications reach through `FlowCtx`; `Simulator` adds the flows and the loop. Split
+//! this way, an application can send packets (`Net::send`) while the simulator holds
+//! `&mut` to that application's slot.
+
+use crate::app::{AnyApp, Application, FlowCtx, FlowStats};
+use crate::event::{Event, EventQueue};
+use crate::link::Link;
+use crate::packet::{FlowId, NodeId, Packet};
+use crate::qdisc::{BuildCtx, DropReason, Qdisc};
+use crate::result::{self, RunResult};
+use crate::rng::Rng;
+use crate::scenario::{NodeKind, Plan, Routes, Scenario, ScenarioError};
+use crate::time::{SimDuration, SimTime};
+
+/// Network state shared by all flows.
+pub struct Net {
+    pub now: SimTime,
+    pub events: EventQueue,
+    pub links: Vec<Link>,
+    pub routes: Routes,
+    /// Drops drained from links, waiting to be attributed to their flows.
+    pub pending_drops: Vec<(Packet, DropReason)>,
+    next_uid: u64,
+    /// Packets handed to their destination host.
+    pub delivered_pkts: u64,
+    /// Packets dropped anywhere.
+    pub dropped_pkts: u64,
+    /// Packets that found no route at some node (counted as dropped; impossible in a
+    /// validated scenario, kept as a safety net).
+    pub unroutable_pkts: u64,
+}
+
+impl Net {
+    #[inline]
+    pub fn next_uid(&mut self) -> u64 {
+        self.next_uid += 1;
+        self.next_uid
+    }
+    /// Packets created so far.
+    pub fn created_pkts(&self) -> u64 {
+        self.next_uid
+    }
+
+    /// Forwards `pkt` from node `at` towards `pkt.dst` on the routed egress link.
+    #[inline]
+    pub fn send(&mut self, at: NodeId, pkt: Packet) {
+        let Some(l) = self.routes.next(at, pkt.dst) else {
+            self.unroutable_pkts += 1;
+            self.dropped_pkts += 1;
+            return;
+        };
+        let now = self.now;
+        let link = &mut self.links[l as usize];
+        link.enqueue(pkt, now, &mut self.events);
+        if !link.out.drops.is_empty() {
+            self.drain_link_drops(l as usize);
+        }
+    }
+
+    fn drain_link_drops(&mut self, l: usize) {
+        let now = self.now;
+        let link = &mut self.links[l];
+        for d in link.out.drops.drain(..) {
+            link.stats.bin_drops.add(now, 1.0);
+            self.pending_drops.push(d);
+        }
+    }
+}
+
+/// One flow: its endpoints, its application and its stats.
+pub struct FlowSlot {
+    pub name: String,
+    pub kind: &'static str,
+    pub group: u32,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub start: SimTime,
+    pub stop: SimTime,
+    pub app: AnyApp,
+    pub stats: FlowStats,
+    pub rng: Rng,
+}
+
+/// A running simulation. A run is a pure function of (scenario, seed).
+pub struct Simulator {
+    pub net: Net,
+    pub flows: Vec<FlowSlot>,
+    pub node_names: Vec<String>,
+    pub node_is_host: Vec<bool>,
+    pub plan: Plan,
+    pub seed: u64,
+    pub events_processed: u64,
+    pub end: SimTime,
+    wall: std::time::Duration,
+}
+
+impl Simulator {
+    /// Validates `scenario` and builds the network. `seed` drives every random stream.
+    pub fn new(scenario: &Scenario, seed: u64) -> Result<Simulator, ScenarioError> {
+        let mut plan = scenario.validate()?;
+        scenario.spread_starts(&mut plan, seed);
+        Ok(Self::from_plan(plan, seed))
+    }
+
+    /// Builds from an already validated plan.
+    pub fn from_plan(plan: Plan, seed: u64) -> Simulator {
+        let warmup = SimTime::ZERO + plan.warmup;
+        let mut routes = Routes::compute(plan.nodes.len(), &plan.links);
+        routes.shrink();
+        let links: Vec<Link> = plan
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, (p, q))| {
+                let ctx = BuildCtx { rate: p.rate, mtu: p.mtu, overhead: p.overhead, rng: Rng::stream(seed, "qdisc", i as u64) };
+                let qd = q.build(ctx);
+                Link::new(i as u32, p.clone(), qd, Rng::stream(seed, "link", i as u64), warmup, plan.bin)
+            })
+            .collect();
+        let mut events = EventQueue::new();
+        let flows: Vec<FlowSlot> = plan
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                events.push(f.start, Event::FlowStart(i as FlowId));
+                FlowSlot {
+                    name: f.name.clone(),
+                    kind: f.app.kind_name(),
+                    group: f.group,
+                    src: f.src,
+                    dst: f.dst,
+                    start: f.start,
+                    stop: f.stop,
+                    app: f.app.build(),
+                    stats: FlowStats::new(warmup, plan.bin),
+                    rng: Rng::stream(seed, "flow", i as u64),
+                }
+            })
+            .collect();
+        let net = Net {
+            now: SimTime::ZERO,
+            events,
+            links,
+            routes,
+            pending_drops: Vec::with_capacity(64),
+            next_uid: 0,
+            delivered_pkts: 0,
+            dropped_pkts: 0,
+            unroutable_pkts: 0,
+        };
+        Simulator {
+            net,
+            flows,
+            node_names: plan.nodes.iter().map(|n| n.name.clone()).collect(),
+            node_is_host: plan.nodes.iter().map(|n| n.kind == NodeKind::Host).collect(),
+            end: SimTime::ZERO + plan.duration,
+            plan,
+            seed,
+            events_processed: 0,
+            wall: std::time::Duration::ZERO,
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.net.now
+    }
+
+    /// Runs every event up to and including `t`; afterwards `now() == t`.
+    pub fn run_until(&mut self, t: SimTime) {
+        let started = std::time::Instant::now();
+        while let Some(et) = self.net.events.peek_time() {
+            if et > t {
+                break;
+            }
+            let (et, ev) = self.net.events.pop().expect("peeked");
+            debug_assert!(et >= self.net.now, "time travel");
+            self.net.now = et;
+            self.events_processed += 1;
+            self.dispatch(ev);
+            if !self.net.pending_drops.is_empty() {
+                self.attribute_drops();
+            }
+        }
+        if t > self.net.now {
+            self.net.now = t;
+        }
+        self.wall += started.elapsed();
+    }
+
+    /// Runs the whole scenario.
+    pub fn run(&mut self) {
+        self.run_until(self.end);
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Event) {
+        let now = self.net.now;
+        match ev {
+            Event::TxDone(l) => {
+                let link = &mut self.net.links[l as usize];
+                link.tx_done(now, &mut self.net.events);
+                if !link.out.drops.is_empty() {
+                    self.net.drain_link_drops(l as usize);
+                }
+            }
+            Event::Arrive(l) => {
+                let link = &mut self.net.links[l as usize];
+                let pkt = link.arrive(now, &mut self.net.events);
+                let at = link.p.to;
+                self.deliver(at, pkt);
+            }
+            Event::FlowTimer { flow, kind } => {
+                let f = &mut self.flows[flow as usize];
+                let mut cx = FlowCtx { now, id: flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+                f.app.on_timer(&mut cx, kind);
+            }
+            Event::FlowStart(flow) => {
+                let f = &mut self.flows[flow as usize];
+                let mut cx = FlowCtx { now, id: flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+                f.app.start(&mut cx);
+            }
+            Event::LinkTimer { .. } => {
+                // No lower layer that uses link timers is configured.
+            }
+        }
+    }
+
+    #[inline]
+    fn deliver(&mut self, at: NodeId, pkt: Packet) {
+        if pkt.dst == at {
+            self.net.delivered_pkts += 1;
+            let f = &mut self.flows[pkt.flow as usize];
+            if pkt.ecn == crate::packet::Ecn::Ce {
+                f.stats.ce_pkts += 1;
+            }
+            let mut cx = FlowCtx { now: self.net.now, id: pkt.flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+            f.app.on_packet(&mut cx, pkt);
+        } else {
+            self.net.send(at, pkt);
+        }
+    }
+
+    fn attribute_drops(&mut self) {
+        for (p, _why) in self.net.pending_drops.drain(..) {
+            self.net.dropped_pkts += 1;
+            if let Some(f) = self.flows.get_mut(p.flow as usize) {
+                f.stats.lost_pkts += 1;
+            }
+        }
+    }
+
+    /// Packets currently inside links (qdiscs, device queues, wires).
+    pub fn packets_in_network(&self) -> u64 {
+        self.net.links.iter().map(|l| l.packets_inside()).sum()
+    }
+
+    /// Checks packet conservation: created = delivered + dropped + in the network.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        let created = self.net.created_pkts();
+        let accounted = self.net.delivered_pkts + self.net.dropped_pkts + self.packets_in_network();
+        if created != accounted {
+            return Err(format!(
+                "created {created} != delivered {} + dropped {} + in network {}",
+                self.net.delivered_pkts,
+                self.net.dropped_pkts,
+                self.packets_in_network()
+            ));
+        }
+        for l in &self.net.links {
+            l.qdisc.stats().check(l.qdisc.len() as u64, l.qdisc.backlog_bytes()).map_err(|e| format!("link {}: {e}", l.p.name))?;
+        }
+        Ok(())
+    }
+
+    /// Wall-clock time spent in `run_until` so far.
+    pub fn wall_time(&self) -> std::time::Duration {
+        self.wall
+    }
+
+    /// Collects the results (call after `run`).
+    pub fn results(&self) -> RunResult {
+        result::collect(self)
+    }
+
+    /// Simulated time after warm-up, for rate averages.
+    pub fn measured_span(&self) -> SimDuration {
+        self.end.saturating_since(SimTime::ZERO + self.plan.warmup)
+    }
+}
+
+/// Parses, validates, runs and collects in one call.
+pub fn run_scenario(scenario: &Scenario, seed: u64) -> Result<RunResult, ScenarioError> {
+    let mut sim = Simulator::new(scenario, seed)?;
+    sim.run();
+    Ok(sim.results())
+}
