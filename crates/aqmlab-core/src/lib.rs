@@ -26,6 +26,7 @@ pub mod result;
 pub mod rng;
 pub mod scenario;
 pub mod sim;
+pub mod tcp;
 pub mod time;
 pub mod units;
 
