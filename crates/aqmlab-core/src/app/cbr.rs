@@ -31,6 +31,12 @@ pub struct CbrConfig {
 }
 
 impl CbrConfig {
+    pub const PARAMS: &'static [crate::qdisc::ParamDoc] = &[
+        crate::qdisc::ParamDoc { name: "rate", default: "required", doc: "sending rate at the IP layer, e.g. \"12Mbit\"" },
+        crate::qdisc::ParamDoc { name: "size", default: "1500", doc: "IP packet size in bytes (payload = size - 28)" },
+        crate::qdisc::ParamDoc { name: "record_delay", default: "false", doc: "record every packet's one-way delay as sample `owd`" },
+    ];
+
     pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
         if self.size <= UDP_IP_HEADER || self.size > 65535 {
             return Err(ScenarioError::new(format!("{field}.size"), format!("{} is not allowed (29 to 65535 bytes)", self.size)));

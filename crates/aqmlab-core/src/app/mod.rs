@@ -162,6 +162,11 @@ macro_rules! workload_registry {
             $( $variant($app), )*
         }
 
+        /// Parameter documentation of a workload kind (None if unknown).
+        pub fn workload_params(kind: &str) -> Option<&'static [crate::qdisc::ParamDoc]> {
+            match kind { $( $name => Some(<$cfg>::PARAMS), )* _ => None }
+        }
+
         impl AppConfig {
             pub fn kind_name(&self) -> &'static str {
                 match self { $( AppConfig::$variant(_) => $name, )* }

@@ -22,7 +22,7 @@ fn d_rr_size() -> u32 {
 }
 
 macro_rules! probe_config {
-    ($name:ident, $size:literal, $doc:literal) => {
+    ($name:ident, $size:literal, $sizedoc:literal, $doc:literal) => {
         #[doc = $doc]
         #[derive(Clone, Debug, Deserialize, Serialize)]
         #[serde(deny_unknown_fields)]
@@ -35,6 +35,10 @@ macro_rules! probe_config {
             pub size: u32,
         }
         impl $name {
+            pub const PARAMS: &'static [crate::qdisc::ParamDoc] = &[
+                crate::qdisc::ParamDoc { name: "interval", default: "200ms", doc: "time between requests (Flent samples every 0.2 s)" },
+                crate::qdisc::ParamDoc { name: "size", default: $sizedoc, doc: "IP packet size of request and reply in bytes" },
+            ];
             pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
                 if self.interval.0.is_zero() {
                     return Err(ScenarioError::new(format!("{field}.interval"), "must be positive"));
@@ -47,8 +51,8 @@ macro_rules! probe_config {
         }
     };
 }
-probe_config!(PingConfig, "d_ping_size", "`ping`: ICMP echo. Default size 84 bytes (Linux ping).");
-probe_config!(UdpRrConfig, "d_rr_size", "`udp_rr`: UDP request/response. Default size 29 bytes (netperf UDP_RR).");
+probe_config!(PingConfig, "d_ping_size", "84", "`ping`: ICMP echo. Default size 84 bytes (Linux ping).");
+probe_config!(UdpRrConfig, "d_rr_size", "29", "`udp_rr`: UDP request/response. Default size 29 bytes (netperf UDP_RR).");
 
 /// The shared probe engine.
 #[derive(Debug)]

@@ -30,6 +30,12 @@ impl Default for FifoConfig {
 }
 
 impl FifoConfig {
+    pub const PARAMS: &'static [super::ParamDoc] = &[super::ParamDoc {
+        name: "limit",
+        default: "1000",
+        doc: "queue limit: an integer is packets (pfifo), a size such as \"250KB\" is bytes (bfifo); 1000 = Linux default txqueuelen",
+    }];
+
     pub fn validate(&self, ctx: &BuildCtx) -> Result<(), ParamError> {
         if let Limit::Bytes(b) = self.limit {
             if b < ctx.mtu as u64 {

@@ -251,6 +251,16 @@ pub trait Qdisc {
     }
 }
 
+/// Documentation of one configuration parameter, for `aqmlab describe KIND`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ParamDoc {
+    pub name: &'static str,
+    /// The default as written in a scenario file ("1000", "5ms", "required").
+    pub default: &'static str,
+    /// Meaning, unit and where the default comes from (e.g. "Linux sch_codel").
+    pub doc: &'static str,
+}
+
 /// What a qdisc may know about where it is installed when it is built.
 #[derive(Clone, Debug)]
 pub struct BuildCtx {
@@ -297,6 +307,11 @@ macro_rules! qdisc_registry {
 
         /// `(name, one-line description)` of every kind accepted in a scenario file.
         pub const QDISC_KINDS: &[(&str, &str)] = &[ $( ($name, $about), )* ];
+
+        /// Parameter documentation of a qdisc kind (None if the kind is unknown).
+        pub fn qdisc_params(kind: &str) -> Option<&'static [ParamDoc]> {
+            match kind { $( $name => Some(<$cfg>::PARAMS), )* _ => None }
+        }
 
         impl QdiscConfig {
             pub fn kind_name(&self) -> &'static str {
