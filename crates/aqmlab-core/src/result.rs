@@ -61,6 +61,10 @@ pub struct QueueRow {
     pub hist_high: Vec<f64>,
     pub hist_count: Vec<u64>,
     pub trace_vars: &'static [&'static str],
+    /// The link's lower layer: `wire`, `htb`, `tbf`, `docsis` or `wifi`.
+    pub lower: &'static str,
+    /// Lower-layer summary metrics (shaper, regulators, WiFi TXOPs/retries ...).
+    pub lower_extra: Vec<(&'static str, f64)>,
 }
 
 /// Everything a run produced.
@@ -82,6 +86,18 @@ pub struct RunResult {
     pub packets_delivered: u64,
     pub packets_dropped: u64,
     pub wall_seconds: f64,
+    /// Validation warnings of the scenario (`field: message`).
+    pub warnings: Vec<String>,
+}
+
+impl QueueRow {
+    /// A lower-layer summary metric by name.
+    pub fn lower_metric(&self, key: &str) -> Option<f64> {
+        self.lower_extra
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    }
 }
 
 impl RunResult {
@@ -93,22 +109,38 @@ impl RunResult {
     }
     /// Samples of one flow's metric as `(t, value)`.
     pub fn flow_samples(&self, flow: u32, metric: &str) -> Vec<(f64, f64)> {
-        let Some(m) = self.metric_names.iter().position(|n| n == metric) else { return vec![] };
+        let Some(m) = self.metric_names.iter().position(|n| n == metric) else {
+            return vec![];
+        };
         (0..self.samples.len())
-            .filter(|&i| self.samples.kind[i] == KIND_FLOW && self.samples.entity[i] == flow && self.samples.metric[i] as usize == m)
+            .filter(|&i| {
+                self.samples.kind[i] == KIND_FLOW
+                    && self.samples.entity[i] == flow
+                    && self.samples.metric[i] as usize == m
+            })
             .map(|i| (self.samples.t[i], self.samples.value[i]))
             .collect()
     }
     /// Per-bin series of one entity as `(t, value)`.
     pub fn series_of(&self, kind: u8, entity: u32, metric: &str) -> Vec<(f64, f64)> {
-        let Some(m) = self.metric_names.iter().position(|n| n == metric) else { return vec![] };
+        let Some(m) = self.metric_names.iter().position(|n| n == metric) else {
+            return vec![];
+        };
         (0..self.series.len())
-            .filter(|&i| self.series.kind[i] == kind && self.series.entity[i] == entity && self.series.metric[i] as usize == m)
+            .filter(|&i| {
+                self.series.kind[i] == kind
+                    && self.series.entity[i] == entity
+                    && self.series.metric[i] as usize == m
+            })
             .map(|i| (self.series.t[i], self.series.value[i]))
             .collect()
     }
     pub fn extra(&self, flow: &str, key: &str) -> Option<f64> {
-        self.flow(flow)?.extra.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+        self.flow(flow)?
+            .extra
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
     }
 }
 
@@ -125,8 +157,16 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
     for (i, f) in sim.flows.iter().enumerate() {
         let from = f.start.max(crate::time::SimTime::ZERO + warm);
         let to = f.stop.min(end);
-        let span = if to > from { (to - from).as_secs_f64() } else { 0.0 };
-        let goodput = if span > 0.0 { f.stats.delivered_bytes_warm as f64 * 8.0 / span } else { 0.0 };
+        let span = if to > from {
+            (to - from).as_secs_f64()
+        } else {
+            0.0
+        };
+        let goodput = if span > 0.0 {
+            f.stats.delivered_bytes_warm as f64 * 8.0 / span
+        } else {
+            0.0
+        };
         let mut extra = Vec::new();
         f.app.summary(&f.stats, &mut extra);
         flows.push(FlowRow {
@@ -176,27 +216,52 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
             arrivals: st.arrivals,
             enqueued: st.enqueued,
             dequeued: st.dequeued,
-            dropped: st.total_drops() + l.stats.wire_drops,
+            dropped: st.total_drops() + l.stats.wire_drops + l.stats.lower_drops,
             marked: st.total_marks(),
             drops_by_reason: DropReason::ALL
                 .iter()
-                .map(|r| (r.name(), if *r == DropReason::Wire { l.stats.wire_drops } else { st.drops[r.index()] }))
+                .map(|r| {
+                    let n = match r {
+                        DropReason::Wire => l.stats.wire_drops,
+                        DropReason::LowerLayer => l.stats.lower_drops,
+                        _ => st.drops[r.index()],
+                    };
+                    (r.name(), n)
+                })
                 .filter(|(_, n)| *n > 0)
                 .collect(),
-            marks_by_reason: MarkReason::ALL.iter().map(|r| (r.name(), st.marks[r.index()])).filter(|(_, n)| *n > 0).collect(),
+            marks_by_reason: MarkReason::ALL
+                .iter()
+                .map(|r| (r.name(), st.marks[r.index()]))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
             tx_pkts: l.stats.tx_pkts,
             tx_bytes: l.stats.tx_bytes,
-            utilization: if span > 0.0 { l.stats.busy.as_secs_f64() / span } else { 0.0 },
+            utilization: if span > 0.0 {
+                l.stats.busy.as_secs_f64() / span
+            } else {
+                0.0
+            },
             sojourn_n: h.count,
             sojourn_mean: s(h.mean()),
             sojourn_p50: s(h.quantile(0.5)),
             sojourn_p90: s(h.quantile(0.9)),
             sojourn_p99: s(h.quantile(0.99)),
-            sojourn_max: if h.count > 0 { s(h.max as f64) } else { f64::NAN },
+            sojourn_max: if h.count > 0 {
+                s(h.max as f64)
+            } else {
+                f64::NAN
+            },
             hist_low: h.buckets().map(|(lo, _, _)| s(lo as f64)).collect(),
             hist_high: h.buckets().map(|(_, hi, _)| s(hi as f64)).collect(),
             hist_count: h.buckets().map(|(_, _, c)| c).collect(),
             trace_vars: l.qdisc.trace_vars(),
+            lower: l.p.lower.kind_name(),
+            lower_extra: {
+                let mut v = Vec::new();
+                l.lower_summary(&mut v);
+                v
+            },
         });
         let q = l.id;
         let st = &l.stats;
@@ -218,7 +283,11 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
         n.pad_to(end);
         let m = names.id("sojourn_mean");
         for i in 0..sum.values.len() {
-            let v = if n.values[i] > 0.0 { sum.values[i] / n.values[i] * 1e-9 } else { f64::NAN };
+            let v = if n.values[i] > 0.0 {
+                sum.values[i] / n.values[i] * 1e-9
+            } else {
+                f64::NAN
+            };
             series.push(KIND_QUEUE, q, m, i as f64 * bin, v);
         }
         let vars = l.qdisc.trace_vars();
@@ -244,6 +313,12 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
         packets_delivered: sim.net.delivered_pkts,
         packets_dropped: sim.net.dropped_pkts,
         wall_seconds: sim.wall_time().as_secs_f64(),
+        warnings: sim
+            .plan
+            .warnings
+            .iter()
+            .map(|w| format!("{}: {}", w.field, w.message))
+            .collect(),
     }
 }
 

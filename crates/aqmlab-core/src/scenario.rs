@@ -6,13 +6,23 @@
 //!   tables (or both: explicit tables add to the dumbbell).
 //! - `[[flow]]`: traffic, each with a `kind` (see `aqmlab list workloads`).
 //!
+//! Access-network models (see [`access`] and `docs/link-models.md`): a `shaper` on a
+//! link or dumbbell direction, the `[docsis]` topology builder, and WiFi BSSes
+//! (`[[wifi]]`, or `[dumbbell.wifi]` to put the dumbbell's clients behind a WiFi hop).
+//!
+//! Validation may also produce [`ScenarioWarning`]s (in [`Plan::warnings`]): legal but
+//! probably unintended combinations, such as a shaper or service-flow rate above the
+//! rate of the link it sits on.
+//!
 //! Every field has a documented default. Parsing and validation errors are
 //! [`ScenarioError`]s whose `field` is the dotted path of the offending key (for example
 //! `dumbbell.qdisc.kind` or `flow[2].to`) and whose message names the bad value and what
 //! is allowed. See `docs/scenario.md` for the reference with examples.
 
+pub mod access;
+
 use crate::app::AppConfig;
-use crate::link::{LinkParams, LossPeriod};
+use crate::link::{LinkParams, LossPeriod, LowerParams, MediumParams, ShaperConfig};
 use crate::packet::NodeId;
 use crate::qdisc::{BuildCtx, QdiscConfig};
 use crate::rng::Rng;
@@ -34,7 +44,10 @@ pub struct ScenarioError {
 
 impl ScenarioError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ScenarioError { field: field.into(), message: message.into() }
+        ScenarioError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -49,6 +62,21 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
+
+/// A legal but suspicious scenario setting: which field, and why it is probably not what
+/// was meant. Runs go ahead; warnings are kept in the `Plan` and the results.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioWarning {
+    /// Dotted path of the field, as in [`ScenarioError`].
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "warning: {}: {}", self.field, self.message)
+    }
+}
 
 fn d_duration_10s() -> DurationSpec {
     DurationSpec(SimDuration::from_secs(10))
@@ -140,6 +168,9 @@ pub struct DirConfig {
     pub loss: Option<f64>,
     #[serde(default)]
     pub loss_periods: Vec<LossPeriodConfig>,
+    /// Token-bucket shaper between this direction's qdisc and the bottleneck wire, e.g.
+    /// `shaper = { rate = "14Mbit" }` on a faster `rate`. Default: none.
+    pub shaper: Option<ShaperConfig>,
 }
 
 /// `[dumbbell]`: N clients ↔ router_a ⇄ bottleneck ⇄ router_b ↔ N servers.
@@ -184,6 +215,9 @@ pub struct DumbbellConfig {
     /// Device queue below the bottleneck qdisc, in packets, counting the one being sent. Default 1.
     #[serde(default = "d_devq")]
     pub device_queue: u32,
+    /// Replaces the client access links by one WiFi BSS with `router_a` as the access
+    /// point and every client as a station (`[dumbbell.wifi]`). Default: wired clients.
+    pub wifi: Option<access::WifiConfig>,
 }
 
 #[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -228,6 +262,9 @@ pub struct LinkConfig {
     /// Record qdisc state traces on this link. Default false (or `run.trace`).
     #[serde(default)]
     pub trace: bool,
+    /// Token-bucket shaper between the qdisc and the wire (each direction of a duplex
+    /// link gets its own). Default: none.
+    pub shaper: Option<ShaperConfig>,
 }
 
 /// `[[flow]]`: one traffic source. Common keys: `kind`, `from`, `to`, `start`, `stop`,
@@ -251,15 +288,28 @@ pub struct FlowConfig {
     pub app: AppConfig,
 }
 
-const FLOW_COMMON: &[&str] = &["name", "from", "to", "start", "start_spread", "stop", "count"];
+const FLOW_COMMON: &[&str] = &[
+    "name",
+    "from",
+    "to",
+    "start",
+    "start_spread",
+    "stop",
+    "count",
+];
 
 impl<'de> Deserialize<'de> for FlowConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut t = toml::Table::deserialize(d)?;
-        fn take<T: serde::de::DeserializeOwned, E: de::Error>(t: &mut toml::Table, k: &str) -> Result<Option<T>, E> {
+        fn take<T: serde::de::DeserializeOwned, E: de::Error>(
+            t: &mut toml::Table,
+            k: &str,
+        ) -> Result<Option<T>, E> {
             match t.remove(k) {
                 None => Ok(None),
-                Some(v) => v.try_into().map(Some).map_err(|e: toml::de::Error| E::custom(format!("field `{k}`: {}", e.message().trim()))),
+                Some(v) => v.try_into().map(Some).map_err(|e: toml::de::Error| {
+                    E::custom(format!("field `{k}`: {}", e.message().trim()))
+                }),
             }
         }
         let from: Option<String> = take(&mut t, "from")?;
@@ -272,21 +322,44 @@ impl<'de> Deserialize<'de> for FlowConfig {
         if !t.contains_key("kind") {
             return Err(de::Error::custom(format!(
                 "missing field `kind` (allowed: {})",
-                crate::app::WORKLOAD_KINDS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                crate::app::WORKLOAD_KINDS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         let (Some(from), Some(to)) = (from, to) else {
-            return Err(de::Error::custom("missing field `from` or `to` (host names)"));
+            return Err(de::Error::custom(
+                "missing field `from` or `to` (host names)",
+            ));
         };
         if count < 1 || count > 1_000_000 {
-            return Err(de::Error::custom(format!("field `count`: {count} is not allowed (1 to 1000000)")));
+            return Err(de::Error::custom(format!(
+                "field `count`: {count} is not allowed (1 to 1000000)"
+            )));
         }
         let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
             let m = e.message().trim().to_string();
-            let m = m.replace("unknown field", "unknown field for this kind").replace("expected one of", "allowed: common keys (") ;
-            de::Error::custom(if m.contains("allowed: common keys (") { format!("{m}) or {}", FLOW_COMMON.join(", ")) } else { m })
+            let m = m
+                .replace("unknown field", "unknown field for this kind")
+                .replace("expected one of", "allowed: common keys (");
+            de::Error::custom(if m.contains("allowed: common keys (") {
+                format!("{m}) or {}", FLOW_COMMON.join(", "))
+            } else {
+                m
+            })
         })?;
-        Ok(FlowConfig { name, from, to, start, start_spread, stop, count: count as u32, app })
+        Ok(FlowConfig {
+            name,
+            from,
+            to,
+            start,
+            start_spread,
+            stop,
+            count: count as u32,
+            app,
+        })
     }
 }
 
@@ -301,6 +374,11 @@ pub struct Scenario {
     pub nodes: Vec<NodeConfig>,
     #[serde(default, rename = "link")]
     pub links: Vec<LinkConfig>,
+    /// `[docsis]`: a DOCSIS cable access network (CMTS, cable modems, servers).
+    pub docsis: Option<access::DocsisConfig>,
+    /// `[[wifi]]`: WiFi BSSes joining an access point to stations.
+    #[serde(default, rename = "wifi")]
+    pub wifi: Vec<access::WifiConfig>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowConfig>,
 }
@@ -333,7 +411,11 @@ pub struct Plan {
     pub bin: SimDuration,
     pub nodes: Vec<PlanNode>,
     pub links: Vec<(LinkParams, QdiscConfig)>,
+    /// WiFi media (one per BSS); their member links are in `links`.
+    pub media: Vec<MediumParams>,
     pub flows: Vec<PlanFlow>,
+    /// Legal but suspicious settings found by validation.
+    pub warnings: Vec<ScenarioWarning>,
 }
 
 impl Scenario {
@@ -343,7 +425,9 @@ impl Scenario {
         serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let line = inner.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let line = inner
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             let msg = inner.message().trim().replace('\n', " ");
             let msg = match line {
                 Some(l) => format!("{msg} (line {l})"),
@@ -355,7 +439,8 @@ impl Scenario {
 
     /// Reads and parses a scenario file.
     pub fn from_file(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::new("", format!("cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new("", format!("cannot read {}: {e}", path.display())))?;
         Self::from_toml_str(&text)
     }
 
@@ -373,11 +458,30 @@ impl Scenario {
             return Err(ScenarioError::new("run.bin", "must be positive"));
         }
         if run.warmup.0 >= run.duration.0 {
-            return Err(ScenarioError::new("run.warmup", format!("{} must be shorter than run.duration ({})", run.warmup.0, run.duration.0)));
+            return Err(ScenarioError::new(
+                "run.warmup",
+                format!(
+                    "{} must be shorter than run.duration ({})",
+                    run.warmup.0, run.duration.0
+                ),
+            ));
         }
-        let mut b = Builder { nodes: Vec::new(), by_name: HashMap::new(), links: Vec::new(), trace: run.trace };
+        let mut b = Builder {
+            nodes: Vec::new(),
+            by_name: HashMap::new(),
+            links: Vec::new(),
+            media: Vec::new(),
+            warnings: Vec::new(),
+            trace: run.trace,
+        };
         if let Some(d) = &self.dumbbell {
             b.dumbbell(d)?;
+        }
+        if let Some(d) = &self.docsis {
+            if self.dumbbell.is_some() {
+                return Err(ScenarioError::new("docsis", "use either [dumbbell] or [docsis], not both (both create hosts named server0..)"));
+            }
+            b.docsis(d)?;
         }
         for (i, n) in self.nodes.iter().enumerate() {
             b.add_node(&n.name, n.kind, &format!("node[{i}].name"))?;
@@ -385,8 +489,14 @@ impl Scenario {
         for (i, l) in self.links.iter().enumerate() {
             b.explicit_link(l, &format!("link[{i}]"))?;
         }
+        for (i, w) in self.wifi.iter().enumerate() {
+            b.explicit_wifi(w, &format!("wifi[{i}]"))?;
+        }
         if b.nodes.is_empty() {
-            return Err(ScenarioError::new("", "no topology: add a [dumbbell] table or [[node]] and [[link]] tables"));
+            return Err(ScenarioError::new(
+                "",
+                "no topology: add a [dumbbell] table or [[node]] and [[link]] tables",
+            ));
         }
         let routes = Routes::compute(b.nodes.len(), &b.links);
         let end = SimTime::ZERO + run.duration.0;
@@ -399,10 +509,19 @@ impl Scenario {
                 None => end,
             };
             if f.start.0 >= run.duration.0 {
-                return Err(ScenarioError::new(format!("{field}.start"), format!("{} is not before the end of the run ({})", f.start.0, run.duration.0)));
+                return Err(ScenarioError::new(
+                    format!("{field}.start"),
+                    format!(
+                        "{} is not before the end of the run ({})",
+                        f.start.0, run.duration.0
+                    ),
+                ));
             }
             if stop <= SimTime::ZERO + f.start.0 {
-                return Err(ScenarioError::new(format!("{field}.stop"), "must be after start"));
+                return Err(ScenarioError::new(
+                    format!("{field}.stop"),
+                    "must be after start",
+                ));
             }
             for i in 0..f.count {
                 let from = f.from.replace("{i}", &i.to_string());
@@ -410,13 +529,22 @@ impl Scenario {
                 let src = b.host(&from, &format!("{field}.from"))?;
                 let dst = b.host(&to, &format!("{field}.to"))?;
                 if src == dst {
-                    return Err(ScenarioError::new(format!("{field}.to"), format!("'{to}' is the same host as `from`")));
+                    return Err(ScenarioError::new(
+                        format!("{field}.to"),
+                        format!("'{to}' is the same host as `from`"),
+                    ));
                 }
                 if !routes.reachable(src, dst) {
-                    return Err(ScenarioError::new(format!("{field}.to"), format!("no route from '{from}' to '{to}'")));
+                    return Err(ScenarioError::new(
+                        format!("{field}.to"),
+                        format!("no route from '{from}' to '{to}'"),
+                    ));
                 }
                 if f.app.needs_reverse_path() && !routes.reachable(dst, src) {
-                    return Err(ScenarioError::new(format!("{field}.from"), format!("no route back from '{to}' to '{from}' (this kind needs replies)")));
+                    return Err(ScenarioError::new(
+                        format!("{field}.from"),
+                        format!("no route back from '{to}' to '{from}' (this kind needs replies)"),
+                    ));
                 }
                 let name = match (&f.name, f.count) {
                     (Some(n), 1) => n.clone(),
@@ -424,19 +552,43 @@ impl Scenario {
                     (None, 1) => format!("{}{}", f.app.kind_name(), gi),
                     (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
                 };
-                flows.push(PlanFlow { name, src, dst, start: SimTime::ZERO + f.start.0, stop: stop.min(end), app: f.app.clone(), group: gi as u32 });
+                flows.push(PlanFlow {
+                    name,
+                    src,
+                    dst,
+                    start: SimTime::ZERO + f.start.0,
+                    stop: stop.min(end),
+                    app: f.app.clone(),
+                    group: gi as u32,
+                });
             }
-            if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0 {
-                return Err(ScenarioError::new(format!("{field}.start_spread"), "start + start_spread goes past the end of the run"));
+            if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0
+            {
+                return Err(ScenarioError::new(
+                    format!("{field}.start_spread"),
+                    "start + start_spread goes past the end of the run",
+                ));
             }
         }
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (i, f) in flows.iter().enumerate() {
             if let Some(j) = names.insert(&f.name, i) {
-                return Err(ScenarioError::new(format!("flow[{}].name", flows[i].group), format!("'{}' is used twice (also by flow instance {j})", f.name)));
+                return Err(ScenarioError::new(
+                    format!("flow[{}].name", flows[i].group),
+                    format!("'{}' is used twice (also by flow instance {j})", f.name),
+                ));
             }
         }
-        Ok(Plan { duration: run.duration.0, warmup: run.warmup.0, bin: run.bin.0, nodes: b.nodes, links: b.links, flows })
+        Ok(Plan {
+            duration: run.duration.0,
+            warmup: run.warmup.0,
+            bin: run.bin.0,
+            nodes: b.nodes,
+            links: b.links,
+            media: b.media,
+            flows,
+            warnings: b.warnings,
+        })
     }
 
     /// Draws the random start times of flows with `start_spread` (from the run seed).
@@ -459,12 +611,39 @@ struct Builder {
     nodes: Vec<PlanNode>,
     by_name: HashMap<String, NodeId>,
     links: Vec<(LinkParams, QdiscConfig)>,
+    media: Vec<MediumParams>,
+    warnings: Vec<ScenarioWarning>,
     trace: bool,
+}
+
+/// Checks a qdisc's parameters for a link whose qdisc drains at `rate`.
+fn check_qdisc(
+    qdisc: &QdiscConfig,
+    rate: Rate,
+    mtu: u32,
+    overhead: u32,
+    field: &str,
+) -> Result<(), ScenarioError> {
+    let ctx = BuildCtx {
+        rate,
+        mtu,
+        overhead,
+        rng: Rng::default(),
+    };
+    qdisc.validate(&ctx).map_err(|e| {
+        ScenarioError::new(
+            format!("{field}.qdisc.{}", e.field),
+            format!("{} is not allowed ({})", e.value, e.allowed),
+        )
+    })
 }
 
 fn check_prob(p: f64, field: &str) -> Result<(), ScenarioError> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(ScenarioError::new(field, format!("{p} is not a probability (allowed: 0 to 1)")));
+        return Err(ScenarioError::new(
+            field,
+            format!("{p} is not a probability (allowed: 0 to 1)"),
+        ));
     }
     Ok(())
 }
@@ -475,23 +654,41 @@ fn loss_periods(v: &[LossPeriodConfig], field: &str) -> Result<Vec<LossPeriod>, 
         .map(|(i, lp)| {
             check_prob(lp.loss, &format!("{field}[{i}].loss"))?;
             if lp.stop.0 <= lp.start.0 {
-                return Err(ScenarioError::new(format!("{field}[{i}].stop"), "must be after start"));
+                return Err(ScenarioError::new(
+                    format!("{field}[{i}].stop"),
+                    "must be after start",
+                ));
             }
-            Ok(LossPeriod { start: SimTime::ZERO + lp.start.0, stop: SimTime::ZERO + lp.stop.0, loss: lp.loss })
+            Ok(LossPeriod {
+                start: SimTime::ZERO + lp.start.0,
+                stop: SimTime::ZERO + lp.stop.0,
+                loss: lp.loss,
+            })
         })
         .collect()
 }
 
 impl Builder {
-    fn add_node(&mut self, name: &str, kind: NodeKind, field: &str) -> Result<NodeId, ScenarioError> {
+    fn add_node(
+        &mut self,
+        name: &str,
+        kind: NodeKind,
+        field: &str,
+    ) -> Result<NodeId, ScenarioError> {
         if name.is_empty() {
             return Err(ScenarioError::new(field, "node names must not be empty"));
         }
         if self.by_name.contains_key(name) {
-            return Err(ScenarioError::new(field, format!("node '{name}' is defined twice")));
+            return Err(ScenarioError::new(
+                field,
+                format!("node '{name}' is defined twice"),
+            ));
         }
         let id = self.nodes.len() as NodeId;
-        self.nodes.push(PlanNode { name: name.to_string(), kind });
+        self.nodes.push(PlanNode {
+            name: name.to_string(),
+            kind,
+        });
         self.by_name.insert(name.to_string(), id);
         Ok(id)
     }
@@ -500,32 +697,79 @@ impl Builder {
         self.by_name.get(name).copied().ok_or_else(|| {
             let mut known: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
             known.truncate(8);
-            ScenarioError::new(field, format!("unknown node '{name}' (known: {}{})", known.join(", "), if self.nodes.len() > 8 { ", ..." } else { "" }))
+            ScenarioError::new(
+                field,
+                format!(
+                    "unknown node '{name}' (known: {}{})",
+                    known.join(", "),
+                    if self.nodes.len() > 8 { ", ..." } else { "" }
+                ),
+            )
         })
     }
 
     fn host(&self, name: &str, field: &str) -> Result<NodeId, ScenarioError> {
         let id = self.node(name, field)?;
         if self.nodes[id as usize].kind != NodeKind::Host {
-            return Err(ScenarioError::new(field, format!("'{name}' is a router; flows run between hosts")));
+            return Err(ScenarioError::new(
+                field,
+                format!("'{name}' is a router; flows run between hosts"),
+            ));
         }
         Ok(id)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn link(&mut self, name: String, from: NodeId, to: NodeId, rate: Rate, delay: SimDuration, qdisc: QdiscConfig, overhead: u32, mtu: u32, devq: u32, loss: f64, lps: Vec<LossPeriod>, trace: bool, field: &str) -> Result<(), ScenarioError> {
+    fn link(
+        &mut self,
+        name: String,
+        from: NodeId,
+        to: NodeId,
+        rate: Rate,
+        delay: SimDuration,
+        qdisc: QdiscConfig,
+        overhead: u32,
+        mtu: u32,
+        devq: u32,
+        loss: f64,
+        lps: Vec<LossPeriod>,
+        trace: bool,
+        field: &str,
+    ) -> Result<(), ScenarioError> {
         if mtu < 68 || mtu > 65535 {
-            return Err(ScenarioError::new(format!("{field}.mtu"), format!("{mtu} is not allowed (68 to 65535)")));
+            return Err(ScenarioError::new(
+                format!("{field}.mtu"),
+                format!("{mtu} is not allowed (68 to 65535)"),
+            ));
         }
         if overhead > 1000 {
-            return Err(ScenarioError::new(format!("{field}.overhead"), format!("{overhead} is not allowed (0 to 1000 bytes)")));
+            return Err(ScenarioError::new(
+                format!("{field}.overhead"),
+                format!("{overhead} is not allowed (0 to 1000 bytes)"),
+            ));
         }
         if devq < 1 || devq > 100_000 {
-            return Err(ScenarioError::new(format!("{field}.device_queue"), format!("{devq} is not allowed (1 to 100000 packets; 1 = BQL of one packet)")));
+            return Err(ScenarioError::new(
+                format!("{field}.device_queue"),
+                format!("{devq} is not allowed (1 to 100000 packets; 1 = BQL of one packet)"),
+            ));
         }
-        let ctx = BuildCtx { rate, mtu, overhead, rng: Rng::default() };
-        qdisc.validate(&ctx).map_err(|e| ScenarioError::new(format!("{field}.qdisc.{}", e.field), format!("{} is not allowed ({})", e.value, e.allowed)))?;
-        let p = LinkParams { name, from, to, rate, delay, overhead, mtu, device_queue: devq, loss, loss_periods: lps, trace };
+        check_qdisc(&qdisc, rate, mtu, overhead, field)?;
+        let p = LinkParams {
+            name,
+            from,
+            to,
+            peers: Vec::new(),
+            rate,
+            delay,
+            overhead,
+            mtu,
+            device_queue: devq,
+            loss,
+            loss_periods: lps,
+            trace,
+            lower: LowerParams::Wire,
+        };
         self.links.push((p, qdisc));
         Ok(())
     }
@@ -533,42 +777,138 @@ impl Builder {
     fn dumbbell(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {
         let f = "dumbbell";
         if d.pairs < 1 || d.pairs > 100_000 {
-            return Err(ScenarioError::new("dumbbell.pairs", format!("{} is not allowed (1 to 100000)", d.pairs)));
+            return Err(ScenarioError::new(
+                "dumbbell.pairs",
+                format!("{} is not allowed (1 to 100000)", d.pairs),
+            ));
         }
-        let up_rate = d.up.rate.or(d.rate).ok_or_else(|| ScenarioError::new("dumbbell.rate", "missing: give `rate` (both directions) or both `up.rate` and `down.rate`"))?;
-        let down_rate = d.down.rate.or(d.rate).ok_or_else(|| ScenarioError::new("dumbbell.rate", "missing: give `rate` (both directions) or both `up.rate` and `down.rate`"))?;
+        let up_rate = d.up.rate.or(d.rate).ok_or_else(|| {
+            ScenarioError::new(
+                "dumbbell.rate",
+                "missing: give `rate` (both directions) or both `up.rate` and `down.rate`",
+            )
+        })?;
+        let down_rate = d.down.rate.or(d.rate).ok_or_else(|| {
+            ScenarioError::new(
+                "dumbbell.rate",
+                "missing: give `rate` (both directions) or both `up.rate` and `down.rate`",
+            )
+        })?;
         let n = d.pairs as usize;
-        for (key, v) in [("client_delays", &d.client_delays), ("server_delays", &d.server_delays)] {
+        for (key, v) in [
+            ("client_delays", &d.client_delays),
+            ("server_delays", &d.server_delays),
+        ] {
             if let Some(v) = v {
                 if v.len() != n {
-                    return Err(ScenarioError::new(format!("dumbbell.{key}"), format!("has {} entries; it needs one per pair ({n})", v.len())));
+                    return Err(ScenarioError::new(
+                        format!("dumbbell.{key}"),
+                        format!("has {} entries; it needs one per pair ({n})", v.len()),
+                    ));
                 }
             }
         }
-        let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| Rate::from_bps((up_rate.0.max(down_rate.0) * 10).max(1_000_000_000)));
+        let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| {
+            Rate::from_bps((up_rate.0.max(down_rate.0) * 10).max(1_000_000_000))
+        });
         let access_q = d.access_qdisc.clone().unwrap_or_default();
         let ra = self.add_node("router_a", NodeKind::Router, f)?;
         let rb = self.add_node("router_b", NodeKind::Router, f)?;
         let base_q = d.qdisc.clone().unwrap_or_default();
         let tr = self.trace;
-        for (dir, cfg, rate, from, to) in [("up", &d.up, up_rate, ra, rb), ("down", &d.down, down_rate, rb, ra)] {
+        for (dir, cfg, rate, from, to) in [
+            ("up", &d.up, up_rate, ra, rb),
+            ("down", &d.down, down_rate, rb, ra),
+        ] {
             let field = format!("dumbbell.{dir}");
             let loss = cfg.loss.unwrap_or(0.0);
             check_prob(loss, &format!("{field}.loss"))?;
             let lps = loss_periods(&cfg.loss_periods, &format!("{field}.loss_periods"))?;
             let q = cfg.qdisc.clone().unwrap_or_else(|| base_q.clone());
-            let qfield = if cfg.qdisc.is_some() { field.clone() } else { "dumbbell".to_string() };
-            self.link(format!("bottleneck_{dir}"), from, to, rate.rate(), d.delay.0, q, d.overhead, d.mtu, d.device_queue, loss, lps, tr, &qfield)?;
+            let qfield = if cfg.qdisc.is_some() {
+                field.clone()
+            } else {
+                "dumbbell".to_string()
+            };
+            self.link(
+                format!("bottleneck_{dir}"),
+                from,
+                to,
+                rate.rate(),
+                d.delay.0,
+                q,
+                d.overhead,
+                d.mtu,
+                d.device_queue,
+                loss,
+                lps,
+                tr,
+                &qfield,
+            )?;
+            if let Some(sh) = &cfg.shaper {
+                self.attach_shaper(self.links.len() - 1, sh, &field)?;
+            }
         }
         for i in 0..n {
             let c = self.add_node(&format!("client{i}"), NodeKind::Host, f)?;
             let s = self.add_node(&format!("server{i}"), NodeKind::Host, f)?;
-            let cd = d.client_delays.as_ref().map(|v| v[i].0).unwrap_or(d.access_delay.0);
-            let sd = d.server_delays.as_ref().map(|v| v[i].0).unwrap_or(d.access_delay.0);
-            for (host, router, delay, hname, rname) in [(c, ra, cd, format!("client{i}"), "router_a"), (s, rb, sd, format!("server{i}"), "router_b")] {
-                self.link(format!("{hname}->{rname}"), host, router, access_rate, delay, access_q.clone(), d.overhead, d.mtu, 1, 0.0, vec![], false, "dumbbell.access")?;
-                self.link(format!("{rname}->{hname}"), router, host, access_rate, delay, access_q.clone(), d.overhead, d.mtu, 1, 0.0, vec![], false, "dumbbell.access")?;
+            let cd = d
+                .client_delays
+                .as_ref()
+                .map(|v| v[i].0)
+                .unwrap_or(d.access_delay.0);
+            let sd = d
+                .server_delays
+                .as_ref()
+                .map(|v| v[i].0)
+                .unwrap_or(d.access_delay.0);
+            for (host, router, delay, hname, rname) in [
+                (c, ra, cd, format!("client{i}"), "router_a"),
+                (s, rb, sd, format!("server{i}"), "router_b"),
+            ] {
+                if host == c && d.wifi.is_some() {
+                    continue; // the client reaches router_a over WiFi (below)
+                }
+                self.link(
+                    format!("{hname}->{rname}"),
+                    host,
+                    router,
+                    access_rate,
+                    delay,
+                    access_q.clone(),
+                    d.overhead,
+                    d.mtu,
+                    1,
+                    0.0,
+                    vec![],
+                    false,
+                    "dumbbell.access",
+                )?;
+                self.link(
+                    format!("{rname}->{hname}"),
+                    router,
+                    host,
+                    access_rate,
+                    delay,
+                    access_q.clone(),
+                    d.overhead,
+                    d.mtu,
+                    1,
+                    0.0,
+                    vec![],
+                    false,
+                    "dumbbell.access",
+                )?;
             }
+        }
+        if let Some(w) = &d.wifi {
+            if w.ap.is_some() || w.stations.is_some() {
+                return Err(ScenarioError::new("dumbbell.wifi", "`ap` and `stations` are fixed in a dumbbell (router_a and the clients); remove them"));
+            }
+            let clients: Vec<NodeId> = (0..n)
+                .map(|i| self.by_name[&format!("client{i}")])
+                .collect();
+            self.wifi_bss(w, "wifi", ra, &clients, &access_q, "dumbbell.wifi")?;
         }
         Ok(())
     }
@@ -577,23 +917,69 @@ impl Builder {
         let a = self.node(&l.from, &format!("{field}.from"))?;
         let b = self.node(&l.to, &format!("{field}.to"))?;
         if a == b {
-            return Err(ScenarioError::new(format!("{field}.to"), "a link must join two different nodes"));
+            return Err(ScenarioError::new(
+                format!("{field}.to"),
+                "a link must join two different nodes",
+            ));
         }
         check_prob(l.loss, &format!("{field}.loss"))?;
         let lps = loss_periods(&l.loss_periods, &format!("{field}.loss_periods"))?;
         let tr = l.trace || self.trace;
-        let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
-        self.link(name.clone(), a, b, l.rate.rate(), l.delay.0, l.qdisc.clone(), l.overhead, l.mtu, l.device_queue, l.loss, lps.clone(), tr, field)?;
+        let name = l
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+        self.link(
+            name.clone(),
+            a,
+            b,
+            l.rate.rate(),
+            l.delay.0,
+            l.qdisc.clone(),
+            l.overhead,
+            l.mtu,
+            l.device_queue,
+            l.loss,
+            lps.clone(),
+            tr,
+            field,
+        )?;
+        if let Some(sh) = &l.shaper {
+            self.attach_shaper(self.links.len() - 1, sh, field)?;
+        }
         if l.duplex {
-            let rname = if l.name.is_some() { format!("{name}_rev") } else { format!("{}->{}", l.to, l.from) };
-            self.link(rname, b, a, l.rate.rate(), l.delay.0, l.qdisc.clone(), l.overhead, l.mtu, l.device_queue, l.loss, lps, tr, field)?;
+            let rname = if l.name.is_some() {
+                format!("{name}_rev")
+            } else {
+                format!("{}->{}", l.to, l.from)
+            };
+            self.link(
+                rname,
+                b,
+                a,
+                l.rate.rate(),
+                l.delay.0,
+                l.qdisc.clone(),
+                l.overhead,
+                l.mtu,
+                l.device_queue,
+                l.loss,
+                lps,
+                tr,
+                field,
+            )?;
+            if let Some(sh) = &l.shaper {
+                self.attach_shaper(self.links.len() - 1, sh, field)?;
+            }
         }
         Ok(())
     }
 }
 
 /// Shortest-hop static routes: for each node, the outgoing link towards each destination.
-/// Hosts with a single outgoing link use it for everything (no table).
+/// Hosts with a single outgoing link use it for everything (no table). A multi-peer link
+/// (DOCSIS downstream, WiFi access point) is one outgoing link with several far ends;
+/// for each such link the routes also give the destination → peer table.
 #[derive(Clone, Debug)]
 pub struct Routes {
     n: usize,
@@ -602,15 +988,29 @@ pub struct Routes {
     /// Per node with several outgoing links: `n` entries, `u32::MAX` = unreachable.
     table: Vec<Option<Vec<u32>>>,
     reach: Vec<Vec<bool>>,
+    /// `(link, table)` for every multi-peer link: destination → index into its `peers`.
+    peer_tables: Vec<(u32, Vec<u32>)>,
 }
 
 impl Routes {
     pub fn compute(n: usize, links: &[(LinkParams, QdiscConfig)]) -> Routes {
-        let mut out: Vec<Vec<(u32, NodeId)>> = vec![Vec::new(); n];
+        let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
         let mut inc: Vec<Vec<(u32, NodeId)>> = vec![Vec::new(); n];
+        // nodes that originate a multi-peer link need the next *node* as well
+        let mut hop: Vec<Option<Vec<NodeId>>> = vec![None; n];
         for (i, (p, _)) in links.iter().enumerate() {
-            out[p.from as usize].push((i as u32, p.to));
-            inc[p.to as usize].push((i as u32, p.from));
+            out[p.from as usize].push(i as u32);
+            let ends: &[NodeId] = if p.peers.is_empty() {
+                std::slice::from_ref(&p.to)
+            } else {
+                &p.peers
+            };
+            for &e in ends {
+                inc[e as usize].push((i as u32, p.from));
+            }
+            if !p.peers.is_empty() && hop[p.from as usize].is_none() {
+                hop[p.from as usize] = Some(vec![NodeId::MAX; n]);
+            }
         }
         // next[src][dst] via reverse BFS from each destination.
         let mut next = vec![vec![u32::MAX; n]; n];
@@ -627,21 +1027,56 @@ impl Routes {
                         seen[u] = true;
                         reach[u][dst] = true;
                         next[u][dst] = li;
+                        if let Some(h) = hop[u].as_mut() {
+                            h[dst] = v as NodeId;
+                        }
                         q.push_back(u);
                     }
                 }
             }
         }
+        let mut peer_tables = Vec::new();
+        for (i, (p, _)) in links.iter().enumerate() {
+            if p.peers.is_empty() {
+                continue;
+            }
+            let u = p.from as usize;
+            let h = hop[u].as_ref().expect("hop table of a multi-peer origin");
+            let t: Vec<u32> = (0..n)
+                .map(|dst| {
+                    if next[u][dst] == i as u32 {
+                        p.peers
+                            .iter()
+                            .position(|&x| x == h[dst])
+                            .map(|k| k as u32)
+                            .unwrap_or(u32::MAX)
+                    } else {
+                        u32::MAX
+                    }
+                })
+                .collect();
+            peer_tables.push((i as u32, t));
+        }
         let mut default = vec![None; n];
         let mut table = vec![None; n];
         for v in 0..n {
             if out[v].len() == 1 {
-                default[v] = Some(out[v][0].0);
+                default[v] = Some(out[v][0]);
             } else {
                 table[v] = Some(std::mem::take(&mut next[v]));
             }
         }
-        Routes { n, default, table, reach }
+        Routes {
+            n,
+            default,
+            table,
+            reach,
+            peer_tables,
+        }
+    }
+    /// The destination → peer tables of the multi-peer links (moved out).
+    pub fn take_peer_tables(&mut self) -> Vec<(u32, Vec<u32>)> {
+        std::mem::take(&mut self.peer_tables)
     }
     pub fn reachable(&self, a: NodeId, b: NodeId) -> bool {
         self.reach[a as usize][b as usize]

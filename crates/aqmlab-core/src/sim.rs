@@ -7,7 +7,7 @@
 
 use crate::app::{AnyApp, Application, FlowCtx, FlowStats};
 use crate::event::{Event, EventQueue};
-use crate::link::Link;
+use crate::link::{timer, Link, WifiMedium};
 use crate::packet::{FlowId, NodeId, Packet};
 use crate::qdisc::{BuildCtx, DropReason, Qdisc};
 use crate::result::{self, RunResult};
@@ -20,6 +20,8 @@ pub struct Net {
     pub now: SimTime,
     pub events: EventQueue,
     pub links: Vec<Link>,
+    /// Shared WiFi media (one per BSS), which arbitrate airtime among their member links.
+    pub media: Vec<WifiMedium>,
     pub routes: Routes,
     /// Drops drained from links, waiting to be attributed to their flows.
     pub pending_drops: Vec<(Packet, DropReason)>,
@@ -55,8 +57,42 @@ impl Net {
         let now = self.now;
         let link = &mut self.links[l as usize];
         link.enqueue(pkt, now, &mut self.events);
+        let medium = link.medium();
         if !link.out.drops.is_empty() {
             self.drain_link_drops(l as usize);
+        }
+        if let Some(m) = medium {
+            // the interface may have a new aggregate ready: let it contend
+            self.media[m].poke(&mut self.links, now, &mut self.events);
+        }
+    }
+
+    /// A lower-layer timer of link `l` fired.
+    pub fn link_timer(&mut self, l: u32, kind: u32) {
+        let now = self.now;
+        let tag = kind & timer::TAG;
+        if tag == timer::MEDIUM_ACCESS || tag == timer::MEDIUM_END {
+            let m = self.links[l as usize]
+                .medium()
+                .expect("medium timer on a link that is not a WiFi interface");
+            let medium = &mut self.media[m];
+            if tag == timer::MEDIUM_ACCESS {
+                medium.on_access(&mut self.links, now, &mut self.events);
+            } else {
+                medium.on_end(&mut self.links, now, &mut self.events);
+                for i in 0..self.media[m].p.members.len() {
+                    let ml = self.media[m].p.members[i].0 as usize;
+                    if !self.links[ml].out.drops.is_empty() {
+                        self.drain_link_drops(ml);
+                    }
+                }
+            }
+        } else {
+            let link = &mut self.links[l as usize];
+            link.on_timer(kind, now, &mut self.events);
+            if !link.out.drops.is_empty() {
+                self.drain_link_drops(l as usize);
+            }
         }
     }
 
@@ -110,15 +146,36 @@ impl Simulator {
         let warmup = SimTime::ZERO + plan.warmup;
         let mut routes = Routes::compute(plan.nodes.len(), &plan.links);
         routes.shrink();
-        let links: Vec<Link> = plan
+        let mut links: Vec<Link> = plan
             .links
             .iter()
             .enumerate()
             .map(|(i, (p, q))| {
-                let ctx = BuildCtx { rate: p.rate, mtu: p.mtu, overhead: p.overhead, rng: Rng::stream(seed, "qdisc", i as u64) };
+                let ctx = BuildCtx {
+                    rate: p.qdisc_rate(),
+                    mtu: p.mtu,
+                    overhead: p.overhead,
+                    rng: Rng::stream(seed, "qdisc", i as u64),
+                };
                 let qd = q.build(ctx);
-                Link::new(i as u32, p.clone(), qd, Rng::stream(seed, "link", i as u64), warmup, plan.bin)
+                Link::new(
+                    i as u32,
+                    p.clone(),
+                    qd,
+                    Rng::stream(seed, "link", i as u64),
+                    warmup,
+                    plan.bin,
+                )
             })
+            .collect();
+        for (l, t) in routes.take_peer_tables() {
+            links[l as usize].set_peer_table(t);
+        }
+        let media: Vec<WifiMedium> = plan
+            .media
+            .iter()
+            .enumerate()
+            .map(|(i, m)| WifiMedium::new(m.clone(), Rng::stream(seed, "wifi", i as u64)))
             .collect();
         let mut events = EventQueue::new();
         let flows: Vec<FlowSlot> = plan
@@ -145,6 +202,7 @@ impl Simulator {
             now: SimTime::ZERO,
             events,
             links,
+            media,
             routes,
             pending_drops: Vec::with_capacity(64),
             next_uid: 0,
@@ -156,7 +214,11 @@ impl Simulator {
             net,
             flows,
             node_names: plan.nodes.iter().map(|n| n.name.clone()).collect(),
-            node_is_host: plan.nodes.iter().map(|n| n.kind == NodeKind::Host).collect(),
+            node_is_host: plan
+                .nodes
+                .iter()
+                .map(|n| n.kind == NodeKind::Host)
+                .collect(),
             end: SimTime::ZERO + plan.duration,
             plan,
             seed,
@@ -210,22 +272,38 @@ impl Simulator {
             Event::Arrive(l) => {
                 let link = &mut self.net.links[l as usize];
                 let pkt = link.arrive(now, &mut self.net.events);
-                let at = link.p.to;
+                let at = link.next_hop(&pkt);
                 self.deliver(at, pkt);
             }
             Event::FlowTimer { flow, kind } => {
                 let f = &mut self.flows[flow as usize];
-                let mut cx = FlowCtx { now, id: flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+                let mut cx = FlowCtx {
+                    now,
+                    id: flow,
+                    src: f.src,
+                    dst: f.dst,
+                    stop: f.stop,
+                    net: &mut self.net,
+                    stats: &mut f.stats,
+                    rng: &mut f.rng,
+                };
                 f.app.on_timer(&mut cx, kind);
             }
             Event::FlowStart(flow) => {
                 let f = &mut self.flows[flow as usize];
-                let mut cx = FlowCtx { now, id: flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+                let mut cx = FlowCtx {
+                    now,
+                    id: flow,
+                    src: f.src,
+                    dst: f.dst,
+                    stop: f.stop,
+                    net: &mut self.net,
+                    stats: &mut f.stats,
+                    rng: &mut f.rng,
+                };
                 f.app.start(&mut cx);
             }
-            Event::LinkTimer { .. } => {
-                // No lower layer that uses link timers is configured.
-            }
+            Event::LinkTimer { link, kind } => self.net.link_timer(link, kind),
         }
     }
 
@@ -237,7 +315,16 @@ impl Simulator {
             if pkt.ecn == crate::packet::Ecn::Ce {
                 f.stats.ce_pkts += 1;
             }
-            let mut cx = FlowCtx { now: self.net.now, id: pkt.flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+            let mut cx = FlowCtx {
+                now: self.net.now,
+                id: pkt.flow,
+                src: f.src,
+                dst: f.dst,
+                stop: f.stop,
+                net: &mut self.net,
+                stats: &mut f.stats,
+                rng: &mut f.rng,
+            };
             f.app.on_packet(&mut cx, pkt);
         } else {
             self.net.send(at, pkt);
@@ -253,7 +340,7 @@ impl Simulator {
         }
     }
 
-    /// Packets currently inside links (qdiscs, device queues, wires).
+    /// Packets currently inside links (qdiscs, lower layers, wires).
     pub fn packets_in_network(&self) -> u64 {
         self.net.links.iter().map(|l| l.packets_inside()).sum()
     }
@@ -271,7 +358,10 @@ impl Simulator {
             ));
         }
         for l in &self.net.links {
-            l.qdisc.stats().check(l.qdisc.len() as u64, l.qdisc.backlog_bytes()).map_err(|e| format!("link {}: {e}", l.p.name))?;
+            l.qdisc
+                .stats()
+                .check(l.qdisc.len() as u64, l.qdisc.backlog_bytes())
+                .map_err(|e| format!("link {}: {e}", l.p.name))?;
         }
         Ok(())
     }

@@ -1,17 +1,43 @@
-//! Links: a qdisc feeding a small device queue feeding a serialiser, then propagation.
+//! Links: a qdisc feeding a lower layer, then propagation.
 //!
 //! ```text
-//!   enqueue ─► [ qdisc ] ─dequeue─► [ device queue (BQL-like, default 1 pkt) ] ─► serialise ─► propagate ─► far end
+//!   enqueue ─► [ qdisc ] ─dequeue─► lower layer ─► propagate ─► far end (next hop)
 //! ```
-//! - The device queue counts the packet being serialised, so with the default of one
-//!   packet the qdisc hands over a packet exactly when the wire goes idle, like a Linux
-//!   interface with a byte queue limit of one packet and no offloads. A deeper device
-//!   queue holds packets the qdisc can no longer drop or reorder (a driver ring).
-//! - Serialisation time counts `size + overhead` bytes (framing the qdisc does not see).
+//! The lower layer is one of ([`Lower`]):
+//! - **wire** (the plain link, and the fast path): a small device queue (BQL-like,
+//!   default 1 packet) and a serialiser at the link rate.
+//!   - The device queue counts the packet being serialised, so with the default of one
+//!     packet the qdisc hands over a packet exactly when the wire goes idle, like a Linux
+//!     interface with a byte queue limit of one packet and no offloads. A deeper device
+//!     queue holds packets the qdisc can no longer drop or reorder (a driver ring).
+//!   - Serialisation time counts `size + overhead` bytes (framing the qdisc does not see).
+//! - **shaper** ([`shaper`]): a tbf/htb token bucket between the qdisc and the device
+//!   queue, so a faster physical link is shaped to a service rate and the queue builds
+//!   in the qdisc.
+//! - **docsis** ([`docsis`]): a CMTS downstream: per-cable-modem service-flow regulators
+//!   in front of the qdisc, a bonding group of parallel channels behind it.
+//! - **wifi** ([`wifi`]): an 802.11n interface: driver and hardware queues below the qdisc,
+//!   A-MPDU aggregation, retransmissions, and a medium shared with the other interfaces
+//!   of its BSS.
+//!
+//! Common rules:
 //! - Propagation delay is constant, so packets on the wire stay in order and one pending
 //!   `Arrive` event per link suffices.
+//! - A link may have several far ends (`LinkParams::peers`: the CMTS downstream channel,
+//!   a WiFi access point); the next hop of a packet is then looked up by its destination
+//!   in a table built from the routes.
+//! - Lower layers wake themselves with `Event::LinkTimer { link, kind }`; `kind` carries
+//!   a [`timer`] tag and an index.
 //! - An optional loss model drops packets on the wire (Bernoulli per packet, with
-//!   scheduled periods of different loss such as outages).
+//!   scheduled periods of different loss such as outages); the WiFi model has its own
+//!   frame error rate instead.
+//! - Every packet a link holds is counted by [`Link::packets_inside`], which packet
+//!   conservation checks rely on.
+
+pub mod docsis;
+pub mod shaper;
+pub mod token_bucket;
+pub mod wifi;
 
 use crate::event::{Event, EventQueue};
 use crate::metrics::{Bins, Histogram};
@@ -20,6 +46,26 @@ use crate::qdisc::{AnyQdisc, DropReason, Qdisc, QdiscOut};
 use crate::rng::Rng;
 use crate::time::{Rate, SimDuration, SimTime};
 use std::collections::VecDeque;
+
+pub use docsis::{DocsisDown, DocsisParams, ServiceFlowParams};
+pub use shaper::{Shaper, ShaperConfig, ShaperKind, ShaperParams};
+pub use wifi::{MediumParams, WifiMedium, WifiPort, WifiPortParams};
+
+/// `Event::LinkTimer` kinds: the top four bits are a tag, the rest an index.
+pub mod timer {
+    /// The shaper's token wake-up.
+    pub const SHAPER: u32 = 1 << 28;
+    /// DOCSIS regulator wake-up; index = cable modem (peer) index.
+    pub const REGULATOR: u32 = 2 << 28;
+    /// DOCSIS channel finished a packet; index = channel.
+    pub const CHANNEL: u32 = 3 << 28;
+    /// WiFi medium: a backoff ends (the link is the medium's anchor).
+    pub const MEDIUM_ACCESS: u32 = 4 << 28;
+    /// WiFi medium: the PPDU(s) on air end.
+    pub const MEDIUM_END: u32 = 5 << 28;
+    pub const TAG: u32 = 0xF << 28;
+    pub const INDEX: u32 = !TAG;
+}
 
 /// A period with its own loss probability (an outage is `loss = 1`).
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -35,13 +81,16 @@ pub struct LinkStats {
     /// Statistics exclude what happens before this instant.
     pub warmup: SimTime,
     pub tx_pkts: u64,
-    /// IP bytes transmitted (after warm-up).
+    /// IP bytes transmitted (after warm-up); for WiFi, bytes acknowledged.
     pub tx_bytes: u64,
-    /// Wire time spent transmitting after warm-up.
+    /// Transmitter time used after warm-up (for a bonding group, divided by the number
+    /// of channels; for WiFi, the airtime of this interface's PPDUs incl. SIFS + block ack).
     pub busy: SimDuration,
     /// Qdisc sojourn times in ns (after warm-up).
     pub sojourn: Histogram,
     pub wire_drops: u64,
+    /// Drops below the qdisc: DOCSIS regulator overflow, WiFi retry limit.
+    pub lower_drops: u64,
     pub ce_marked_seen: u64,
     pub bin_tx_bytes: Bins,
     pub bin_sojourn_sum: Bins,
@@ -51,7 +100,7 @@ pub struct LinkStats {
 }
 
 impl LinkStats {
-    fn new(warmup: SimTime, bin: SimDuration) -> Self {
+    pub(crate) fn new(warmup: SimTime, bin: SimDuration) -> Self {
         LinkStats {
             warmup,
             tx_pkts: 0,
@@ -59,6 +108,7 @@ impl LinkStats {
             busy: SimDuration::ZERO,
             sojourn: Histogram::new(),
             wire_drops: 0,
+            lower_drops: 0,
             ce_marked_seen: 0,
             bin_tx_bytes: Bins::new(bin),
             bin_sojourn_sum: Bins::new(bin),
@@ -69,12 +119,40 @@ impl LinkStats {
     }
 }
 
+/// The resolved lower layer of a link.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum LowerParams {
+    #[default]
+    Wire,
+    Shaper(ShaperParams),
+    Docsis(DocsisParams),
+    Wifi(WifiPortParams),
+}
+
+impl LowerParams {
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            LowerParams::Wire => "wire",
+            LowerParams::Shaper(s) => match s.kind {
+                ShaperKind::Htb => "htb",
+                ShaperKind::Tbf => "tbf",
+            },
+            LowerParams::Docsis(_) => "docsis",
+            LowerParams::Wifi(_) => "wifi",
+        }
+    }
+}
+
 /// Static description of a link, resolved from the scenario.
 #[derive(Clone, Debug)]
 pub struct LinkParams {
     pub name: String,
     pub from: NodeId,
+    /// The far end; for a multi-peer link, its first peer.
     pub to: NodeId,
+    /// All far ends of a multi-peer link (empty for a point-to-point link).
+    pub peers: Vec<NodeId>,
+    /// Physical rate (wire, shaper: the line; docsis: the bonding group; wifi: PHY rate).
     pub rate: Rate,
     pub delay: SimDuration,
     pub overhead: u32,
@@ -84,6 +162,37 @@ pub struct LinkParams {
     pub loss_periods: Vec<LossPeriod>,
     /// Whether this link's qdisc records state traces.
     pub trace: bool,
+    pub lower: LowerParams,
+}
+
+impl LinkParams {
+    /// The rate the qdisc drains at, as the qdisc should be told (`BuildCtx::rate`).
+    pub fn qdisc_rate(&self) -> Rate {
+        match &self.lower {
+            LowerParams::Shaper(s) => s.rate,
+            _ => self.rate,
+        }
+    }
+}
+
+/// The lower layer of a link at run time. The wire comes first: it is the hot path.
+#[derive(Debug)]
+pub enum Lower {
+    Wire,
+    Shaper(Shaper),
+    Docsis(Box<DocsisDown>),
+    Wifi(Box<WifiPort>),
+}
+
+impl Lower {
+    fn new(p: &LowerParams) -> Lower {
+        match p {
+            LowerParams::Wire => Lower::Wire,
+            LowerParams::Shaper(s) => Lower::Shaper(Shaper::new(s.clone())),
+            LowerParams::Docsis(d) => Lower::Docsis(Box::new(DocsisDown::new(d.clone()))),
+            LowerParams::Wifi(w) => Lower::Wifi(Box::new(WifiPort::new(w.clone()))),
+        }
+    }
 }
 
 /// A unidirectional link with its egress qdisc.
@@ -99,10 +208,110 @@ pub struct Link {
     wire: VecDeque<(SimTime, Packet)>,
     rng: Rng,
     pub stats: LinkStats,
+    pub lower: Lower,
+    /// Multi-peer links: destination node → index into `p.peers` (`u32::MAX` where
+    /// this link is not the route). Empty for point-to-point links.
+    peer_of: Vec<u32>,
+}
+
+/// Records a packet leaving the qdisc (sojourn, CE seen).
+#[inline]
+pub(crate) fn note_dequeue(stats: &mut LinkStats, p: &Packet, now: SimTime) {
+    let soj = now.saturating_since(p.enqueued_at).as_nanos();
+    if now >= stats.warmup {
+        stats.sojourn.record(soj);
+    }
+    stats.bin_sojourn_sum.add(now, soj as f64);
+    stats.bin_sojourn_n.add(now, 1.0);
+    if p.ecn == Ecn::Ce {
+        stats.ce_marked_seen += 1;
+    }
+}
+
+/// Hands a packet to the qdisc, stamping its enqueue time.
+#[inline]
+pub(crate) fn to_qdisc(
+    qdisc: &mut AnyQdisc,
+    out: &mut QdiscOut,
+    stats: &mut LinkStats,
+    mut pkt: Packet,
+    now: SimTime,
+) {
+    pkt.enqueued_at = now;
+    let _ = qdisc.enqueue(pkt, now, out);
+    let backlog = qdisc.len() as f64;
+    stats.bin_backlog_max.max(now, backlog);
+}
+
+/// Peer index of destination `dst` on a link (0 on a point-to-point link).
+#[inline]
+pub(crate) fn peer_index(peer_of: &[u32], dst: NodeId) -> usize {
+    if peer_of.is_empty() {
+        0
+    } else {
+        let i = peer_of[dst as usize];
+        debug_assert!(
+            i != u32::MAX,
+            "packet for node {dst} on a link that does not lead there"
+        );
+        i as usize
+    }
+}
+
+/// A packet finished its serialisation: count it, then the wire loses or carries it.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn carry(
+    p: &LinkParams,
+    stats: &mut LinkStats,
+    rng: &mut Rng,
+    wire: &mut VecDeque<(SimTime, Packet)>,
+    out: &mut QdiscOut,
+    id: LinkId,
+    pkt: Packet,
+    now: SimTime,
+    ev: &mut EventQueue,
+) {
+    if now >= stats.warmup {
+        stats.tx_pkts += 1;
+        stats.tx_bytes += pkt.size as u64;
+    }
+    stats.bin_tx_bytes.add(now, pkt.size as f64);
+    let loss = loss_at(p, now);
+    if loss > 0.0 && rng.bernoulli(loss) {
+        stats.wire_drops += 1;
+        out.drops.push((pkt, DropReason::Wire));
+    } else {
+        let at = now + p.delay;
+        wire.push_back((at, pkt));
+        if wire.len() == 1 {
+            ev.push(at, Event::Arrive(id));
+        }
+    }
+}
+
+#[inline]
+fn loss_at(p: &LinkParams, now: SimTime) -> f64 {
+    if p.loss_periods.is_empty() {
+        return p.loss;
+    }
+    for lp in &p.loss_periods {
+        if now >= lp.start && now < lp.stop {
+            return lp.loss;
+        }
+    }
+    p.loss
 }
 
 impl Link {
-    pub fn new(id: LinkId, p: LinkParams, qdisc: AnyQdisc, rng: Rng, warmup: SimTime, bin: SimDuration) -> Self {
+    pub fn new(
+        id: LinkId,
+        p: LinkParams,
+        qdisc: AnyQdisc,
+        rng: Rng,
+        warmup: SimTime,
+        bin: SimDuration,
+    ) -> Self {
         let trace = p.trace;
         Link {
             id,
@@ -113,44 +322,130 @@ impl Link {
             out: QdiscOut::new(trace),
             rng,
             stats: LinkStats::new(warmup, bin),
+            lower: Lower::new(&p.lower),
+            peer_of: Vec::new(),
             p,
         }
     }
 
-    /// Packets anywhere on this link: qdisc, device queue, on the wire.
+    /// Installs the destination → peer table of a multi-peer link (from the routes).
+    pub fn set_peer_table(&mut self, t: Vec<u32>) {
+        self.peer_of = t;
+    }
+
+    /// The node a packet reaches at the far end of this link.
+    #[inline]
+    pub fn next_hop(&self, pkt: &Packet) -> NodeId {
+        if self.peer_of.is_empty() {
+            self.p.to
+        } else {
+            self.p.peers[peer_index(&self.peer_of, pkt.dst)]
+        }
+    }
+
+    /// The WiFi medium this link belongs to, if it is a WiFi interface.
+    #[inline]
+    pub fn medium(&self) -> Option<usize> {
+        match &self.lower {
+            Lower::Wifi(w) => Some(w.p.medium as usize),
+            _ => None,
+        }
+    }
+
+    /// Packets anywhere on this link: qdisc, lower layer (device queue, shaper stash,
+    /// regulators, channels, driver/hardware queues, reorder buffers), on the wire.
     pub fn packets_inside(&self) -> u64 {
-        (self.qdisc.len() + self.device.len() + self.wire.len()) as u64
+        let lower = match &self.lower {
+            Lower::Wire => 0,
+            Lower::Shaper(s) => s.held(),
+            Lower::Docsis(d) => d.held(),
+            Lower::Wifi(w) => w.held(),
+        };
+        (self.qdisc.len() + self.device.len() + lower + self.wire.len()) as u64
+    }
+
+    /// Packets held below the qdisc (everything but the qdisc and the wire).
+    pub fn lower_backlog(&self) -> u64 {
+        self.packets_inside() - self.qdisc.len() as u64 - self.wire.len() as u64
     }
 
     /// A packet arrives for transmission on this link. Any drops are left in `self.out`.
     #[inline]
-    pub fn enqueue(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
-        pkt.enqueued_at = now;
-        let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
-        let backlog = self.qdisc.len() as f64;
-        self.stats.bin_backlog_max.max(now, backlog);
+    pub fn enqueue(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if let Lower::Docsis(d) = &mut self.lower {
+            let peer = peer_index(&self.peer_of, pkt.dst);
+            d.arrive(
+                peer,
+                pkt,
+                self.p.overhead,
+                self.id,
+                now,
+                ev,
+                &mut self.qdisc,
+                &mut self.out,
+                &mut self.stats,
+            );
+        } else {
+            to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
+        }
         self.kick(now, ev);
     }
 
-    /// Moves packets from the qdisc to the device queue while it has room, and starts the
-    /// serialiser if it is idle.
+    /// Moves packets from the qdisc into the lower layer while it has room, and starts
+    /// the transmitter if it is idle.
     #[inline]
     fn kick(&mut self, now: SimTime, ev: &mut EventQueue) {
-        while self.device.len() < self.p.device_queue as usize {
-            match self.qdisc.dequeue(now, &mut self.out) {
-                Some(p) => {
-                    let soj = now.saturating_since(p.enqueued_at).as_nanos();
-                    if now >= self.stats.warmup {
-                        self.stats.sojourn.record(soj);
+        match &mut self.lower {
+            Lower::Wire => {
+                while self.device.len() < self.p.device_queue as usize {
+                    match self.qdisc.dequeue(now, &mut self.out) {
+                        Some(p) => {
+                            note_dequeue(&mut self.stats, &p, now);
+                            self.device.push_back(p);
+                        }
+                        None => break,
                     }
-                    self.stats.bin_sojourn_sum.add(now, soj as f64);
-                    self.stats.bin_sojourn_n.add(now, 1.0);
-                    if p.ecn == Ecn::Ce {
-                        self.stats.ce_marked_seen += 1;
-                    }
-                    self.device.push_back(p);
                 }
-                None => break,
+            }
+            Lower::Shaper(s) => {
+                s.pull(
+                    &mut self.qdisc,
+                    &mut self.out,
+                    &mut self.stats,
+                    &mut self.device,
+                    self.p.device_queue as usize,
+                    self.p.overhead,
+                    self.id,
+                    now,
+                    ev,
+                );
+            }
+            Lower::Docsis(d) => {
+                d.pull(
+                    &self.peer_of,
+                    self.p.overhead,
+                    self.id,
+                    now,
+                    ev,
+                    &mut self.qdisc,
+                    &mut self.out,
+                    &mut self.stats,
+                );
+                return;
+            }
+            Lower::Wifi(w) => {
+                while w.has_room() {
+                    match self.qdisc.dequeue(now, &mut self.out) {
+                        Some(p) => {
+                            note_dequeue(&mut self.stats, &p, now);
+                            let peer = peer_index(&self.peer_of, p.dst);
+                            w.accept(p, peer);
+                        }
+                        None => break,
+                    }
+                }
+                w.fill_hw();
+                return;
             }
         }
         if !self.busy {
@@ -168,29 +463,80 @@ impl Link {
     /// The serialiser finished the head packet: put it on the wire (or lose it).
     pub fn tx_done(&mut self, now: SimTime, ev: &mut EventQueue) {
         self.busy = false;
-        let pkt = self.device.pop_front().expect("TxDone with an empty device queue");
-        if now >= self.stats.warmup {
-            self.stats.tx_pkts += 1;
-            self.stats.tx_bytes += pkt.size as u64;
-        }
-        self.stats.bin_tx_bytes.add(now, pkt.size as f64);
-        let loss = self.loss_at(now);
-        if loss > 0.0 && self.rng.bernoulli(loss) {
-            self.stats.wire_drops += 1;
-            self.out.drops.push((pkt, DropReason::Wire));
-        } else {
-            let at = now + self.p.delay;
-            self.wire.push_back((at, pkt));
-            if self.wire.len() == 1 {
-                ev.push(at, Event::Arrive(self.id));
-            }
-        }
+        let pkt = self
+            .device
+            .pop_front()
+            .expect("TxDone with an empty device queue");
+        self.transmitted(pkt, now, ev);
         self.kick(now, ev);
+    }
+
+    #[inline]
+    fn transmitted(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        carry(
+            &self.p,
+            &mut self.stats,
+            &mut self.rng,
+            &mut self.wire,
+            &mut self.out,
+            self.id,
+            pkt,
+            now,
+            ev,
+        );
+    }
+
+    /// A lower-layer timer of this link fired (shaper, regulator, channel). WiFi medium
+    /// timers are handled by the simulator, which owns the media.
+    pub fn on_timer(&mut self, kind: u32, now: SimTime, ev: &mut EventQueue) {
+        let idx = (kind & timer::INDEX) as usize;
+        match (kind & timer::TAG, &mut self.lower) {
+            (timer::SHAPER, Lower::Shaper(s)) => {
+                if s.on_timer(now) {
+                    self.kick(now, ev);
+                }
+            }
+            (timer::REGULATOR, Lower::Docsis(d)) => {
+                d.on_regulator_timer(
+                    idx,
+                    self.p.overhead,
+                    self.id,
+                    now,
+                    ev,
+                    &mut self.qdisc,
+                    &mut self.out,
+                    &mut self.stats,
+                );
+                self.kick(now, ev);
+            }
+            (timer::CHANNEL, Lower::Docsis(d)) => {
+                let (p, stats, rng, wire, out, id) = (
+                    &self.p,
+                    &mut self.stats,
+                    &mut self.rng,
+                    &mut self.wire,
+                    &mut self.out,
+                    self.id,
+                );
+                d.on_channel_done(idx, &self.peer_of, |pkt| {
+                    carry(p, stats, rng, wire, out, id, pkt, now, ev)
+                });
+                self.kick(now, ev);
+            }
+            (tag, _) => debug_assert!(
+                false,
+                "link {} got timer tag {tag:#x} its lower layer does not use",
+                self.p.name
+            ),
+        }
     }
 
     /// The oldest packet on the wire reaches the far end.
     pub fn arrive(&mut self, now: SimTime, ev: &mut EventQueue) -> Packet {
-        let (t, pkt) = self.wire.pop_front().expect("Arrive with nothing on the wire");
+        let (t, pkt) = self
+            .wire
+            .pop_front()
+            .expect("Arrive with nothing on the wire");
         debug_assert_eq!(t, now);
         if let Some(&(next, _)) = self.wire.front() {
             ev.push(next, Event::Arrive(self.id));
@@ -198,18 +544,43 @@ impl Link {
         pkt
     }
 
-    fn loss_at(&self, now: SimTime) -> f64 {
-        for lp in &self.p.loss_periods {
-            if now >= lp.start && now < lp.stop {
-                return lp.loss;
-            }
-        }
-        self.p.loss
-    }
-
     /// Counts a drop (qdisc or wire) into the per-bin series; the simulator calls this
     /// once per packet it drains from `out.drops`.
     pub fn note_drop(&mut self, now: SimTime) {
         self.stats.bin_drops.add(now, 1.0);
+    }
+
+    /// Lower-layer summary metrics for the queue's row in the results (name, value).
+    pub fn lower_summary(&self, out: &mut Vec<(&'static str, f64)>) {
+        match &self.lower {
+            Lower::Wire => {}
+            Lower::Shaper(s) => {
+                out.push(("shaper_rate_bps", s.p.rate.bps() as f64));
+                out.push(("shaper_burst_bytes", s.p.burst as f64));
+                out.push(("shaper_throttled", s.throttled as f64));
+            }
+            Lower::Docsis(d) => {
+                out.push(("channels", d.p.channels as f64));
+                out.push(("regulator_drops", d.regulator_drops() as f64));
+                out.push(("regulator_held", d.held_back() as f64));
+            }
+            Lower::Wifi(w) => {
+                let s = &w.stats;
+                out.push(("txops", s.txops as f64));
+                out.push(("collisions", s.collisions as f64));
+                out.push(("subframes", s.subframes as f64));
+                out.push(("retries", s.retries as f64));
+                out.push((
+                    "frames_per_ampdu",
+                    if s.txops > 0 {
+                        s.subframes as f64 / s.txops as f64
+                    } else {
+                        0.0
+                    },
+                ));
+                out.push(("retry_drops", s.dropped as f64));
+                out.push(("driver_max_frames", s.max_pending as f64));
+            }
+        }
     }
 }

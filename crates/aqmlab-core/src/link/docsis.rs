@@ -1,0 +1,498 @@
+//! DOCSIS 3.0 downstream: per-service-flow token-bucket regulators in front of the CMTS
+//! downstream scheduler (the qdisc under test), feeding a bonding group of downstream
+//! channels that serialise in parallel.
+//!
+//! ```text
+//!            ┌ regulator cm0 (token bucket, holding queue) ┐
+//!  arrival ─►┼ regulator cm1                               ┼─► [ CMTS qdisc under test ] ─► first free channel ─┬ ch0 38 Mbit/s ┐
+//!            └ regulator cmN (or none: unregulated)        ┘                                                   └ ch3 38 Mbit/s ┴► resequence per CM ─► CMs
+//! ```
+//!
+//! ## The model and where it comes from
+//! - **Regulator before the scheduler.** As in the Clemson ns-2 DOCSIS model used by the
+//!   downstream study (its CMTS model: arrivals → per-service-flow regulator with a token
+//!   bucket timer → downstream scheduler/AQM → channels), a packet that exceeds its
+//!   service flow's rate is *held by that flow's regulator* and enters the shared CMTS
+//!   queue only when it conforms. Each service flow has its own holding queue, so a
+//!   held packet never blocks another cable modem's packets, and the queue under test
+//!   only sees conforming traffic. Its sojourn time is measured from the moment the
+//!   regulator releases the packet.
+//! - **Token bucket** (DOCSIS 3.0 MULPI, Maximum Sustained Traffic Rate R and Maximum
+//!   Traffic Burst B): over any interval T the flow forwards at most `B + R·T/8` bytes.
+//!   The bytes counted are the Ethernet frame (the MAC PDU from DA through CRC), i.e.
+//!   `size + overhead` with the DOCSIS topology's default overhead of 18 bytes. Default
+//!   B = 3044 bytes (two 1522-byte frames). Optional **peak rate** P: a second bucket of
+//!   `peak_bucket` bytes (default 1522, one maximum frame, as ns-2's DelayTb) that a
+//!   packet must also satisfy. The regulator is strict: a packet leaves only if every
+//!   bucket holds its full length, so the invariant holds exactly.
+//! - **Holding queue limit** `regulator_limit` packets per service flow (default 2048, the
+//!   study's CMTS queue capacity); a packet arriving to a full holding queue is dropped
+//!   with reason `lower_layer`.
+//! - **Channels.** One downstream channel carries 38 Mbit/s of MAC frames (256-QAM in a
+//!   6 MHz channel after FEC and MPEG framing: the study's "ideal" rate; the 6-byte DOCSIS
+//!   MAC header is folded into that rate). A bonding group of k channels serialises k
+//!   frames at once: whenever a channel is free the scheduler dequeues the next packet
+//!   and it goes to the lowest-numbered free channel (packet striping, as DOCSIS 3.0
+//!   bonding distributes a flow's packets over the channels of its bonding group).
+//! - **Resequencing.** Parallel channels finish packets of different lengths out of
+//!   order; the cable modem restores the order of its service flow (DOCSIS 3.0
+//!   downstream resequencing), so a completed packet is handed up only when every
+//!   earlier packet of the same CM has completed.
+//! - Not modelled: the upstream request/grant MAC (the DOCSIS topology gives each CM a
+//!   dedicated upstream link at the upstream rate; the study's upstream is never
+//!   congested), MAP/scheduling jitter, minimum reserved rates, and CM-side buffering.
+
+use super::token_bucket::TokenBucket;
+use super::{note_dequeue, timer, to_qdisc, LinkStats};
+use crate::event::{Event, EventQueue};
+use crate::packet::{LinkId, Packet};
+use crate::qdisc::{AnyQdisc, DropReason, Qdisc, QdiscOut};
+use crate::time::{Rate, SimDuration, SimTime};
+use std::collections::VecDeque;
+
+/// A resolved service flow's regulator.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceFlowParams {
+    /// Tier name for reports.
+    pub tier: String,
+    /// Maximum sustained traffic rate R.
+    pub max_rate: Rate,
+    /// Maximum traffic burst B in bytes.
+    pub bucket: u64,
+    /// Optional peak traffic rate P and its bucket in bytes.
+    pub peak: Option<(Rate, u64)>,
+}
+
+/// A resolved DOCSIS downstream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DocsisParams {
+    /// Channels in the bonding group (≥ 1).
+    pub channels: u32,
+    /// Rate of one channel.
+    pub channel_rate: Rate,
+    /// Per cable modem (index = the link's peer index): its regulator, or `None` for an
+    /// unregulated service flow.
+    pub flows: Vec<Option<ServiceFlowParams>>,
+    /// Holding-queue limit of each regulator, in packets.
+    pub regulator_limit: u32,
+}
+
+#[derive(Debug)]
+struct Regulator {
+    sustained: TokenBucket,
+    peak: Option<TokenBucket>,
+    queue: VecDeque<Packet>,
+    armed: SimTime,
+    drops: u64,
+    held_back: u64,
+}
+
+impl Regulator {
+    #[inline]
+    fn conforms(&mut self, now: SimTime, bytes: u64) -> bool {
+        self.sustained.conforms(now, bytes)
+            && self.peak.as_mut().is_none_or(|p| p.conforms(now, bytes))
+    }
+    #[inline]
+    fn charge(&mut self, bytes: u64) {
+        self.sustained.charge(bytes);
+        if let Some(p) = self.peak.as_mut() {
+            p.charge(bytes);
+        }
+    }
+    fn ready_at(&mut self, now: SimTime, bytes: u64) -> SimTime {
+        self.sustained.refill(now);
+        let mut at = self.sustained.ready_at(now, bytes);
+        if let Some(p) = self.peak.as_mut() {
+            p.refill(now);
+            at = at.max(p.ready_at(now, bytes));
+        }
+        at
+    }
+}
+
+/// Runtime state of a DOCSIS downstream.
+#[derive(Debug)]
+pub struct DocsisDown {
+    pub p: DocsisParams,
+    regs: Vec<Option<Regulator>>,
+    /// Packet being serialised on each channel.
+    channels: Vec<Option<Packet>>,
+    /// Per CM: uids of its packets on the channels in dequeue order, with the packet once
+    /// its channel has finished it (resequencing).
+    reseq: Vec<VecDeque<(u64, Option<Packet>)>>,
+    /// Frame bytes each regulator released (for reports).
+    pub released_bytes: Vec<u64>,
+}
+
+impl DocsisDown {
+    pub fn new(p: DocsisParams) -> Self {
+        let regs = p
+            .flows
+            .iter()
+            .map(|f| {
+                f.as_ref().map(|f| Regulator {
+                    sustained: TokenBucket::new(f.max_rate, f.bucket),
+                    peak: f.peak.map(|(r, b)| TokenBucket::new(r, b)),
+                    queue: VecDeque::new(),
+                    armed: SimTime::NEVER,
+                    drops: 0,
+                    held_back: 0,
+                })
+            })
+            .collect();
+        let n = p.flows.len();
+        DocsisDown {
+            regs,
+            channels: vec![None; p.channels as usize],
+            reseq: (0..n)
+                .map(|_| VecDeque::with_capacity(p.channels as usize))
+                .collect(),
+            released_bytes: vec![0; n],
+            p,
+        }
+    }
+
+    /// Packets held below/beside the qdisc: regulator queues and channels (a packet that
+    /// finished its channel but waits for resequencing is still on its channel's list).
+    pub fn held(&self) -> usize {
+        self.regs
+            .iter()
+            .flatten()
+            .map(|r| r.queue.len())
+            .sum::<usize>()
+            + self.reseq.iter().map(|q| q.len()).sum::<usize>()
+    }
+
+    /// Regulator drops (holding queue full) per service flow.
+    pub fn regulator_drops(&self) -> u64 {
+        self.regs.iter().flatten().map(|r| r.drops).sum()
+    }
+
+    /// Times a regulator held a packet back, summed.
+    pub fn held_back(&self) -> u64 {
+        self.regs.iter().flatten().map(|r| r.held_back).sum()
+    }
+
+    /// A packet for cable modem `peer` arrives at the CMTS: pass it to the qdisc if its
+    /// service flow conforms (and nothing of that flow is waiting), else hold or drop it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn arrive(
+        &mut self,
+        peer: usize,
+        pkt: Packet,
+        overhead: u32,
+        link: LinkId,
+        now: SimTime,
+        ev: &mut EventQueue,
+        qdisc: &mut AnyQdisc,
+        out: &mut QdiscOut,
+        stats: &mut LinkStats,
+    ) {
+        let bytes = (pkt.size + overhead) as u64;
+        let Some(reg) = self.regs[peer].as_mut() else {
+            self.released_bytes[peer] += bytes;
+            to_qdisc(qdisc, out, stats, pkt, now);
+            return;
+        };
+        if reg.queue.is_empty() && reg.conforms(now, bytes) {
+            reg.charge(bytes);
+            self.released_bytes[peer] += bytes;
+            to_qdisc(qdisc, out, stats, pkt, now);
+        } else if reg.queue.len() < self.p.regulator_limit as usize {
+            reg.held_back += 1;
+            reg.queue.push_back(pkt);
+            if reg.queue.len() == 1 {
+                let at = reg.ready_at(now, bytes);
+                Self::arm(reg, at, link, peer, ev);
+            }
+        } else {
+            reg.drops += 1;
+            stats.lower_drops += 1;
+            out.drops.push((pkt, DropReason::LowerLayer));
+        }
+    }
+
+    fn arm(reg: &mut Regulator, at: SimTime, link: LinkId, peer: usize, ev: &mut EventQueue) {
+        if at < reg.armed {
+            reg.armed = at;
+            ev.push(
+                at,
+                Event::LinkTimer {
+                    link,
+                    kind: timer::REGULATOR | peer as u32,
+                },
+            );
+        }
+    }
+
+    /// Regulator `peer`'s wake-up: release every head packet that now conforms.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_regulator_timer(
+        &mut self,
+        peer: usize,
+        overhead: u32,
+        link: LinkId,
+        now: SimTime,
+        ev: &mut EventQueue,
+        qdisc: &mut AnyQdisc,
+        out: &mut QdiscOut,
+        stats: &mut LinkStats,
+    ) {
+        let Some(reg) = self.regs[peer].as_mut() else {
+            return;
+        };
+        if reg.armed != now {
+            return;
+        }
+        reg.armed = SimTime::NEVER;
+        while let Some(head) = reg.queue.front() {
+            let bytes = (head.size + overhead) as u64;
+            if reg.conforms(now, bytes) {
+                reg.charge(bytes);
+                let p = reg.queue.pop_front().expect("head");
+                self.released_bytes[peer] += bytes;
+                to_qdisc(qdisc, out, stats, p, now);
+            } else {
+                let at = reg.ready_at(now, bytes);
+                Self::arm(reg, at, link, peer, ev);
+                break;
+            }
+        }
+    }
+
+    /// Starts every free channel on the next packet of the qdisc.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn pull(
+        &mut self,
+        peer_of: &[u32],
+        overhead: u32,
+        link: LinkId,
+        now: SimTime,
+        ev: &mut EventQueue,
+        qdisc: &mut AnyQdisc,
+        out: &mut QdiscOut,
+        stats: &mut LinkStats,
+    ) {
+        let k = self.channels.len() as u64;
+        for c in 0..self.channels.len() {
+            if self.channels[c].is_some() {
+                continue;
+            }
+            let Some(p) = qdisc.dequeue(now, out) else {
+                break;
+            };
+            note_dequeue(stats, &p, now);
+            let tx = self.p.channel_rate.tx_time(p.size + overhead);
+            if now >= stats.warmup {
+                // utilisation of the bonding group as a whole
+                stats.busy += SimDuration::from_nanos(tx.as_nanos() / k);
+            }
+            let peer = super::peer_index(peer_of, p.dst);
+            self.reseq[peer].push_back((p.uid, None));
+            self.channels[c] = Some(p);
+            ev.push(
+                now + tx,
+                Event::LinkTimer {
+                    link,
+                    kind: timer::CHANNEL | c as u32,
+                },
+            );
+        }
+    }
+
+    /// Channel `c` finished its packet: resequence it and return, in order, the packets of
+    /// its cable modem that may now go up (through `deliver`).
+    pub fn on_channel_done(&mut self, c: usize, peer_of: &[u32], mut deliver: impl FnMut(Packet)) {
+        let p = self.channels[c]
+            .take()
+            .expect("channel timer without a packet");
+        let peer = super::peer_index(peer_of, p.dst);
+        let q = &mut self.reseq[peer];
+        let slot = q
+            .iter_mut()
+            .find(|(uid, _)| *uid == p.uid)
+            .expect("packet missing from resequencing list");
+        slot.1 = Some(p);
+        while let Some((_, Some(_))) = q.front() {
+            let (_, p) = q.pop_front().expect("front");
+            deliver(p.expect("done"));
+        }
+    }
+
+    /// Number of busy channels.
+    pub fn busy_channels(&self) -> usize {
+        self.channels.iter().filter(|c| c.is_some()).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testutil;
+    use crate::qdisc::QdiscConfig;
+    use crate::time::SimDuration;
+
+    fn stats() -> LinkStats {
+        LinkStats::new(SimTime::ZERO, SimDuration::from_millis(100))
+    }
+
+    /// Drives one regulator directly with a burst of simultaneous arrivals (the worst
+    /// case for the burst bound) and checks every window of the released stream.
+    #[test]
+    fn regulator_release_obeys_docsis_burst_bound_and_rate() {
+        let flow = ServiceFlowParams {
+            tier: "t1".into(),
+            max_rate: Rate::from_bps(6_000_000),
+            bucket: 3044,
+            peak: None,
+        };
+        let p = DocsisParams {
+            channels: 1,
+            channel_rate: Rate::from_bps(38_000_000),
+            flows: vec![Some(flow)],
+            regulator_limit: 100_000,
+        };
+        let mut d = DocsisDown::new(p);
+        let mut q = QdiscConfig::default().build(testutil::ctx(38_000_000));
+        let mut out = QdiscOut::new(false);
+        let mut st = stats();
+        let mut ev = EventQueue::new();
+        let oh = 18;
+        // 400 packets of mixed sizes all arrive at t=0, another 400 at t=1 s
+        let sizes = [1500u32, 40, 1500, 576, 1500, 1500, 100];
+        let mut uid = 0;
+        let mut released: Vec<(SimTime, u64)> = Vec::new();
+        let mut feed = |d: &mut DocsisDown,
+                        q: &mut AnyQdisc,
+                        ev: &mut EventQueue,
+                        out: &mut QdiscOut,
+                        st: &mut LinkStats,
+                        now: SimTime| {
+            for i in 0..400 {
+                uid += 1;
+                let pkt = testutil::pkt(0, sizes[i % sizes.len()], uid, now);
+                d.arrive(0, pkt, oh, 0, now, ev, q, out, st);
+            }
+        };
+        feed(&mut d, &mut q, &mut ev, &mut out, &mut st, SimTime::ZERO);
+        // the second batch arrives after the first has drained and the bucket refilled
+        let mut second = Some(SimTime::from_nanos(1_000_000_000));
+        loop {
+            // what reached the qdisc carries its release instant in `enqueued_at`
+            while let Some(p) = q.dequeue(SimTime::ZERO, &mut out) {
+                released.push((p.enqueued_at, (p.size + oh) as u64));
+            }
+            if let Some(t2) = second {
+                if ev.peek_time().is_none_or(|n| n >= t2) {
+                    second = None;
+                    feed(&mut d, &mut q, &mut ev, &mut out, &mut st, t2);
+                    continue;
+                }
+            }
+            match ev.pop() {
+                Some((t, Event::LinkTimer { kind, .. })) => {
+                    d.on_regulator_timer(
+                        (kind & timer::INDEX) as usize,
+                        oh,
+                        0,
+                        t,
+                        &mut ev,
+                        &mut q,
+                        &mut out,
+                        &mut st,
+                    );
+                }
+                Some(_) => unreachable!(),
+                None => break,
+            }
+        }
+        assert_eq!(released.len(), 800);
+        assert!(out.drops.is_empty());
+        for i in 0..released.len() {
+            let mut bytes = 0u128;
+            for j in i..released.len() {
+                bytes += released[j].1 as u128;
+                let win = (released[j].0 - released[i].0).as_nanos() as u128;
+                assert!(
+                    bytes * 8_000_000_000 <= 3044 * 8_000_000_000 + 6_000_000 * win,
+                    "window {i}..{j}: {bytes} B in {win} ns"
+                );
+            }
+        }
+        // rate over the first greedy stretch
+        let first: Vec<_> = released
+            .iter()
+            .filter(|r| r.0 < SimTime::from_nanos(1_000_000_000))
+            .collect();
+        let bytes: u64 = first.iter().map(|r| r.1).sum();
+        let span = (first.last().unwrap().0 - first[0].0).as_secs_f64();
+        let rate = (bytes - 3044) as f64 * 8.0 / span;
+        assert!((rate / 6e6 - 1.0).abs() < 0.005, "rate {rate}");
+    }
+
+    #[test]
+    fn peak_rate_spaces_a_full_bucket() {
+        // Big sustained bucket, peak 12 Mbit/s with a one-frame bucket: a burst leaves at
+        // the peak rate, one 1518-byte frame per 1.012 ms.
+        let flow = ServiceFlowParams {
+            tier: "t".into(),
+            max_rate: Rate::from_bps(6_000_000),
+            bucket: 100_000,
+            peak: Some((Rate::from_bps(12_000_000), 1522)),
+        };
+        let p = DocsisParams {
+            channels: 1,
+            channel_rate: Rate::from_bps(38_000_000),
+            flows: vec![Some(flow)],
+            regulator_limit: 1000,
+        };
+        let mut d = DocsisDown::new(p);
+        let mut q = QdiscConfig::default().build(testutil::ctx(38_000_000));
+        let mut out = QdiscOut::new(false);
+        let mut st = stats();
+        let mut ev = EventQueue::new();
+        for uid in 0..10 {
+            d.arrive(
+                0,
+                testutil::pkt(0, 1500, uid, SimTime::ZERO),
+                18,
+                0,
+                SimTime::ZERO,
+                &mut ev,
+                &mut q,
+                &mut out,
+                &mut st,
+            );
+        }
+        let mut times = vec![];
+        while let Some(p) = q.dequeue(SimTime::ZERO, &mut out) {
+            times.push(p.enqueued_at);
+        }
+        while let Some((t, Event::LinkTimer { kind, .. })) = ev.pop() {
+            d.on_regulator_timer(
+                (kind & timer::INDEX) as usize,
+                18,
+                0,
+                t,
+                &mut ev,
+                &mut q,
+                &mut out,
+                &mut st,
+            );
+            while let Some(p) = q.dequeue(t, &mut out) {
+                times.push(p.enqueued_at);
+            }
+        }
+        assert_eq!(times.len(), 10);
+        assert_eq!(times[0], SimTime::ZERO);
+        for w in times.windows(2).skip(1) {
+            let gap = (w[1] - w[0]).as_nanos();
+            assert_eq!(gap, 1_012_000, "peak spacing");
+        }
+        // the first two: a 1522 bucket holds one 1518 frame, refilling 1514 more bytes takes 1.009333 ms
+        assert_eq!((times[1] - times[0]).as_nanos(), 1_009_334);
+    }
+}

@@ -1,0 +1,193 @@
+//! A token-bucket shaper between the qdisc under test and the device queue, like a Linux
+//! `tbf` or `htb` root with the qdisc under test as its child (`tc qdisc add dev eth0 root
+//! handle 1: htb ...; tc qdisc add dev eth0 parent 1:1 fq_codel`).
+//!
+//! ```text
+//!   enqueue ─► [ qdisc under test ] ─(pulled only when tokens allow)─► [ device queue ] ─► wire at the physical rate
+//! ```
+//! The queue builds in the qdisc, so sojourn times and AQM decisions are those of the
+//! qdisc; the shaper wakes itself with a `LinkTimer` when its bucket will allow the next
+//! packet. Tokens count `size + overhead` bytes, the frame length Linux charges
+//! (`qdisc_pkt_len`: the IP packet plus the 14-byte Ethernet header).
+//!
+//! Two kinds, as in Linux:
+//! - **htb** (default; what sqm-scripts and CeroWrt's SQM use): the child is dequeued
+//!   whenever the bucket is not negative, and the packet is charged afterwards, so the
+//!   bucket may go into debt by up to one packet (`htb_class_mode`: `tokens >= 0`).
+//! - **tbf**: strict; a packet leaves only when the bucket holds its whole length. Linux
+//!   learns that length by *peeking*, which for an AQM child means dequeuing the head
+//!   early and stashing it (`qdisc_peek_dequeued`); this model does the same, so the AQM
+//!   decides on the head when the shaper first looks at it and the stashed packet waits
+//!   for tokens outside the child.
+
+use super::token_bucket::TokenBucket;
+use super::{note_dequeue, timer, LinkStats};
+use crate::event::{Event, EventQueue};
+use crate::packet::{LinkId, Packet};
+use crate::qdisc::{AnyQdisc, Qdisc, QdiscOut};
+use crate::time::{Rate, SimTime};
+use crate::units::{RateSpec, SizeSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Which Linux shaper to imitate.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShaperKind {
+    /// Dequeue while tokens ≥ 0, charge afterwards (may owe one packet). Default.
+    #[default]
+    Htb,
+    /// Dequeue only when the bucket holds the head packet (peek = dequeue + stash).
+    Tbf,
+}
+
+/// `shaper = { rate = "14Mbit", burst = "3KB", kind = "htb" }` on a link or dumbbell direction.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShaperConfig {
+    /// Shaped rate (bits per second of `size + overhead` bytes). Required.
+    pub rate: RateSpec,
+    /// Bucket depth. Default: the larger of one full-size frame (`mtu + overhead`) and
+    /// 1 ms worth of bytes at `rate` (sqm-scripts' default burst duration of 1000 µs).
+    pub burst: Option<SizeSpec>,
+    /// `"htb"` (default) or `"tbf"`; see the module doc.
+    #[serde(default)]
+    pub kind: ShaperKind,
+}
+
+/// A resolved shaper.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShaperParams {
+    pub rate: Rate,
+    pub burst: u64,
+    pub kind: ShaperKind,
+}
+
+impl ShaperConfig {
+    /// Resolves the default burst; `frame` is `mtu + overhead`.
+    pub fn resolve(&self, frame: u64) -> ShaperParams {
+        let rate = self.rate.rate();
+        let burst = match self.burst {
+            Some(b) => b.0,
+            None => frame.max(rate.bytes_in(crate::time::SimDuration::from_millis(1))),
+        };
+        ShaperParams {
+            rate,
+            burst,
+            kind: self.kind,
+        }
+    }
+}
+
+/// Runtime state of a shaper.
+#[derive(Debug)]
+pub struct Shaper {
+    pub p: ShaperParams,
+    tb: TokenBucket,
+    /// tbf only: the head packet taken from the qdisc, waiting for tokens.
+    stash: Option<Packet>,
+    /// Instant of the pending wake-up timer (`NEVER` if none).
+    armed: SimTime,
+    /// Times the shaper held back a waiting packet (Linux `overlimits`).
+    pub throttled: u64,
+}
+
+impl Shaper {
+    pub fn new(p: ShaperParams) -> Self {
+        Shaper {
+            tb: TokenBucket::new(p.rate, p.burst),
+            p,
+            stash: None,
+            armed: SimTime::NEVER,
+            throttled: 0,
+        }
+    }
+
+    /// Packets held by the shaper itself (the tbf stash).
+    pub fn held(&self) -> usize {
+        self.stash.is_some() as usize
+    }
+
+    /// The wake-up timer fired; true if it is the current one (else it is stale).
+    pub fn on_timer(&mut self, now: SimTime) -> bool {
+        if now == self.armed {
+            self.armed = SimTime::NEVER;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn arm(&mut self, at: SimTime, link: LinkId, ev: &mut EventQueue) {
+        self.throttled += 1;
+        if at < self.armed {
+            self.armed = at;
+            ev.push(
+                at,
+                Event::LinkTimer {
+                    link,
+                    kind: timer::SHAPER,
+                },
+            );
+        }
+    }
+
+    /// Moves packets from the qdisc to the device queue while the device has room and
+    /// the bucket allows; arms the wake-up timer when the bucket is what stops it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn pull(
+        &mut self,
+        qdisc: &mut AnyQdisc,
+        out: &mut QdiscOut,
+        stats: &mut LinkStats,
+        device: &mut VecDeque<Packet>,
+        device_limit: usize,
+        overhead: u32,
+        link: LinkId,
+        now: SimTime,
+        ev: &mut EventQueue,
+    ) {
+        while device.len() < device_limit {
+            match self.p.kind {
+                ShaperKind::Htb => {
+                    if !self.tb.may_send(now) {
+                        if !qdisc.is_empty() {
+                            let at = self.tb.ready_at(now, 0);
+                            self.arm(at, link, ev);
+                        }
+                        break;
+                    }
+                    let Some(p) = qdisc.dequeue(now, out) else {
+                        break;
+                    };
+                    note_dequeue(stats, &p, now);
+                    self.tb.charge((p.size + overhead) as u64);
+                    device.push_back(p);
+                }
+                ShaperKind::Tbf => {
+                    let p = match self.stash.take() {
+                        Some(p) => p,
+                        None => match qdisc.dequeue(now, out) {
+                            Some(p) => {
+                                note_dequeue(stats, &p, now);
+                                p
+                            }
+                            None => break,
+                        },
+                    };
+                    let bytes = (p.size + overhead) as u64;
+                    if self.tb.conforms(now, bytes) {
+                        self.tb.charge(bytes);
+                        device.push_back(p);
+                    } else {
+                        let at = self.tb.ready_at(now, bytes);
+                        self.stash = Some(p);
+                        self.arm(at, link, ev);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

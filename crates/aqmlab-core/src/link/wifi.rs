@@ -1,0 +1,838 @@
+//! An 802.11n WiFi hop: a half-duplex shared medium between an access point (AP) and
+//! its stations, with EDCA contention, A-MPDU aggregation, block acks, frame errors with
+//! link-layer retransmission, and the driver/hardware queues below the qdisc.
+//!
+//! ## Structure
+//! Every WiFi interface (the AP's, and each station's) is one [`Link`](super::Link)
+//! whose lower layer is a [`WifiPort`]; the AP's link is a *multi-peer* link (one qdisc
+//! for the whole interface, as a Linux `wlan0`, with one next hop per station). All
+//! interfaces of one BSS share a [`WifiMedium`], which arbitrates airtime.
+//!
+//! ```text
+//!  qdisc (under test) ─► driver queue (per-station TID queues, ≤ driver_queue frames in total, retries at the head)
+//!                        ─► hardware queue (≤ hw_aggregates A-MPDUs, built as soon as there is room)
+//!                        ─► contention (AIFS + backoff) ─► PPDU on air ─► SIFS + block ack
+//!                        ─► receiver reorder buffer ─► next hop
+//! ```
+//!
+//! ## Driver and hardware queues (defaults from ath9k, the AP driver of the study's era)
+//! - The driver accepts packets from the qdisc while it holds fewer than `driver_queue`
+//!   frames (default **123** = ath9k's `ATH_MAX_QDEPTH` = 512 tx buffers / 4 − 5 reserved,
+//!   the per-hardware-queue limit at which ath9k stops the mac80211 queue). Frames stay
+//!   counted until their block ack (or drop). The qdisc cannot see, drop or reorder them.
+//! - Aggregates are built into the hardware queue whenever it holds fewer than
+//!   `hw_aggregates` of them (default **2** = ath9k's `ATH_AGGR_MIN_QDEPTH`), so under
+//!   load two full A-MPDUs sit in hardware and at light load a lone packet becomes a
+//!   one-frame aggregate at once. Stations with queued frames are served round robin.
+//! - An A-MPDU holds at most `max_frames` subframes (default **32**, ath9k's
+//!   `ATH_AMPDU_SUBFRAME_DEFAULT`), `max_bytes` bytes (default **65535**, the 802.11n
+//!   maximum A-MPDU length) and `max_airtime` of PPDU (default **4 ms**, ath9k's maximum
+//!   aggregate duration), and only frames inside the 64-frame block-ack window that
+//!   starts at the receiver's oldest missing frame.
+//!
+//! ## Airtime (802.11n HT-mixed format, 5 GHz OFDM timing)
+//! - Subframe bytes: `pad4(4 delimiter + 26 QoS MAC header + 8 LLC/SNAP + IP packet + 4 FCS)`
+//!   = `pad4(size + 42)` (no encryption).
+//! - PPDU: `preamble` (default 40 µs: L-STF 8 + L-LTF 8 + L-SIG 4 + HT-SIG 8 + HT-STF 4 +
+//!   2 HT-LTF × 4, two spatial streams) + `⌈(16 + 8·bytes + 6) / N_DBPS⌉` symbols of 4 µs
+//!   (800 ns guard interval), `N_DBPS = phy_rate × 4 µs`.
+//! - After the PPDU: SIFS (16 µs) + a 32-byte compressed block ack at the legacy
+//!   `control_rate` (default 24 Mbit/s: 20 µs legacy preamble + 3 symbols = 32 µs).
+//! - Before a transmission: AIFS = SIFS + AIFSN × slot (slot 9 µs) and a backoff of
+//!   `b` slots, `b` uniform in `0..=CW`; defaults are EDCA best effort (AIFSN 3,
+//!   CWmin 15, CWmax 1023) for the AP and the stations. Per-node `access` parameters
+//!   (and per-station PHY rates) let airtime unfairness emerge.
+//!
+//! ## Contention (event-driven DCF/EDCA)
+//! Slots are counted on a grid that starts SIFS after the medium went idle. A node with
+//! an aggregate ready draws a backoff when it becomes ready (or after each of its own
+//! transmissions) and may start counting once its AIFS has elapsed; the node whose
+//! count ends first transmits; the others freeze their remaining count and resume after
+//! the next AIFS. Two nodes ending in the same slot collide: both PPDUs are lost
+//! entirely, each doubles its CW (`2·CW + 1`, capped at CWmax); a success resets CW to
+//! CWmin. One A-MPDU per channel access (the best-effort TXOP limit is 0).
+//!
+//! ## Errors and retransmission
+//! Each subframe is lost independently with the receiving station's frame error rate
+//! `fer`. Lost subframes (and all subframes of a collided PPDU) return to the head of
+//! their station's driver queue in sequence order and go out in a later aggregate;
+//! after `retry_limit` retransmissions (default **30**, ath9k's `ATH_MAX_SW_RETRIES`) a
+//! frame is dropped (reason `lower_layer`). The receiver hands frames up in sequence
+//! order (802.11n block-ack reordering); a dropped frame releases the frames behind it,
+//! as the block-ack-request that follows a give-up does.
+//!
+//! ## Efficiency formula (saturated single sender, no errors, no collisions)
+//! With `n` subframes of `s`-byte IP packets per A-MPDU at PHY rate `R`:
+//! `T_data = preamble + 4 µs · ⌈(22 + 8·n·pad4(s + 42)) / (R · 4 µs)⌉`,
+//! `T_cycle = T_data + SIFS + T_BA + SIFS + AIFSN·slot + (CWmin/2)·slot`, and the IP-layer
+//! throughput is `8·n·s / T_cycle` ([`saturated_throughput`]). With the defaults,
+//! 1500-byte packets and 130 Mbit/s this is 32 × 1500 × 8 bit / 3242.5 µs = 118.4 Mbit/s
+//! (91 % of the PHY rate).
+//!
+//! ## Simplifications (each a deliberate deviation)
+//! - Fixed PHY rate per station (no rate control such as minstrel); no RTS/CTS, no EIFS
+//!   after a collision, no capture effect, no beacons or management traffic.
+//! - Post-backoff: a node that runs dry after a transmission draws its next backoff when
+//!   it next has an aggregate ready (instead of counting it down while idle).
+//! - Received frames are handed up when the PPDU ends (the block ack follows 48 µs
+//!   later); a collision's airtime ends when the longer PPDU ends, plus SIFS and the
+//!   block-ack time as an ack timeout.
+//! - Frames are delivered to one next hop per station; the station's interface has a
+//!   single peer (the AP).
+
+use super::{timer, Link, LinkStats, Lower};
+use crate::event::{Event, EventQueue};
+use crate::packet::{LinkId, Packet};
+use crate::qdisc::{DropReason, QdiscOut};
+use crate::rng::Rng;
+use crate::time::{Rate, SimDuration, SimTime};
+use std::collections::VecDeque;
+
+/// Bytes an IP packet occupies in an A-MPDU beyond its own size: 4 delimiter + 26 QoS
+/// data header + 8 LLC/SNAP + 4 FCS.
+pub const SUBFRAME_OVERHEAD: u32 = 42;
+/// 802.11n block-ack window (frames).
+pub const BA_WINDOW: u64 = 64;
+/// OFDM symbol with the 800 ns guard interval.
+pub const SYMBOL: SimDuration = SimDuration::from_nanos(4_000);
+/// SERVICE (16) + tail (6) bits around the PSDU.
+const SERVICE_TAIL_BITS: u64 = 22;
+/// Compressed block ack frame length in bytes.
+const BLOCK_ACK_BYTES: u64 = 32;
+/// Legacy (non-HT) preamble + SIGNAL.
+const LEGACY_PREAMBLE: SimDuration = SimDuration::from_micros(20);
+
+/// Bytes of one A-MPDU subframe carrying an IP packet of `size` bytes (padded to 4).
+pub fn subframe_bytes(size: u32) -> u64 {
+    ((size + SUBFRAME_OVERHEAD + 3) & !3) as u64
+}
+
+/// PHY timing shared by a BSS.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WifiPhy {
+    pub slot: SimDuration,
+    pub sifs: SimDuration,
+    /// HT-mixed preamble and headers before the data symbols.
+    pub preamble: SimDuration,
+    /// Legacy rate of the block ack.
+    pub control_rate: Rate,
+}
+
+impl WifiPhy {
+    /// Duration of a PPDU carrying `bytes` of PSDU at `rate`.
+    pub fn ppdu_time(&self, bytes: u64, rate: Rate) -> SimDuration {
+        let ndbps = (rate.bps() as u128 * SYMBOL.as_nanos() as u128 / 1_000_000_000).max(1) as u64;
+        let nsym = (SERVICE_TAIL_BITS + 8 * bytes).div_ceil(ndbps);
+        self.preamble + SYMBOL * nsym
+    }
+    /// Duration of the block ack at the control rate.
+    pub fn block_ack_time(&self) -> SimDuration {
+        let ndbps = (self.control_rate.bps() as u128 * SYMBOL.as_nanos() as u128 / 1_000_000_000)
+            .max(1) as u64;
+        LEGACY_PREAMBLE + SYMBOL * (SERVICE_TAIL_BITS + 8 * BLOCK_ACK_BYTES).div_ceil(ndbps)
+    }
+}
+
+/// The documented efficiency formula (module doc): IP-layer bit/s of one saturated
+/// sender with `n`-frame aggregates of `size`-byte packets, no errors or collisions.
+pub fn saturated_throughput(
+    phy: &WifiPhy,
+    rate: Rate,
+    n: u64,
+    size: u32,
+    aifsn: u32,
+    cwmin: u32,
+) -> f64 {
+    let data = phy.ppdu_time(n * subframe_bytes(size), rate);
+    let cycle = data.as_secs_f64()
+        + phy.sifs.as_secs_f64()
+        + phy.block_ack_time().as_secs_f64()
+        + phy.sifs.as_secs_f64()
+        + aifsn as f64 * phy.slot.as_secs_f64()
+        + cwmin as f64 / 2.0 * phy.slot.as_secs_f64();
+    (n * size as u64 * 8) as f64 / cycle
+}
+
+/// Resolved parameters of one WiFi interface.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WifiPortParams {
+    /// Index of the BSS (medium) in the plan.
+    pub medium: u32,
+    /// PHY rate towards each peer (index = peer index of the link).
+    pub peer_rate: Vec<Rate>,
+    /// Subframe error rate towards each peer.
+    pub peer_fer: Vec<f64>,
+    pub driver_queue: u32,
+    pub hw_aggregates: u32,
+    pub max_frames: u32,
+    pub max_bytes: u64,
+    pub max_airtime: SimDuration,
+    pub retry_limit: u32,
+    pub phy: WifiPhy,
+}
+
+/// EDCA access parameters of one node.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub aifsn: u32,
+    pub cwmin: u32,
+    pub cwmax: u32,
+}
+
+/// Resolved parameters of a BSS: its member interfaces and their access parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MediumParams {
+    pub name: String,
+    /// `(link, access)`; the first member is the AP's interface.
+    pub members: Vec<(LinkId, Access)>,
+    pub phy: WifiPhy,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Mpdu {
+    pkt: Packet,
+    seq: u64,
+    tries: u32,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Agg {
+    peer: u32,
+    n: u32,
+    airtime: SimDuration,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Empty,
+    Got(Packet),
+    Gone,
+}
+
+/// Receiver-side reorder buffer of one (transmitter, receiver) pair.
+#[derive(Debug, Default)]
+struct Reorder {
+    /// Oldest sequence number not yet handed up or given up.
+    next: u64,
+    buf: VecDeque<Slot>,
+    held: usize,
+}
+
+impl Reorder {
+    /// Frame `seq` arrived (`Some`) or was given up (`None`); hands up every frame that is
+    /// now in order.
+    fn put(&mut self, seq: u64, pkt: Option<Packet>, mut up: impl FnMut(Packet)) {
+        debug_assert!(
+            seq >= self.next,
+            "frame {seq} below the window start {}",
+            self.next
+        );
+        let idx = (seq - self.next) as usize;
+        if self.buf.len() <= idx {
+            self.buf.resize_with(idx + 1, || Slot::Empty);
+        }
+        debug_assert!(matches!(self.buf[idx], Slot::Empty), "frame {seq} twice");
+        self.buf[idx] = match pkt {
+            Some(p) => {
+                self.held += 1;
+                Slot::Got(p)
+            }
+            None => Slot::Gone,
+        };
+        while let Some(front) = self.buf.front() {
+            if matches!(front, Slot::Empty) {
+                break;
+            }
+            if let Some(Slot::Got(p)) = self.buf.pop_front() {
+                self.held -= 1;
+                up(p);
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// Counters of one WiFi interface.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WifiStats {
+    /// Channel accesses won (PPDUs sent, including collided ones).
+    pub txops: u64,
+    /// PPDUs lost to a collision.
+    pub collisions: u64,
+    /// Subframes sent, first transmissions and retries.
+    pub subframes: u64,
+    /// Subframe retransmissions.
+    pub retries: u64,
+    /// Frames delivered (acked).
+    pub acked: u64,
+    /// Frames dropped after the retry limit.
+    pub dropped: u64,
+    /// Most frames held in the driver + hardware queues at once.
+    pub max_pending: u32,
+}
+
+/// One WiFi interface's driver, hardware queue and the reorder state of its receivers.
+#[derive(Debug)]
+pub struct WifiPort {
+    pub p: WifiPortParams,
+    /// Per-peer driver (TID) queues, each sorted by sequence number.
+    sw: Vec<VecDeque<Mpdu>>,
+    next_seq: Vec<u64>,
+    rx: Vec<Reorder>,
+    rr: usize,
+    hw_frames: VecDeque<Mpdu>,
+    hw_aggs: VecDeque<Agg>,
+    /// Frames in `sw` + `hw_frames`.
+    pending: u32,
+    scratch: Vec<Mpdu>,
+    pub stats: WifiStats,
+}
+
+impl WifiPort {
+    pub fn new(p: WifiPortParams) -> Self {
+        let n = p.peer_rate.len();
+        WifiPort {
+            sw: (0..n).map(|_| VecDeque::new()).collect(),
+            next_seq: vec![0; n],
+            rx: (0..n).map(|_| Reorder::default()).collect(),
+            rr: 0,
+            hw_frames: VecDeque::with_capacity(2 * p.max_frames as usize),
+            hw_aggs: VecDeque::with_capacity(p.hw_aggregates as usize),
+            pending: 0,
+            scratch: Vec::with_capacity(p.max_frames as usize),
+            stats: WifiStats::default(),
+            p,
+        }
+    }
+
+    /// Frames in the driver and hardware queues.
+    pub fn pending(&self) -> u32 {
+        self.pending
+    }
+
+    /// Packets held anywhere in this port (driver, hardware, receivers' reorder buffers).
+    pub fn held(&self) -> usize {
+        self.pending as usize + self.rx.iter().map(|r| r.held).sum::<usize>()
+    }
+
+    /// Whether the driver accepts another packet from the qdisc.
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.pending < self.p.driver_queue
+    }
+
+    /// Whether an aggregate waits in the hardware queue (the node contends).
+    #[inline]
+    pub fn ready(&self) -> bool {
+        !self.hw_aggs.is_empty()
+    }
+
+    /// Airtime of the PPDU at the head of the hardware queue.
+    pub fn head_airtime(&self) -> SimDuration {
+        self.hw_aggs
+            .front()
+            .map(|a| a.airtime)
+            .unwrap_or(SimDuration::ZERO)
+    }
+
+    /// A packet from the qdisc enters the driver queue of `peer`.
+    #[inline]
+    pub fn accept(&mut self, pkt: Packet, peer: usize) {
+        let seq = self.next_seq[peer];
+        self.next_seq[peer] += 1;
+        self.sw[peer].push_back(Mpdu { pkt, seq, tries: 0 });
+        self.pending += 1;
+        self.stats.max_pending = self.stats.max_pending.max(self.pending);
+    }
+
+    /// Builds aggregates into the hardware queue while it has room.
+    pub fn fill_hw(&mut self) {
+        let np = self.sw.len();
+        while self.hw_aggs.len() < self.p.hw_aggregates as usize {
+            let mut chosen = None;
+            for k in 0..np {
+                let peer = (self.rr + k) % np;
+                if let Some(h) = self.sw[peer].front() {
+                    if h.seq < self.rx[peer].next + BA_WINDOW {
+                        chosen = Some(peer);
+                        break;
+                    }
+                }
+            }
+            let Some(peer) = chosen else { break };
+            self.rr = (peer + 1) % np;
+            let rate = self.p.peer_rate[peer];
+            let limit = self.rx[peer].next + BA_WINDOW;
+            let (mut n, mut bytes) = (0u32, 0u64);
+            while let Some(h) = self.sw[peer].front() {
+                if n >= self.p.max_frames || h.seq >= limit {
+                    break;
+                }
+                let b = bytes + subframe_bytes(h.pkt.size);
+                if n > 0
+                    && (b > self.p.max_bytes || self.p.phy.ppdu_time(b, rate) > self.p.max_airtime)
+                {
+                    break;
+                }
+                bytes = b;
+                n += 1;
+                let m = self.sw[peer].pop_front().expect("head");
+                self.hw_frames.push_back(m);
+            }
+            self.hw_aggs.push_back(Agg {
+                peer: peer as u32,
+                n,
+                airtime: self.p.phy.ppdu_time(bytes, rate),
+            });
+        }
+    }
+
+    /// The head aggregate's PPDU ended: if `ok` (no collision) each subframe survives
+    /// with probability `1 - fer`; survivors go through the reorder buffer to `wire`
+    /// (arriving at `arrive_at`), failures back to the driver queue or, past the retry
+    /// limit, to `out.drops`.
+    #[allow(clippy::too_many_arguments)]
+    fn complete_head(
+        &mut self,
+        ok: bool,
+        now: SimTime,
+        arrive_at: SimTime,
+        rng: &mut Rng,
+        wire: &mut VecDeque<(SimTime, Packet)>,
+        out: &mut QdiscOut,
+        stats: &mut LinkStats,
+    ) {
+        let agg = self
+            .hw_aggs
+            .pop_front()
+            .expect("completion without an aggregate");
+        let peer = agg.peer as usize;
+        let fer = self.p.peer_fer[peer];
+        let warm = now >= stats.warmup;
+        for _ in 0..agg.n {
+            let mut m = self.hw_frames.pop_front().expect("aggregate frames");
+            self.stats.subframes += 1;
+            if m.tries > 0 {
+                self.stats.retries += 1;
+            }
+            let good = ok && !rng.bernoulli(fer);
+            if good {
+                self.pending -= 1;
+                self.stats.acked += 1;
+                if warm {
+                    stats.tx_pkts += 1;
+                    stats.tx_bytes += m.pkt.size as u64;
+                }
+                stats.bin_tx_bytes.add(now, m.pkt.size as f64);
+                self.rx[peer].put(m.seq, Some(m.pkt), |p| wire.push_back((arrive_at, p)));
+            } else {
+                m.tries += 1;
+                if m.tries > self.p.retry_limit {
+                    self.pending -= 1;
+                    self.stats.dropped += 1;
+                    stats.lower_drops += 1;
+                    out.drops.push((m.pkt, DropReason::LowerLayer));
+                    self.rx[peer].put(m.seq, None, |p| wire.push_back((arrive_at, p)));
+                } else {
+                    self.scratch.push(m);
+                }
+            }
+        }
+        // Failed frames go back in sequence order ahead of newer frames (the driver
+        // queue stays sorted: retries are older than anything not yet aggregated).
+        let q = &mut self.sw[peer];
+        while let Some(m) = self.scratch.pop() {
+            let pos = q.iter().position(|x| x.seq > m.seq).unwrap_or(q.len());
+            q.insert(pos, m);
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+struct MemberState {
+    cw: u32,
+    /// Remaining backoff slots; `None` = not contending.
+    backoff: Option<u32>,
+    /// Grid slot from which this member counts its backoff.
+    start: u64,
+}
+
+/// The shared medium of one BSS: who transmits when.
+#[derive(Debug)]
+pub struct WifiMedium {
+    pub p: MediumParams,
+    /// Link id that carries this medium's timers.
+    anchor: LinkId,
+    st: Vec<MemberState>,
+    /// End of the last busy period: slots are counted from `idle_from + SIFS`.
+    idle_from: SimTime,
+    /// Instant of the scheduled access timer (`NEVER` if none).
+    access_at: SimTime,
+    in_txop: bool,
+    collided: bool,
+    tx: Vec<usize>,
+    ba: SimDuration,
+    rng: Rng,
+    /// Channel accesses and collisions over the whole BSS.
+    pub txops: u64,
+    pub collisions: u64,
+}
+
+impl WifiMedium {
+    pub fn new(p: MediumParams, rng: Rng) -> Self {
+        let st = p
+            .members
+            .iter()
+            .map(|(_, a)| MemberState {
+                cw: a.cwmin,
+                backoff: None,
+                start: 0,
+            })
+            .collect();
+        let ba = p.phy.block_ack_time();
+        WifiMedium {
+            anchor: p.members[0].0,
+            st,
+            idle_from: SimTime::ZERO,
+            access_at: SimTime::NEVER,
+            in_txop: false,
+            collided: false,
+            tx: Vec::new(),
+            ba,
+            rng,
+            txops: 0,
+            collisions: 0,
+            p,
+        }
+    }
+
+    fn slot_time(&self, k: u64) -> SimTime {
+        self.idle_from + self.p.phy.sifs + self.p.phy.slot * k
+    }
+
+    /// Lets members that have an aggregate ready join the contention and schedules the
+    /// next access. Call after anything may have made a member ready.
+    pub fn poke(&mut self, links: &mut [Link], now: SimTime, ev: &mut EventQueue) {
+        let origin = self.idle_from + self.p.phy.sifs;
+        for (i, (l, a)) in self.p.members.iter().enumerate() {
+            let s = &mut self.st[i];
+            if s.backoff.is_none() && links[*l as usize].wifi().is_some_and(|w| w.ready()) {
+                s.backoff = Some(self.rng.below(s.cw as u64 + 1) as u32);
+                // Counting starts after AIFS, or at the next slot boundary for a node
+                // that becomes ready while the medium has been idle for longer.
+                let now_slot = if now <= origin {
+                    0
+                } else {
+                    (now - origin)
+                        .as_nanos()
+                        .div_ceil(self.p.phy.slot.as_nanos())
+                };
+                s.start = now_slot.max(a.aifsn as u64);
+            }
+        }
+        if !self.in_txop {
+            self.schedule(ev);
+        }
+    }
+
+    fn best_slot(&self) -> Option<u64> {
+        self.st
+            .iter()
+            .filter_map(|s| s.backoff.map(|b| s.start + b as u64))
+            .min()
+    }
+
+    fn schedule(&mut self, ev: &mut EventQueue) {
+        if let Some(k) = self.best_slot() {
+            let at = self.slot_time(k);
+            if at < self.access_at {
+                self.access_at = at;
+                ev.push(
+                    at,
+                    Event::LinkTimer {
+                        link: self.anchor,
+                        kind: timer::MEDIUM_ACCESS,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The access timer fired: the member(s) whose backoff ends now transmit.
+    pub fn on_access(&mut self, links: &mut [Link], now: SimTime, ev: &mut EventQueue) {
+        if now != self.access_at || self.in_txop {
+            return; // stale
+        }
+        self.access_at = SimTime::NEVER;
+        let Some(k) = self.best_slot() else { return };
+        debug_assert_eq!(self.slot_time(k), now);
+        self.tx.clear();
+        for (i, s) in self.st.iter_mut().enumerate() {
+            if let Some(b) = s.backoff {
+                if s.start + b as u64 == k {
+                    s.backoff = None;
+                    self.tx.push(i);
+                } else {
+                    // freeze: the idle slots it counted are gone from its backoff
+                    let counted = k.saturating_sub(s.start) as u32;
+                    debug_assert!(counted < b);
+                    s.backoff = Some(b - counted);
+                }
+            }
+        }
+        self.collided = self.tx.len() > 1;
+        self.in_txop = true;
+        self.txops += 1;
+        if self.collided {
+            self.collisions += 1;
+        }
+        let mut longest = SimDuration::ZERO;
+        for &i in &self.tx {
+            let link = &mut links[self.p.members[i].0 as usize];
+            let warm = now >= link.stats.warmup;
+            let w = link.wifi_mut().expect("wifi member");
+            let air = w.head_airtime();
+            w.stats.txops += 1;
+            if self.collided {
+                w.stats.collisions += 1;
+            }
+            longest = longest.max(air);
+            if warm {
+                link.stats.busy += air + self.p.phy.sifs + self.ba;
+            }
+        }
+        let data_end = now + longest;
+        // the medium is busy until the block ack (or the ack timeout) is over
+        self.idle_from = data_end + self.p.phy.sifs + self.ba;
+        ev.push(
+            data_end,
+            Event::LinkTimer {
+                link: self.anchor,
+                kind: timer::MEDIUM_END,
+            },
+        );
+    }
+
+    /// The PPDU(s) ended: settle outcomes, refill the transmitters, contend again.
+    pub fn on_end(&mut self, links: &mut [Link], now: SimTime, ev: &mut EventQueue) {
+        debug_assert!(self.in_txop);
+        self.in_txop = false;
+        for t in 0..self.tx.len() {
+            let i = self.tx[t];
+            let (l, a) = self.p.members[i];
+            links[l as usize].wifi_complete(!self.collided, now, ev);
+            let s = &mut self.st[i];
+            s.cw = if self.collided {
+                (2 * s.cw + 1).min(a.cwmax)
+            } else {
+                a.cwmin
+            };
+        }
+        // everyone who still counts resumes after AIFS from the end of this busy period
+        for (i, (_, a)) in self.p.members.iter().enumerate() {
+            self.st[i].start = a.aifsn as u64;
+        }
+        self.poke(links, now, ev);
+    }
+
+    /// Member links (for draining their drops).
+    pub fn member_links(&self) -> impl Iterator<Item = LinkId> + '_ {
+        self.p.members.iter().map(|(l, _)| *l)
+    }
+}
+
+impl Link {
+    /// This link's WiFi port, if it is a WiFi interface.
+    pub fn wifi(&self) -> Option<&WifiPort> {
+        match &self.lower {
+            Lower::Wifi(w) => Some(w),
+            _ => None,
+        }
+    }
+    pub fn wifi_mut(&mut self) -> Option<&mut WifiPort> {
+        match &mut self.lower {
+            Lower::Wifi(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The head aggregate's PPDU ended (see [`WifiPort::complete_head`]); then refills
+    /// the driver from the qdisc.
+    fn wifi_complete(&mut self, ok: bool, now: SimTime, ev: &mut EventQueue) {
+        let arrive_at = now + self.p.delay;
+        let was_empty = self.wire.is_empty();
+        let Lower::Wifi(w) = &mut self.lower else {
+            unreachable!("wifi member without a wifi port")
+        };
+        w.complete_head(
+            ok,
+            now,
+            arrive_at,
+            &mut self.rng,
+            &mut self.wire,
+            &mut self.out,
+            &mut self.stats,
+        );
+        if was_empty {
+            if let Some(&(at, _)) = self.wire.front() {
+                ev.push(at, Event::Arrive(self.id));
+            }
+        }
+        self.kick(now, ev);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phy() -> WifiPhy {
+        WifiPhy {
+            slot: SimDuration::from_micros(9),
+            sifs: SimDuration::from_micros(16),
+            preamble: SimDuration::from_micros(40),
+            control_rate: Rate::from_bps(24_000_000),
+        }
+    }
+
+    #[test]
+    fn airtime_by_hand() {
+        let p = phy();
+        assert_eq!(subframe_bytes(1500), 1544);
+        assert_eq!(subframe_bytes(84), 128);
+        // 32 x 1544 B at 130 Mbit/s: N_DBPS 520, ceil((22 + 395264)/520) = 761 symbols
+        assert_eq!(
+            p.ppdu_time(32 * 1544, Rate::from_bps(130_000_000)),
+            SimDuration::from_micros(40 + 761 * 4)
+        );
+        // block ack: 20 us + ceil(278/96)=3 symbols
+        assert_eq!(p.block_ack_time(), SimDuration::from_micros(32));
+        let thr = saturated_throughput(&p, Rate::from_bps(130_000_000), 32, 1500, 3, 15);
+        // 384000 bit / 3242.5 us
+        assert!((thr - 384_000.0 / 3242.5e-6).abs() < 1.0, "{thr}");
+    }
+
+    #[test]
+    fn reorder_hands_up_in_sequence_and_skips_given_up_frames() {
+        let mut r = Reorder::default();
+        let mut got = vec![];
+        let pk = |u| Packet {
+            uid: u,
+            ..Default::default()
+        };
+        r.put(1, Some(pk(1)), |p| got.push(p.uid));
+        r.put(2, Some(pk(2)), |p| got.push(p.uid));
+        assert!(got.is_empty());
+        assert_eq!(r.held, 2);
+        r.put(0, Some(pk(0)), |p| got.push(p.uid));
+        assert_eq!(got, vec![0, 1, 2]);
+        r.put(4, Some(pk(4)), |p| got.push(p.uid));
+        r.put(3, None, |p| got.push(p.uid));
+        assert_eq!(got, vec![0, 1, 2, 4]);
+        assert_eq!(r.next, 5);
+        assert_eq!(r.held, 0);
+    }
+
+    fn port(max_frames: u32) -> WifiPort {
+        WifiPort::new(WifiPortParams {
+            medium: 0,
+            peer_rate: vec![Rate::from_bps(130_000_000), Rate::from_bps(6_500_000)],
+            peer_fer: vec![0.0, 0.0],
+            driver_queue: 123,
+            hw_aggregates: 2,
+            max_frames,
+            max_bytes: 65535,
+            max_airtime: SimDuration::from_millis(4),
+            retry_limit: 2,
+            phy: phy(),
+        })
+    }
+
+    #[test]
+    fn aggregates_respect_frame_byte_airtime_limits_and_round_robin() {
+        let mut w = port(32);
+        for i in 0..100 {
+            w.accept(
+                Packet {
+                    uid: i,
+                    size: 1500,
+                    ..Default::default()
+                },
+                0,
+            );
+            w.accept(
+                Packet {
+                    uid: 1000 + i,
+                    size: 1500,
+                    ..Default::default()
+                },
+                1,
+            );
+        }
+        w.fill_hw();
+        assert_eq!(w.hw_aggs.len(), 2);
+        // peer 0 at 130 Mbit/s: 32 frames (3.08 ms < 4 ms, 49408 B < 65535)
+        assert_eq!((w.hw_aggs[0].peer, w.hw_aggs[0].n), (0, 32));
+        // peer 1 at 6.5 Mbit/s (N_DBPS 26): 4 ms leaves (4000-40)/4 = 990 symbols; 2 subframes
+        // of 1544 B need ceil(24726/26) = 951, 3 need 1427
+        assert_eq!((w.hw_aggs[1].peer, w.hw_aggs[1].n), (1, 2));
+        assert_eq!(w.pending(), 200);
+        // with the airtime limit relaxed, the 65535-byte limit binds
+        let mut w = port(64);
+        for i in 0..100 {
+            w.accept(
+                Packet {
+                    uid: i,
+                    size: 1500,
+                    ..Default::default()
+                },
+                0,
+            );
+        }
+        w.p.max_airtime = SimDuration::from_millis(10);
+        w.fill_hw();
+        assert_eq!(w.hw_aggs[0].n, 42); // 42 x 1544 = 64848 <= 65535 < 43 x 1544
+    }
+
+    #[test]
+    fn failed_subframes_retry_in_order_and_drop_after_the_limit() {
+        let mut w = port(4);
+        for i in 0..8 {
+            w.accept(
+                Packet {
+                    uid: i,
+                    size: 1500,
+                    ..Default::default()
+                },
+                0,
+            );
+        }
+        w.fill_hw(); // [0..4), [4..8)
+        let mut rng = Rng::stream(1, "t", 0);
+        let mut wire = VecDeque::new();
+        let mut out = QdiscOut::new(false);
+        let mut st = LinkStats::new(SimTime::ZERO, SimDuration::from_millis(100));
+        let t = SimTime::ZERO;
+        // collision: all four frames back to the driver queue, in order
+        w.complete_head(false, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        assert!(wire.is_empty());
+        let seqs: Vec<u64> = w.sw[0].iter().map(|m| m.seq).collect();
+        assert_eq!(seqs, vec![0, 1, 2, 3]);
+        w.fill_hw(); // hw: [4..8), [0..4)
+                     // the second aggregate (4..8) gets through but is held for 0..3
+        w.complete_head(true, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        assert!(wire.is_empty());
+        assert_eq!(w.held(), 8);
+        // 0..4 fail twice more -> dropped (retry_limit 2), releasing 4..8
+        w.complete_head(false, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        w.fill_hw();
+        w.complete_head(false, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        assert_eq!(out.drops.len(), 4);
+        assert_eq!(
+            wire.iter().map(|(_, p)| p.uid).collect::<Vec<_>>(),
+            vec![4, 5, 6, 7]
+        );
+        assert_eq!(w.held(), 0);
+        assert_eq!(st.lower_drops, 4);
+    }
+}

@@ -1,0 +1,858 @@
+//! Access-network parts of the scenario schema: link shapers, the `[docsis]` topology
+//! builder and WiFi BSSes (`[[wifi]]`, `[dumbbell.wifi]`). The models themselves are in
+//! `link::{shaper, docsis, wifi}`; `docs/link-models.md` has examples.
+//!
+//! ```toml
+//! [dumbbell.down]                       # shape a 100 Mbit/s line down to 14 Mbit/s
+//! rate = "100Mbit"
+//! shaper = { rate = "14Mbit", burst = "3KB" }
+//!
+//! [docsis]                              # CMTS + 10 cable modems, 4 bonded channels
+//! channels = 4
+//! downstream_qdisc = { kind = "fifo", limit = 2048 }
+//! server_delays = ["15ms", "20ms", ...]
+//! [[docsis.tier]]
+//! count = 9
+//! max_rate = "6Mbit"
+//! [[docsis.tier]]
+//! count = 1
+//! max_rate = "12Mbit"
+//!
+//! [[wifi]]                              # an AP with two stations
+//! ap = "ap"
+//! stations = ["sta0", "sta1"]
+//! [wifi.station.sta1]
+//! phy_rate = "65Mbit"
+//! access = { cwmin = 31 }
+//! ```
+
+use super::{check_qdisc, d_mtu, d_zero, Builder, NodeKind, ScenarioError, ScenarioWarning};
+use crate::link::docsis::{DocsisParams, ServiceFlowParams};
+use crate::link::wifi::{Access, MediumParams, WifiPhy, WifiPortParams, SUBFRAME_OVERHEAD};
+use crate::link::{LinkParams, LowerParams, ShaperConfig};
+use crate::packet::NodeId;
+use crate::qdisc::fifo::FifoConfig;
+use crate::qdisc::QdiscConfig;
+use crate::time::{Rate, SimDuration};
+use crate::units::{DurationSpec, Limit, RateSpec, SizeSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+fn fifo(n: u32) -> QdiscConfig {
+    QdiscConfig::Fifo(FifoConfig {
+        limit: Limit::Packets(n),
+    })
+}
+fn d_one() -> u32 {
+    1
+}
+fn d_channel_rate() -> RateSpec {
+    RateSpec(38_000_000)
+}
+fn d_upstream_rate() -> RateSpec {
+    RateSpec(27_000_000)
+}
+fn d_cmts_q() -> QdiscConfig {
+    fifo(2048)
+}
+fn d_router_q() -> QdiscConfig {
+    fifo(4096)
+}
+fn d_docsis_overhead() -> u32 {
+    18
+}
+fn d_regulator_limit() -> u32 {
+    2048
+}
+fn d_bucket() -> SizeSpec {
+    SizeSpec(3044)
+}
+fn d_peak_bucket() -> SizeSpec {
+    SizeSpec(1522)
+}
+
+/// `[[docsis.tier]]`: a service tier; `count` consecutive cable modems get its service
+/// flow. Modems not covered by any tier are unregulated.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierConfig {
+    /// Name for reports. Default `tier{k}` (k = position, from 1).
+    pub name: Option<String>,
+    /// Number of cable modems in this tier. Default 1.
+    #[serde(default = "d_one")]
+    pub count: u32,
+    /// Maximum Sustained Traffic Rate (bit/s of Ethernet frames). Required.
+    pub max_rate: RateSpec,
+    /// Maximum Traffic Burst. Default 3044 bytes (DOCSIS 3.0 default, two 1522-byte frames).
+    #[serde(default = "d_bucket")]
+    pub bucket: SizeSpec,
+    /// Peak Traffic Rate. Default: none (no peak limiter).
+    pub peak_rate: Option<RateSpec>,
+    /// Bucket of the peak limiter. Default 1522 bytes (one maximum frame, as ns-2's DelayTb).
+    #[serde(default = "d_peak_bucket")]
+    pub peak_bucket: SizeSpec,
+}
+
+/// `[docsis]`: a DOCSIS 3.0 cable network.
+///
+/// Nodes: router `cmts`, router `core`, hosts `cm0..cm{modems-1}` (a cable modem and its
+/// one subscriber host) and `server0..server{servers-1}`. Links: `docsis_down` (the CMTS
+/// downstream to every modem: service-flow regulators → `downstream_qdisc` → bonded
+/// channels), `cm{i}_up` (each modem's upstream to the CMTS), `cmts->core`/`core->cmts`,
+/// and `server{j}->core`/`core->server{j}` with the server's own delay, so the base RTT
+/// of a flow between server j and a modem is `2 × (server_delays[j] + delay)` plus
+/// serialisation.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocsisConfig {
+    /// Number of cable modems. Default: the sum of the tiers' counts, or 1 without tiers.
+    pub modems: Option<u32>,
+    /// Downstream channels in the bonding group (1 to 64). Default 1.
+    #[serde(default = "d_one")]
+    pub channels: u32,
+    /// Rate of one downstream channel. Default 38 Mbit/s (6 MHz, 256-QAM, after FEC/framing).
+    #[serde(default = "d_channel_rate")]
+    pub channel_rate: RateSpec,
+    /// Each modem's upstream rate. Default 27 Mbit/s (the study's upstream channel).
+    #[serde(default = "d_upstream_rate")]
+    pub upstream_rate: RateSpec,
+    /// One-way CMTS ↔ modem propagation delay. Default 0.
+    #[serde(default = "d_zero")]
+    pub delay: DurationSpec,
+    /// The CMTS downstream scheduler under test. Default fifo 2048 packets (the study's
+    /// QUEUE_CAPACITY).
+    #[serde(default = "d_cmts_q")]
+    pub downstream_qdisc: QdiscConfig,
+    /// Modems' upstream queues. Default fifo 4096 (2× the CMTS capacity: never the bottleneck).
+    #[serde(default = "d_router_q")]
+    pub upstream_qdisc: QdiscConfig,
+    /// Number of servers. Default: `modems`.
+    pub servers: Option<u32>,
+    /// One-way delay of every server's access link unless `server_delays` is given. Default 0.
+    #[serde(default = "d_zero")]
+    pub server_delay: DurationSpec,
+    /// Per-server one-way access delays (one per server).
+    pub server_delays: Option<Vec<DurationSpec>>,
+    /// Rate of the core and server links. Default: 10 × the downstream capacity, at least 1 Gbit/s.
+    pub core_rate: Option<RateSpec>,
+    /// Qdisc of the core and server links. Default fifo 4096 (never the bottleneck).
+    #[serde(default = "d_router_q")]
+    pub core_qdisc: QdiscConfig,
+    /// Framing bytes per packet, counted by the regulators and the channels. Default 18
+    /// (Ethernet header + CRC: DOCSIS rates count the Ethernet frame).
+    #[serde(default = "d_docsis_overhead")]
+    pub overhead: u32,
+    /// Largest IP packet. Default 1500.
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    /// Holding queue of each service-flow regulator, in packets. Default 2048.
+    #[serde(default = "d_regulator_limit")]
+    pub regulator_limit: u32,
+    /// Service tiers, assigned to modems in order (`[[docsis.tier]]`). Default: none.
+    #[serde(default, rename = "tier")]
+    pub tiers: Vec<TierConfig>,
+}
+
+/// EDCA access parameters; any key left out falls back to the next level (`access`,
+/// then the 802.11 best-effort defaults AIFSN 3, CWmin 15, CWmax 1023).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    /// Slots of AIFS after SIFS (1 to 15).
+    pub aifsn: Option<u32>,
+    /// Initial contention window, 2^k − 1 (0 to 32767).
+    pub cwmin: Option<u32>,
+    /// Largest contention window, 2^k − 1, ≥ cwmin.
+    pub cwmax: Option<u32>,
+}
+
+impl AccessConfig {
+    fn over(&self, base: Access) -> Access {
+        Access {
+            aifsn: self.aifsn.unwrap_or(base.aifsn),
+            cwmin: self.cwmin.unwrap_or(base.cwmin),
+            cwmax: self.cwmax.unwrap_or(base.cwmax),
+        }
+    }
+}
+
+/// Per-station overrides: `[wifi.station.NAME]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationConfig {
+    /// PHY rate between this station and the AP (both directions).
+    pub phy_rate: Option<RateSpec>,
+    /// Subframe error rate between this station and the AP (both directions).
+    pub fer: Option<f64>,
+    /// This station's access parameters (over the BSS's `access`).
+    #[serde(default)]
+    pub access: AccessConfig,
+    /// Qdisc on this station's WiFi interface.
+    pub qdisc: Option<QdiscConfig>,
+}
+
+fn d_phy_rate() -> RateSpec {
+    RateSpec(130_000_000)
+}
+fn d_driver_queue() -> u32 {
+    123
+}
+fn d_hw_aggregates() -> u32 {
+    2
+}
+fn d_max_frames() -> u32 {
+    32
+}
+fn d_max_bytes() -> SizeSpec {
+    SizeSpec(65535)
+}
+fn d_max_airtime() -> DurationSpec {
+    DurationSpec(SimDuration::from_millis(4))
+}
+fn d_retry_limit() -> u32 {
+    30
+}
+fn d_slot() -> DurationSpec {
+    DurationSpec(SimDuration::from_micros(9))
+}
+fn d_sifs() -> DurationSpec {
+    DurationSpec(SimDuration::from_micros(16))
+}
+fn d_preamble() -> DurationSpec {
+    DurationSpec(SimDuration::from_micros(40))
+}
+fn d_control_rate() -> RateSpec {
+    RateSpec(24_000_000)
+}
+fn d_wifi_overhead() -> u32 {
+    14
+}
+
+/// `[[wifi]]` / `[dumbbell.wifi]`: one 802.11n BSS (see `link::wifi` for the model).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiConfig {
+    /// BSS name; interface links are named `NAME_NODE`. Default `wifi{k}` (`wifi` in a dumbbell).
+    pub name: Option<String>,
+    /// The access point node (`[[wifi]]` only; a dumbbell uses `router_a`).
+    pub ap: Option<String>,
+    /// Station nodes (`[[wifi]]` only; a dumbbell uses its clients).
+    pub stations: Option<Vec<String>>,
+    /// PHY rate of every station (both directions). Default 130 Mbit/s (802.11n MCS 15:
+    /// two spatial streams, 20 MHz, 800 ns guard interval).
+    #[serde(default = "d_phy_rate")]
+    pub phy_rate: RateSpec,
+    /// Subframe error rate, 0 ≤ fer < 1. Default 0.
+    #[serde(default)]
+    pub fer: f64,
+    /// One-way propagation delay. Default 0.
+    #[serde(default = "d_zero")]
+    pub delay: DurationSpec,
+    /// Qdisc on every WiFi interface. Default: fifo 1000 (in a dumbbell: `access_qdisc`).
+    pub qdisc: Option<QdiscConfig>,
+    /// Qdisc on the AP's interface (over `qdisc`).
+    pub ap_qdisc: Option<QdiscConfig>,
+    /// Access parameters of every node. Default AIFSN 3, CWmin 15, CWmax 1023 (EDCA best effort).
+    #[serde(default)]
+    pub access: AccessConfig,
+    /// The AP's access parameters (over `access`).
+    #[serde(default)]
+    pub ap_access: AccessConfig,
+    /// Frames the driver holds below the qdisc, per interface. Default 123 (ath9k ATH_MAX_QDEPTH).
+    #[serde(default = "d_driver_queue")]
+    pub driver_queue: u32,
+    /// Aggregates queued in hardware. Default 2 (ath9k ATH_AGGR_MIN_QDEPTH).
+    #[serde(default = "d_hw_aggregates")]
+    pub hw_aggregates: u32,
+    /// Subframes per A-MPDU (1 to 64). Default 32 (ath9k ATH_AMPDU_SUBFRAME_DEFAULT).
+    #[serde(default = "d_max_frames")]
+    pub max_frames: u32,
+    /// A-MPDU length limit. Default 65535 bytes (802.11n maximum).
+    #[serde(default = "d_max_bytes")]
+    pub max_bytes: SizeSpec,
+    /// PPDU duration limit. Default 4 ms (ath9k).
+    #[serde(default = "d_max_airtime")]
+    pub max_airtime: DurationSpec,
+    /// Retransmissions of a subframe before it is dropped. Default 30 (ath9k ATH_MAX_SW_RETRIES).
+    #[serde(default = "d_retry_limit")]
+    pub retry_limit: u32,
+    /// Slot time. Default 9 µs (OFDM).
+    #[serde(default = "d_slot")]
+    pub slot: DurationSpec,
+    /// SIFS. Default 16 µs (5 GHz OFDM).
+    #[serde(default = "d_sifs")]
+    pub sifs: DurationSpec,
+    /// HT-mixed preamble and headers. Default 40 µs (two spatial streams).
+    #[serde(default = "d_preamble")]
+    pub preamble: DurationSpec,
+    /// Legacy rate of block acks. Default 24 Mbit/s.
+    #[serde(default = "d_control_rate")]
+    pub control_rate: RateSpec,
+    /// Framing bytes the qdisc sees per packet (a Linux WiFi qdisc sees Ethernet
+    /// frames). Default 14. Airtime uses the 802.11 framing of the model instead.
+    #[serde(default = "d_wifi_overhead")]
+    pub overhead: u32,
+    /// Largest IP packet. Default 1500.
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    /// Per-station overrides, by station node name.
+    #[serde(default)]
+    pub station: BTreeMap<String, StationConfig>,
+}
+
+/// 802.11 best-effort EDCA defaults (AIFSN 3, CWmin 15, CWmax 1023).
+const BE: Access = Access {
+    aifsn: 3,
+    cwmin: 15,
+    cwmax: 1023,
+};
+
+fn check_access(a: Access, field: &str) -> Result<(), ScenarioError> {
+    if !(1..=15).contains(&a.aifsn) {
+        return Err(ScenarioError::new(
+            format!("{field}.aifsn"),
+            format!("{} is not allowed (1 to 15)", a.aifsn),
+        ));
+    }
+    for (k, v) in [("cwmin", a.cwmin), ("cwmax", a.cwmax)] {
+        if v > 32767 || !(v + 1).is_power_of_two() {
+            return Err(ScenarioError::new(
+                format!("{field}.{k}"),
+                format!("{v} is not allowed (2^k - 1 up to 32767, e.g. 15, 31, 1023)"),
+            ));
+        }
+    }
+    if a.cwmax < a.cwmin {
+        return Err(ScenarioError::new(
+            format!("{field}.cwmax"),
+            format!("{} is below cwmin {}", a.cwmax, a.cwmin),
+        ));
+    }
+    Ok(())
+}
+
+impl Builder {
+    fn warn(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.warnings.push(ScenarioWarning {
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+
+    /// Puts a shaper on link `idx` and re-checks its qdisc at the shaped rate.
+    pub(super) fn attach_shaper(
+        &mut self,
+        idx: usize,
+        cfg: &ShaperConfig,
+        field: &str,
+    ) -> Result<(), ScenarioError> {
+        let (p, q) = &self.links[idx];
+        let frame = (p.mtu + p.overhead) as u64;
+        let sp = cfg.resolve(frame);
+        if sp.burst < frame {
+            return Err(ScenarioError::new(
+                format!("{field}.shaper.burst"),
+                format!("{} bytes is less than one full-size frame ({frame} bytes = mtu + overhead); such a packet could never pass", sp.burst),
+            ));
+        }
+        check_qdisc(q, sp.rate, p.mtu, p.overhead, field)?;
+        if sp.rate > p.rate {
+            let msg = format!("shaper rate {} is above the link rate {}: the shaper never holds traffic back and the wire is the bottleneck", sp.rate, p.rate);
+            self.warn(format!("{field}.shaper.rate"), msg);
+        }
+        self.links[idx].0.lower = LowerParams::Shaper(sp);
+        Ok(())
+    }
+
+    /// Builds the `[docsis]` topology.
+    pub(super) fn docsis(&mut self, d: &DocsisConfig) -> Result<(), ScenarioError> {
+        let f = "docsis";
+        if !(1..=64).contains(&d.channels) {
+            return Err(ScenarioError::new(
+                "docsis.channels",
+                format!(
+                    "{} is not allowed (1 to 64 bonded downstream channels)",
+                    d.channels
+                ),
+            ));
+        }
+        let tier_total: u64 = d.tiers.iter().map(|t| t.count as u64).sum();
+        let modems =
+            d.modems
+                .map(|m| m as u64)
+                .unwrap_or(if d.tiers.is_empty() { 1 } else { tier_total });
+        if !(1..=100_000).contains(&modems) {
+            return Err(ScenarioError::new(
+                "docsis.modems",
+                format!("{modems} is not allowed (1 to 100000)"),
+            ));
+        }
+        if tier_total > modems {
+            return Err(ScenarioError::new("docsis.tier", format!("the tiers cover {tier_total} modems but there are only {modems} (docsis.modems)")));
+        }
+        let servers = d.servers.unwrap_or(modems as u32) as usize;
+        if !(1..=100_000).contains(&servers) {
+            return Err(ScenarioError::new(
+                "docsis.servers",
+                format!("{servers} is not allowed (1 to 100000)"),
+            ));
+        }
+        if let Some(v) = &d.server_delays {
+            if v.len() != servers {
+                return Err(ScenarioError::new(
+                    "docsis.server_delays",
+                    format!(
+                        "has {} entries; it needs one per server ({servers})",
+                        v.len()
+                    ),
+                ));
+            }
+        }
+        if d.regulator_limit < 1 {
+            return Err(ScenarioError::new(
+                "docsis.regulator_limit",
+                "0 is not allowed (at least 1 packet)",
+            ));
+        }
+        let channel_rate = d.channel_rate.rate();
+        let capacity = Rate::from_bps(channel_rate.bps() * d.channels as u64);
+        let frame = (d.mtu + d.overhead) as u64;
+        let mut flows: Vec<Option<ServiceFlowParams>> = Vec::with_capacity(modems as usize);
+        for (k, t) in d.tiers.iter().enumerate() {
+            let tf = format!("docsis.tier[{k}]");
+            if t.count < 1 {
+                return Err(ScenarioError::new(
+                    format!("{tf}.count"),
+                    "0 is not allowed (at least 1 modem)",
+                ));
+            }
+            if t.bucket.0 < frame {
+                return Err(ScenarioError::new(format!("{tf}.bucket"), format!("{} bytes is less than one full-size frame ({frame} = mtu + overhead); DOCSIS requires at least 1522", t.bucket.0)));
+            }
+            let peak = match t.peak_rate {
+                Some(pr) => {
+                    if pr.0 < t.max_rate.0 {
+                        return Err(ScenarioError::new(format!("{tf}.peak_rate"), format!("{} is below max_rate {} (the peak rate must be at least the sustained rate)", pr.rate(), t.max_rate.rate())));
+                    }
+                    if t.peak_bucket.0 < frame {
+                        return Err(ScenarioError::new(format!("{tf}.peak_bucket"), format!("{} bytes is less than one full-size frame ({frame} = mtu + overhead)", t.peak_bucket.0)));
+                    }
+                    Some((pr.rate(), t.peak_bucket.0))
+                }
+                None => None,
+            };
+            if t.max_rate.0 > capacity.bps() {
+                self.warn(format!("{tf}.max_rate"), format!("{} is above the downstream capacity {} ({} × {}): the regulator never holds traffic back", t.max_rate.rate(), capacity, d.channels, channel_rate));
+            }
+            let name = t.name.clone().unwrap_or_else(|| format!("tier{}", k + 1));
+            let sf = ServiceFlowParams {
+                tier: name,
+                max_rate: t.max_rate.rate(),
+                bucket: t.bucket.0,
+                peak,
+            };
+            for _ in 0..t.count {
+                flows.push(Some(sf.clone()));
+            }
+        }
+        flows.resize(modems as usize, None);
+
+        let cmts = self.add_node("cmts", NodeKind::Router, f)?;
+        let core = self.add_node("core", NodeKind::Router, f)?;
+        let cms: Vec<NodeId> = (0..modems)
+            .map(|i| self.add_node(&format!("cm{i}"), NodeKind::Host, f))
+            .collect::<Result<_, _>>()?;
+        let core_rate = d
+            .core_rate
+            .map(|r| r.rate())
+            .unwrap_or_else(|| Rate::from_bps((capacity.bps() * 10).max(1_000_000_000)));
+        let up = d.upstream_rate.rate();
+        let dq = &d.downstream_qdisc;
+        check_qdisc(dq, capacity, d.mtu, d.overhead, "docsis.downstream")?;
+        if d.mtu < 68 || d.mtu > 65535 {
+            return Err(ScenarioError::new(
+                "docsis.mtu",
+                format!("{} is not allowed (68 to 65535)", d.mtu),
+            ));
+        }
+        if d.overhead > 1000 {
+            return Err(ScenarioError::new(
+                "docsis.overhead",
+                format!("{} is not allowed (0 to 1000 bytes)", d.overhead),
+            ));
+        }
+        let lower = LowerParams::Docsis(DocsisParams {
+            channels: d.channels,
+            channel_rate,
+            flows,
+            regulator_limit: d.regulator_limit,
+        });
+        let p = LinkParams {
+            name: "docsis_down".into(),
+            from: cmts,
+            to: cms[0],
+            peers: cms.clone(),
+            rate: capacity,
+            delay: d.delay.0,
+            overhead: d.overhead,
+            mtu: d.mtu,
+            device_queue: 1,
+            loss: 0.0,
+            loss_periods: vec![],
+            trace: self.trace,
+            lower,
+        };
+        self.links.push((p, dq.clone()));
+        for (i, &cm) in cms.iter().enumerate() {
+            self.link(
+                format!("cm{i}_up"),
+                cm,
+                cmts,
+                up,
+                d.delay.0,
+                d.upstream_qdisc.clone(),
+                d.overhead,
+                d.mtu,
+                1,
+                0.0,
+                vec![],
+                false,
+                "docsis.upstream",
+            )?;
+        }
+        self.link(
+            "cmts->core".into(),
+            cmts,
+            core,
+            core_rate,
+            SimDuration::ZERO,
+            d.core_qdisc.clone(),
+            d.overhead,
+            d.mtu,
+            1,
+            0.0,
+            vec![],
+            false,
+            "docsis.core",
+        )?;
+        self.link(
+            "core->cmts".into(),
+            core,
+            cmts,
+            core_rate,
+            SimDuration::ZERO,
+            d.core_qdisc.clone(),
+            d.overhead,
+            d.mtu,
+            1,
+            0.0,
+            vec![],
+            false,
+            "docsis.core",
+        )?;
+        for j in 0..servers {
+            let s = self.add_node(&format!("server{j}"), NodeKind::Host, f)?;
+            let delay = d
+                .server_delays
+                .as_ref()
+                .map(|v| v[j].0)
+                .unwrap_or(d.server_delay.0);
+            self.link(
+                format!("server{j}->core"),
+                s,
+                core,
+                core_rate,
+                delay,
+                d.core_qdisc.clone(),
+                d.overhead,
+                d.mtu,
+                1,
+                0.0,
+                vec![],
+                false,
+                "docsis.core",
+            )?;
+            self.link(
+                format!("core->server{j}"),
+                core,
+                s,
+                core_rate,
+                delay,
+                d.core_qdisc.clone(),
+                d.overhead,
+                d.mtu,
+                1,
+                0.0,
+                vec![],
+                false,
+                "docsis.core",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Builds an explicit `[[wifi]]` BSS between existing nodes.
+    pub(super) fn explicit_wifi(
+        &mut self,
+        w: &WifiConfig,
+        field: &str,
+    ) -> Result<(), ScenarioError> {
+        let ap_name = w.ap.as_deref().ok_or_else(|| {
+            ScenarioError::new(
+                format!("{field}.ap"),
+                "missing: the access point's node name",
+            )
+        })?;
+        let ap = self.node(ap_name, &format!("{field}.ap"))?;
+        let names = w.stations.as_ref().ok_or_else(|| {
+            ScenarioError::new(
+                format!("{field}.stations"),
+                "missing: a list of station node names",
+            )
+        })?;
+        if names.is_empty() {
+            return Err(ScenarioError::new(
+                format!("{field}.stations"),
+                "is empty: a BSS needs at least one station",
+            ));
+        }
+        let mut stations = Vec::with_capacity(names.len());
+        for (i, n) in names.iter().enumerate() {
+            let id = self.node(n, &format!("{field}.stations[{i}]"))?;
+            if id == ap {
+                return Err(ScenarioError::new(
+                    format!("{field}.stations[{i}]"),
+                    format!("'{n}' is the access point"),
+                ));
+            }
+            if stations.contains(&id) {
+                return Err(ScenarioError::new(
+                    format!("{field}.stations[{i}]"),
+                    format!("'{n}' is listed twice"),
+                ));
+            }
+            stations.push(id);
+        }
+        let name = w
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("wifi{}", self.media.len()));
+        self.wifi_bss(w, &name, ap, &stations, &QdiscConfig::default(), field)
+    }
+
+    /// Builds one BSS: the AP's multi-peer interface, one interface per station, and the
+    /// shared medium.
+    pub(super) fn wifi_bss(
+        &mut self,
+        w: &WifiConfig,
+        default_name: &str,
+        ap: NodeId,
+        stations: &[NodeId],
+        default_qdisc: &QdiscConfig,
+        field: &str,
+    ) -> Result<(), ScenarioError> {
+        let name = w.name.clone().unwrap_or_else(|| default_name.to_string());
+        if !(0.0..1.0).contains(&w.fer) {
+            return Err(ScenarioError::new(
+                format!("{field}.fer"),
+                format!("{} is not allowed (0 <= fer < 1)", w.fer),
+            ));
+        }
+        if w.mtu < 68 || w.mtu > 65535 {
+            return Err(ScenarioError::new(
+                format!("{field}.mtu"),
+                format!("{} is not allowed (68 to 65535)", w.mtu),
+            ));
+        }
+        if w.overhead > 1000 {
+            return Err(ScenarioError::new(
+                format!("{field}.overhead"),
+                format!("{} is not allowed (0 to 1000 bytes)", w.overhead),
+            ));
+        }
+        if !(1..=100_000).contains(&w.driver_queue) {
+            return Err(ScenarioError::new(
+                format!("{field}.driver_queue"),
+                format!("{} is not allowed (1 to 100000 frames)", w.driver_queue),
+            ));
+        }
+        if !(1..=64).contains(&w.hw_aggregates) {
+            return Err(ScenarioError::new(
+                format!("{field}.hw_aggregates"),
+                format!("{} is not allowed (1 to 64 aggregates)", w.hw_aggregates),
+            ));
+        }
+        if !(1..=64).contains(&w.max_frames) {
+            return Err(ScenarioError::new(
+                format!("{field}.max_frames"),
+                format!(
+                    "{} is not allowed (1 to 64: the block-ack window)",
+                    w.max_frames
+                ),
+            ));
+        }
+        let min_bytes = (w.mtu + SUBFRAME_OVERHEAD + 3) as u64 & !3;
+        if w.max_bytes.0 < min_bytes || w.max_bytes.0 > 1_048_575 {
+            return Err(ScenarioError::new(
+                format!("{field}.max_bytes"),
+                format!(
+                    "{} is not allowed ({min_bytes} = one full-size subframe, to 1048575 bytes)",
+                    w.max_bytes.0
+                ),
+            ));
+        }
+        let ms = w.max_airtime.0;
+        if ms.is_zero() || ms > SimDuration::from_millis(10) {
+            return Err(ScenarioError::new(
+                format!("{field}.max_airtime"),
+                format!("{ms} is not allowed (above 0, at most 10ms)"),
+            ));
+        }
+        if w.retry_limit > 1000 {
+            return Err(ScenarioError::new(
+                format!("{field}.retry_limit"),
+                format!("{} is not allowed (0 to 1000)", w.retry_limit),
+            ));
+        }
+        if w.slot.0.is_zero() || w.slot.0 > SimDuration::from_millis(1) {
+            return Err(ScenarioError::new(
+                format!("{field}.slot"),
+                format!("{} is not allowed (above 0, at most 1ms)", w.slot.0),
+            ));
+        }
+        if w.sifs.0 > SimDuration::from_millis(1) {
+            return Err(ScenarioError::new(
+                format!("{field}.sifs"),
+                format!("{} is not allowed (at most 1ms)", w.sifs.0),
+            ));
+        }
+        if w.preamble.0 > SimDuration::from_millis(1) {
+            return Err(ScenarioError::new(
+                format!("{field}.preamble"),
+                format!("{} is not allowed (at most 1ms)", w.preamble.0),
+            ));
+        }
+        let st_names: Vec<String> = stations
+            .iter()
+            .map(|&s| self.nodes[s as usize].name.clone())
+            .collect();
+        for k in w.station.keys() {
+            if !st_names.contains(k) {
+                return Err(ScenarioError::new(
+                    format!("{field}.station.{k}"),
+                    format!(
+                        "'{k}' is not a station of this BSS (stations: {})",
+                        st_names.join(", ")
+                    ),
+                ));
+            }
+        }
+        let base = w.access.over(BE);
+        check_access(base, &format!("{field}.access"))?;
+        let ap_access = w.ap_access.over(base);
+        check_access(ap_access, &format!("{field}.ap_access"))?;
+        let phy = WifiPhy {
+            slot: w.slot.0,
+            sifs: w.sifs.0,
+            preamble: w.preamble.0,
+            control_rate: w.control_rate.rate(),
+        };
+        let medium = self.media.len() as u32;
+        let mut rates = Vec::with_capacity(stations.len());
+        let mut fers = Vec::with_capacity(stations.len());
+        let mut accesses = Vec::with_capacity(stations.len());
+        let mut qdiscs = Vec::with_capacity(stations.len());
+        let base_q = w.qdisc.clone().unwrap_or_else(|| default_qdisc.clone());
+        for n in &st_names {
+            let sc = w.station.get(n).cloned().unwrap_or_default();
+            let sf = format!("{field}.station.{n}");
+            let fer = sc.fer.unwrap_or(w.fer);
+            if !(0.0..1.0).contains(&fer) {
+                return Err(ScenarioError::new(
+                    format!("{sf}.fer"),
+                    format!("{fer} is not allowed (0 <= fer < 1)"),
+                ));
+            }
+            let a = sc.access.over(base);
+            check_access(a, &format!("{sf}.access"))?;
+            rates.push(sc.phy_rate.unwrap_or(w.phy_rate).rate());
+            fers.push(fer);
+            accesses.push(a);
+            qdiscs.push((
+                sc.qdisc.clone().unwrap_or_else(|| base_q.clone()),
+                if sc.qdisc.is_some() {
+                    sf
+                } else {
+                    field.to_string()
+                },
+            ));
+        }
+        let port = |peer_rate: Vec<Rate>, peer_fer: Vec<f64>| WifiPortParams {
+            medium,
+            peer_rate,
+            peer_fer,
+            driver_queue: w.driver_queue,
+            hw_aggregates: w.hw_aggregates,
+            max_frames: w.max_frames,
+            max_bytes: w.max_bytes.0,
+            max_airtime: ms,
+            retry_limit: w.retry_limit,
+            phy: phy.clone(),
+        };
+        let mut members = Vec::with_capacity(stations.len() + 1);
+        // the AP's interface: one qdisc, one next hop per station
+        let ap_q = w.ap_qdisc.clone().unwrap_or_else(|| base_q.clone());
+        let ap_rate = *rates.iter().max().expect("at least one station");
+        let ap_qf = if w.ap_qdisc.is_some() {
+            format!("{field}.ap")
+        } else {
+            field.to_string()
+        };
+        check_qdisc(&ap_q, ap_rate, w.mtu, w.overhead, &ap_qf)?;
+        let ap_name = self.nodes[ap as usize].name.clone();
+        members.push((self.links.len() as u32, ap_access));
+        self.links.push((
+            LinkParams {
+                name: format!("{name}_{ap_name}"),
+                from: ap,
+                to: stations[0],
+                peers: stations.to_vec(),
+                rate: ap_rate,
+                delay: w.delay.0,
+                overhead: w.overhead,
+                mtu: w.mtu,
+                device_queue: 1,
+                loss: 0.0,
+                loss_periods: vec![],
+                trace: self.trace,
+                lower: LowerParams::Wifi(port(rates.clone(), fers.clone())),
+            },
+            ap_q,
+        ));
+        for (i, &s) in stations.iter().enumerate() {
+            let (q, qf) = &qdiscs[i];
+            check_qdisc(q, rates[i], w.mtu, w.overhead, qf)?;
+            members.push((self.links.len() as u32, accesses[i]));
+            self.links.push((
+                LinkParams {
+                    name: format!("{name}_{}", st_names[i]),
+                    from: s,
+                    to: ap,
+                    peers: vec![],
+                    rate: rates[i],
+                    delay: w.delay.0,
+                    overhead: w.overhead,
+                    mtu: w.mtu,
+                    device_queue: 1,
+                    loss: 0.0,
+                    loss_periods: vec![],
+                    trace: self.trace,
+                    lower: LowerParams::Wifi(port(vec![rates[i]], vec![fers[i]])),
+                },
+                q.clone(),
+            ));
+        }
+        self.media.push(MediumParams { name, members, phy });
+        Ok(())
+    }
+}
