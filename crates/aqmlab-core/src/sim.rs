@@ -62,12 +62,19 @@ impl Net {
             self.drain_link_drops(l as usize);
         }
         if let Some(m) = medium {
-            // the interface may have a new aggregate ready: let it contend
-            self.media[m].poke(&mut self.links, now, &mut self.events);
+            self.wifi_poke(m);
         }
     }
 
-    /// A lower-layer timer of link `l` fired.
+    /// A WiFi interface may have a new aggregate ready: let it contend.
+    #[inline(never)]
+    fn wifi_poke(&mut self, m: usize) {
+        self.media[m].poke(&mut self.links, self.now, &mut self.events);
+    }
+
+    /// A lower-layer timer of link `l` fired. (Kept out of line: plain wired links
+    /// never get here, and inlining it into the event loop slows the wire path.)
+    #[inline(never)]
     pub fn link_timer(&mut self, l: u32, kind: u32) {
         let now = self.now;
         let tag = kind & timer::TAG;
@@ -272,7 +279,7 @@ impl Simulator {
             Event::Arrive(l) => {
                 let link = &mut self.net.links[l as usize];
                 let pkt = link.arrive(now, &mut self.net.events);
-                let at = link.next_hop(&pkt);
+                let at = link.next_hop(pkt.dst);
                 self.deliver(at, pkt);
             }
             Event::FlowTimer { flow, kind } => {

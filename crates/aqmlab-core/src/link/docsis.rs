@@ -284,7 +284,7 @@ impl DocsisDown {
             let Some(p) = qdisc.dequeue(now, out) else {
                 break;
             };
-            note_dequeue(stats, &p, now);
+            note_dequeue(stats, p.enqueued_at, p.ecn, now);
             let tx = self.p.channel_rate.tx_time(p.size + overhead);
             if now >= stats.warmup {
                 // utilisation of the bonding group as a whole
@@ -494,5 +494,76 @@ mod tests {
         }
         // the first two: a 1522 bucket holds one 1518 frame, refilling 1514 more bytes takes 1.009333 ms
         assert_eq!((times[1] - times[0]).as_nanos(), 1_009_334);
+    }
+
+    /// Bonded channels finish a short packet before a long one sent earlier; the modem
+    /// gets them in order, and another modem's packet is not held behind them.
+    #[test]
+    fn bonded_channels_stripe_to_the_first_free_channel_and_resequence_per_modem() {
+        let p = DocsisParams {
+            channels: 3,
+            channel_rate: Rate::from_bps(38_000_000),
+            flows: vec![None, None],
+            regulator_limit: 10,
+        };
+        let mut d = DocsisDown::new(p);
+        let mut q = QdiscConfig::default().build(testutil::ctx(114_000_000));
+        let mut out = QdiscOut::new(false);
+        let mut st = stats();
+        let mut ev = EventQueue::new();
+        let peer_of = vec![0u32, 1];
+        let mk = |uid, size, dst| Packet {
+            uid,
+            size,
+            dst,
+            ..Default::default()
+        };
+        for (uid, size, dst) in [(1, 1500, 0), (2, 64, 0), (3, 64, 1), (4, 500, 1)] {
+            d.arrive(
+                dst as usize,
+                mk(uid, size, dst),
+                18,
+                0,
+                SimTime::ZERO,
+                &mut ev,
+                &mut q,
+                &mut out,
+                &mut st,
+            );
+        }
+        d.pull(
+            &peer_of,
+            18,
+            0,
+            SimTime::ZERO,
+            &mut ev,
+            &mut q,
+            &mut out,
+            &mut st,
+        );
+        assert_eq!(d.busy_channels(), 3);
+        assert_eq!(
+            q.len(),
+            1,
+            "the fourth packet waits in the qdisc for a free channel"
+        );
+        assert_eq!(d.held(), 3);
+        let mut got = vec![];
+        // completion order: ch1 (64 B) and ch2 (64 B) at 17.3 us, ch0 (1500 B) at 319.6 us
+        let mut order = vec![];
+        while let Some((t, Event::LinkTimer { kind, .. })) = ev.pop() {
+            let c = (kind & timer::INDEX) as usize;
+            order.push((t.as_nanos(), c));
+            d.on_channel_done(c, &peer_of, |p| got.push(p.uid));
+            d.pull(&peer_of, 18, 0, t, &mut ev, &mut q, &mut out, &mut st);
+        }
+        assert_eq!(
+            order[0],
+            (Rate::from_bps(38_000_000).tx_time(82).as_nanos(), 1)
+        );
+        // modem 1's packets 3 and 4 (4 starts on the channel 3 freed, ends at 126.8 us) go up
+        // at once; modem 0's packet 2 waits for packet 1
+        assert_eq!(got, vec![3, 4, 1, 2]);
+        assert_eq!(d.held(), 0);
     }
 }

@@ -179,7 +179,7 @@ impl LinkParams {
 #[derive(Debug)]
 pub enum Lower {
     Wire,
-    Shaper(Shaper),
+    Shaper(Box<Shaper>),
     Docsis(Box<DocsisDown>),
     Wifi(Box<WifiPort>),
 }
@@ -188,7 +188,7 @@ impl Lower {
     fn new(p: &LowerParams) -> Lower {
         match p {
             LowerParams::Wire => Lower::Wire,
-            LowerParams::Shaper(s) => Lower::Shaper(Shaper::new(s.clone())),
+            LowerParams::Shaper(s) => Lower::Shaper(Box::new(Shaper::new(s.clone()))),
             LowerParams::Docsis(d) => Lower::Docsis(Box::new(DocsisDown::new(d.clone()))),
             LowerParams::Wifi(w) => Lower::Wifi(Box::new(WifiPort::new(w.clone()))),
         }
@@ -214,22 +214,23 @@ pub struct Link {
     peer_of: Vec<u32>,
 }
 
-/// Records a packet leaving the qdisc (sojourn, CE seen).
-#[inline]
-pub(crate) fn note_dequeue(stats: &mut LinkStats, p: &Packet, now: SimTime) {
-    let soj = now.saturating_since(p.enqueued_at).as_nanos();
+/// Records a packet leaving the qdisc (sojourn, CE seen). Takes the two fields, not
+/// `&Packet`: borrowing the packet makes the compiler copy it on the hot path.
+#[inline(always)]
+pub(crate) fn note_dequeue(stats: &mut LinkStats, enqueued_at: SimTime, ecn: Ecn, now: SimTime) {
+    let soj = now.saturating_since(enqueued_at).as_nanos();
     if now >= stats.warmup {
         stats.sojourn.record(soj);
     }
     stats.bin_sojourn_sum.add(now, soj as f64);
     stats.bin_sojourn_n.add(now, 1.0);
-    if p.ecn == Ecn::Ce {
+    if ecn == Ecn::Ce {
         stats.ce_marked_seen += 1;
     }
 }
 
 /// Hands a packet to the qdisc, stamping its enqueue time.
-#[inline]
+#[inline(always)]
 pub(crate) fn to_qdisc(
     qdisc: &mut AnyQdisc,
     out: &mut QdiscOut,
@@ -259,6 +260,7 @@ pub(crate) fn peer_index(peer_of: &[u32], dst: NodeId) -> usize {
 }
 
 /// A packet finished its serialisation: count it, then the wire loses or carries it.
+/// (`Link::tx_done` has the same steps written out.)
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn carry(
@@ -333,13 +335,15 @@ impl Link {
         self.peer_of = t;
     }
 
-    /// The node a packet reaches at the far end of this link.
+    /// The node a packet for `dst` reaches at the far end of this link. (Takes the
+    /// destination, not `&Packet`: borrowing the packet here costs a copy of it in the
+    /// event loop.)
     #[inline]
-    pub fn next_hop(&self, pkt: &Packet) -> NodeId {
+    pub fn next_hop(&self, dst: NodeId) -> NodeId {
         if self.peer_of.is_empty() {
             self.p.to
         } else {
-            self.p.peers[peer_index(&self.peer_of, pkt.dst)]
+            self.p.peers[peer_index(&self.peer_of, dst)]
         }
     }
 
@@ -371,7 +375,20 @@ impl Link {
 
     /// A packet arrives for transmission on this link. Any drops are left in `self.out`.
     #[inline]
-    pub fn enqueue(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+    pub fn enqueue(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if let Lower::Docsis(_) = self.lower {
+            return self.enqueue_docsis(pkt, now, ev);
+        }
+        pkt.enqueued_at = now;
+        let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
+        let backlog = self.qdisc.len() as f64;
+        self.stats.bin_backlog_max.max(now, backlog);
+        self.kick(now, ev);
+    }
+
+    /// DOCSIS: the packet meets its service flow's regulator before the qdisc.
+    #[inline(never)]
+    fn enqueue_docsis(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
         if let Lower::Docsis(d) = &mut self.lower {
             let peer = peer_index(&self.peer_of, pkt.dst);
             d.arrive(
@@ -385,8 +402,6 @@ impl Link {
                 &mut self.out,
                 &mut self.stats,
             );
-        } else {
-            to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
         }
         self.kick(now, ev);
     }
@@ -395,58 +410,18 @@ impl Link {
     /// the transmitter if it is idle.
     #[inline]
     fn kick(&mut self, now: SimTime, ev: &mut EventQueue) {
-        match &mut self.lower {
-            Lower::Wire => {
-                while self.device.len() < self.p.device_queue as usize {
-                    match self.qdisc.dequeue(now, &mut self.out) {
-                        Some(p) => {
-                            note_dequeue(&mut self.stats, &p, now);
-                            self.device.push_back(p);
-                        }
-                        None => break,
+        if let Lower::Wire = self.lower {
+            while self.device.len() < self.p.device_queue as usize {
+                match self.qdisc.dequeue(now, &mut self.out) {
+                    Some(p) => {
+                        note_dequeue(&mut self.stats, p.enqueued_at, p.ecn, now);
+                        self.device.push_back(p);
                     }
+                    None => break,
                 }
             }
-            Lower::Shaper(s) => {
-                s.pull(
-                    &mut self.qdisc,
-                    &mut self.out,
-                    &mut self.stats,
-                    &mut self.device,
-                    self.p.device_queue as usize,
-                    self.p.overhead,
-                    self.id,
-                    now,
-                    ev,
-                );
-            }
-            Lower::Docsis(d) => {
-                d.pull(
-                    &self.peer_of,
-                    self.p.overhead,
-                    self.id,
-                    now,
-                    ev,
-                    &mut self.qdisc,
-                    &mut self.out,
-                    &mut self.stats,
-                );
-                return;
-            }
-            Lower::Wifi(w) => {
-                while w.has_room() {
-                    match self.qdisc.dequeue(now, &mut self.out) {
-                        Some(p) => {
-                            note_dequeue(&mut self.stats, &p, now);
-                            let peer = peer_index(&self.peer_of, p.dst);
-                            w.accept(p, peer);
-                        }
-                        None => break,
-                    }
-                }
-                w.fill_hw();
-                return;
-            }
+        } else if !self.kick_lower(now, ev) {
+            return;
         }
         if !self.busy {
             if let Some(head) = self.device.front() {
@@ -460,30 +435,82 @@ impl Link {
         }
     }
 
+    /// `kick` for the lower layers other than the wire; true if the device queue and
+    /// serialiser are in use (shaper), false if the lower layer transmits by itself.
+    #[inline(never)]
+    fn kick_lower(&mut self, now: SimTime, ev: &mut EventQueue) -> bool {
+        match &mut self.lower {
+            Lower::Wire => true,
+            Lower::Shaper(s) => {
+                s.pull(
+                    &mut self.qdisc,
+                    &mut self.out,
+                    &mut self.stats,
+                    &mut self.device,
+                    self.p.device_queue as usize,
+                    self.p.overhead,
+                    self.id,
+                    now,
+                    ev,
+                );
+                true
+            }
+            Lower::Docsis(d) => {
+                d.pull(
+                    &self.peer_of,
+                    self.p.overhead,
+                    self.id,
+                    now,
+                    ev,
+                    &mut self.qdisc,
+                    &mut self.out,
+                    &mut self.stats,
+                );
+                false
+            }
+            Lower::Wifi(w) => {
+                while w.has_room() {
+                    match self.qdisc.dequeue(now, &mut self.out) {
+                        Some(p) => {
+                            note_dequeue(&mut self.stats, p.enqueued_at, p.ecn, now);
+                            let peer = peer_index(&self.peer_of, p.dst);
+                            w.accept(p, peer);
+                        }
+                        None => break,
+                    }
+                }
+                w.fill_hw();
+                false
+            }
+        }
+    }
+
     /// The serialiser finished the head packet: put it on the wire (or lose it).
     pub fn tx_done(&mut self, now: SimTime, ev: &mut EventQueue) {
         self.busy = false;
+        // (the body of `carry`, written out: moving the packet through one more call
+        // costs a 176-byte copy on the hottest path)
         let pkt = self
             .device
             .pop_front()
             .expect("TxDone with an empty device queue");
-        self.transmitted(pkt, now, ev);
+        if now >= self.stats.warmup {
+            self.stats.tx_pkts += 1;
+            self.stats.tx_bytes += pkt.size as u64;
+        }
+        self.stats.bin_tx_bytes.add(now, pkt.size as f64);
+        let loss = loss_at(&self.p, now);
+        if loss > 0.0 && self.rng.bernoulli(loss) {
+            self.stats.wire_drops += 1;
+            self.out.drops.push((pkt, DropReason::Wire));
+        } else {
+            let at = now + self.p.delay;
+            self.wire.push_back((at, pkt));
+            if self.wire.len() == 1 {
+                ev.push(at, Event::Arrive(self.id));
+            }
+        }
         self.kick(now, ev);
-    }
-
-    #[inline]
-    fn transmitted(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
-        carry(
-            &self.p,
-            &mut self.stats,
-            &mut self.rng,
-            &mut self.wire,
-            &mut self.out,
-            self.id,
-            pkt,
-            now,
-            ev,
-        );
     }
 
     /// A lower-layer timer of this link fired (shaper, regulator, channel). WiFi medium

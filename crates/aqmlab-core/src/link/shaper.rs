@@ -161,7 +161,7 @@ impl Shaper {
                     let Some(p) = qdisc.dequeue(now, out) else {
                         break;
                     };
-                    note_dequeue(stats, &p, now);
+                    note_dequeue(stats, p.enqueued_at, p.ecn, now);
                     self.tb.charge((p.size + overhead) as u64);
                     device.push_back(p);
                 }
@@ -170,7 +170,7 @@ impl Shaper {
                         Some(p) => p,
                         None => match qdisc.dequeue(now, out) {
                             Some(p) => {
-                                note_dequeue(stats, &p, now);
+                                note_dequeue(stats, p.enqueued_at, p.ecn, now);
                                 p
                             }
                             None => break,

@@ -172,7 +172,7 @@ mod tests {
             deps.push((now, b));
             // occasionally idle so the bucket refills and a burst follows
             if i % 500 == 499 {
-                now = now + SimDuration::from_millis(50);
+                now += SimDuration::from_millis(50);
             }
         }
         for i in 0..deps.len() {

@@ -515,6 +515,9 @@ impl WifiMedium {
     pub fn poke(&mut self, links: &mut [Link], now: SimTime, ev: &mut EventQueue) {
         let origin = self.idle_from + self.p.phy.sifs;
         for (i, (l, a)) in self.p.members.iter().enumerate() {
+            if self.in_txop && self.tx.contains(&i) {
+                continue; // a transmitter draws its next backoff when its PPDU is over
+            }
             let s = &mut self.st[i];
             if s.backoff.is_none() && links[*l as usize].wifi().is_some_and(|w| w.ready()) {
                 s.backoff = Some(self.rng.below(s.cw as u64 + 1) as u32);
