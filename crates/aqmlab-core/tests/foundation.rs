@@ -352,3 +352,42 @@ to = "b"
         assert_eq!((rtt * 1e9).round() as u64, 12_000_000 + ser);
     }
 }
+
+#[test]
+fn voip_quality_drops_behind_a_bloated_fifo() {
+    let base = r#"
+[run]
+duration = "20s"
+warmup = "2s"
+[dumbbell]
+rate = "10Mbit"
+delay = "20ms"
+qdisc = { kind = "fifo", limit = 500 }
+[[flow]]
+kind = "voip"
+from = "client0"
+to = "server0"
+"#;
+    let idle = run_scenario(&scenario(base), 1).unwrap();
+    let loaded = run_scenario(&scenario(&format!("{base}[[flow]]\nkind = \"cbr\"\nfrom = \"client0\"\nto = \"server0\"\nrate = \"11Mbit\"\n")), 1).unwrap();
+    let r_idle = idle.extra("voip0", "r_value").unwrap();
+    let r_loaded = loaded.extra("voip0", "r_value").unwrap();
+    // Idle: one-way delay = 20 ms + serialisation; mouth-to-ear adds 20 ms packetisation.
+    let owd = idle.extra("voip0", "owd_mean").unwrap();
+    assert!((owd - 0.0202).abs() < 0.0005, "idle owd {owd}");
+    assert!(
+        (r_idle - (94.2 - 0.024 * (owd * 1e3 + 20.0))).abs() < 0.01,
+        "{r_idle}"
+    );
+    assert_eq!(idle.extra("voip0", "loss_rate").unwrap(), 0.0);
+    // Loaded: ~500 x 1.21 ms of standing queue and loss: well below toll quality.
+    let owd_l = loaded.extra("voip0", "owd_mean").unwrap();
+    assert!(owd_l > 0.5, "loaded owd {owd_l}");
+    assert!(
+        r_loaded < 70.0 && r_loaded < r_idle - 20.0,
+        "{r_loaded} vs {r_idle}"
+    );
+    assert!(loaded.extra("voip0", "loss_rate").unwrap() > 0.0);
+    // One sample per packet; the last one (sent at 19.98 s) is still in flight at 20 s.
+    assert_eq!(idle.flow_samples(0, "owd").len(), 999);
+}

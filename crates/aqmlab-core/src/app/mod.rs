@@ -9,6 +9,7 @@
 
 pub mod cbr;
 pub mod probe;
+pub mod voip;
 
 use crate::event::Event;
 use crate::metrics::Bins;
@@ -221,4 +222,6 @@ workload_registry! {
         "ICMP echo latency probe at a fixed interval (Flent: 0.2 s)";
     UdpRr: "udp_rr" => probe::UdpRrConfig => probe::UdpRr, reverse = true,
         "UDP request/response latency probe at a fixed interval";
+    Voip: "voip" => voip::VoipConfig => voip::Voip, reverse = false,
+        "isochronous UDP voice stream (G.711 64 kbit/s, 20 ms) with one-way delay, jitter, loss and E-model R";
 }
