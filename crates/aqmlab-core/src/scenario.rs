@@ -379,6 +379,8 @@ pub struct PlanFlow {
     pub app: AppConfig,
     /// Index of the `[[flow]]` table this instance comes from.
     pub group: u32,
+    /// Sum of the propagation delays from `src` to `dst` and back (no serialisation).
+    pub base_rtt: SimDuration,
 }
 
 /// A validated scenario with names resolved to indices, ready to build.
@@ -956,6 +958,26 @@ impl Routes {
             table,
             reach,
         }
+    }
+    /// Sum of link propagation delays along the route from `a` to `b` (zero if unreachable).
+    pub fn path_delay(
+        &self,
+        a: NodeId,
+        b: NodeId,
+        links: &[(LinkParams, QdiscConfig)],
+    ) -> SimDuration {
+        let mut at = a;
+        let mut d = SimDuration::ZERO;
+        let mut hops = 0;
+        while at != b && hops <= self.n {
+            let Some(l) = self.next(at, b) else {
+                return SimDuration::ZERO;
+            };
+            d += links[l as usize].0.delay;
+            at = links[l as usize].0.to;
+            hops += 1;
+        }
+        d
     }
     pub fn reachable(&self, a: NodeId, b: NodeId) -> bool {
         self.reach[a as usize][b as usize]

@@ -391,3 +391,17 @@ to = "server0"
     // One sample per packet; the last one (sent at 19.98 s) is still in flight at 20 s.
     assert_eq!(idle.flow_samples(0, "owd").len(), 999);
 }
+
+#[test]
+fn base_rtt_is_the_round_trip_propagation_delay() {
+    let r = run_scenario(&example("ping_rtts.toml"), 1).unwrap();
+    for (i, d) in [5.0, 15.0, 50.0].iter().enumerate() {
+        let expected = 2.0 * (2.0 * d + 5.0) * 1e-3;
+        assert!(
+            (r.flows[i].base_rtt - expected).abs() < 1e-12,
+            "{} vs {}",
+            r.flows[i].base_rtt,
+            expected
+        );
+    }
+}
