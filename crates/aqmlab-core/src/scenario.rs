@@ -517,7 +517,10 @@ impl Scenario {
                     (None, 1) => format!("{}{}", f.app.kind_name(), gi),
                     (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
                 };
+                let base_rtt =
+                    routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
                 flows.push(PlanFlow {
+                    base_rtt,
                     name,
                     src,
                     dst,
