@@ -38,6 +38,9 @@ A study file is TOML and is data only (loading one never executes code)::
       when = { link = "10/1", qdisc = "codel" }
       patch = { dumbbell = { up = { qdisc = { kind = "codel", target = "13ms" } } } }
 
+      keep_series = false        # store per-bin time series (flows + bottlenecks); default false
+      keep_samples = true        # store time-stamped samples (probe RTTs, VoIP delays); default true
+
       [[experiment.figure]]
       type = "ellipse"           # see aqmlab.plots for the types and their keys
       x = "goodput_down"
@@ -136,6 +139,8 @@ class Experiment:
     figures: list[dict]
     tables: list[dict]
     repetitions: int
+    keep_series: bool = False
+    keep_samples: bool = True
 
     def combinations(self) -> list[dict[str, str]]:
         labels = [[v.label for v in a.values] for a in self.axes]
@@ -286,7 +291,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     names = set()
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
-        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions"}
+        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples"}
         bad = set(e) - ok
         if bad:
             raise StudyError(f"{key}: unknown key(s) {sorted(bad)} (allowed: {', '.join(sorted(ok))})")
@@ -326,6 +331,8 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 figures=list(e.get("figure", [])),
                 tables=list(e.get("table", [])),
                 repetitions=r,
+                keep_series=bool(e.get("keep_series", False)),
+                keep_samples=bool(e.get("keep_samples", True)),
             )
         )
     return Study(
