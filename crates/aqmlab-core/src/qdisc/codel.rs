@@ -18,6 +18,7 @@
 //!   the qdisc was built for (link or shaper rate). Exact for a constant-rate link (minus
 //!   the packet on the wire, which the qdisc cannot see); wrong when the service rate
 //!   varies (shared media, DOCSIS bonding), where `"head"` stays honest.
+//!
 //! An empty queue yields no estimate, which (like an empty dequeue) resets the
 //! above-target window. The CoDel decision is taken before the limit check, so the state
 //! machine sees every arrival; a packet CoDel accepts may still be tail-dropped at the limit.

@@ -731,6 +731,83 @@ mod tests {
         );
     }
 
+    /// One packet arrives per ms; each tick, heads that have waited `standing(t)` ms or
+    /// more leave (0 = the queue drains at once). Returns the drop instants (ms) and the
+    /// count right after each drop.
+    fn phased(p: &CodelParams, standing: impl Fn(u64) -> u64, until_ms: u64) -> Vec<(u64, u32)> {
+        let mut v = CodelVars::new(p);
+        let (mut st, mut qs, mut out) = (
+            CodelStats::default(),
+            QdiscStats::default(),
+            QdiscOut::new(false),
+        );
+        let mut q = Q {
+            q: VecDeque::new(),
+            bytes: 0,
+        };
+        let mut drops = vec![];
+        for t in 0..until_ms {
+            let now = SimTime::from_nanos(t * MS);
+            let pk = pkt(1, 1000, t, now);
+            qs.on_enqueue(&pk);
+            q.bytes += 1000;
+            q.q.push_back(pk);
+            let s = standing(t);
+            while q
+                .q
+                .front()
+                .is_some_and(|h| now.saturating_since(h.enqueued_at).as_nanos() >= s * MS)
+            {
+                let before = out.drops.len();
+                let _ = v.dequeue(p, &mut st, &mut q, now, &mut qs, &mut out);
+                for _ in before..out.drops.len() {
+                    drops.push((t, v.count));
+                }
+            }
+        }
+        drops
+    }
+
+    #[test]
+    fn count_is_reused_when_drop_state_is_reentered_soon() {
+        // A 10 ms standing queue until 700 ms, a 20 ms break with no queue (drop state
+        // ends), then the standing queue again: CoDel re-enters 10 + 100 ms into it.
+        let standing = |t: u64| if (700..720).contains(&t) { 0 } else { 10 };
+        for (variant, reused) in [
+            (CodelVariant::Rfc8289, (|c: u32| c - 1) as fn(u32) -> u32), // count − lastcount (1)
+            (CodelVariant::Linux, |c| c - 1),
+            (CodelVariant::Draft00, |c| c - 2),
+        ] {
+            let p = params(variant);
+            let drops = phased(&p, standing, 1000);
+            let (before, after): (Vec<(u64, u32)>, Vec<(u64, u32)>) =
+                drops.iter().partition(|d| d.0 < 700);
+            let last = before.last().unwrap().1;
+            assert!(last > 8, "{variant:?}: {before:?}");
+            // First drop after the break: the standing queue is back at 730 ms (10 ms
+            // after the break ends); the window closes 100 ms later.
+            let first = after[0];
+            assert!((830..=832).contains(&first.0), "{variant:?}: {after:?}");
+            assert_eq!(
+                first.1,
+                reused(last),
+                "{variant:?}: count before {last}, after {after:?}"
+            );
+            if variant != CodelVariant::Linux {
+                // Exact law from the reused count: the next drop is interval/√count later.
+                let gap = interval_over_sqrt(p.interval, first.1)
+                    .as_nanos()
+                    .div_ceil(MS);
+                assert_eq!(after[1].0, first.0 + gap, "{variant:?}: {after:?}");
+                assert_eq!(after[1].1, first.1 + 1);
+            }
+        }
+        // Without the reuse window (a break longer than 16 intervals) count restarts at 1.
+        let p = params(CodelVariant::Linux);
+        let drops = phased(&p, |t| if (700..2500).contains(&t) { 0 } else { 10 }, 2800);
+        assert_eq!(drops.iter().find(|d| d.0 > 2500).unwrap().1, 1);
+    }
+
     #[test]
     fn codel_act_decays_count_above_126() {
         // count 200 → 198 (−2) → > 126 → ⌊(198 + 2)·126/128⌋ = ⌊196.875⌋ = 196.

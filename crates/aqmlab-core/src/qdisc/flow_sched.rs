@@ -13,6 +13,7 @@
 //!   new connection gets its own queue;
 //! - push/pop at either end are O(1) with no allocation once the slab has grown to the
 //!   peak backlog (it is pre-sized to the limit, capped at 4096 nodes, like `fifo`).
+//!
 //! The alternative, 1024 `VecDeque`s, would be equally fast per operation but each bucket
 //! grows its own buffer to its own peak, so memory would follow the sum of per-flow peaks
 //! instead of the total limit. Doubly linked nodes let SFQ drop from a flow's tail.

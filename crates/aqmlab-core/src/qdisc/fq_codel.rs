@@ -290,12 +290,12 @@ impl FqCodel {
         let threshold = self.sched.flows[fat].q.frame_bytes(overhead as u32) >> 1;
         let mut len = 0u64;
         let mut i = 0u32;
-        loop {
-            let Some(p) = self.sched.pop(fat) else { break };
+        // Linux's do-while: at least one packet, then while under both bounds.
+        while let Some(p) = self.sched.pop(fat) {
             len += p.size as u64 + overhead;
             out.drop_queued(&mut self.stats, p, why);
             i += 1;
-            if !(i < self.drop_batch && len < threshold) {
+            if i >= self.drop_batch || len >= threshold {
                 break;
             }
         }

@@ -6,6 +6,7 @@
 //! - never hold more than its packet (or byte) limit,
 //! - account for every packet exactly once (sent, dropped, or still queued), and
 //! - keep each flow's packets in order.
+//!
 //! (A small harness of this branch; the lead may merge it with the generic one.)
 
 use super::testutil::{ctx, pkt};

@@ -18,6 +18,7 @@
 //!   order) so flows keep their packet order. Linux does this from a timer; we do it at the
 //!   first enqueue/dequeue at or after each period's end, which is the same queue state
 //!   because nothing changes between calls.
+//!
 //! Lengths charged to allotments are frame bytes (`size + overhead`), like Linux's
 //! `qdisc_pkt_len`. SFQ's optional RED mode is not modelled.
 
