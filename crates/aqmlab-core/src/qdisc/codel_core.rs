@@ -780,8 +780,8 @@ mod tests {
         ] {
             let p = params(variant);
             let drops = phased(&p, standing, 1000);
-            let (before, after): (Vec<(u64, u32)>, Vec<(u64, u32)>) =
-                drops.iter().partition(|d| d.0 < 700);
+            let before: Vec<(u64, u32)> = drops.iter().copied().filter(|d| d.0 < 700).collect();
+            let after: Vec<(u64, u32)> = drops.iter().copied().filter(|d| d.0 >= 700).collect();
             let last = before.last().unwrap().1;
             assert!(last > 8, "{variant:?}: {before:?}");
             // First drop after the break: the standing queue is back at 730 ms (10 ms

@@ -17,7 +17,11 @@
 //!
 //! Deviation: Linux charges `skb->truesize` (the buffer allocation, driver dependent) to
 //! `memory_limit`; we charge the frame length, so the memory limit binds later than in a
-//! kernel. With the defaults (10240 packets, 32 MiB) neither binds before `limit`.
+//! kernel. With the defaults it cannot bind before the packet limit does (10240 × 1514 B
+//! ≈ 15.5 MB < 32 MiB).
+//!
+//! Kernels before 4.7 (e.g. the residential study's 3.14) dropped a single packet per
+//! overflow and did not raise the count; `drop_batch = 1` reproduces the former.
 
 use super::codel::validate_codel_times;
 use super::codel_core::{CodelParams, CodelQueue, CodelStats, CodelVariant, CodelVars};
