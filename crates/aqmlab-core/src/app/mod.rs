@@ -113,13 +113,7 @@ impl FlowCtx<'_> {
     #[inline]
     pub fn timer_at(&mut self, at: SimTime, kind: u32) {
         let at = at.max(self.now);
-        self.net.events.push(
-            at,
-            Event::FlowTimer {
-                flow: self.id,
-                kind,
-            },
-        );
+        self.net.events.push(at, Event::FlowTimer { flow: self.id, kind });
     }
     /// Counts application payload delivered to the receiving application.
     #[inline]
@@ -134,11 +128,7 @@ impl FlowCtx<'_> {
     /// Records a time-stamped sample.
     #[inline]
     pub fn sample(&mut self, metric: &'static str, value: f64) {
-        self.stats.samples.push(Sample {
-            t: self.now,
-            metric,
-            value,
-        });
+        self.stats.samples.push(Sample { t: self.now, metric, value });
     }
 }
 

@@ -96,12 +96,7 @@ pub enum MarkReason {
 }
 
 impl MarkReason {
-    pub const ALL: [MarkReason; 4] = [
-        MarkReason::Early,
-        MarkReason::Forced,
-        MarkReason::Codel,
-        MarkReason::CeThreshold,
-    ];
+    pub const ALL: [MarkReason; 4] = [MarkReason::Early, MarkReason::Forced, MarkReason::Codel, MarkReason::CeThreshold];
     pub fn index(self) -> usize {
         self as usize
     }
@@ -180,10 +175,7 @@ impl QdiscStats {
     /// Checks the conservation identities against the current backlog.
     pub fn check(&self, backlog_pkts: u64, backlog_bytes: u64) -> Result<(), String> {
         if self.arrivals != self.enqueued + self.dropped_on_arrival {
-            return Err(format!(
-                "arrivals {} != enqueued {} + dropped_on_arrival {}",
-                self.arrivals, self.enqueued, self.dropped_on_arrival
-            ));
+            return Err(format!("arrivals {} != enqueued {} + dropped_on_arrival {}", self.arrivals, self.enqueued, self.dropped_on_arrival));
         }
         if self.arrival_bytes != self.enqueued_bytes + self.dropped_on_arrival_bytes {
             return Err("arrival bytes != enqueued + dropped_on_arrival bytes".into());
@@ -194,15 +186,10 @@ impl QdiscStats {
                 self.enqueued, self.dequeued, self.dropped_after_enqueue, backlog_pkts
             ));
         }
-        if self.enqueued_bytes
-            != self.dequeued_bytes + self.dropped_after_enqueue_bytes + backlog_bytes
-        {
+        if self.enqueued_bytes != self.dequeued_bytes + self.dropped_after_enqueue_bytes + backlog_bytes {
             return Err(format!(
                 "enqueued bytes {} != dequeued {} + dropped_after_enqueue {} + backlog {}",
-                self.enqueued_bytes,
-                self.dequeued_bytes,
-                self.dropped_after_enqueue_bytes,
-                backlog_bytes
+                self.enqueued_bytes, self.dequeued_bytes, self.dropped_after_enqueue_bytes, backlog_bytes
             ));
         }
         if self.drops.iter().sum::<u64>() != self.total_drops() {
@@ -232,11 +219,7 @@ pub struct QdiscOut {
 
 impl QdiscOut {
     pub fn new(tracing: bool) -> Self {
-        QdiscOut {
-            drops: Vec::with_capacity(64),
-            tracing,
-            trace: Vec::new(),
-        }
+        QdiscOut { drops: Vec::with_capacity(64), tracing, trace: Vec::new() }
     }
     /// Records a state variable sample if tracing is on.
     #[inline]
@@ -246,12 +229,7 @@ impl QdiscOut {
         }
     }
     /// Drops the arriving packet: counts it, hands it to the caller, returns the verdict.
-    pub fn drop_arrival(
-        &mut self,
-        stats: &mut QdiscStats,
-        pkt: Packet,
-        why: DropReason,
-    ) -> Verdict {
+    pub fn drop_arrival(&mut self, stats: &mut QdiscStats, pkt: Packet, why: DropReason) -> Verdict {
         stats.on_drop_arrival(&pkt, why);
         self.drops.push((pkt, why));
         Verdict::Dropped(why)
@@ -314,11 +292,7 @@ pub struct ParamError {
 
 impl ParamError {
     pub fn new(field: &'static str, value: impl ToString, allowed: impl ToString) -> Self {
-        ParamError {
-            field,
-            value: value.to_string(),
-            allowed: allowed.to_string(),
-        }
+        ParamError { field, value: value.to_string(), allowed: allowed.to_string() }
     }
 }
 
@@ -418,24 +392,10 @@ pub(crate) mod testutil {
     use crate::packet::flow_hash;
 
     pub fn ctx(rate_bps: u64) -> BuildCtx {
-        BuildCtx {
-            rate: Rate::from_bps(rate_bps),
-            mtu: 1500,
-            overhead: 14,
-            rng: Rng::stream(1, "qdisc", 0),
-        }
+        BuildCtx { rate: Rate::from_bps(rate_bps), mtu: 1500, overhead: 14, rng: Rng::stream(1, "qdisc", 0) }
     }
 
     pub fn pkt(flow: u32, size: u32, uid: u64, now: SimTime) -> Packet {
-        Packet {
-            uid,
-            flow,
-            src: 0,
-            dst: 1,
-            size,
-            hash: flow_hash(flow, 0, 1),
-            enqueued_at: now,
-            ..Default::default()
-        }
+        Packet { uid, flow, src: 0, dst: 1, size, hash: flow_hash(flow, 0, 1), enqueued_at: now, ..Default::default() }
     }
 }
