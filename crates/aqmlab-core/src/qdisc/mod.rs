@@ -21,7 +21,15 @@
 //! defaults), the qdisc struct implementing [`Qdisc`], and tests; then add one arm to
 //! `qdisc_registry!` at the bottom of this file.
 
+pub mod codel;
+pub mod codel_core;
+pub mod drr;
 pub mod fifo;
+pub mod flow_sched;
+pub mod fq_codel;
+#[cfg(test)]
+mod props_codel_fq;
+pub mod sfq;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -383,6 +391,18 @@ qdisc_registry! {
     #[serde(alias = "pfifo", alias = "bfifo", alias = "pfifo_fast")]
     Fifo: "fifo" => fifo::FifoConfig => fifo::Fifo,
         "tail-drop FIFO; limit in packets (pfifo) or bytes (bfifo), default 1000 packets";
+    Codel: "codel" => codel::CodelConfig => codel::Codel,
+        "CoDel (Linux sch_codel; variants rfc8289, draft00, act; fixed_count; drop_at = enqueue for tail-drop CoDel)";
+    CodelAct: "codel_act" => codel::CodelActConfig => codel::Codel,
+        "CoDel-ACT: codel with variant = \"act\" (window interval/sqrt(count), count decay above 126)";
+    FqCodel: "fq_codel" => fq_codel::FqCodelConfig => fq_codel::FqCodel,
+        "flow queueing with per-flow CoDel (RFC 8290 / Linux sch_fq_codel): 1024 flows, quantum 1514, limit 10240, ECN on";
+    FqNoCodel: "fq_nocodel" => fq_codel::FqNoCodelConfig => fq_codel::FqCodel,
+        "fq_codel with CoDel effectively off (target 100 s), as the residential study defines it";
+    Sfq: "sfq" => sfq::SfqConfig => sfq::Sfq,
+        "Stochastic Fairness Queueing (Linux sch_sfq): 1024 buckets, 128 flows, depth 127, limit 127, optional perturb";
+    Drr: "drr" => drr::DrrConfig => drr::Drr,
+        "per-flow deficit round robin with exact flow classification (DOCSIS study): limit 2048, 204 per flow";
 }
 
 impl Default for QdiscConfig {
