@@ -618,7 +618,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
     if df.empty or y not in df.columns or df[y].astype(float).isna().all():
         return _empty_figure(ctx, title, f"no values of {y!r} in {source} of experiment {ctx.exp!r}")
     xname = spec.get("x", spec.get("group", "qdisc" if "p_qdisc" in df.columns else None))
-    xcol = ctx.col(df, xname, "x") if xname else None
+    xcol = ctx.col(df, xname, "x" if "x" in spec else "group") if xname else None
     hname = spec.get("hue")
     hcol = ("name" if hname == "flow" else ctx.col(df, hname, "hue")) if hname else None
     fcol, facets = _facets(ctx, df)

@@ -141,6 +141,7 @@ class Experiment:
     repetitions: int
     keep_series: bool = False
     keep_samples: bool = True
+    flent: str | None = None
 
     def combinations(self) -> list[dict[str, str]]:
         labels = [[v.label for v in a.values] for a in self.axes]
@@ -260,6 +261,30 @@ def _cap_durations(doc: dict, cap: float) -> dict:
     return out
 
 
+FLENT_TESTS = ("rrul_be", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "none")
+
+
+def _flent_test(v: Any, key: str) -> str | None:
+    if v is None:
+        return None
+    if v not in FLENT_TESTS:
+        raise StudyError(f"{key}: {v!r} is not a Flent test aqmlab exports (allowed: {', '.join(FLENT_TESTS)})")
+    return str(v)
+
+
+def _check_findings(findings: Any) -> list:
+    from aqmlab.findings import FindingError, validate
+
+    if not isinstance(findings, list):
+        raise StudyError(f"study.findings: expected a list of strings or tables, got {findings!r}")
+    for i, f in enumerate(findings):
+        try:
+            validate(f, f"study.findings[{i}]")
+        except FindingError as e:
+            raise StudyError(str(e)) from None
+    return list(findings)
+
+
 def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Study:
     try:
         doc = tomllib.loads(text)
@@ -291,7 +316,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     names = set()
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
-        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples"}
+        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent"}
         bad = set(e) - ok
         if bad:
             raise StudyError(f"{key}: unknown key(s) {sorted(bad)} (allowed: {', '.join(sorted(ok))})")
@@ -333,13 +358,14 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 repetitions=r,
                 keep_series=bool(e.get("keep_series", False)),
                 keep_samples=bool(e.get("keep_samples", True)),
+                flent=_flent_test(e.get("flent"), f"{key}.flent"),
             )
         )
     return Study(
         name=meta["name"],
         title=meta.get("title", meta["name"]),
         description=meta.get("description", ""),
-        findings=list(meta.get("findings", [])),
+        findings=_check_findings(meta.get("findings", [])),
         seed=int(meta.get("seed", 1)),
         experiments=exps,
         text=text,

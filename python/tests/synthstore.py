@@ -258,9 +258,12 @@ def _rrul(spec: RunSpec, rng, dur=30.0):
 def _voip(spec: RunSpec, rng, dur=30.0):
     q = spec.params["qdisc"]
     base = 0.05
-    t = np.arange(0.0, dur, 0.02)
-    owd = base / 2 + LAT[q] * rng.uniform(0.5, 1.5, t.size)
-    loss = {"fifo": 0.02, "fq_codel": 0.001}[q] * rng.uniform(0.8, 1.2)
+    sent = np.arange(0.0, dur, 0.02)  # one packet every 20 ms
+    owd = base / 2 + LAT[q] * (1 + 0.3 * np.sin(sent / 2)) * rng.uniform(0.9, 1.1, sent.size)
+    lost = rng.uniform(size=sent.size) < {"fifo": 0.02, "fq_codel": 0.001}[q]
+    sent, owd = sent[~lost], owd[~lost]
+    t = sent + owd  # samples are taken on arrival
+    loss = float(lost.mean())
     flows = [_flow("voip0", "voip", "client0", "server0", 64e3, base, dur, owd_mean=float(owd.mean()), loss_rate=loss, jitter=0.002, r_value=80.0),
              _flow("bulk1", "bulk", "client0", "server0", 9e6, base, dur)]
     samples = [_long("flow", "voip0", "owd", t, owd)]
