@@ -225,11 +225,12 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
         if len(vf):
             f = vf.iloc[0]
             s = samples[(samples["kind"] == "flow") & (samples["metric"] == "owd") & (samples["entity"].astype(str) == str(f["name"]))] if len(samples) else samples
-            s = s.sort_values("t")
+            # in send order (= sequence order, as irtt lists them): arrival order may differ
+            s = s.assign(_sent=s["t"] - s["value"]).sort_values("_sent", kind="stable")
             t, owd = s["t"].to_numpy(float), s["value"].to_numpy(float)
-            sent = t - owd
+            sent = s["_sent"].to_numpy(float)
             if t.size:
-                iv = float(np.median(np.diff(np.sort(sent)))) if t.size > 1 else 0.02
+                iv = float(np.median(np.diff(sent))) if t.size > 1 else 0.02
                 iv = iv if iv > 0 else 0.02
                 seq = np.round((sent - sent.min()) / iv).astype(int)
                 ms = owd * 1e3
