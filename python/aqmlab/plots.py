@@ -329,8 +329,8 @@ def _entity_samples(ctx: _Ctx, table: str, metric: str | Iterable[str], of: str 
     if of == "flow":
         flows = _pick_flows(ctx, ctx.select(_table(ctx.store, "flows")))
         if ctx.get("flow_kind") is not None or ctx.get("direction") is not None or ctx.get("entity") is not None:
-            keep = set(zip(flows["run_id"], flows["name"].astype(str))) if not flows.empty else set()
-            df = df[[k in keep for k in zip(df["run_id"], df["entity"].astype(str))]]
+            keep = flows[["run_id", "name"]].astype({"name": str}).rename(columns={"name": "entity"}).drop_duplicates()
+            df = df.assign(entity=df["entity"].astype(str)).merge(keep, on=["run_id", "entity"], how="inner")
         if not flows.empty and "base_rtt" in flows.columns:
             base = flows[["run_id", "name", "base_rtt"]].rename(columns={"name": "entity"})
             base = base.assign(entity=base["entity"].astype(str))

@@ -28,7 +28,7 @@ import pandas as pd
 from aqmlab import findings as F
 from aqmlab import plots, tables
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "validate_outputs"]
 
 CSS = """
 :root { --fg:#1d232a; --muted:#5b6672; --line:#d8dee4; --bg:#ffffff; --soft:#f5f7f9;
@@ -171,6 +171,41 @@ def _experiment_params_html(e: Any) -> str:
     base = json.dumps(e.base, indent=2, default=str)
     return ('<table class="kv">' + "".join(rows) + "</table>"
             f"<details><summary>Base scenario of this experiment</summary><pre>{_e(base)}</pre></details>")
+
+
+def validate_outputs(study: Any) -> None:
+    """Checks every figure and table spec of a study (types, keys, required keys) and
+    raises :class:`aqmlab.study.StudyError` listing all problems. Cheap: call it before
+    a sweep so that a typo in a figure spec does not wait for the runs to finish."""
+    from aqmlab.study import StudyError
+
+    problems = []
+    for i, e in enumerate(study.experiments):
+        axes = {a.name for a in e.axes}
+        for j, spec in enumerate(e.figures):
+            where = f"experiment[{i}] ({e.name}).figure[{j}]"
+            try:
+                plots.validate_spec(spec, where)
+            except plots.FigureSpecError as ex:
+                problems.append(str(ex))
+                continue
+            for k in ("group", "facet"):
+                if k in spec and spec.get("experiment", e.name) == e.name and spec[k] not in axes and spec["type"] not in ("bar", "flows_vs_rtt"):
+                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
+        for j, spec in enumerate(e.tables):
+            where = f"experiment[{i}] ({e.name}).table[{j}]"
+            try:
+                tables.validate_spec(spec, where)
+            except tables.TableSpecError as ex:
+                problems.append(str(ex))
+                continue
+            for k in ("rows", "cols"):
+                if spec.get(k) is not None and spec.get("experiment", e.name) == e.name and spec[k] not in axes:
+                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
+            if spec.get("experiment", e.name) == e.name and e.measures and spec["value"] not in e.measures:
+                problems.append(f"{where}.value: {spec['value']!r} is not among the experiment's measures {e.measures}")
+    if problems:
+        raise StudyError("bad output spec(s):\n  " + "\n  ".join(problems))
 
 
 def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str | pathlib.Path | None = None,

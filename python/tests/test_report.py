@@ -200,3 +200,27 @@ def test_report_renders_in_headless_chromium(report_page, tmp_path):
     if keep:
         pathlib.Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, pathlib.Path(keep) / "report-screenshot.png")
+
+
+def test_validate_outputs(synth_study):
+    report.validate_outputs(synth_study)  # the synthetic study is well formed
+    text = synth_study.text.replace('rows = "qdisc"\n  cols = "link"\n  stat = "mean±sd"', 'rows = "qdisk"\n  cols = "link"\n  stat = "mean±sd"')
+    text = text.replace('type = "line"', 'type = "line"\n  colour = "red"')
+    text = text.replace('value = "voip_loss"', 'value = "voip_jitter"')
+    with pytest.raises(StudyError) as ei:
+        report.validate_outputs(parse_study(text))
+    msg = str(ei.value)
+    assert "'qdisk' is not an axis of 'rrul'" in msg and "colour" in msg and "'voip_jitter' is not among" in msg
+
+
+def test_report_of_a_store_without_finished_runs(tmp_path):
+    import synthstore
+
+    d = tmp_path / "empty"
+    (d / "runs").mkdir(parents=True)
+    (d / "study.toml").write_text(synthstore.STUDY_TOML)
+    page = report.write_report(d, None, tmp_path / "empty.html")
+    html = page.read_text()
+    assert "<th>all</th><td>0</td><td>45</td>" in html
+    assert html.count("data:image/png;base64,") == 13  # every figure still drawn, saying "no data"
+    assert html.count('class="status nodata"') == 5
