@@ -22,6 +22,11 @@
 //! `qdisc_registry!` at the bottom of this file.
 
 pub mod fifo;
+pub mod pie;
+pub mod pie_core;
+pub mod red;
+#[cfg(test)]
+mod proptests;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -357,6 +362,12 @@ qdisc_registry! {
     #[serde(alias = "pfifo", alias = "bfifo", alias = "pfifo_fast")]
     Fifo: "fifo" => fifo::FifoConfig => fifo::Fifo,
         "tail-drop FIFO; limit in packets (pfifo) or bytes (bfifo), default 1000 packets";
+    Red: "red" => red::RedConfig => red::Red,
+        "RED (Linux sch_red): EWMA average queue, min/max thresholds in bytes or packets, ecn, harddrop, gentle, adaptive";
+    Ared: "ared" => red::AredConfig => red::Red,
+        "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux)";
+    Pie: "pie" => pie::PieConfig => pie::Pie,
+        "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis)";
 }
 
 impl Default for QdiscConfig {
