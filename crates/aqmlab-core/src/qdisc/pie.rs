@@ -13,7 +13,9 @@
 //! recorded when it changes.
 
 use super::pie_core::{EarlyVerdict, Estimator, PieParams, PieVariant, PieVars, UpdateTimer};
-use super::{BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict};
+use super::{
+    BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict,
+};
 use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
@@ -84,7 +86,11 @@ impl PieConfig {
         let is_linux = matches!(v, PieVariant::Linux | PieVariant::Linux314);
         let target = self.target.map(|d| d.0).unwrap_or(v.default_target());
         if target.is_zero() || target > SimDuration::from_secs(10) {
-            return Err(ParamError::new("target", target, "more than 0 and at most 10s"));
+            return Err(ParamError::new(
+                "target",
+                target,
+                "more than 0 and at most 10s",
+            ));
         }
         let tupdate = self.tupdate.map(|d| d.0).unwrap_or(v.default_tupdate());
         if tupdate < SimDuration::from_micros(100) || tupdate > SimDuration::from_secs(10) {
@@ -97,10 +103,18 @@ impl PieConfig {
         let limit = self.limit.unwrap_or(Limit::Packets(1000));
         if let Limit::Bytes(b) = limit {
             if b < ctx.mtu as u64 {
-                return Err(ParamError::new("limit", format!("{b}B"), format!("at least one MTU ({} bytes) or a packet count", ctx.mtu)));
+                return Err(ParamError::new(
+                    "limit",
+                    format!("{b}B"),
+                    format!("at least one MTU ({} bytes) or a packet count", ctx.mtu),
+                ));
             }
         }
-        let mut weights = [("alpha", self.alpha, v.default_alpha()), ("beta", self.beta, v.default_beta())].map(|(n, x, d)| (n, x.unwrap_or(d)));
+        let mut weights = [
+            ("alpha", self.alpha, v.default_alpha()),
+            ("beta", self.beta, v.default_beta()),
+        ]
+        .map(|(n, x, d)| (n, x.unwrap_or(d)));
         for (name, x) in weights.iter_mut() {
             if is_linux {
                 let a16 = *x * 16.0;
@@ -113,18 +127,41 @@ impl PieConfig {
         }
         let ecn_prob = self.ecn_prob.unwrap_or(0.1);
         if !(ecn_prob > 0.0 && ecn_prob <= 1.0) {
-            return Err(ParamError::new("ecn_prob", ecn_prob, "more than 0 and at most 1"));
+            return Err(ParamError::new(
+                "ecn_prob",
+                ecn_prob,
+                "more than 0 and at most 1",
+            ));
         }
         if self.ecn && v == PieVariant::Docsis {
-            return Err(ParamError::new("ecn", true, "false for variant docsis (DOCSIS-PIE does not mark)"));
+            return Err(ParamError::new(
+                "ecn",
+                true,
+                "false for variant docsis (DOCSIS-PIE does not mark)",
+            ));
         }
-        let dq_threshold = self.dq_threshold.map(|s| s.0).unwrap_or(v.default_dq_threshold());
-        if dq_threshold < 64 || dq_threshold > 1 << 30 {
-            return Err(ParamError::new("dq_threshold", format!("{dq_threshold}B"), "64 B to 1 GiB"));
+        let dq_threshold = self
+            .dq_threshold
+            .map(|s| s.0)
+            .unwrap_or(v.default_dq_threshold());
+        if !(64..=1 << 30).contains(&dq_threshold) {
+            return Err(ParamError::new(
+                "dq_threshold",
+                format!("{dq_threshold}B"),
+                "64 B to 1 GiB",
+            ));
         }
-        let mean_pktsize = self.mean_pktsize.unwrap_or(if v == PieVariant::Docsis { 1024 } else { ctx.mtu });
-        if mean_pktsize < 20 || mean_pktsize > 65535 {
-            return Err(ParamError::new("mean_pktsize", mean_pktsize, "20 to 65535 bytes"));
+        let mean_pktsize = self.mean_pktsize.unwrap_or(if v == PieVariant::Docsis {
+            1024
+        } else {
+            ctx.mtu
+        });
+        if !(20..=65535).contains(&mean_pktsize) {
+            return Err(ParamError::new(
+                "mean_pktsize",
+                mean_pktsize,
+                "20 to 65535 bytes",
+            ));
         }
         Ok(PieParams {
             variant: v,
@@ -171,7 +208,9 @@ pub struct Pie {
 impl Pie {
     /// Panics on parameters that `PieConfig::validate` rejects.
     pub fn new(cfg: &PieConfig, ctx: BuildCtx) -> Self {
-        let params = cfg.resolve(&ctx).unwrap_or_else(|e| panic!("invalid pie parameters (validate first): {e:?}"));
+        let params = cfg
+            .resolve(&ctx)
+            .unwrap_or_else(|e| panic!("invalid pie parameters (validate first): {e:?}"));
         let cap = match params.limit {
             Limit::Packets(n) => (n as usize).min(4096),
             Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
@@ -199,7 +238,11 @@ impl Pie {
         if !out.tracing {
             return;
         }
-        let now = [self.vars.prob, self.vars.qdelay.as_secs_f64(), self.vars.burst_allowance.as_secs_f64()];
+        let now = [
+            self.vars.prob,
+            self.vars.qdelay.as_secs_f64(),
+            self.vars.burst_allowance.as_secs_f64(),
+        ];
         for (i, (&x, last)) in now.iter().zip(self.traced.iter_mut()).enumerate() {
             if x != *last {
                 *last = x;
@@ -245,12 +288,20 @@ impl Qdisc for Pie {
             out.drop_arrival(&mut self.stats, pkt, DropReason::Overlimit)
         } else {
             self.params.before_enqueue(&mut self.vars);
-            match self.params.drop_early(&mut self.vars, self.bytes, self.q.len() as u32, pkt.size, &mut self.rng) {
+            match self.params.drop_early(
+                &mut self.vars,
+                self.bytes,
+                self.q.len() as u32,
+                pkt.size,
+                &mut self.rng,
+            ) {
                 EarlyVerdict::Enqueue => {
                     self.accept(pkt);
                     Verdict::Enqueued
                 }
-                EarlyVerdict::MarkOrDrop if self.params.may_mark(&self.vars) && pkt.ecn.is_capable() => {
+                EarlyVerdict::MarkOrDrop
+                    if self.params.may_mark(&self.vars) && pkt.ecn.is_capable() =>
+                {
                     pkt.ecn = Ecn::Ce;
                     self.stats.on_mark(MarkReason::Early);
                     self.accept(pkt);
@@ -262,7 +313,8 @@ impl Qdisc for Pie {
                 }
             }
         };
-        self.params.after_enqueue(&mut self.vars, self.bytes, self.q.len() as u32, now);
+        self.params
+            .after_enqueue(&mut self.vars, self.bytes, self.q.len() as u32, now);
         self.trace(now, out);
         verdict
     }
@@ -272,7 +324,13 @@ impl Qdisc for Pie {
         let p = self.q.pop_front()?;
         self.bytes -= p.size as u64;
         self.stats.on_dequeue(&p);
-        self.params.on_dequeue(&mut self.vars, p.size, now.saturating_since(p.enqueued_at), self.bytes, now);
+        self.params.on_dequeue(
+            &mut self.vars,
+            p.size,
+            now.saturating_since(p.enqueued_at),
+            self.bytes,
+            now,
+        );
         self.trace(now, out);
         Some(p)
     }
@@ -338,30 +396,57 @@ mod tests {
     fn defaults_by_variant() {
         let c = ctx(10_000_000);
         let p = PieConfig::default().resolve(&c).unwrap();
-        assert_eq!((p.target, p.tupdate, p.max_burst, p.limit), (ms(15), ms(15), ms(150), Limit::Packets(1000)));
-        assert_eq!((p.alpha, p.beta, p.estimator), (0.125, 1.25, Estimator::Timestamp));
+        assert_eq!(
+            (p.target, p.tupdate, p.max_burst, p.limit),
+            (ms(15), ms(15), ms(150), Limit::Packets(1000))
+        );
+        assert_eq!(
+            (p.alpha, p.beta, p.estimator),
+            (0.125, 1.25, Estimator::Timestamp)
+        );
         assert_eq!(p.first_update(), ms(500));
         let d: PieConfig = toml::from_str("variant = \"draft00\"\nlimit = \"250KB\"").unwrap();
         let p = d.resolve(&c).unwrap();
-        assert_eq!((p.target, p.tupdate, p.estimator, p.dq_threshold), (ms(16), ms(16), Estimator::DqRate, 16384));
+        assert_eq!(
+            (p.target, p.tupdate, p.estimator, p.dq_threshold),
+            (ms(16), ms(16), Estimator::DqRate, 16384)
+        );
         assert_eq!(p.first_update(), ms(16));
         let d: PieConfig = toml::from_str("variant = \"docsis\"").unwrap();
         let p = d.resolve(&c).unwrap();
-        assert_eq!((p.target, p.tupdate, p.max_burst, p.alpha, p.beta), (ms(10), ms(16), ms(142), 0.25, 2.5));
+        assert_eq!(
+            (p.target, p.tupdate, p.max_burst, p.alpha, p.beta),
+            (ms(10), ms(16), ms(142), 0.25, 2.5)
+        );
         assert!(p.bytemode);
         assert_eq!(p.mean_pktsize, 1024);
-        let d: PieConfig = toml::from_str("variant = \"linux-3.14\"\nqdelay_ref = \"20ms\"\nt_update = \"30ms\"").unwrap();
+        let d: PieConfig =
+            toml::from_str("variant = \"linux-3.14\"\nqdelay_ref = \"20ms\"\nt_update = \"30ms\"")
+                .unwrap();
         let p = d.resolve(&c).unwrap();
-        assert_eq!((p.target, p.tupdate, p.max_burst, p.dq_threshold), (ms(20), ms(30), ms(100), 10_000));
+        assert_eq!(
+            (p.target, p.tupdate, p.max_burst, p.dq_threshold),
+            (ms(20), ms(30), ms(100), 10_000)
+        );
     }
 
     #[test]
     fn validation_names_field_and_range() {
         let c = ctx(10_000_000);
-        let bad = |s: &str| toml::from_str::<PieConfig>(s).unwrap().validate(&c).unwrap_err();
+        let bad = |s: &str| {
+            toml::from_str::<PieConfig>(s)
+                .unwrap()
+                .validate(&c)
+                .unwrap_err()
+        };
         assert_eq!(bad("alpha = 0.1").field, "alpha");
         assert!(bad("alpha = 0.1").allowed.contains("1/16"));
-        assert!(toml::from_str::<PieConfig>("variant = \"rfc8033\"\nalpha = 0.1").unwrap().validate(&c).is_ok());
+        assert!(
+            toml::from_str::<PieConfig>("variant = \"rfc8033\"\nalpha = 0.1")
+                .unwrap()
+                .validate(&c)
+                .is_ok()
+        );
         assert_eq!(bad("beta = 3.0").field, "beta");
         assert_eq!(bad("target = \"0ms\"").field, "target");
         assert_eq!(bad("tupdate = \"10us\"").field, "tupdate");
@@ -384,14 +469,31 @@ mod tests {
         // update gives only p ≈ (0.125·0.235 + 1.25·0.25)/2048 ≈ 1.7e-4; the next ones
         // climb the auto-tuning bands (and add 2 % each above 250 ms) within ~100 ms, and
         // the accumulator then needs ≥ 0.85 before the first drop.
-        assert!(first_drop >= SimTime::from_nanos(500_000_000), "first drop at {first_drop}");
-        assert!(first_drop < SimTime::from_nanos(700_000_000), "first drop at {first_drop}");
+        assert!(
+            first_drop >= SimTime::from_nanos(500_000_000),
+            "first drop at {first_drop}"
+        );
+        assert!(
+            first_drop < SimTime::from_nanos(700_000_000),
+            "first drop at {first_drop}"
+        );
         assert!(q.stats().drops[DropReason::Early.index()] > 100);
-        assert_eq!(q.stats().drops[DropReason::Overlimit.index()], 0, "limit 1000 never reached");
+        assert_eq!(
+            q.stats().drops[DropReason::Overlimit.index()],
+            0,
+            "limit 1000 never reached"
+        );
         // Traces: p starts at 0.5 s, burst allowance reaches 0.
-        let first_p = out.trace.iter().find(|t| t.var == TR_P && t.value > 0.0).unwrap();
+        let first_p = out
+            .trace
+            .iter()
+            .find(|t| t.var == TR_P && t.value > 0.0)
+            .unwrap();
         assert_eq!(first_p.t, SimTime::from_nanos(500_000_000));
-        assert!(out.trace.iter().any(|t| t.var == TR_BURST && t.value == 0.0));
+        assert!(out
+            .trace
+            .iter()
+            .any(|t| t.var == TR_BURST && t.value == 0.0));
         assert!(out.trace.iter().any(|t| t.var == TR_QDELAY));
     }
 
@@ -438,18 +540,27 @@ mod tests {
         q.vars.prob = 0.05;
         let mut p = pkt(1, 1500, 100, t);
         p.ecn = Ecn::Ect0;
-        assert_eq!(q.enqueue(p, t, &mut out), Verdict::Marked(MarkReason::Early));
+        assert_eq!(
+            q.enqueue(p, t, &mut out),
+            Verdict::Marked(MarkReason::Early)
+        );
         assert_eq!(q.q.back().unwrap().ecn, Ecn::Ce);
         // Linux does not reset the accumulator on a mark.
         assert!(q.vars.accu_prob > 8.5);
-        assert_eq!(q.enqueue(pkt(1, 1500, 101, t), t, &mut out), Verdict::Dropped(DropReason::Early));
+        assert_eq!(
+            q.enqueue(pkt(1, 1500, 101, t), t, &mut out),
+            Verdict::Dropped(DropReason::Early)
+        );
         assert_eq!(q.vars.accu_prob, 0.0, "reset on drop");
         // p = 0.2 > 0.1: ECT packets are dropped too.
         q.vars.prob = 0.2;
         q.vars.accu_prob = 100.0;
         let mut p = pkt(1, 1500, 102, t);
         p.ecn = Ecn::Ect0;
-        assert_eq!(q.enqueue(p, t, &mut out), Verdict::Dropped(DropReason::Early));
+        assert_eq!(
+            q.enqueue(p, t, &mut out),
+            Verdict::Dropped(DropReason::Early)
+        );
         assert_eq!(q.stats().marks[MarkReason::Early.index()], 1);
         q.stats().check(q.len() as u64, q.backlog_bytes()).unwrap();
     }
@@ -460,10 +571,16 @@ mod tests {
         let mut out = QdiscOut::new(false);
         let t = SimTime::ZERO;
         for i in 0..3 {
-            assert_eq!(q.enqueue(pkt(1, 1500, i, t), t, &mut out), Verdict::Enqueued);
+            assert_eq!(
+                q.enqueue(pkt(1, 1500, i, t), t, &mut out),
+                Verdict::Enqueued
+            );
         }
         q.vars.accu_prob = 0.5;
-        assert_eq!(q.enqueue(pkt(1, 1500, 3, t), t, &mut out), Verdict::Dropped(DropReason::Overlimit));
+        assert_eq!(
+            q.enqueue(pkt(1, 1500, 3, t), t, &mut out),
+            Verdict::Dropped(DropReason::Overlimit)
+        );
         assert_eq!(q.vars.accu_prob, 0.0);
         assert_eq!(q.backlog_bytes(), 4500);
         // draft00 activated once a third of the buffer (1500 B) was queued.

@@ -260,7 +260,10 @@ pub struct UpdateTimer {
 
 impl UpdateTimer {
     pub fn new(first: SimTime, period: SimDuration) -> Self {
-        UpdateTimer { next: first, period }
+        UpdateTimer {
+            next: first,
+            period,
+        }
     }
     /// The next tick at or before `now`, advancing the timer; `None` when none is due.
     pub fn due(&mut self, now: SimTime) -> Option<SimTime> {
@@ -341,11 +344,20 @@ impl PieParams {
 
     /// Early-drop decision for an arriving packet of `size` bytes, with `backlog_*` queued
     /// before it. Updates the de-randomisation accumulator.
-    pub fn drop_early(&self, v: &mut PieVars, backlog_bytes: u64, backlog_pkts: u32, size: u32, rng: &mut Rng) -> EarlyVerdict {
+    pub fn drop_early(
+        &self,
+        v: &mut PieVars,
+        backlog_bytes: u64,
+        backlog_pkts: u32,
+        size: u32,
+        rng: &mut Rng,
+    ) -> EarlyVerdict {
         let drop = match self.variant {
             PieVariant::Linux => self.drop_early_linux(v, backlog_bytes, size, rng),
             PieVariant::Linux314 => self.drop_early_linux314(v, backlog_bytes, size, rng),
-            PieVariant::Rfc8033 | PieVariant::Draft00 => self.drop_early_rfc(v, backlog_bytes, size, rng),
+            PieVariant::Rfc8033 | PieVariant::Draft00 => {
+                self.drop_early_rfc(v, backlog_bytes, size, rng)
+            }
             PieVariant::Docsis => self.drop_early_docsis(v, backlog_bytes, backlog_pkts, size, rng),
         };
         if drop {
@@ -379,7 +391,11 @@ impl PieParams {
         if backlog < 2 * self.mtu as u64 {
             return false;
         }
-        let local = if self.bytemode && size <= self.mtu { v.prob * size as f64 / self.mtu as f64 } else { v.prob };
+        let local = if self.bytemode && size <= self.mtu {
+            v.prob * size as f64 / self.mtu as f64
+        } else {
+            v.prob
+        };
         if local == 0.0 {
             v.accu_prob = 0.0;
         } else {
@@ -408,7 +424,11 @@ impl PieParams {
         if backlog < 2 * self.mtu as u64 {
             return false;
         }
-        let local = if self.bytemode && size <= self.mtu { v.prob * size as f64 / self.mtu as f64 } else { v.prob };
+        let local = if self.bytemode && size <= self.mtu {
+            v.prob * size as f64 / self.mtu as f64
+        } else {
+            v.prob
+        };
         rng.uniform() < local
     }
 
@@ -422,13 +442,19 @@ impl PieParams {
             return false;
         }
         // Safeguard PIE to be work conserving (RFC 8033 §4.1).
-        if (v.qdelay_old < self.target / 2 && v.prob < 0.2) || backlog <= 2 * self.mean_pktsize as u64 {
+        if (v.qdelay_old < self.target / 2 && v.prob < 0.2)
+            || backlog <= 2 * self.mean_pktsize as u64
+        {
             return false;
         }
         if v.prob == 0.0 {
             v.accu_prob = 0.0;
         }
-        let local = if self.bytemode { v.prob * size as f64 / self.mean_pktsize as f64 } else { v.prob };
+        let local = if self.bytemode {
+            v.prob * size as f64 / self.mean_pktsize as f64
+        } else {
+            v.prob
+        };
         v.accu_prob += local;
         if v.accu_prob < PROB_LOW {
             return false;
@@ -443,7 +469,14 @@ impl PieParams {
         false
     }
 
-    fn drop_early_docsis(&self, v: &mut PieVars, backlog: u64, backlog_pkts: u32, size: u32, rng: &mut Rng) -> bool {
+    fn drop_early_docsis(
+        &self,
+        v: &mut PieVars,
+        backlog: u64,
+        backlog_pkts: u32,
+        size: u32,
+        rng: &mut Rng,
+    ) -> bool {
         if v.burst_allowance > SimDuration::ZERO {
             return false;
         }
@@ -487,7 +520,13 @@ impl PieParams {
     }
 
     /// Hook after an arriving packet was handled (draft00 activation / deactivation).
-    pub fn after_enqueue(&self, v: &mut PieVars, backlog_bytes: u64, backlog_pkts: u32, now: SimTime) {
+    pub fn after_enqueue(
+        &self,
+        v: &mut PieVars,
+        backlog_bytes: u64,
+        backlog_pkts: u32,
+        now: SimTime,
+    ) {
         if self.variant != PieVariant::Draft00 {
             return;
         }
@@ -508,15 +547,29 @@ impl PieParams {
     }
 
     /// A packet of `size` bytes left the queue after `sojourn`; `backlog_after` bytes remain.
-    pub fn on_dequeue(&self, v: &mut PieVars, size: u32, sojourn: SimDuration, backlog_after: u64, now: SimTime) {
+    pub fn on_dequeue(
+        &self,
+        v: &mut PieVars,
+        size: u32,
+        sojourn: SimDuration,
+        backlog_after: u64,
+        now: SimTime,
+    ) {
         match (self.variant.is_linux(), self.estimator) {
             (true, Estimator::DqRate) => self.dq_rate_linux(v, size, backlog_after, now),
             (true, est) => {
                 if est == Estimator::Timestamp {
-                    v.qdelay = if backlog_after == 0 { SimDuration::ZERO } else { sojourn };
+                    v.qdelay = if backlog_after == 0 {
+                        SimDuration::ZERO
+                    } else {
+                        sojourn
+                    };
                 }
                 // Linux consumes the burst allowance by the time between dequeues.
-                let dtime = v.dq_tstamp.map(|t| now.saturating_since(t)).unwrap_or(SimDuration::ZERO);
+                let dtime = v
+                    .dq_tstamp
+                    .map(|t| now.saturating_since(t))
+                    .unwrap_or(SimDuration::ZERO);
                 v.dq_tstamp = Some(now);
                 if !dtime.is_zero() {
                     v.burst_allowance = v.burst_allowance.saturating_sub(dtime);
@@ -525,7 +578,11 @@ impl PieParams {
             (false, Estimator::Timestamp) => {
                 // RFC 8033 Appendix A takes the last packet's delay; like Linux and ns-3 we
                 // set it to 0 once the queue is empty, else an idle queue never lets p decay.
-                v.qdelay = if backlog_after == 0 { SimDuration::ZERO } else { sojourn };
+                v.qdelay = if backlog_after == 0 {
+                    SimDuration::ZERO
+                } else {
+                    sojourn
+                };
             }
             (false, Estimator::DqRate) => self.dq_time_rfc(v, size, backlog_after, now),
             (false, Estimator::LinkRate) => {}
@@ -551,7 +608,11 @@ impl PieParams {
             return;
         }
         let rate = count as f64 / dtime.as_nanos() as f64;
-        v.avg_dq_rate = if v.avg_dq_rate == 0.0 { rate } else { v.avg_dq_rate * 7.0 / 8.0 + rate / 8.0 };
+        v.avg_dq_rate = if v.avg_dq_rate == 0.0 {
+            rate
+        } else {
+            v.avg_dq_rate * 7.0 / 8.0 + rate / 8.0
+        };
         if backlog < thr {
             v.dq_count = None;
         } else {
@@ -577,7 +638,11 @@ impl PieParams {
         let dq_time = now.saturating_since(v.dq_tstamp.unwrap_or(now)).as_nanos() as f64;
         // weight = DQ_THRESHOLD / 2^16 (= 1/4 at the default 16 KB, the study's ¼Δ + ¾Δ_avg).
         let w = (thr as f64 / 65536.0).min(1.0);
-        v.avg_dq_time = if v.avg_dq_time == 0.0 { dq_time } else { dq_time * w + v.avg_dq_time * (1.0 - w) };
+        v.avg_dq_time = if v.avg_dq_time == 0.0 {
+            dq_time
+        } else {
+            dq_time * w + v.avg_dq_time * (1.0 - w)
+        };
         v.dq_count = None;
     }
 
@@ -593,7 +658,9 @@ impl PieParams {
                     SimDuration::ZERO
                 }
             }
-            Estimator::DqRate => SimDuration::from_nanos((backlog as f64 * v.avg_dq_time / self.dq_threshold as f64) as u64),
+            Estimator::DqRate => SimDuration::from_nanos(
+                (backlog as f64 * v.avg_dq_time / self.dq_threshold as f64) as u64,
+            ),
         }
     }
 
@@ -634,7 +701,8 @@ impl PieParams {
         let b16 = (self.beta * 16.0).round() as u64;
         let alpha = linux_coef(a16, MAX_PROB_56, shift);
         let beta = linux_coef(b16, MAX_PROB_56, shift);
-        let mut delta = alpha * (dur_s(qdelay) - dur_s(self.target)) + beta * (dur_s(qdelay) - dur_s(qdelay_old));
+        let mut delta = alpha * (dur_s(qdelay) - dur_s(self.target))
+            + beta * (dur_s(qdelay) - dur_s(qdelay_old));
         // Steps of at most 2 % once p ≥ 10 %.
         if delta > 0.02 && v.prob >= 0.1 {
             delta = 0.02;
@@ -659,7 +727,11 @@ impl PieParams {
         }
         v.qdelay = qdelay;
         let half = self.target / 2;
-        if v.qdelay < half && v.qdelay_old < half && v.prob == 0.0 && (self.estimator != Estimator::DqRate || v.avg_dq_rate > 0.0) {
+        if v.qdelay < half
+            && v.qdelay_old < half
+            && v.prob == 0.0
+            && (self.estimator != Estimator::DqRate || v.avg_dq_rate > 0.0)
+        {
             // pie_vars_init: restart measurements and re-arm the burst allowance.
             v.burst_allowance = self.max_burst;
             v.dq_tstamp = None;
@@ -695,7 +767,8 @@ impl PieParams {
         let b16 = (self.beta * 16.0).round() as u64;
         let alpha = linux_coef(a16, MAX_PROB_32, shift);
         let beta = linux_coef(b16, MAX_PROB_32, shift);
-        let mut delta = alpha * (dur_s(qdelay) - dur_s(self.target)) + beta * (dur_s(qdelay) - dur_s(qdelay_old));
+        let mut delta = alpha * (dur_s(qdelay) - dur_s(self.target))
+            + beta * (dur_s(qdelay) - dur_s(qdelay_old));
         if delta > 0.02 && v.prob >= 0.1 {
             delta = 0.02;
         }
@@ -717,7 +790,11 @@ impl PieParams {
         }
         v.qdelay = qdelay;
         let half = self.target / 2;
-        if v.qdelay < half && v.qdelay_old < half && v.prob == 0.0 && (self.estimator != Estimator::DqRate || v.avg_dq_rate > 0.0) {
+        if v.qdelay < half
+            && v.qdelay_old < half
+            && v.prob == 0.0
+            && (self.estimator != Estimator::DqRate || v.avg_dq_rate > 0.0)
+        {
             v.dq_count = None;
             v.avg_dq_rate = 0.0;
             v.burst_allowance = self.max_burst;
@@ -730,7 +807,8 @@ impl PieParams {
     /// RFC 8033 `calculate_drop_prob` (and the plain PI update of draft00).
     fn update_rfc(&self, v: &mut PieVars, backlog: u64) {
         let qdelay = self.computed_qdelay(v, backlog);
-        let mut p = self.alpha * (dur_s(qdelay) - dur_s(self.target)) + self.beta * (dur_s(qdelay) - dur_s(v.qdelay_old));
+        let mut p = self.alpha * (dur_s(qdelay) - dur_s(self.target))
+            + self.beta * (dur_s(qdelay) - dur_s(v.qdelay_old));
         if self.variant == PieVariant::Rfc8033 {
             p /= rfc_autotune_divisor(v.prob);
             // Cap drop adjustment (RFC 8033 §5.5).
@@ -754,7 +832,8 @@ impl PieParams {
         if v.burst_allowance > SimDuration::ZERO {
             v.prob = 0.0;
         } else {
-            let mut p = self.alpha * (dur_s(qdelay) - dur_s(self.target)) + self.beta * (dur_s(qdelay) - dur_s(v.qdelay_old));
+            let mut p = self.alpha * (dur_s(qdelay) - dur_s(self.target))
+                + self.beta * (dur_s(qdelay) - dur_s(v.qdelay_old));
             p /= docsis_autotune_divisor(v.prob);
             if v.prob >= 0.1 && p > 0.02 {
                 p = 0.02;
@@ -766,12 +845,17 @@ impl PieParams {
                 prob += 0.02;
             }
             // p may exceed 1 in byte mode: per-packet p is capped at PROB_LOW instead.
-            let cap = if self.bytemode { PROB_LOW * self.mean_pktsize as f64 / DOCSIS_MIN_PKTSIZE } else { 1.0 };
+            let cap = if self.bytemode {
+                PROB_LOW * self.mean_pktsize as f64 / DOCSIS_MIN_PKTSIZE
+            } else {
+                1.0
+            };
             v.prob = prob.clamp(0.0, cap);
         }
         v.burst_allowance = v.burst_allowance.saturating_sub(self.tupdate);
         let half = self.target / 2;
-        let quiet = qdelay < half && v.qdelay_old < half && v.prob == 0.0 && v.burst_allowance.is_zero();
+        let quiet =
+            qdelay < half && v.qdelay_old < half && v.prob == 0.0 && v.burst_allowance.is_zero();
         let limit = (DOCSIS_BURST_RESET_TIMEOUT.as_nanos() / self.tupdate.as_nanos().max(1)) as u32;
         if quiet {
             match v.burst_state {
@@ -845,7 +929,11 @@ mod tests {
             bytemode: variant == PieVariant::Docsis,
             estimator: variant.default_estimator(),
             dq_threshold: variant.default_dq_threshold(),
-            mean_pktsize: if variant == PieVariant::Docsis { 1024 } else { 1500 },
+            mean_pktsize: if variant == PieVariant::Docsis {
+                1024
+            } else {
+                1500
+            },
             mtu: 1500,
             rate: Rate::from_bps(10_000_000),
             limit: Limit::Packets(1000),
@@ -867,9 +955,18 @@ mod tests {
         assert!((linux_coef(20, MAX_PROB_56, 4) - 1.25).abs() < 1e-8);
         // Original sch_pie: ⌊(2^32−1)/15625000⌋ = 274; (2·274)>>4 = 34, (2·274)>>7 = 4,
         // (20·274)>>4 = 342: coefficients 34·15625000/(2^32−1) = 0.12369…, 4·… = 0.014552…
-        assert!(close(linux_coef(2, MAX_PROB_32, 4), 34.0 * 15_625_000.0 / 4_294_967_295.0));
-        assert!(close(linux_coef(2, MAX_PROB_32, 7), 4.0 * 15_625_000.0 / 4_294_967_295.0));
-        assert!(close(linux_coef(20, MAX_PROB_32, 4), 342.0 * 15_625_000.0 / 4_294_967_295.0));
+        assert!(close(
+            linux_coef(2, MAX_PROB_32, 4),
+            34.0 * 15_625_000.0 / 4_294_967_295.0
+        ));
+        assert!(close(
+            linux_coef(2, MAX_PROB_32, 7),
+            4.0 * 15_625_000.0 / 4_294_967_295.0
+        ));
+        assert!(close(
+            linux_coef(20, MAX_PROB_32, 4),
+            342.0 * 15_625_000.0 / 4_294_967_295.0
+        ));
     }
 
     /// One update of today's Linux PIE in each auto-tuning band, timestamp mode, target
@@ -879,7 +976,15 @@ mod tests {
     #[test]
     fn linux_update_in_each_autotune_band() {
         let pp = params(PieVariant::Linux);
-        let cases: [(f64, f64); 7] = [(0.2, 1.0), (0.05, 2.0), (0.005, 8.0), (0.0005, 32.0), (0.00005, 128.0), (0.000005, 512.0), (0.0, 2048.0)];
+        let cases: [(f64, f64); 7] = [
+            (0.2, 1.0),
+            (0.05, 2.0),
+            (0.005, 8.0),
+            (0.0005, 32.0),
+            (0.00005, 128.0),
+            (0.000005, 512.0),
+            (0.0, 2048.0),
+        ];
         for (p0, div) in cases {
             let mut v = pp.new_vars();
             v.prob = p0;
@@ -887,7 +992,11 @@ mod tests {
             v.qdelay_old = ms(20);
             pp.update(&mut v, 100_000);
             let want = p0 + 0.0075 / div;
-            assert!((v.prob - want).abs() < 1e-9, "p0 {p0}: got {} want {want}", v.prob);
+            assert!(
+                (v.prob - want).abs() < 1e-9,
+                "p0 {p0}: got {} want {want}",
+                v.prob
+            );
             assert_eq!(v.qdelay_old, ms(25));
         }
     }
@@ -968,7 +1077,11 @@ mod tests {
             let b = ((20 * 274) >> shift) as f64 * 15_625_000.0 / 4_294_967_295.0;
             // qdelay − target ≈ 5 ms, qdelay − old ≈ −5 ms.
             let want = (p0 + a * (qd - 0.020) + b * (qd - 0.030)).max(0.0);
-            assert!((v.prob - want).abs() < 1e-9, "p0 {p0}: {} vs {want}", v.prob);
+            assert!(
+                (v.prob - want).abs() < 1e-9,
+                "p0 {p0}: {} vs {want}",
+                v.prob
+            );
         }
     }
 
@@ -993,7 +1106,15 @@ mod tests {
     #[test]
     fn rfc8033_update_bands_and_burst() {
         let pp = params(PieVariant::Rfc8033);
-        for (p0, div) in [(0.2, 1.0), (0.05, 2.0), (0.005, 8.0), (0.0005, 32.0), (0.00005, 128.0), (0.000005, 512.0), (0.0, 2048.0)] {
+        for (p0, div) in [
+            (0.2, 1.0),
+            (0.05, 2.0),
+            (0.005, 8.0),
+            (0.0005, 32.0),
+            (0.00005, 128.0),
+            (0.000005, 512.0),
+            (0.0, 2048.0),
+        ] {
             let mut v = pp.new_vars();
             v.prob = p0;
             v.qdelay = ms(25);
@@ -1042,7 +1163,11 @@ mod tests {
         v.prob = 0.1;
         v.qdelay_old = ms(30);
         for i in 0..8 {
-            assert_eq!(pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng), EarlyVerdict::Enqueue, "arrival {i}");
+            assert_eq!(
+                pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
+                EarlyVerdict::Enqueue,
+                "arrival {i}"
+            );
         }
         assert!((v.accu_prob - 0.8).abs() < 1e-12);
         // accu reaching 8.5 is a certain drop, whatever the coin would say.
@@ -1051,7 +1176,10 @@ mod tests {
         v.prob = 0.01;
         v.qdelay_old = ms(30);
         v.accu_prob = 8.495;
-        assert_eq!(pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng), EarlyVerdict::MarkOrDrop);
+        assert_eq!(
+            pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
+            EarlyVerdict::MarkOrDrop
+        );
         // Over many arrivals at p = 1/8 (exact in binary, so the sums are exact) no gap
         // between drops is shorter than 7 arrivals (accu 0.875 is the first ≥ 0.85) nor
         // longer than 68 (accu = 8.5).
@@ -1088,19 +1216,35 @@ mod tests {
             v.qdelay = ms(50);
             v.qdelay_old = ms(50);
             // Fewer than two MTUs queued: never dropped (Linux `backlog < 2·mtu`, RFC `≤ 2·MEAN_PKTSIZE`).
-            assert_eq!(pp.drop_early(&mut v, 2999, 2, 1500, &mut rng), EarlyVerdict::Enqueue, "{variant:?}");
+            assert_eq!(
+                pp.drop_early(&mut v, 2999, 2, 1500, &mut rng),
+                EarlyVerdict::Enqueue,
+                "{variant:?}"
+            );
             // Burst allowance left: never dropped.
             v.burst_allowance = ms(1);
-            assert_eq!(pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng), EarlyVerdict::Enqueue, "{variant:?}");
+            assert_eq!(
+                pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
+                EarlyVerdict::Enqueue,
+                "{variant:?}"
+            );
             v.burst_allowance = SimDuration::ZERO;
             // Low delay and p < 20 %: never dropped.
             v.prob = 0.19;
             v.qdelay = ms(7);
             v.qdelay_old = ms(7);
-            assert_eq!(pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng), EarlyVerdict::Enqueue, "{variant:?}");
+            assert_eq!(
+                pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
+                EarlyVerdict::Enqueue,
+                "{variant:?}"
+            );
             // Same delay but p = 20 %: the safeguard is off, p = 1 drops for sure.
             v.prob = 1.0;
-            assert_eq!(pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng), EarlyVerdict::MarkOrDrop, "{variant:?}");
+            assert_eq!(
+                pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
+                EarlyVerdict::MarkOrDrop,
+                "{variant:?}"
+            );
         }
     }
 
@@ -1124,7 +1268,10 @@ mod tests {
         // 17000 B counted over 16·0.8 ms = 12.8 ms: rate 1.328125 B/µs, cycle restarted.
         assert!((v.avg_dq_rate - 17_000.0 / 12_800_000.0).abs() < 1e-12);
         assert_eq!(v.dq_count, Some(0));
-        assert_eq!(v.burst_allowance, ms(150) - SimDuration::from_micros(12_800));
+        assert_eq!(
+            v.burst_allowance,
+            ms(150) - SimDuration::from_micros(12_800)
+        );
         // A second cycle of 17 packets (count 0 + 17·1000 over 13.6 ms) averages with 1/8.
         for _ in 0..17 {
             now += SimDuration::from_micros(800);
@@ -1189,12 +1336,18 @@ mod tests {
         let mut v = pp.new_vars();
         v.prob = 1.0;
         v.qdelay_old = ms(50);
-        assert_eq!(pp.drop_early(&mut v, 400_000, 300, 1024, &mut rng), EarlyVerdict::Enqueue);
+        assert_eq!(
+            pp.drop_early(&mut v, 400_000, 300, 1024, &mut rng),
+            EarlyVerdict::Enqueue
+        );
         assert_eq!(v.burst_state, BurstState::NoBurst);
         // Above a third it activates; p·size/1024 capped at 0.85 accumulates: 0.85 ≥ PROB_LOW,
         // coin u ≤ 0.85 decides; force a certain drop with accu > 8.5.
         v.accu_prob = 8.0;
-        assert_eq!(pp.drop_early(&mut v, 400_000, 400, 1024, &mut rng), EarlyVerdict::MarkOrDrop);
+        assert_eq!(
+            pp.drop_early(&mut v, 400_000, 400, 1024, &mut rng),
+            EarlyVerdict::MarkOrDrop
+        );
         assert_eq!(v.burst_state, BurstState::InBurstProtecting);
         assert_eq!(v.burst_allowance, ms(142));
         assert_eq!(v.accu_prob, 0.0);
@@ -1221,7 +1374,9 @@ mod tests {
     fn timer_runs_every_due_tick_and_skips() {
         let mut t = UpdateTimer::new(SimTime::from_nanos(500), SimDuration::from_nanos(100));
         let now = SimTime::from_nanos(750);
-        let ticks: Vec<u64> = std::iter::from_fn(|| t.due(now)).map(|s| s.as_nanos()).collect();
+        let ticks: Vec<u64> = std::iter::from_fn(|| t.due(now))
+            .map(|s| s.as_nanos())
+            .collect();
         assert_eq!(ticks, vec![500, 600, 700]);
         assert_eq!(t.next().as_nanos(), 800);
         t.skip_through(SimTime::from_nanos(1000));

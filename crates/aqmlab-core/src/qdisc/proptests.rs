@@ -16,7 +16,10 @@ use super::*;
 use crate::packet::{flow_hash, Ecn};
 use crate::rng::Rng;
 use crate::time::SimDuration;
-use proptest::prelude::{any, prop, prop_assert, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig, Strategy, TestCaseError};
+use proptest::prelude::{
+    any, prop, prop_assert, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig, Strategy,
+    TestCaseError,
+};
 use std::collections::HashSet;
 
 /// A qdisc table and the bound its backlog must respect.
@@ -28,10 +31,20 @@ struct Case {
 }
 
 const fn pkts(name: &'static str, toml: &'static str, n: u64) -> Case {
-    Case { name, toml, max_pkts: Some(n), max_bytes: None }
+    Case {
+        name,
+        toml,
+        max_pkts: Some(n),
+        max_bytes: None,
+    }
 }
 const fn bytes(name: &'static str, toml: &'static str, b: u64) -> Case {
-    Case { name, toml, max_pkts: None, max_bytes: Some(b) }
+    Case {
+        name,
+        toml,
+        max_pkts: None,
+        max_bytes: Some(b),
+    }
 }
 
 const CASES: &[Case] = &[
@@ -52,7 +65,11 @@ const CASES: &[Case] = &[
 
 #[derive(Copy, Clone, Debug)]
 enum Op {
-    Enqueue { flow: u8, size: u16, ect: bool },
+    Enqueue {
+        flow: u8,
+        size: u16,
+        ect: bool,
+    },
     Dequeue,
     /// Advance the clock by this many microseconds.
     Advance(u32),
@@ -67,9 +84,16 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn run(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
-    let cfg: QdiscConfig = toml::from_str(case.toml).map_err(|e| TestCaseError::fail(format!("{}: {e}", case.name)))?;
-    let ctx = BuildCtx { rate: Rate::from_bps(10_000_000), mtu: 1500, overhead: 14, rng: Rng::stream(7, "qdisc", 0) };
-    cfg.validate(&ctx).map_err(|e| TestCaseError::fail(format!("{}: {e:?}", case.name)))?;
+    let cfg: QdiscConfig = toml::from_str(case.toml)
+        .map_err(|e| TestCaseError::fail(format!("{}: {e}", case.name)))?;
+    let ctx = BuildCtx {
+        rate: Rate::from_bps(10_000_000),
+        mtu: 1500,
+        overhead: 14,
+        rng: Rng::stream(7, "qdisc", 0),
+    };
+    cfg.validate(&ctx)
+        .map_err(|e| TestCaseError::fail(format!("{}: {e:?}", case.name)))?;
     let mut q = cfg.build(ctx);
     let mut out = QdiscOut::new(true);
     let mut now = SimTime::ZERO;
@@ -83,20 +107,38 @@ fn run(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
                 let uid = offered;
                 offered += 1;
                 ect_of.push(ect);
-                let mut p = Packet { uid, flow: flow as u32, src: 0, dst: 1, size: size as u32, hash: flow_hash(flow as u32, 0, 1), enqueued_at: now, ..Default::default() };
+                let mut p = Packet {
+                    uid,
+                    flow: flow as u32,
+                    src: 0,
+                    dst: 1,
+                    size: size as u32,
+                    hash: flow_hash(flow as u32, 0, 1),
+                    enqueued_at: now,
+                    ..Default::default()
+                };
                 p.ecn = if ect { Ecn::Ect0 } else { Ecn::NotEct };
                 let before = out.drops.len();
                 let v = q.enqueue(p, now, &mut out);
                 match v {
                     Verdict::Dropped(why) => {
-                        let last = out.drops.last().ok_or_else(|| TestCaseError::fail(format!("{}: Dropped verdict without a reported drop", ctx())))?;
+                        let last = out.drops.last().ok_or_else(|| {
+                            TestCaseError::fail(format!(
+                                "{}: Dropped verdict without a reported drop",
+                                ctx()
+                            ))
+                        })?;
                         prop_assert_eq!(last.0.uid, uid, "{}", ctx());
                         prop_assert_eq!(last.1, why, "{}", ctx());
                     }
                     Verdict::Marked(_) => prop_assert!(ect, "{}: marked a not-ECT packet", ctx()),
                     Verdict::Enqueued => {}
                 }
-                prop_assert!(out.drops.len() > before || !matches!(v, Verdict::Dropped(_)), "{}", ctx());
+                prop_assert!(
+                    out.drops.len() > before || !matches!(v, Verdict::Dropped(_)),
+                    "{}",
+                    ctx()
+                );
             }
             Op::Dequeue => {
                 if let Some(p) = q.dequeue(now, &mut out) {
@@ -104,7 +146,11 @@ fn run(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
                     prop_assert!(gone.insert(p.uid), "{}: packet {} left twice", ctx(), p.uid);
                     prop_assert!(p.uid < offered, "{}", ctx());
                     if p.ecn == Ecn::Ce {
-                        prop_assert!(ect_of[p.uid as usize], "{}: a not-ECT packet left CE-marked", ctx());
+                        prop_assert!(
+                            ect_of[p.uid as usize],
+                            "{}: a not-ECT packet left CE-marked",
+                            ctx()
+                        );
                     }
                 }
             }
@@ -112,26 +158,51 @@ fn run(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
         }
         for (p, why) in out.drops.drain(..) {
             dropped += 1;
-            prop_assert!(gone.insert(p.uid), "{}: packet {} dropped after leaving ({why:?})", ctx(), p.uid);
+            prop_assert!(
+                gone.insert(p.uid),
+                "{}: packet {} dropped after leaving ({why:?})",
+                ctx(),
+                p.uid
+            );
         }
         let st = q.stats();
-        st.check(q.len() as u64, q.backlog_bytes()).map_err(|e| TestCaseError::fail(format!("{}: {e}", ctx())))?;
+        st.check(q.len() as u64, q.backlog_bytes())
+            .map_err(|e| TestCaseError::fail(format!("{}: {e}", ctx())))?;
         prop_assert_eq!(st.arrivals, offered, "{}", ctx());
         prop_assert_eq!(st.dequeued, dequeued, "{}", ctx());
         prop_assert_eq!(st.total_drops(), dropped, "{}", ctx());
         prop_assert_eq!(offered, dequeued + dropped + q.len() as u64, "{}", ctx());
         if let Some(n) = case.max_pkts {
-            prop_assert!(q.len() as u64 <= n, "{}: {} packets over the limit {n}", ctx(), q.len());
+            prop_assert!(
+                q.len() as u64 <= n,
+                "{}: {} packets over the limit {n}",
+                ctx(),
+                q.len()
+            );
         }
         if let Some(b) = case.max_bytes {
-            prop_assert!(q.backlog_bytes() <= b, "{}: {} bytes over the limit {b}", ctx(), q.backlog_bytes());
+            prop_assert!(
+                q.backlog_bytes() <= b,
+                "{}: {} bytes over the limit {b}",
+                ctx(),
+                q.backlog_bytes()
+            );
         }
         for tp in &out.trace {
-            prop_assert!((tp.var as usize) < q.trace_vars().len(), "{}: trace var {} out of range", ctx(), tp.var);
+            prop_assert!(
+                (tp.var as usize) < q.trace_vars().len(),
+                "{}: trace var {} out of range",
+                ctx(),
+                tp.var
+            );
         }
     }
     // Trace points come in time order.
-    prop_assert!(out.trace.windows(2).all(|w| w[0].t <= w[1].t), "{}: trace out of order", case.name);
+    prop_assert!(
+        out.trace.windows(2).all(|w| w[0].t <= w[1].t),
+        "{}: trace out of order",
+        case.name
+    );
     Ok(())
 }
 
@@ -151,21 +222,43 @@ proptest! {
 fn cases_reach_the_aqm_paths() {
     let mut ops = Vec::new();
     for _ in 0..3000 {
-        ops.push(Op::Enqueue { flow: 1, size: 1500, ect: true });
-        ops.push(Op::Enqueue { flow: 2, size: 1500, ect: false });
+        ops.push(Op::Enqueue {
+            flow: 1,
+            size: 1500,
+            ect: true,
+        });
+        ops.push(Op::Enqueue {
+            flow: 2,
+            size: 1500,
+            ect: false,
+        });
         ops.push(Op::Advance(1200));
         ops.push(Op::Dequeue);
     }
-    for case in CASES.iter().filter(|c| c.name != "fifo" && c.name != "bfifo") {
+    for case in CASES
+        .iter()
+        .filter(|c| c.name != "fifo" && c.name != "bfifo")
+    {
         let cfg: QdiscConfig = toml::from_str(case.toml).unwrap();
-        let mut q = cfg.build(BuildCtx { rate: Rate::from_bps(10_000_000), mtu: 1500, overhead: 14, rng: Rng::stream(7, "qdisc", 0) });
+        let mut q = cfg.build(BuildCtx {
+            rate: Rate::from_bps(10_000_000),
+            mtu: 1500,
+            overhead: 14,
+            rng: Rng::stream(7, "qdisc", 0),
+        });
         run(case, &ops).unwrap();
         let mut out = QdiscOut::new(false);
         let mut now = SimTime::ZERO;
         for (uid, op) in ops.iter().enumerate() {
             match *op {
                 Op::Enqueue { flow, size, ect } => {
-                    let mut p = Packet { uid: uid as u64, flow: flow as u32, size: size as u32, enqueued_at: now, ..Default::default() };
+                    let mut p = Packet {
+                        uid: uid as u64,
+                        flow: flow as u32,
+                        size: size as u32,
+                        enqueued_at: now,
+                        ..Default::default()
+                    };
                     p.ecn = if ect { Ecn::Ect0 } else { Ecn::NotEct };
                     q.enqueue(p, now, &mut out);
                 }
@@ -177,7 +270,13 @@ fn cases_reach_the_aqm_paths() {
             out.drops.clear();
         }
         let st = q.stats();
-        let aqm = st.drops[DropReason::Early.index()] + st.drops[DropReason::Forced.index()] + st.total_marks();
-        assert!(aqm > 0, "{}: no AQM action in an overload ({st:?})", case.name);
+        let aqm = st.drops[DropReason::Early.index()]
+            + st.drops[DropReason::Forced.index()]
+            + st.total_marks();
+        assert!(
+            aqm > 0,
+            "{}: no AQM action in an overload ({st:?})",
+            case.name
+        );
     }
 }

@@ -35,7 +35,9 @@
 //! Trace variables: `avg` (average queue, bytes or packets) and `max_p`.
 
 use super::pie_core::UpdateTimer;
-use super::{BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict};
+use super::{
+    BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict,
+};
 use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
 use crate::time::{Rate, SimDuration, SimTime};
@@ -215,7 +217,14 @@ impl RedConfig {
     pub fn resolve(&self, ctx: &BuildCtx, adaptive_default: bool) -> Result<RedParams, ParamError> {
         if let (Some(a), Some(b)) = (self.min, self.max) {
             if unit_of(a) != unit_of(b) {
-                return Err(ParamError::new("max", show(b), format!("the same unit as min ({}): both packets (integers) or both bytes (sizes)", show(a))));
+                return Err(ParamError::new(
+                    "max",
+                    show(b),
+                    format!(
+                        "the same unit as min ({}): both packets (integers) or both bytes (sizes)",
+                        show(a)
+                    ),
+                ));
             }
         }
         let bytes_mode = match (self.min, self.max, self.limit) {
@@ -224,7 +233,11 @@ impl RedConfig {
         };
         let avpkt = self.avpkt.map(|s| s.0).unwrap_or(1000);
         if avpkt == 0 || avpkt > 65535 {
-            return Err(ParamError::new("avpkt", format!("{avpkt}B"), "1 to 65535 bytes"));
+            return Err(ParamError::new(
+                "avpkt",
+                format!("{avpkt}B"),
+                "1 to 65535 bytes",
+            ));
         }
         let avpkt = avpkt as u32;
         let unit_pkt = if bytes_mode { avpkt as u64 } else { 1 };
@@ -237,7 +250,13 @@ impl RedConfig {
             },
         };
         match limit {
-            Limit::Bytes(b) if b < ctx.mtu as u64 => return Err(ParamError::new("limit", format!("{b}B"), format!("at least one MTU ({} bytes) or a packet count", ctx.mtu))),
+            Limit::Bytes(b) if b < ctx.mtu as u64 => {
+                return Err(ParamError::new(
+                    "limit",
+                    format!("{b}B"),
+                    format!("at least one MTU ({} bytes) or a packet count", ctx.mtu),
+                ))
+            }
             _ => {}
         }
         // tc: max = min ? 3·min : limit/4 (limit in the thresholds' unit); min = max/3.
@@ -248,13 +267,24 @@ impl RedConfig {
                 if unit_of(limit) == bytes_mode {
                     amount(limit) / 4
                 } else {
-                    return Err(ParamError::new("max", "unset", "given when limit and the thresholds use different units"));
+                    return Err(ParamError::new(
+                        "max",
+                        "unset",
+                        "given when limit and the thresholds use different units",
+                    ));
                 }
             }
         };
         let qth_min = self.min.map(amount).unwrap_or(qth_max / 3);
         if qth_min == 0 || qth_min >= qth_max {
-            return Err(ParamError::new("min", show(in_unit(qth_min, bytes_mode)), format!("positive and below max ({})", show(in_unit(qth_max, bytes_mode)))));
+            return Err(ParamError::new(
+                "min",
+                show(in_unit(qth_min, bytes_mode)),
+                format!(
+                    "positive and below max ({})",
+                    show(in_unit(qth_max, bytes_mode))
+                ),
+            ));
         }
         let burst = match self.burst {
             Some(0) => return Err(ParamError::new("burst", 0, "at least 1 packet")),
@@ -270,20 +300,41 @@ impl RedConfig {
         };
         // red_check_params: the thresholds are kept as 32-bit numbers scaled by 2^wlog.
         if fls(qth_max) + wlog as u32 >= 32 {
-            return Err(ParamError::new("max", show(in_unit(qth_max, bytes_mode)), format!("below 2^{} with ewma_log {wlog} (Linux keeps max << ewma_log in 32 bits)", 31 - wlog as u32)));
+            return Err(ParamError::new(
+                "max",
+                show(in_unit(qth_max, bytes_mode)),
+                format!(
+                    "below 2^{} with ewma_log {wlog} (Linux keeps max << ewma_log in 32 bits)",
+                    31 - wlog as u32
+                ),
+            ));
         }
         let probability = self.probability.unwrap_or(0.02);
         if !(probability > 0.0 && probability <= 1.0) {
-            return Err(ParamError::new("probability", probability, "more than 0 and at most 1"));
+            return Err(ParamError::new(
+                "probability",
+                probability,
+                "more than 0 and at most 1",
+            ));
         }
         // tc: max_P = probability · 2^32 as a u32 (1.0 saturates).
         let max_p = (probability * TWO32).min(u32::MAX as f64) as u32;
         if max_p == 0 {
-            return Err(ParamError::new("probability", probability, "at least 2^-32"));
+            return Err(ParamError::new(
+                "probability",
+                probability,
+                "at least 2^-32",
+            ));
         }
         let bandwidth = self.bandwidth.map(|r| r.rate()).unwrap_or(ctx.rate);
         let (scell_log, stab) = tc_eval_idle_damping(wlog, avpkt, bandwidth.bps() as f64 / 8.0)
-            .ok_or_else(|| ParamError::new("bandwidth", bandwidth, "a rate for which tc can build the idle-damping table"))?;
+            .ok_or_else(|| {
+                ParamError::new(
+                    "bandwidth",
+                    bandwidth,
+                    "a rate for which tc can build the idle-damping table",
+                )
+            })?;
         Ok(RedParams {
             bytes_mode,
             qth_min,
@@ -368,7 +419,9 @@ pub struct Red {
 impl Red {
     /// Panics on parameters that `validate` rejects.
     pub fn new<C: RedKind>(cfg: &C, ctx: BuildCtx) -> Self {
-        let p = cfg.red_params(&ctx).unwrap_or_else(|e| panic!("invalid red parameters (validate first): {e:?}"));
+        let p = cfg
+            .red_params(&ctx)
+            .unwrap_or_else(|e| panic!("invalid red parameters (validate first): {e:?}"));
         let max_p = p.max_p;
         let max_p_delta = (max_p / p.qth_delta().min(u32::MAX as u64) as u32).max(1);
         let cap = match p.limit {
@@ -433,7 +486,8 @@ impl Red {
 
     /// `red_calc_qavg_no_idle_time`: qavg += backlog − qavg·W (in the fixed point).
     fn qavg_ewma(&self, backlog: u64) -> u64 {
-        self.qavg.wrapping_add(backlog.wrapping_sub(self.qavg >> self.p.wlog))
+        self.qavg
+            .wrapping_add(backlog.wrapping_sub(self.qavg >> self.p.wlog))
     }
 
     /// Probability p_b at the (scaled) average `qavg` between min and 2·max.
@@ -537,9 +591,15 @@ impl Qdisc for Red {
         let mark = match action {
             RedAction::DontMark => None,
             RedAction::ProbMark if self.p.ecn && ect => Some(MarkReason::Early),
-            RedAction::ProbMark => return out.drop_arrival(&mut self.stats, pkt, DropReason::Early),
-            RedAction::HardMark if self.p.ecn && ect && !self.p.harddrop => Some(MarkReason::Forced),
-            RedAction::HardMark => return out.drop_arrival(&mut self.stats, pkt, DropReason::Forced),
+            RedAction::ProbMark => {
+                return out.drop_arrival(&mut self.stats, pkt, DropReason::Early)
+            }
+            RedAction::HardMark if self.p.ecn && ect && !self.p.harddrop => {
+                Some(MarkReason::Forced)
+            }
+            RedAction::HardMark => {
+                return out.drop_arrival(&mut self.stats, pkt, DropReason::Forced)
+            }
         };
         // Linux counts a RED mark even when the child FIFO then drops the packet at the
         // limit; we count only marks on packets that are queued.
@@ -607,32 +667,59 @@ mod tests {
         // Only limit: max = limit/4 = 100000, min = 33333, burst = 166666/3000 = 55,
         // a = 56 − 33.333 = 22.67; W = 2^-4 gives 16·(1 − (15/16)^55) = 15.5 < a,
         // W = 2^-5 gives 32·(1 − (31/32)^55) = 26.4 ≥ a ⇒ ewma_log 5.
-        let p = toml::from_str::<RedConfig>("limit = \"400KB\"").unwrap().resolve(&c, false).unwrap();
+        let p = toml::from_str::<RedConfig>("limit = \"400KB\"")
+            .unwrap()
+            .resolve(&c, false)
+            .unwrap();
         assert!(p.bytes_mode);
-        assert_eq!((p.qth_min, p.qth_max, p.burst, p.wlog, p.avpkt), (33_333, 100_000, 55, 5, 1000));
+        assert_eq!(
+            (p.qth_min, p.qth_max, p.burst, p.wlog, p.avpkt),
+            (33_333, 100_000, 55, 5, 1000)
+        );
         assert_eq!(p.max_p, 85_899_345, "0.02 · 2^32 truncated");
         assert_eq!(p.bandwidth.bps(), 10_000_000, "link rate");
         // Residential 10 Mbit/s: min 12500 B → max 37500, limit 150000, burst 62500/3000
         // = 20, a = 21 − 12.5 = 8.5: 2^-3 gives 8·(1 − 0.875^20) = 7.45, 2^-4 gives
         // 16·(1 − 0.9375^20) = 11.6 ⇒ ewma_log 4.
-        let p = toml::from_str::<RedConfig>("min = \"12500B\"\nbandwidth = \"10Mbit\"").unwrap().resolve(&c, true).unwrap();
-        assert_eq!((p.qth_min, p.qth_max, p.limit, p.burst, p.wlog), (12_500, 37_500, Limit::Bytes(150_000), 20, 4));
+        let p = toml::from_str::<RedConfig>("min = \"12500B\"\nbandwidth = \"10Mbit\"")
+            .unwrap()
+            .resolve(&c, true)
+            .unwrap();
+        assert_eq!(
+            (p.qth_min, p.qth_max, p.limit, p.burst, p.wlog),
+            (12_500, 37_500, Limit::Bytes(150_000), 20, 4)
+        );
         assert!(p.adaptive);
         // DOCSIS study in packets: min 102, max 1024 → burst 1228/3 = 409, a = 410 − 102
         // = 308: 2^-9 gives 512·(1 − e^(409·ln(511/512))) = 281.9, 2^-10 gives 337.3 ⇒ 10.
-        let p = toml::from_str::<RedConfig>("min = 102\nmax = 1024\nlimit = 2048\nprobability = 0.1").unwrap().resolve(&c, true).unwrap();
+        let p =
+            toml::from_str::<RedConfig>("min = 102\nmax = 1024\nlimit = 2048\nprobability = 0.1")
+                .unwrap()
+                .resolve(&c, true)
+                .unwrap();
         assert!(!p.bytes_mode);
-        assert_eq!((p.qth_min, p.qth_max, p.burst, p.wlog), (102, 1024, 409, 10));
+        assert_eq!(
+            (p.qth_min, p.qth_max, p.burst, p.wlog),
+            (102, 1024, 409, 10)
+        );
         assert_eq!(p.target_band(), (102 + 2 * 184, 102 + 3 * 184));
         // Nothing given: 1000 MTU-sized packets in bytes → max 375000, min 125000.
         let p = RedConfig::default().resolve(&c, false).unwrap();
-        assert_eq!((p.limit, p.qth_min, p.qth_max), (Limit::Bytes(1_500_000), 125_000, 375_000));
+        assert_eq!(
+            (p.limit, p.qth_min, p.qth_max),
+            (Limit::Bytes(1_500_000), 125_000, 375_000)
+        );
     }
 
     #[test]
     fn validation_errors_name_the_field() {
         let c = ctx(10_000_000);
-        let err = |s: &str| toml::from_str::<RedConfig>(s).unwrap().validate(&c).unwrap_err();
+        let err = |s: &str| {
+            toml::from_str::<RedConfig>(s)
+                .unwrap()
+                .validate(&c)
+                .unwrap_err()
+        };
         assert_eq!(err("min = 10\nmax = \"30KB\"").field, "max");
         assert_eq!(err("min = \"30KB\"\nmax = \"10KB\"").field, "min");
         assert_eq!(err("probability = 0.0").field, "probability");
@@ -645,7 +732,10 @@ mod tests {
         assert_eq!(err("limit = \"1KB\"").field, "limit");
         assert_eq!(err("avpkt = 0").field, "avpkt");
         // 2^23 bytes with ewma_log 9: 24 + 9 ≥ 32.
-        assert_eq!(err("min = \"4MB\"\nmax = \"9MB\"\newma_log = 9").field, "max");
+        assert_eq!(
+            err("min = \"4MB\"\nmax = \"9MB\"\newma_log = 9").field,
+            "max"
+        );
         assert!(toml::from_str::<RedConfig>("mni = 3").is_err());
     }
 
@@ -671,7 +761,12 @@ mod tests {
         }
         assert_eq!(seen, vec![0, 1, 3, 6, 9, 12, 15]);
         assert_eq!(q.avg(), 3.75);
-        let avg_trace: Vec<f64> = out.trace.iter().filter(|p| p.var == TR_AVG).map(|p| p.value).collect();
+        let avg_trace: Vec<f64> = out
+            .trace
+            .iter()
+            .filter(|p| p.var == TR_AVG)
+            .map(|p| p.value)
+            .collect();
         assert_eq!(avg_trace, vec![0.0, 0.25, 0.75, 1.5, 2.25, 3.0, 3.75]);
     }
 
@@ -695,11 +790,20 @@ mod tests {
         assert_eq!(q.idle_since, Some(t1));
         // 100 ms idle: index 100000 >> 19 = 0 → linear: dec = 512000·100000 >> 19 = 97656,
         // below qavg/2, so qavg = 512000 − 97656 = 414344 (809.27 bytes).
-        assert_eq!(q.qavg_from_idle(t1, t1 + SimDuration::from_millis(100)), 414_344);
+        assert_eq!(
+            q.qavg_from_idle(t1, t1 + SimDuration::from_millis(100)),
+            414_344
+        );
         // 0.4 s idle: dec = 512000·400000 >> 19 = 390625 ≥ 256000 → qavg/2.
-        assert_eq!(q.qavg_from_idle(t1, t1 + SimDuration::from_millis(400)), 256_000);
+        assert_eq!(
+            q.qavg_from_idle(t1, t1 + SimDuration::from_millis(400)),
+            256_000
+        );
         // 7 s idle: index 7000000 >> 19 = 13 → shift 1.
-        assert_eq!(q.qavg_from_idle(t1, t1 + SimDuration::from_secs(7)), 256_000);
+        assert_eq!(
+            q.qavg_from_idle(t1, t1 + SimDuration::from_secs(7)),
+            256_000
+        );
         // Over 255·2^19 µs (133.7 s) the idle time saturates → shift 31 → 0.
         assert_eq!(q.qavg_from_idle(t1, t1 + SimDuration::from_secs(200)), 0);
         // The next arrival uses the idle formula and ends the idle period.
@@ -740,7 +844,16 @@ mod tests {
         };
         q.qavg = 25 << w;
         let up: Vec<u32> = (0..5).map(|_| step(&mut q, &mut t, &mut out)).collect();
-        assert_eq!(up, vec![107_374_181, 134_217_726, 167_772_157, 209_715_196, 252_664_869]);
+        assert_eq!(
+            up,
+            vec![
+                107_374_181,
+                134_217_726,
+                167_772_157,
+                209_715_196,
+                252_664_869
+            ]
+        );
         q.qavg = 15 << w;
         let down: Vec<u32> = (0..2).map(|_| step(&mut q, &mut t, &mut out)).collect();
         assert_eq!(down, vec![227_398_374, 204_658_533]);
@@ -749,7 +862,12 @@ mod tests {
         // max_P / Δ (Δ = 20), rounded, is what the marking test uses.
         assert_eq!(q.max_p_delta, (204_658_533 + 10) / 20);
         // The trace recorded each change at its 500 ms tick.
-        let mp: Vec<(u64, f64)> = out.trace.iter().filter(|p| p.var == TR_MAXP).map(|p| (p.t.as_nanos() / 1_000_000, p.value)).collect();
+        let mp: Vec<(u64, f64)> = out
+            .trace
+            .iter()
+            .filter(|p| p.var == TR_MAXP)
+            .map(|p| (p.t.as_nanos() / 1_000_000, p.value))
+            .collect();
         assert_eq!(mp.len(), 7);
         assert_eq!(mp[0], (500, 107_374_181.0 / TWO32));
         assert_eq!(mp[6].0, 3500);
@@ -802,7 +920,11 @@ mod tests {
                 gap = 0;
             }
         }
-        assert!(gaps.iter().all(|&g| (1..=11).contains(&g)), "{:?}", gaps.iter().max());
+        assert!(
+            gaps.iter().all(|&g| (1..=11).contains(&g)),
+            "{:?}",
+            gaps.iter().max()
+        );
         let mean = gaps.iter().sum::<u32>() as f64 / gaps.len() as f64;
         assert!((mean - 5.5).abs() < 0.1, "mean gap {mean}");
         // Below min resets the count; at max it is a forced mark.
@@ -846,15 +968,24 @@ mod tests {
         let mut q = red("min = 10\nmax = 30\nlimit = 100\necn = true");
         q.idle_since = None;
         q.qavg = 40 << q.p.wlog;
-        assert_eq!(q.enqueue(ect(1), t, &mut out), Verdict::Marked(MarkReason::Forced));
+        assert_eq!(
+            q.enqueue(ect(1), t, &mut out),
+            Verdict::Marked(MarkReason::Forced)
+        );
         assert_eq!(q.q.back().unwrap().ecn, Ecn::Ce);
         q.qavg = 40 << q.p.wlog;
-        assert_eq!(q.enqueue(pkt(1, 1000, 2, t), t, &mut out), Verdict::Dropped(DropReason::Forced));
+        assert_eq!(
+            q.enqueue(pkt(1, 1000, 2, t), t, &mut out),
+            Verdict::Dropped(DropReason::Forced)
+        );
         // harddrop: forced drops even for ECT.
         let mut q = red("min = 10\nmax = 30\nlimit = 100\necn = true\nharddrop = true");
         q.idle_since = None;
         q.qavg = 40 << q.p.wlog;
-        assert_eq!(q.enqueue(ect(3), t, &mut out), Verdict::Dropped(DropReason::Forced));
+        assert_eq!(
+            q.enqueue(ect(3), t, &mut out),
+            Verdict::Dropped(DropReason::Forced)
+        );
         // No ECN: probabilistic drops are Early. probability 1, empty queue and a scaled
         // average of 233 (wlog 3): the EWMA gives 233 − 29 = 204, (204 − 80) >> 3 = 15
         // packets above min → p_b = 15·⌊(2^32−1)/20⌋/2^32 ≈ 0.75.
@@ -882,11 +1013,23 @@ mod tests {
         let mut q = red("min = \"100KB\"\nmax = \"300KB\"\nlimit = \"3000B\"");
         let mut out = QdiscOut::new(false);
         let t = SimTime::ZERO;
-        assert_eq!(q.enqueue(pkt(1, 1500, 0, t), t, &mut out), Verdict::Enqueued);
-        assert_eq!(q.enqueue(pkt(1, 1500, 1, t), t, &mut out), Verdict::Enqueued);
-        assert_eq!(q.enqueue(pkt(1, 1, 2, t), t, &mut out), Verdict::Dropped(DropReason::Overlimit));
+        assert_eq!(
+            q.enqueue(pkt(1, 1500, 0, t), t, &mut out),
+            Verdict::Enqueued
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, 1500, 1, t), t, &mut out),
+            Verdict::Enqueued
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, 1, 2, t), t, &mut out),
+            Verdict::Dropped(DropReason::Overlimit)
+        );
         assert_eq!(q.dequeue(t, &mut out).unwrap().uid, 0);
-        assert_eq!(q.enqueue(pkt(1, 1500, 3, t), t, &mut out), Verdict::Enqueued);
+        assert_eq!(
+            q.enqueue(pkt(1, 1500, 3, t), t, &mut out),
+            Verdict::Enqueued
+        );
         q.stats().check(q.len() as u64, q.backlog_bytes()).unwrap();
     }
 }
