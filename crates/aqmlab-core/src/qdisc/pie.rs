@@ -1,8 +1,8 @@
 //! PIE: a FIFO whose arrivals meet the PIE control law of [`super::pie_core`].
 //!
 //! Linux `sch_pie` by default (`variant = "linux"`); `"linux-3.14"`, `"rfc8033"`,
-//! `"draft00"` and `"docsis"` select the other specifications (see `pie_core`). Every
-//! parameter left out takes the chosen variant's default.
+//! `"draft00"`, `"docsis"` and `"ns2"` select the other specifications (see `pie_core`).
+//! Every parameter left out takes the chosen variant's default.
 //!
 //! Enqueue order, as in `pie_qdisc_enqueue`: tail drop at the limit (overlimit), then the
 //! early-drop test; an early "drop" of an ECN-capable packet becomes a CE mark while
@@ -27,24 +27,27 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PieConfig {
-    /// Which PIE: "linux" (default), "linux-3.14", "rfc8033", "draft00", "docsis".
+    /// Which PIE: "linux" (default), "linux-3.14", "rfc8033", "draft00", "docsis", "ns2".
     #[serde(default)]
     pub variant: PieVariant,
     /// Target queueing delay (alias `qdelay_ref`). Default by variant: 15 ms (linux,
-    /// rfc8033), 20 ms (linux-3.14), 16 ms (draft00), 10 ms (docsis).
+    /// rfc8033), 20 ms (linux-3.14, ns2), 16 ms (draft00), 10 ms (docsis).
     #[serde(alias = "qdelay_ref")]
     pub target: Option<DurationSpec>,
-    /// Probability update period (alias `t_update`). Default 15 / 30 / 15 / 16 / 16 ms.
+    /// Probability update period (alias `t_update`). Default 15 ms (linux, rfc8033), 30 ms
+    /// (linux-3.14, ns2), 16 ms (draft00, docsis).
     #[serde(alias = "t_update")]
     pub tupdate: Option<DurationSpec>,
     /// Queue limit, packets or bytes. Default 1000 packets (Linux `limit`).
     pub limit: Option<Limit>,
     /// Weight of (qdelay − target), 1/s. Default 0.125 (docsis 0.25). Linux variants take
-    /// multiples of 1/16 from 0 to 2 (tc `alpha 2` = 0.125).
+    /// multiples of 1/16 from 0 to 2 (tc `alpha 2` = 0.125). Every PIE text pairs the
+    /// small weight with the target error: the DOCSIS study's "1.25 and 0.125" are
+    /// beta = 1.25 and alpha = 0.125.
     pub alpha: Option<f64>,
     /// Weight of (qdelay − qdelay_old), 1/s. Default 1.25 (docsis 2.5); tc `beta 20`.
     pub beta: Option<f64>,
-    /// Burst allowance. Default 150 ms (linux, rfc8033, draft00), 100 ms (linux-3.14),
+    /// Burst allowance. Default 150 ms (linux, rfc8033, draft00), 100 ms (linux-3.14, ns2),
     /// 142 ms (docsis). Not a tc parameter in Linux (fixed there).
     pub max_burst: Option<DurationSpec>,
     /// Mark ECN-capable packets instead of dropping them while p ≤ `ecn_prob`. Default false.
@@ -55,29 +58,30 @@ pub struct PieConfig {
     /// Scale p by packet size. Default false (docsis true, with mean packet size 1024).
     pub bytemode: Option<bool>,
     /// "timestamp", "dq_rate" or "link_rate". Default timestamp (linux, rfc8033), dq_rate
-    /// (linux-3.14, draft00), link_rate (docsis). Linux's `dq_rate_estimator` = "dq_rate".
+    /// (linux-3.14, draft00, ns2), link_rate (docsis). Linux's `dq_rate_estimator` = "dq_rate".
     pub estimator: Option<Estimator>,
-    /// Bytes per departure-rate measurement. Default 16384 (linux-3.14: 10000).
+    /// Bytes per departure-rate measurement. Default 16384 (linux-3.14, ns2: 10000).
     pub dq_threshold: Option<SizeSpec>,
-    /// RFC MEAN_PKTSIZE (two-packet safeguard, byte mode). Default the link MTU (docsis 1024).
+    /// RFC MEAN_PKTSIZE (two-packet safeguard, byte mode). Default the link MTU (docsis
+    /// 1024, ns2 1000).
     pub mean_pktsize: Option<u32>,
 }
 
 impl PieConfig {
     pub const PARAMS: &'static [ParamDoc] = &[
-        ParamDoc { name: "variant", default: "linux", doc: "linux (today's Linux sch_pie), linux-3.14 (original sch_pie, residential study), rfc8033, draft00 (saturated-TCP study), docsis (RFC 8034)" },
-        ParamDoc { name: "target", default: "15ms", doc: "target queueing delay (alias qdelay_ref); by variant 15ms linux/rfc8033 (include/net/pie.h, RFC 8033), 20ms linux-3.14, 16ms draft00, 10ms docsis (RFC 8034)" },
-        ParamDoc { name: "tupdate", default: "15ms", doc: "probability update period (alias t_update); 15ms linux/rfc8033, 30ms linux-3.14, 16ms draft00/docsis. Linux runs the first update 500 ms after creation" },
+        ParamDoc { name: "variant", default: "linux", doc: "linux (today's Linux sch_pie), linux-3.14 (original sch_pie, residential study), rfc8033, draft00 (saturated-TCP study), docsis (RFC 8034), ns2 (ns-2.36 Queue/PIE, DOCSIS-downstream study)" },
+        ParamDoc { name: "target", default: "15ms", doc: "target queueing delay (alias qdelay_ref); by variant 15ms linux/rfc8033 (include/net/pie.h, RFC 8033), 20ms linux-3.14/ns2, 16ms draft00, 10ms docsis (RFC 8034)" },
+        ParamDoc { name: "tupdate", default: "15ms", doc: "probability update period (alias t_update); 15ms linux/rfc8033, 30ms linux-3.14/ns2, 16ms draft00/docsis. Linux runs the first update 500 ms after creation, ns2 at 0" },
         ParamDoc { name: "limit", default: "1000", doc: "queue limit: packets (integer) or bytes (\"250KB\"); 1000 packets = Linux sch_pie default" },
-        ParamDoc { name: "alpha", default: "0.125", doc: "weight of (qdelay - target) in 1/s; 0.25 for docsis (RFC 8034). Linux: multiples of 1/16 in [0, 2] (tc alpha 2)" },
-        ParamDoc { name: "beta", default: "1.25", doc: "weight of (qdelay - qdelay_old) in 1/s; 2.5 for docsis. Linux: multiples of 1/16 in [0, 2] (tc beta 20)" },
-        ParamDoc { name: "max_burst", default: "150ms", doc: "burst allowance before early drops start; 150ms linux/rfc8033/draft00, 100ms linux-3.14, 142ms docsis" },
+        ParamDoc { name: "alpha", default: "0.125", doc: "weight of (qdelay - target) in 1/s; 0.25 for docsis (RFC 8034). Linux: multiples of 1/16 in [0, 2] (tc alpha 2). The DOCSIS study's 0.125 is alpha" },
+        ParamDoc { name: "beta", default: "1.25", doc: "weight of (qdelay - qdelay_old) in 1/s; 2.5 for docsis. Linux: multiples of 1/16 in [0, 2] (tc beta 20). The DOCSIS study's 1.25 is beta" },
+        ParamDoc { name: "max_burst", default: "150ms", doc: "burst allowance before early drops start; 150ms linux/rfc8033/draft00, 100ms linux-3.14/ns2, 142ms docsis" },
         ParamDoc { name: "ecn", default: "false", doc: "mark ECN-capable packets instead of dropping while p <= ecn_prob (not in docsis)" },
         ParamDoc { name: "ecn_prob", default: "0.1", doc: "highest drop probability at which packets are marked (Linux 10 %, RFC 8033 §5.1)" },
         ParamDoc { name: "bytemode", default: "false", doc: "scale the drop probability by packet size; docsis default true (mean packet size 1024)" },
-        ParamDoc { name: "estimator", default: "timestamp", doc: "queue delay estimate: timestamp (linux, rfc8033), dq_rate (linux-3.14, draft00; Little's law on a measured departure rate), link_rate (docsis)" },
-        ParamDoc { name: "dq_threshold", default: "16384", doc: "bytes per departure-rate measurement (Linux QUEUE_THRESHOLD, RFC DQ_THRESHOLD); 10000 for linux-3.14" },
-        ParamDoc { name: "mean_pktsize", default: "MTU", doc: "RFC MEAN_PKTSIZE in bytes, for the two-packet safeguard and byte mode; docsis 1024" },
+        ParamDoc { name: "estimator", default: "timestamp", doc: "queue delay estimate: timestamp (linux, rfc8033), dq_rate (linux-3.14, draft00, ns2; Little's law on a measured departure rate), link_rate (docsis)" },
+        ParamDoc { name: "dq_threshold", default: "16384", doc: "bytes per departure-rate measurement (Linux QUEUE_THRESHOLD, RFC DQ_THRESHOLD); 10000 for linux-3.14 and ns2" },
+        ParamDoc { name: "mean_pktsize", default: "MTU", doc: "RFC MEAN_PKTSIZE in bytes, for the two-packet safeguard and byte mode; docsis 1024, ns2 1000" },
     ];
 
     /// Resolves defaults and checks ranges.
@@ -151,11 +155,9 @@ impl PieConfig {
                 "64 B to 1 GiB",
             ));
         }
-        let mean_pktsize = self.mean_pktsize.unwrap_or(if v == PieVariant::Docsis {
-            1024
-        } else {
-            ctx.mtu
-        });
+        let mean_pktsize = self
+            .mean_pktsize
+            .unwrap_or(v.default_mean_pktsize().unwrap_or(ctx.mtu));
         if !(20..=65535).contains(&mean_pktsize) {
             return Err(ParamError::new(
                 "mean_pktsize",
@@ -420,6 +422,19 @@ mod tests {
         );
         assert!(p.bytemode);
         assert_eq!(p.mean_pktsize, 1024);
+        let p = toml::from_str::<PieConfig>("variant = \"ns2\"")
+            .unwrap()
+            .resolve(&c)
+            .unwrap();
+        assert_eq!(
+            (p.target, p.tupdate, p.max_burst, p.alpha, p.beta),
+            (ms(20), ms(30), ms(100), 0.125, 1.25)
+        );
+        assert_eq!(
+            (p.estimator, p.dq_threshold, p.mean_pktsize, p.bytemode),
+            (Estimator::DqRate, 10_000, 1000, false)
+        );
+        assert_eq!(p.first_update(), SimDuration::ZERO);
         let d: PieConfig =
             toml::from_str("variant = \"linux-3.14\"\nqdelay_ref = \"20ms\"\nt_update = \"30ms\"")
                 .unwrap();
@@ -500,7 +515,7 @@ mod tests {
     /// Offered load below capacity: the queue never builds, p stays 0, nothing dropped.
     #[test]
     fn no_drops_when_uncongested() {
-        for v in ["linux", "linux-3.14", "rfc8033", "draft00", "docsis"] {
+        for v in ["linux", "linux-3.14", "rfc8033", "draft00", "docsis", "ns2"] {
             let mut q = build(&format!("variant = \"{v}\""));
             let mut out = QdiscOut::new(false);
             drive(&mut q, 9_000_000, 3.0, &mut out);
@@ -513,7 +528,7 @@ mod tests {
     /// 1000-packet limit (FIFO would hold 1.2 s) after its transient.
     #[test]
     fn controls_overload_in_every_variant() {
-        for v in ["linux", "linux-3.14", "rfc8033", "draft00", "docsis"] {
+        for v in ["linux", "linux-3.14", "rfc8033", "draft00", "docsis", "ns2"] {
             let mut q = build(&format!("variant = \"{v}\""));
             let mut out = QdiscOut::new(false);
             drive(&mut q, 20_000_000, 6.0, &mut out);

@@ -31,6 +31,11 @@
 //! - `docsis`: DOCSIS-PIE (RFC 8034): delay from the configured rate, alpha 0.25 / beta 2.5,
 //!   extended auto-tuning table, 5 ms / 200 ms non-linear rules, byte mode with mean
 //!   packet size 1024, burst-protection state machine, no ECN.
+//! - `ns2`: the ns-2.36 `Queue/PIE` of Cisco/CableLabs in its normal (non-DOCSIS) mode,
+//!   the PIE of ns-2 studies such as the DOCSIS-downstream one, whose quoted parameters
+//!   (20 ms, 30 ms, 100 ms burst, 0.125, 1.25) are its defaults: departure rate averaged
+//!   with weight 1/2, auto-tuning from /32 below 0.1 % to ×2 above 10 %, +2 % above 200 ms,
+//!   ×0.98 when idle, no de-randomisation, p not bounded above 1.
 //!
 //! Probabilities are `f64` in [0, 1] (Linux keeps a 56-bit fixed point; the arithmetic
 //! differs only in the last bits) except where a Linux quirk of the fixed-point form is
@@ -55,6 +60,8 @@ pub enum PieVariant {
     Draft00,
     #[serde(rename = "docsis")]
     Docsis,
+    #[serde(rename = "ns2")]
+    Ns2,
 }
 
 /// How the queueing delay is estimated.
@@ -81,13 +88,14 @@ impl PieVariant {
             PieVariant::Rfc8033 => "rfc8033",
             PieVariant::Draft00 => "draft00",
             PieVariant::Docsis => "docsis",
+            PieVariant::Ns2 => "ns2",
         }
     }
     /// Target queueing delay (Linux `target`, RFC `QDELAY_REF`, RFC 8034 `LATENCY_TARGET`).
     pub fn default_target(self) -> SimDuration {
         SimDuration::from_millis(match self {
             PieVariant::Linux | PieVariant::Rfc8033 => 15, // include/net/pie.h; RFC 8033 §6
-            PieVariant::Linux314 => 20,                    // original sch_pie pie_params_init
+            PieVariant::Linux314 | PieVariant::Ns2 => 20,  // original sch_pie; ns-2 qdelay_ref_
             PieVariant::Draft00 => 16,                     // draft-ietf-aqm-pie-00 / study
             PieVariant::Docsis => 10,                      // RFC 8034 LATENCY_TARGET
         })
@@ -96,7 +104,7 @@ impl PieVariant {
     pub fn default_tupdate(self) -> SimDuration {
         SimDuration::from_millis(match self {
             PieVariant::Linux | PieVariant::Rfc8033 => 15,
-            PieVariant::Linux314 => 30,
+            PieVariant::Linux314 | PieVariant::Ns2 => 30,
             PieVariant::Draft00 | PieVariant::Docsis => 16,
         })
     }
@@ -104,7 +112,7 @@ impl PieVariant {
     pub fn default_max_burst(self) -> SimDuration {
         SimDuration::from_millis(match self {
             PieVariant::Linux | PieVariant::Rfc8033 | PieVariant::Draft00 => 150,
-            PieVariant::Linux314 => 100,
+            PieVariant::Linux314 | PieVariant::Ns2 => 100,
             PieVariant::Docsis => 142,
         })
     }
@@ -127,16 +135,24 @@ impl PieVariant {
     pub fn default_estimator(self) -> Estimator {
         match self {
             PieVariant::Linux | PieVariant::Rfc8033 => Estimator::Timestamp,
-            PieVariant::Linux314 | PieVariant::Draft00 => Estimator::DqRate,
+            PieVariant::Linux314 | PieVariant::Draft00 | PieVariant::Ns2 => Estimator::DqRate,
             PieVariant::Docsis => Estimator::LinkRate,
         }
     }
     /// Bytes a departure-rate measurement spans (Linux `QUEUE_THRESHOLD`, RFC `DQ_THRESHOLD`).
     pub fn default_dq_threshold(self) -> u64 {
-        if self == PieVariant::Linux314 {
+        if matches!(self, PieVariant::Linux314 | PieVariant::Ns2) {
             10_000
         } else {
             16_384
+        }
+    }
+    /// RFC `MEAN_PKTSIZE` default, or `None` for the link MTU.
+    pub fn default_mean_pktsize(self) -> Option<u32> {
+        match self {
+            PieVariant::Docsis => Some(1024), // RFC 8034
+            PieVariant::Ns2 => Some(1000),    // ns-2 mean_pktsize_
+            _ => None,
         }
     }
     fn is_linux(self) -> bool {
@@ -169,6 +185,9 @@ const DOCSIS_LATENCY_HIGH: SimDuration = SimDuration::from_millis(200);
 const DOCSIS_MIN_PKTSIZE: f64 = 64.0;
 /// RFC 8034 BURST_RESET_TIMEOUT: quiet time before burst protection re-arms.
 const DOCSIS_BURST_RESET_TIMEOUT: SimDuration = SimDuration::from_secs(1);
+/// ns-2 pie.h BURST_RESET_TIMEOUT (1.5 s) and its non-linear threshold (0.2 s).
+const NS2_BURST_RESET_TIMEOUT: SimDuration = SimDuration::from_millis(1500);
+const NS2_HIGH_DELAY: SimDuration = SimDuration::from_millis(200);
 /// Linux: above this delay, p grows by a further 2 % per update.
 const LINUX_HIGH_DELAY: SimDuration = SimDuration::from_millis(250);
 /// Linux arms the update timer HZ/2 after the qdisc is created.
@@ -294,10 +313,11 @@ fn dur_s(d: SimDuration) -> f64 {
 impl PieParams {
     /// When the first probability update happens, relative to creation.
     pub fn first_update(&self) -> SimDuration {
-        if self.variant.is_linux() {
-            LINUX_FIRST_UPDATE
-        } else {
-            self.tupdate
+        match self.variant {
+            PieVariant::Linux | PieVariant::Linux314 => LINUX_FIRST_UPDATE,
+            // ns-2 starts the timer at sUpdate_ = 0.
+            PieVariant::Ns2 => SimDuration::ZERO,
+            _ => self.tupdate,
         }
     }
 
@@ -305,8 +325,9 @@ impl PieParams {
     pub fn new_vars(&self) -> PieVars {
         let burst = match self.variant {
             PieVariant::Linux | PieVariant::Linux314 | PieVariant::Rfc8033 => self.max_burst,
-            // draft00 arms the allowance on activation, DOCSIS on the first drop.
-            PieVariant::Draft00 | PieVariant::Docsis => SimDuration::ZERO,
+            // draft00 arms the allowance on activation, DOCSIS on the first drop, ns-2 on
+            // the first early-drop test.
+            PieVariant::Draft00 | PieVariant::Docsis | PieVariant::Ns2 => SimDuration::ZERO,
         };
         PieVars {
             prob: 0.0,
@@ -359,6 +380,7 @@ impl PieParams {
                 self.drop_early_rfc(v, backlog_bytes, size, rng)
             }
             PieVariant::Docsis => self.drop_early_docsis(v, backlog_bytes, backlog_pkts, size, rng),
+            PieVariant::Ns2 => self.drop_early_ns2(v, backlog_bytes, size, rng),
         };
         if drop {
             EarlyVerdict::MarkOrDrop
@@ -519,6 +541,35 @@ impl PieParams {
         true
     }
 
+    /// ns-2 `PIEQueue::drop_early` (normal mode).
+    fn drop_early_ns2(&self, v: &mut PieVars, backlog: u64, size: u32, rng: &mut Rng) -> bool {
+        if v.burst_allowance > SimDuration::ZERO {
+            return false;
+        }
+        if v.prob == 0.0 {
+            v.accu_prob = 0.0;
+        }
+        // The first test after a quiet period arms the burst allowance, and (as ns-2 does)
+        // still goes on to decide about this packet.
+        if v.burst_state == BurstState::NoBurst {
+            v.burst_state = BurstState::InBurstProtecting;
+            v.burst_allowance = self.max_burst;
+        }
+        let p = if self.bytemode {
+            v.prob * size as f64 / self.mean_pktsize as f64
+        } else {
+            v.prob
+        };
+        let u = rng.uniform();
+        if v.qdelay_old < self.target / 2 && v.prob < 0.2 {
+            return false;
+        }
+        if backlog <= 2 * self.mean_pktsize as u64 {
+            return false;
+        }
+        u <= p
+    }
+
     /// Hook after an arriving packet was handled (draft00 activation / deactivation).
     pub fn after_enqueue(
         &self,
@@ -555,8 +606,10 @@ impl PieParams {
         backlog_after: u64,
         now: SimTime,
     ) {
+        let ns2_like = matches!(self.variant, PieVariant::Ns2 | PieVariant::Docsis);
         match (self.variant.is_linux(), self.estimator) {
             (true, Estimator::DqRate) => self.dq_rate_linux(v, size, backlog_after, now),
+            (false, Estimator::DqRate) if ns2_like => self.dq_rate_ns2(v, size, backlog_after, now),
             (true, est) => {
                 if est == Estimator::Timestamp {
                     v.qdelay = if backlog_after == 0 {
@@ -622,6 +675,38 @@ impl PieParams {
         v.burst_allowance = v.burst_allowance.saturating_sub(dtime);
     }
 
+    /// ns-2 departure-rate estimator: rate averaged with weight 1/2, a new cycle starts
+    /// at once while more than `dq_threshold` bytes remain.
+    fn dq_rate_ns2(&self, v: &mut PieVars, size: u32, backlog: u64, now: SimTime) {
+        let thr = self.dq_threshold;
+        if v.dq_count.is_none() && backlog >= thr {
+            v.dq_count = Some(0);
+            v.dq_tstamp = Some(now);
+        }
+        let Some(count) = v.dq_count else { return };
+        let count = count + size as u64;
+        if count < thr {
+            v.dq_count = Some(count);
+            return;
+        }
+        let dt = now.saturating_since(v.dq_tstamp.unwrap_or(now));
+        // ns-2 divides by zero here when the cycle took no time; such a sample is skipped.
+        if !dt.is_zero() {
+            let rate = count as f64 / dt.as_nanos() as f64;
+            v.avg_dq_rate = if v.avg_dq_rate == 0.0 {
+                rate
+            } else {
+                0.5 * v.avg_dq_rate + 0.5 * rate
+            };
+        }
+        if backlog > thr {
+            v.dq_count = Some(0);
+            v.dq_tstamp = Some(now);
+        } else {
+            v.dq_count = None;
+        }
+    }
+
     /// RFC 8033 Appendix B / draft drain-time estimator.
     fn dq_time_rfc(&self, v: &mut PieVars, size: u32, backlog: u64, now: SimTime) {
         let thr = self.dq_threshold;
@@ -651,7 +736,9 @@ impl PieParams {
         match self.estimator {
             Estimator::Timestamp => v.qdelay,
             Estimator::LinkRate => self.rate.tx_time(backlog.min(u32::MAX as u64) as u32),
-            Estimator::DqRate if self.variant.is_linux() => {
+            Estimator::DqRate
+                if !matches!(self.variant, PieVariant::Rfc8033 | PieVariant::Draft00) =>
+            {
                 if v.avg_dq_rate > 0.0 {
                     SimDuration::from_nanos((backlog as f64 / v.avg_dq_rate) as u64)
                 } else {
@@ -671,7 +758,64 @@ impl PieParams {
             PieVariant::Linux314 => self.update_linux314(v, backlog),
             PieVariant::Rfc8033 | PieVariant::Draft00 => self.update_rfc(v, backlog),
             PieVariant::Docsis => self.update_docsis(v, backlog),
+            PieVariant::Ns2 => self.update_ns2(v, backlog),
         }
+    }
+
+    /// ns-2 `PIEQueue::calculate_p` (normal mode).
+    fn update_ns2(&self, v: &mut PieVars, backlog: u64) {
+        let qdelay = self.computed_qdelay(v, backlog);
+        let missing_init = self.estimator == Estimator::DqRate && v.avg_dq_rate == 0.0;
+        if v.burst_allowance > SimDuration::ZERO {
+            v.prob = 0.0;
+        } else {
+            let mut p = self.alpha * (dur_s(qdelay) - dur_s(self.target))
+                + self.beta * (dur_s(qdelay) - dur_s(v.qdelay_old));
+            p /= ns2_autotune_divisor(v.prob);
+            if v.prob >= 0.1 && p > 0.02 {
+                p = 0.02;
+            }
+            p += v.prob;
+            if qdelay.is_zero() && v.qdelay_old.is_zero() {
+                p *= 0.98;
+            } else if qdelay > NS2_HIGH_DELAY {
+                p += 0.02;
+            }
+            // Bounded below only: above 1 every tested packet is dropped.
+            v.prob = p.max(0.0);
+        }
+        v.burst_allowance = v.burst_allowance.saturating_sub(self.tupdate);
+        let half = self.target / 2;
+        let calm = qdelay < half && v.qdelay_old < half && v.prob == 0.0;
+        if calm && !missing_init {
+            // Forget the departure rate (ns-2 also sets its byte count to −1; a running
+            // measurement here restarts at 0).
+            v.avg_dq_rate = 0.0;
+            if v.dq_count.is_some() {
+                v.dq_count = Some(0);
+            }
+        }
+        let limit = (NS2_BURST_RESET_TIMEOUT.as_nanos() / self.tupdate.as_nanos().max(1)) as u32;
+        if calm && v.burst_allowance.is_zero() {
+            match v.burst_state {
+                BurstState::InBurstProtecting => {
+                    v.burst_state = BurstState::InBurst;
+                    v.burst_reset = 0;
+                }
+                BurstState::InBurst => {
+                    v.burst_reset += 1;
+                    if v.burst_reset > limit {
+                        v.burst_reset = 0;
+                        v.burst_state = BurstState::NoBurst;
+                    }
+                }
+                BurstState::NoBurst => {}
+            }
+        } else if v.burst_state == BurstState::InBurst {
+            v.burst_reset = 0;
+        }
+        v.qdelay = qdelay;
+        v.qdelay_old = qdelay;
     }
 
     /// `pie_calculate_probability` of today's Linux.
@@ -899,6 +1043,15 @@ pub fn rfc_autotune_divisor(prob: f64) -> f64 {
     }
 }
 
+/// ns-2 (normal mode) starts the table at /32 below 0.1 % and extends it like RFC 8034.
+pub fn ns2_autotune_divisor(prob: f64) -> f64 {
+    if prob < 0.001 {
+        32.0
+    } else {
+        docsis_autotune_divisor(prob)
+    }
+}
+
 /// RFC 8034 extends the table above 10 %: ×2 below 1, ×8 below 10, ×32 above.
 pub fn docsis_autotune_divisor(prob: f64) -> f64 {
     if prob < 0.1 {
@@ -929,11 +1082,7 @@ mod tests {
             bytemode: variant == PieVariant::Docsis,
             estimator: variant.default_estimator(),
             dq_threshold: variant.default_dq_threshold(),
-            mean_pktsize: if variant == PieVariant::Docsis {
-                1024
-            } else {
-                1500
-            },
+            mean_pktsize: variant.default_mean_pktsize().unwrap_or(1500),
             mtu: 1500,
             rate: Rate::from_bps(10_000_000),
             limit: Limit::Packets(1000),
@@ -1368,6 +1517,90 @@ mod tests {
             pp.update(&mut v, 0);
         }
         assert_eq!(v.burst_state, BurstState::NoBurst);
+    }
+
+    /// ns-2 normal mode: qdelay from the departure rate 1.25 B/µs, target 20 ms.
+    #[test]
+    fn ns2_update_table_and_unbounded_p() {
+        let pp = params(PieVariant::Ns2);
+        assert_eq!(pp.first_update(), SimDuration::ZERO);
+        // backlog 31250 B → 25 ms (rate 1.25e-3 B/ns is 2^-10 · 1.28, so compare with
+        // the computed delay); old 20 ms.
+        for (p0, mult) in [
+            (0.0, 1.0 / 32.0),
+            (0.005, 1.0 / 8.0),
+            (0.05, 0.5),
+            (0.5, 2.0),
+        ] {
+            let mut v = pp.new_vars();
+            v.prob = p0;
+            v.avg_dq_rate = 1.25e-3;
+            v.qdelay_old = ms(20);
+            pp.update(&mut v, 31_250);
+            let qd = v.qdelay.as_secs_f64();
+            let step = (0.125 * (qd - 0.020) + 1.25 * (qd - 0.020)) * mult;
+            // Above 10 % the doubled step is capped at 2 %.
+            let step = if p0 >= 0.1 { step.min(0.02) } else { step };
+            assert!(
+                (v.prob - (p0 + step)).abs() < 1e-12,
+                "p0 {p0}: {} vs {}",
+                v.prob,
+                p0 + step
+            );
+        }
+        // Above 200 ms: +2 %, and p may pass 1.
+        let mut v = pp.new_vars();
+        v.prob = 0.99;
+        v.avg_dq_rate = 1.25e-3;
+        v.qdelay_old = ms(300);
+        pp.update(&mut v, 375_000); // 300 ms
+        assert!((v.prob - (0.99 + 0.02 + 0.02)).abs() < 1e-9, "{}", v.prob);
+        // Idle: ×0.98 after the (doubled, negative) step; the rate is forgotten once calm.
+        let mut v = pp.new_vars();
+        v.prob = 0.5;
+        v.avg_dq_rate = 1.25e-3;
+        pp.update(&mut v, 0);
+        assert!((v.prob - (0.5 - 2.0 * 0.125 * 0.020) * 0.98).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ns2_burst_arming_and_rate_estimator() {
+        let pp = params(PieVariant::Ns2);
+        let mut rng = Rng::stream(9, "t", 0);
+        let mut v = pp.new_vars();
+        v.prob = 1.0;
+        v.qdelay_old = ms(50);
+        // First test in NoBurst arms 100 ms and still decides: p = 1 drops.
+        assert_eq!(
+            pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
+            EarlyVerdict::MarkOrDrop
+        );
+        assert_eq!(
+            (v.burst_state, v.burst_allowance),
+            (BurstState::InBurstProtecting, ms(100))
+        );
+        // Then nothing is dropped while the allowance lasts.
+        assert_eq!(
+            pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
+            EarlyVerdict::Enqueue
+        );
+        // Rate: cycles of 10000 B; 1000-byte packets every 0.8 ms, count includes the
+        // starting packet: 10 packets over 7.2 ms, then (restart) 10 over 8 ms.
+        let mut v = pp.new_vars();
+        let mut now = SimTime::from_nanos(1_000_000);
+        pp.on_dequeue(&mut v, 1000, ms(1), 50_000, now);
+        for _ in 0..9 {
+            now += SimDuration::from_micros(800);
+            pp.on_dequeue(&mut v, 1000, ms(1), 50_000, now);
+        }
+        let r1 = 10_000.0 / 7_200_000.0;
+        assert_eq!(v.avg_dq_rate, r1);
+        assert_eq!(v.dq_count, Some(0));
+        for _ in 0..10 {
+            now += SimDuration::from_micros(800);
+            pp.on_dequeue(&mut v, 1000, ms(1), 50_000, now);
+        }
+        assert!((v.avg_dq_rate - (0.5 * r1 + 0.5 * 10_000.0 / 8_000_000.0)).abs() < 1e-15);
     }
 
     #[test]

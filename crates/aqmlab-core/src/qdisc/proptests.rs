@@ -60,6 +60,7 @@ const CASES: &[Case] = &[
     pkts("pie-linux-3.14", "kind = 'pie'\nvariant = 'linux-3.14'\nlimit = 25\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '0ms'\ndq_threshold = 3000", 25),
     pkts("pie-rfc8033", "kind = 'pie'\nvariant = 'rfc8033'\nlimit = 15\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '1ms'\necn = true", 15),
     bytes("pie-draft00", "kind = 'pie'\nvariant = 'draft00'\nlimit = '20KB'\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '0ms'\ndq_threshold = 3000", 20_000),
+    pkts("pie-ns2", "kind = 'pie'\nvariant = 'ns2'\nlimit = 20\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '1ms'\ndq_threshold = 3000\necn = true", 20),
     pkts("pie-docsis", "kind = 'pie'\nvariant = 'docsis'\nlimit = 12\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '2ms'", 12),
 ];
 
