@@ -512,6 +512,33 @@ mod tests {
         assert!(out.trace.iter().any(|t| t.var == TR_QDELAY));
     }
 
+    /// RFC 8033 under a 2× overload: the allowance is re-armed at each arrival while p = 0
+    /// and both delays are below target/2 (until ~15 ms, when the sojourn t/2 passes
+    /// 7.5 ms), then runs down by 15 ms per update: 150 ms later it is 0. No early drop
+    /// happens before, and drops start soon after.
+    #[test]
+    fn rfc8033_no_drops_during_burst_allowance() {
+        let mut q = build("variant = \"rfc8033\"");
+        let mut out = QdiscOut::new(true);
+        let (first_drop, _) = drive(&mut q, 20_000_000, 1.0, &mut out);
+        let exhausted = out
+            .trace
+            .iter()
+            .find(|t| t.var == TR_BURST && t.value == 0.0)
+            .unwrap()
+            .t;
+        assert!(
+            exhausted >= SimTime::from_nanos(150_000_000)
+                && exhausted <= SimTime::from_nanos(180_000_000),
+            "allowance exhausted at {exhausted}"
+        );
+        assert!(
+            first_drop >= exhausted,
+            "drop at {first_drop} before {exhausted}"
+        );
+        assert!(first_drop < exhausted + ms(100), "first drop {first_drop}");
+    }
+
     /// Offered load below capacity: the queue never builds, p stays 0, nothing dropped.
     #[test]
     fn no_drops_when_uncongested() {
