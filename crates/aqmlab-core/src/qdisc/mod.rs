@@ -367,7 +367,7 @@ qdisc_registry! {
     Ared: "ared" => red::AredConfig => red::Red,
         "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux)";
     Pie: "pie" => pie::PieConfig => pie::Pie,
-        "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis)";
+        "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
 }
 
 impl Default for QdiscConfig {
