@@ -30,6 +30,11 @@ pub mod fq_codel;
 #[cfg(test)]
 mod props_codel_fq;
 pub mod sfq;
+pub mod pie;
+pub mod pie_core;
+pub mod red;
+#[cfg(test)]
+mod proptests;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -403,6 +408,12 @@ qdisc_registry! {
         "Stochastic Fairness Queueing (Linux sch_sfq): 1024 buckets, 128 flows, depth 127, limit 127, optional perturb";
     Drr: "drr" => drr::DrrConfig => drr::Drr,
         "per-flow deficit round robin with exact flow classification (DOCSIS study): limit 2048, 204 per flow";
+    Red: "red" => red::RedConfig => red::Red,
+        "RED (Linux sch_red): EWMA average queue, min/max thresholds in bytes or packets, ecn, harddrop, gentle, adaptive";
+    Ared: "ared" => red::AredConfig => red::Red,
+        "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux)";
+    Pie: "pie" => pie::PieConfig => pie::Pie,
+        "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
 }
 
 impl Default for QdiscConfig {
