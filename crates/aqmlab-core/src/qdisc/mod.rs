@@ -27,14 +27,14 @@ pub mod drr;
 pub mod fifo;
 pub mod flow_sched;
 pub mod fq_codel;
-#[cfg(test)]
-mod props_codel_fq;
-pub mod sfq;
 pub mod pie;
 pub mod pie_core;
-pub mod red;
+#[cfg(test)]
+mod props_codel_fq;
 #[cfg(test)]
 mod proptests;
+pub mod red;
+pub mod sfq;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
