@@ -283,8 +283,9 @@ impl<'de> Deserialize<'de> for FlowConfig {
         }
         let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
             let m = e.message().trim().to_string();
-            let m = m.replace("unknown field", "unknown field for this kind").replace("expected one of", "allowed: common keys (") ;
-            de::Error::custom(if m.contains("allowed: common keys (") { format!("{m}) or {}", FLOW_COMMON.join(", ")) } else { m })
+            // "unknown field `x`, expected one of `a`, `b`" → name the kind's keys and the common keys.
+            let m = m.replace("unknown field", "unknown field for this kind").replace("expected one of", "allowed for this kind:");
+            de::Error::custom(if m.contains("allowed for this kind:") { format!("{m}; common keys: {}", FLOW_COMMON.join(", ")) } else { m })
         })?;
         Ok(FlowConfig { name, from, to, start, start_spread, stop, count: count as u32, app })
     }
