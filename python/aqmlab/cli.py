@@ -78,7 +78,21 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         ctx.exit()
 
 
+class _Interrupted(Exception):
+    """Ctrl-C during a command (raised instead of KeyboardInterrupt so that click does not
+    print its own blank line)."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
+
+
 @click.group(
+    cls=_Group,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="Example: aqmlab run examples/fifo_overload.toml --seed 1",
 )
@@ -231,7 +245,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail(e.format_message() + hint, EXIT_BAD_INPUT)
     except click.ClickException as e:
         _fail(e.format_message(), e.exit_code)
-    except (click.Abort, KeyboardInterrupt):
+    except (_Interrupted, click.Abort, KeyboardInterrupt):
+        if sys.stderr.isatty():
+            click.echo("", err=True)  # end the line that shows ^C
         _fail("interrupted", EXIT_INTERRUPTED)
     except ScenarioError as e:
         if debug:

@@ -29,9 +29,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
     from rich.console import RenderableType
 
@@ -48,7 +47,7 @@ PROBE_COLUMNS = ("probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "
 def _nan_to_none(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None
-    if isinstance(v, np.generic):
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # a NumPy scalar
         return _nan_to_none(v.item())
     return v
 
@@ -123,6 +122,7 @@ class Result:
 
     @cached_property
     def sojourn_hist(self) -> pd.DataFrame:
+        import numpy as np
         import pandas as pd
 
         h = self._raw["sojourn_hist"]
@@ -132,6 +132,7 @@ class Result:
         return pd.DataFrame({"queue": queue, "low": h["low"], "high": h["high"], "count": h["count"]})
 
     def _long(self, t: dict[str, np.ndarray]) -> pd.DataFrame:
+        import numpy as np
         import pandas as pd
 
         kind = t["kind"].astype(np.int64)
@@ -160,6 +161,8 @@ class Result:
     def _count_samples(self, kind: int, entity: int, metric: str) -> int:
         if metric not in self.metric_names:
             return 0
+        import numpy as np
+
         t = self._raw["samples"]
         m = self.metric_names.index(metric)
         return int(np.count_nonzero((t["kind"] == kind) & (t["entity"] == entity) & (t["metric"] == m)))
@@ -298,6 +301,8 @@ class Result:
 
 def _dedup(names: list[str]) -> tuple[list[str], np.ndarray]:
     """Unique categories and, for each name, its category code."""
+    import numpy as np
+
     cats: list[str] = []
     index: dict[str, int] = {}
     codes = np.empty(len(names), dtype=np.int64)

@@ -178,3 +178,25 @@ def test_bad_seed_and_bad_option(cli):
     assert p.returncode == 2 and p.stderr.startswith("error: seed:")
     p = cli("run", FIFO_OVERLOAD, "--colour")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--colour" in p.stderr
+
+
+def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    # ~80k packets per simulated second for an hour of simulated time: far longer than the test waits.
+    long = tmp_path / "long.toml"
+    long.write_text(
+        '[run]\nduration = "60min"\n[dumbbell]\nrate = "1Gbit"\n'
+        '[[flow]]\nkind = "cbr"\nfrom = "client0"\nto = "server0"\nrate = "1Gbit"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AQMLAB_DEBUG"}
+    p = subprocess.Popen([sys.executable, "-m", "aqmlab", "run", str(long)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.5)
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130
+    assert err == "error: interrupted\n" and out == ""

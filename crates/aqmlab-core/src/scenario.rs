@@ -297,7 +297,10 @@ impl<'de> Deserialize<'de> for FlowConfig {
 /// variant's fields loses its key. On failure this re-reads the kind's own config
 /// struct with path tracking (`locate`) and reports the key as a message prefix
 /// "field `KEY`: ...", which [`Scenario::from_toml_str`] moves into `ScenarioError::field`.
-pub(crate) fn from_tagged_table<T: serde::de::DeserializeOwned>(t: toml::Table, locate: fn(&str, toml::Value) -> Option<(String, String)>) -> Result<T, String> {
+pub(crate) fn from_tagged_table<T: serde::de::DeserializeOwned>(
+    t: toml::Table,
+    locate: fn(&str, toml::Value) -> Option<(String, String)>,
+) -> Result<T, String> {
     let err = match toml::Value::Table(t.clone()).try_into::<T>() {
         Ok(v) => return Ok(v),
         Err(e) => e.message().trim().to_string(),
