@@ -101,7 +101,7 @@ def cli() -> None:
     """aqmlab: simulate queue disciplines (AQM) on a bottleneck described in a TOML file."""
 
 
-@cli.command("run")
+@cli.command("run", short_help="Run a scenario; print flow and queue tables, JSON or Parquet.")
 @click.argument("file", metavar="FILE.toml")
 @click.option("--seed", type=int, default=None, help="Run seed (default: the scenario's run.seed, 1).")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write Parquet tables, scenario.toml and meta.json to this directory.")
@@ -146,7 +146,7 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
             click.echo(f"results written to {out}/")
 
 
-@cli.command("validate")
+@cli.command("validate", short_help="Check a scenario without running it.")
 @click.argument("file", metavar="FILE.toml")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved nodes, links and flows as JSON.")
 def validate_cmd(file: str, as_json: bool) -> None:
@@ -186,7 +186,7 @@ def validate_cmd(file: str, as_json: bool) -> None:
     con.print(lt)
 
 
-@cli.command("list")
+@cli.command("list", short_help="List qdiscs, congestion controls, workloads or studies.")
 @click.argument("category", type=click.Choice(CATEGORIES), metavar="{" + "|".join(CATEGORIES) + "}")
 @click.option("--verbose", "-v", is_flag=True, help="Add a one-line description after each name.")
 def list_cmd(category: str, verbose: bool) -> None:
@@ -209,7 +209,7 @@ def list_cmd(category: str, verbose: bool) -> None:
         click.echo(f"{name:<{width}}  {about}" if verbose else name)
 
 
-@cli.command("describe")
+@cli.command("describe", short_help="Show a qdisc's or workload's parameters and defaults.")
 @click.argument("kind")
 def describe_cmd(kind: str) -> None:
     """Show the parameters of a queue discipline or workload, with defaults.

@@ -200,3 +200,19 @@ def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path):
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130
     assert err == "error: interrupted\n" and out == ""
+
+
+def test_list_studies_from_a_directory(tmp_path):
+    import os
+    import subprocess
+
+    (tmp_path / "saturated-tcp.toml").write_text('[study]\ndescription = "bulk TCP flows through each AQM"\n')
+    (tmp_path / "residential.toml").write_text("[run]\n")
+    env = dict(os.environ, AQMLAB_STUDIES=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "aqmlab", "list", "studies"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    names = p.stdout.split()
+    assert "residential" in names and "saturated-tcp" in names
+    assert names == sorted(names)
+    v = subprocess.run([sys.executable, "-m", "aqmlab", "list", "studies", "-v"], capture_output=True, text=True, env=env, timeout=60)
+    assert any(line.startswith("saturated-tcp") and line.endswith("bulk TCP flows through each AQM") for line in v.stdout.splitlines())
