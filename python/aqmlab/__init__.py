@@ -92,4 +92,4 @@ def kinds(category: str) -> list[tuple[str, str]]:
 def describe(kind: str) -> dict[str, Any]:
     """Documentation of a qdisc, workload or congestion-control kind: ``kind``,
     ``category``, ``about`` and ``params`` (``name``, ``default``, ``doc``)."""
-    return _core.describe(kind)
+    return dict(_core.describe(kind))

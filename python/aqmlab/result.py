@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,7 @@ def _records(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
 class Result:
     """What one run produced. Build it with :func:`aqmlab.run`."""
 
-    def __init__(self, raw: dict[str, Any], scenario: Scenario | None = None) -> None:
+    def __init__(self, raw: Mapping[str, Any], scenario: Scenario | None = None) -> None:
         self._raw = raw
         self.scenario = scenario
         self.version: str = raw["version"]
@@ -176,7 +177,7 @@ class Result:
         for f in flows:
             if f.get("probes_sent") is None:
                 continue
-            p = {k: f[k] for k in ("name", "kind", "src", "dst") if k in f}
+            p: dict[str, Any] = {k: f[k] for k in ("name", "kind", "src", "dst") if k in f}
             p.update({k: f.get(k) for k in PROBE_COLUMNS})
             p["rtt_samples"] = self._count_samples(0, f["id"], "rtt")
             probes.append(p)

@@ -28,9 +28,16 @@ def test_cli_bad_input_one_line_error(cli, tmp_path, name, text, field, word):
     if field:
         assert lines[0].startswith(f"error: {field}: "), lines[0]
     assert word in lines[0]
-    # validate reports the same error
-    v = cli("validate", f, timeout=60)
-    assert v.returncode == 2 and v.stderr == p.stderr
+
+
+@pytest.mark.parametrize("name", ["malformed-toml", "unknown-qdisc", "no-route"])
+def test_cli_validate_reports_the_same_error(cli, tmp_path, name):
+    text = next(b[1] for b in BAD_INPUTS if b[0] == name)
+    f = tmp_path / f"{name}.toml"
+    f.write_text(text)
+    r, v = cli("run", f, timeout=60), cli("validate", f, timeout=60)
+    assert v.returncode == r.returncode == 2
+    assert v.stderr == r.stderr and v.stdout == ""
 
 
 @pytest.mark.parametrize("name,text,field,word", BAD_INPUTS, ids=IDS)
