@@ -333,9 +333,31 @@ macro_rules! qdisc_registry {
     ($( $(#[$meta:meta])* $variant:ident : $name:literal => $cfg:ty => $q:ty, $about:literal ;)*) => {
         /// A qdisc as written in a scenario file: `{ kind = "fifo", limit = 127 }`.
         #[derive(Clone, Debug, Deserialize, Serialize)]
-        #[serde(tag = "kind")]
+        #[serde(tag = "kind", try_from = "toml::Table")]
         pub enum QdiscConfig {
             $( $(#[$meta])* #[serde(rename = $name)] $variant($cfg), )*
+        }
+
+        // Deserialization goes through a table so that an error inside the kind's own
+        // fields names its key (see `scenario::from_tagged_table`).
+        impl TryFrom<toml::Table> for QdiscConfig {
+            type Error = String;
+            fn try_from(t: toml::Table) -> Result<Self, String> {
+                #[derive(Deserialize)]
+                #[serde(tag = "kind")]
+                enum Repr {
+                    $( $(#[$meta])* #[serde(rename = $name)] $variant($cfg), )*
+                }
+                fn locate(kind: &str, v: toml::Value) -> Option<(String, String)> {
+                    match kind {
+                        $( $name => crate::scenario::locate_error::<$cfg>(v), )*
+                        _ => None,
+                    }
+                }
+                Ok(match crate::scenario::from_tagged_table::<Repr>(t, locate)? {
+                    $( Repr::$variant(c) => QdiscConfig::$variant(c), )*
+                })
+            }
         }
 
         /// Every implemented qdisc, statically dispatched.
