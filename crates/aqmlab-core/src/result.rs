@@ -26,6 +26,9 @@ pub struct FlowRow {
     pub ce_pkts: u64,
     /// Delivered payload bits per second over [max(warmup, start), min(end, stop)].
     pub goodput_bps: f64,
+    /// Round-trip propagation delay of the flow's path (seconds), without queueing or
+    /// serialisation: the base the studies subtract to get induced latency.
+    pub base_rtt: f64,
     /// Kind-specific summary metrics.
     pub extra: Vec<(&'static str, f64)>,
 }
@@ -185,6 +188,7 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
             lost_pkts: f.stats.lost_pkts,
             ce_pkts: f.stats.ce_pkts,
             goodput_bps: goodput,
+            base_rtt: sim.plan.flows[i].base_rtt.as_secs_f64(),
             extra,
         });
         let mut bins = f.stats.goodput_bins.clone();

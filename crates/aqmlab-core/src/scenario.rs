@@ -341,11 +341,12 @@ impl<'de> Deserialize<'de> for FlowConfig {
         }
         let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
             let m = e.message().trim().to_string();
+            // "unknown field `x`, expected one of `a`, `b`" → name the kind's keys and the common keys.
             let m = m
                 .replace("unknown field", "unknown field for this kind")
-                .replace("expected one of", "allowed: common keys (");
-            de::Error::custom(if m.contains("allowed: common keys (") {
-                format!("{m}) or {}", FLOW_COMMON.join(", "))
+                .replace("expected one of", "allowed for this kind:");
+            de::Error::custom(if m.contains("allowed for this kind:") {
+                format!("{m}; common keys: {}", FLOW_COMMON.join(", "))
             } else {
                 m
             })
@@ -361,6 +362,60 @@ impl<'de> Deserialize<'de> for FlowConfig {
             app,
         })
     }
+}
+
+/// Deserializes an internally tagged table (`kind = "..."` plus the kind's fields).
+///
+/// serde buffers a tagged table before it picks the variant, so an error inside the
+/// variant's fields loses its key. On failure this re-reads the kind's own config
+/// struct with path tracking (`locate`) and reports the key as a message prefix
+/// "field `KEY`: ...", which [`Scenario::from_toml_str`] moves into `ScenarioError::field`.
+pub(crate) fn from_tagged_table<T: serde::de::DeserializeOwned>(
+    t: toml::Table,
+    locate: fn(&str, toml::Value) -> Option<(String, String)>,
+) -> Result<T, String> {
+    let err = match toml::Value::Table(t.clone()).try_into::<T>() {
+        Ok(v) => return Ok(v),
+        Err(e) => e.message().trim().to_string(),
+    };
+    let Some(kind) = t.get("kind").and_then(|k| k.as_str()).map(str::to_string) else {
+        return Err(format!("field `kind`: {err}"));
+    };
+    if err.starts_with("unknown variant") {
+        return Err(format!("field `kind`: {err}"));
+    }
+    let mut rest = t;
+    rest.remove("kind");
+    match locate(&kind, toml::Value::Table(rest)) {
+        Some((path, msg)) if !path.is_empty() && path != "." => {
+            Err(format!("field `{path}`: {msg}"))
+        }
+        Some((_, msg)) => Err(msg),
+        None => Err(err),
+    }
+}
+
+/// The path and message of the error deserializing `v` as `C`, if any.
+pub(crate) fn locate_error<C: serde::de::DeserializeOwned>(
+    v: toml::Value,
+) -> Option<(String, String)> {
+    serde_path_to_error::deserialize::<_, C>(v)
+        .err()
+        .map(|e| (e.path().to_string(), e.inner().message().trim().to_string()))
+}
+
+/// Moves leading "field `KEY`: " prefixes of a message into the dotted path.
+fn split_field_prefixes(mut path: String, mut msg: &str) -> (String, String) {
+    while let Some(rest) = msg.strip_prefix("field `") {
+        let Some(end) = rest.find("`: ") else { break };
+        let key = &rest[..end];
+        if !path.is_empty() && !key.starts_with('[') {
+            path.push('.');
+        }
+        path.push_str(key);
+        msg = &rest[end + 3..];
+    }
+    (path, msg.to_string())
 }
 
 /// A whole scenario file.
@@ -401,6 +456,8 @@ pub struct PlanFlow {
     pub app: AppConfig,
     /// Index of the `[[flow]]` table this instance comes from.
     pub group: u32,
+    /// Sum of the propagation delays from `src` to `dst` and back (no serialisation).
+    pub base_rtt: SimDuration,
 }
 
 /// A validated scenario with names resolved to indices, ready to build.
@@ -428,12 +485,14 @@ impl Scenario {
             let line = inner
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let msg = inner.message().trim().replace('\n', " ");
+            let path = if path == "." { String::new() } else { path };
+            let (path, msg) =
+                split_field_prefixes(path, &inner.message().trim().replace('\n', " "));
             let msg = match line {
                 Some(l) => format!("{msg} (line {l})"),
                 None => msg,
             };
-            ScenarioError::new(if path == "." { String::new() } else { path }, msg)
+            ScenarioError::new(path, msg)
         })
     }
 
@@ -552,7 +611,10 @@ impl Scenario {
                     (None, 1) => format!("{}{}", f.app.kind_name(), gi),
                     (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
                 };
+                let base_rtt =
+                    routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
                 flows.push(PlanFlow {
+                    base_rtt,
                     name,
                     src,
                     dst,
@@ -1074,9 +1136,42 @@ impl Routes {
             peer_tables,
         }
     }
-    /// The destination → peer tables of the multi-peer links (moved out).
-    pub fn take_peer_tables(&mut self) -> Vec<(u32, Vec<u32>)> {
-        std::mem::take(&mut self.peer_tables)
+    /// The destination → peer tables of the multi-peer links.
+    pub fn peer_tables(&self) -> &[(u32, Vec<u32>)] {
+        &self.peer_tables
+    }
+    /// The node after link `l` on the way to `dst` (its far end, or for a multi-peer
+    /// link the peer that leads to `dst`).
+    fn far_end(&self, l: u32, dst: NodeId, links: &[(LinkParams, QdiscConfig)]) -> NodeId {
+        let p = &links[l as usize].0;
+        if p.peers.is_empty() {
+            return p.to;
+        }
+        self.peer_tables
+            .iter()
+            .find(|(li, _)| *li == l)
+            .and_then(|(_, t)| p.peers.get(t[dst as usize] as usize).copied())
+            .unwrap_or(p.to)
+    }
+    /// Sum of link propagation delays along the route from `a` to `b` (zero if unreachable).
+    pub fn path_delay(
+        &self,
+        a: NodeId,
+        b: NodeId,
+        links: &[(LinkParams, QdiscConfig)],
+    ) -> SimDuration {
+        let mut at = a;
+        let mut d = SimDuration::ZERO;
+        let mut hops = 0;
+        while at != b && hops <= self.n {
+            let Some(l) = self.next(at, b) else {
+                return SimDuration::ZERO;
+            };
+            d += links[l as usize].0.delay;
+            at = self.far_end(l, b, links);
+            hops += 1;
+        }
+        d
     }
     pub fn reachable(&self, a: NodeId, b: NodeId) -> bool {
         self.reach[a as usize][b as usize]

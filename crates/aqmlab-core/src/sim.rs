@@ -175,8 +175,8 @@ impl Simulator {
                 )
             })
             .collect();
-        for (l, t) in routes.take_peer_tables() {
-            links[l as usize].set_peer_table(t);
+        for (l, t) in routes.peer_tables() {
+            links[*l as usize].set_peer_table(t.clone());
         }
         let media: Vec<WifiMedium> = plan
             .media

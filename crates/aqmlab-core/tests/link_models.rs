@@ -482,6 +482,52 @@ interval = "50ms"
     assert!(r.queue("wifi0_ap").is_some() && r.queue("wifi0_sta1").is_some());
 }
 
+/// On an idle medium a lone ping crosses the WiFi hop with immediate access: it waits at
+/// most one slot (9 µs) for the slot grid and then takes one PPDU of one 128-byte
+/// subframe (40 µs preamble + 3 symbols = 52 µs), both ways. Wired part: 2 × 2 ms +
+/// 2 × 98 B at 1 Gbit/s.
+#[test]
+fn wifi_idle_medium_ping_uses_immediate_access() {
+    let toml = r#"
+[run]
+duration = "2s"
+[[node]]
+name = "srv"
+kind = "host"
+[[node]]
+name = "ap"
+kind = "router"
+[[node]]
+name = "sta"
+kind = "host"
+[[link]]
+from = "srv"
+to = "ap"
+rate = "1Gbit"
+delay = "2ms"
+[[wifi]]
+ap = "ap"
+stations = ["sta"]
+[[flow]]
+kind = "ping"
+from = "sta"
+to = "srv"
+interval = "100ms"
+start = "0.1s"
+"#;
+    let (_, r) = run(toml, 1);
+    let rtt = r.flow_samples(0, "rtt");
+    assert_eq!(rtt.len(), 19);
+    let wired = 4e-3 + 2.0 * 98.0 * 8.0 / 1e9;
+    for (_, v) in &rtt {
+        let air = v - wired;
+        assert!(
+            (104e-6 - 1e-9..122e-6).contains(&air),
+            "two WiFi crossings took {air}"
+        );
+    }
+}
+
 #[test]
 fn wifi_runs_are_deterministic() {
     let flows = "[[flow]]\nkind = \"cbr\"\nfrom = \"server0\"\nto = \"client0\"\nrate = \"150Mbit\"\n[[flow]]\nkind = \"cbr\"\nfrom = \"client0\"\nto = \"server0\"\nrate = \"150Mbit\"\n";

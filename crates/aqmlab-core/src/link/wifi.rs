@@ -46,11 +46,13 @@
 //! ## Contention (event-driven DCF/EDCA)
 //! Slots are counted on a grid that starts SIFS after the medium went idle. A node with
 //! an aggregate ready draws a backoff when it becomes ready (or after each of its own
-//! transmissions) and may start counting once its AIFS has elapsed; the node whose
-//! count ends first transmits; the others freeze their remaining count and resume after
-//! the next AIFS. Two nodes ending in the same slot collide: both PPDUs are lost
-//! entirely, each doubles its CW (`2·CW + 1`, capped at CWmax); a success resets CW to
-//! CWmin. One A-MPDU per channel access (the best-effort TXOP limit is 0).
+//! transmissions) and counts it from the end of its AIFS; a node that becomes ready after
+//! the medium has been idle for longer than its AIFS plus that backoff transmits at the
+//! next slot boundary (immediate access). The node whose count ends first transmits; the
+//! others freeze their remaining count and resume after the next AIFS. Two nodes ending
+//! in the same slot collide: both PPDUs are lost entirely, each doubles its CW
+//! (`2·CW + 1`, capped at CWmax); a success resets CW to CWmin. One A-MPDU per channel
+//! access (the best-effort TXOP limit is 0).
 //!
 //! ## Errors and retransmission
 //! Each subframe is lost independently with the receiving station's frame error rate
@@ -73,7 +75,8 @@
 //! - Fixed PHY rate per station (no rate control such as minstrel); no RTS/CTS, no EIFS
 //!   after a collision, no capture effect, no beacons or management traffic.
 //! - Post-backoff: a node that runs dry after a transmission draws its next backoff when
-//!   it next has an aggregate ready (instead of counting it down while idle).
+//!   it next has an aggregate ready, counted as if it had started at the end of the busy
+//!   period (the timing of counting it down while idle; only the draw is later).
 //! - Received frames are handed up when the PPDU ends (the block ack follows 48 µs
 //!   later); a collision's airtime ends when the longer PPDU ends, plus SIFS and the
 //!   block-ack time as an ack timeout.
@@ -520,9 +523,11 @@ impl WifiMedium {
             }
             let s = &mut self.st[i];
             if s.backoff.is_none() && links[*l as usize].wifi().is_some_and(|w| w.ready()) {
-                s.backoff = Some(self.rng.below(s.cw as u64 + 1) as u32);
-                // Counting starts after AIFS, or at the next slot boundary for a node
-                // that becomes ready while the medium has been idle for longer.
+                // The backoff counts from the member's AIFS after the medium went idle, as a
+                // post-backoff would have; if that count has already run out (the medium
+                // has been idle longer), the member transmits at the next slot boundary
+                // (the standard's immediate access after an idle AIFS).
+                let b = self.rng.below(s.cw as u64 + 1);
                 let now_slot = if now <= origin {
                     0
                 } else {
@@ -530,7 +535,14 @@ impl WifiMedium {
                         .as_nanos()
                         .div_ceil(self.p.phy.slot.as_nanos())
                 };
-                s.start = now_slot.max(a.aifsn as u64);
+                let aifs = a.aifsn as u64;
+                if aifs + b >= now_slot {
+                    s.start = aifs;
+                    s.backoff = Some(b as u32);
+                } else {
+                    s.start = now_slot;
+                    s.backoff = Some(0);
+                }
             }
         }
         if !self.in_txop {

@@ -21,7 +21,20 @@
 //! defaults), the qdisc struct implementing [`Qdisc`], and tests; then add one arm to
 //! `qdisc_registry!` at the bottom of this file.
 
+pub mod codel;
+pub mod codel_core;
+pub mod drr;
 pub mod fifo;
+pub mod flow_sched;
+pub mod fq_codel;
+pub mod pie;
+pub mod pie_core;
+#[cfg(test)]
+mod props_codel_fq;
+#[cfg(test)]
+mod proptests;
+pub mod red;
+pub mod sfq;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -320,9 +333,31 @@ macro_rules! qdisc_registry {
     ($( $(#[$meta:meta])* $variant:ident : $name:literal => $cfg:ty => $q:ty, $about:literal ;)*) => {
         /// A qdisc as written in a scenario file: `{ kind = "fifo", limit = 127 }`.
         #[derive(Clone, Debug, Deserialize, Serialize)]
-        #[serde(tag = "kind")]
+        #[serde(tag = "kind", try_from = "toml::Table")]
         pub enum QdiscConfig {
             $( $(#[$meta])* #[serde(rename = $name)] $variant($cfg), )*
+        }
+
+        // Deserialization goes through a table so that an error inside the kind's own
+        // fields names its key (see `scenario::from_tagged_table`).
+        impl TryFrom<toml::Table> for QdiscConfig {
+            type Error = String;
+            fn try_from(t: toml::Table) -> Result<Self, String> {
+                #[derive(Deserialize)]
+                #[serde(tag = "kind")]
+                enum Repr {
+                    $( $(#[$meta])* #[serde(rename = $name)] $variant($cfg), )*
+                }
+                fn locate(kind: &str, v: toml::Value) -> Option<(String, String)> {
+                    match kind {
+                        $( $name => crate::scenario::locate_error::<$cfg>(v), )*
+                        _ => None,
+                    }
+                }
+                Ok(match crate::scenario::from_tagged_table::<Repr>(t, locate)? {
+                    $( Repr::$variant(c) => QdiscConfig::$variant(c), )*
+                })
+            }
         }
 
         /// Every implemented qdisc, statically dispatched.
@@ -383,6 +418,24 @@ qdisc_registry! {
     #[serde(alias = "pfifo", alias = "bfifo", alias = "pfifo_fast")]
     Fifo: "fifo" => fifo::FifoConfig => fifo::Fifo,
         "tail-drop FIFO; limit in packets (pfifo) or bytes (bfifo), default 1000 packets";
+    Codel: "codel" => codel::CodelConfig => codel::Codel,
+        "CoDel (Linux sch_codel; variants rfc8289, draft00, act; fixed_count; drop_at = enqueue for tail-drop CoDel)";
+    CodelAct: "codel_act" => codel::CodelActConfig => codel::Codel,
+        "CoDel-ACT: codel with variant = \"act\" (window interval/sqrt(count), count decay above 126)";
+    FqCodel: "fq_codel" => fq_codel::FqCodelConfig => fq_codel::FqCodel,
+        "flow queueing with per-flow CoDel (RFC 8290 / Linux sch_fq_codel): 1024 flows, quantum 1514, limit 10240, ECN on";
+    FqNoCodel: "fq_nocodel" => fq_codel::FqNoCodelConfig => fq_codel::FqCodel,
+        "fq_codel with CoDel effectively off (target 100 s), as the residential study defines it";
+    Sfq: "sfq" => sfq::SfqConfig => sfq::Sfq,
+        "Stochastic Fairness Queueing (Linux sch_sfq): 1024 buckets, 128 flows, depth 127, limit 127, optional perturb";
+    Drr: "drr" => drr::DrrConfig => drr::Drr,
+        "per-flow deficit round robin with exact flow classification (DOCSIS study): limit 2048, 204 per flow";
+    Red: "red" => red::RedConfig => red::Red,
+        "RED (Linux sch_red): EWMA average queue, min/max thresholds in bytes or packets, ecn, harddrop, gentle, adaptive";
+    Ared: "ared" => red::AredConfig => red::Red,
+        "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux)";
+    Pie: "pie" => pie::PieConfig => pie::Pie,
+        "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
 }
 
 impl Default for QdiscConfig {
