@@ -300,15 +300,16 @@ fn wifi_saturated_efficiency_matches_formula() {
     assert_eq!(q.lower_metric("driver_max_frames"), Some(123.0));
 }
 
-/// The lower-layer queue dominates the latency: with the downlink saturated and a qdisc
-/// that keeps only 10 packets, a ping through WiFi waits behind the driver's 123 frames
-/// (≈ 123 × 1500 × 8 / 118.4 Mbit/s ≈ 12.5 ms) besides the qdisc; through a wired link
-/// of the same effective rate it waits behind the 10 packets only (≈ 1 ms).
+/// The lower-layer queue dominates the latency (issue 5, with CBR in place of TCP): with
+/// the downlink saturated and fq_codel at the qdisc, a ping's reply is isolated in the
+/// qdisc but then waits behind the WiFi driver's 123 frames (≈ 123 × 1500 × 8 /
+/// 118.4 Mbit/s ≈ 12.5 ms); through a wired link of the same effective rate with the same
+/// qdisc it waits for about one packet. The must-show ratio is ≥ 5×.
 #[test]
 fn wifi_ping_sees_the_driver_queue() {
     let flows = "[[flow]]\nkind = \"cbr\"\nfrom = \"server0\"\nto = \"client0\"\nrate = \"125Mbit\"\n[[flow]]\nkind = \"ping\"\nfrom = \"client0\"\nto = \"server0\"\ninterval = \"10ms\"\nstart = \"0.3s\"\n";
     let (_, r) = run(
-        &wifi_dumbbell("qdisc = { kind = \"fifo\", limit = 10 }", flows, "3s"),
+        &wifi_dumbbell("qdisc = { kind = \"fq_codel\" }", flows, "3s"),
         1,
     );
     let rtt_wifi: Vec<f64> = r.flow_samples(1, "rtt").iter().map(|s| s.1).collect();
@@ -321,7 +322,7 @@ warmup = "0.5s"
 rate = "1Gbit"
 delay = "1ms"
 access_rate = "118.4Mbit"
-access_qdisc = {{ kind = "fifo", limit = 10 }}
+access_qdisc = {{ kind = "fq_codel" }}
 {flows}
 "#
     );
@@ -331,28 +332,29 @@ access_qdisc = {{ kind = "fifo", limit = 10 }}
     let base = 0.002; // the 1 ms bottleneck delay, both ways
     let (w, d) = (mean(&rtt_wifi) - base, mean(&rtt_wired) - base);
     println!(
-        "ping induced latency: wifi {:.2} ms, wired {:.2} ms (ratio {:.1})",
+        "ping induced latency with fq_codel: wifi {:.3} ms, wired {:.3} ms (ratio {:.0}); samples {} / {}",
         w * 1e3,
         d * 1e3,
-        w / d
-    );
-    println!(
-        "ping samples: wifi {}, wired {}",
+        w / d,
         rtt_wifi.len(),
         rtt_wired.len()
     );
-    // a reply finding the full 10-packet FIFO is dropped (often, on the wired link)
-    assert!(rtt_wifi.len() > 60 && rtt_wired.len() > 60);
+    assert!(
+        rtt_wifi.len() > 250 && rtt_wired.len() > 250,
+        "the sparse ping flow is not dropped"
+    );
     assert!(w >= 5.0 * d, "wifi {w} vs wired {d}");
     // At least the driver backlog (123 frames at 0.1013 ms each at the saturated
-    // efficiency); at most that + the qdisc's 10 + a hardware aggregate's 32 frames, plus
-    // two TXOPs the station's request may wait for.
+    // efficiency); at most that + one more aggregate, plus two TXOPs the station's
+    // request may wait for.
     let frame = 1500.0 * 8.0 / 118.4e6;
-    let driver = 123.0 * frame;
     assert!(
-        w > driver && w < (123.0 + 10.0 + 32.0) * frame + 2.0 * 3.2425e-3,
+        w > 123.0 * frame && w < (123.0 + 32.0) * frame + 2.0 * 3.2425e-3,
         "{w}"
     );
+    // the qdisc itself holds the ping for (nearly) nothing
+    let q = r.queue("wifi_router_a").unwrap();
+    assert_eq!(q.qdisc, "fq_codel");
 }
 
 /// Both directions saturated: with equal access parameters the AP and the station share
@@ -595,4 +597,89 @@ fn suspicious_settings_warn_but_run() {
     let r = aqmlab_core::run_scenario(&sc, 1).unwrap();
     assert_eq!(r.warnings.len(), 1);
     assert!(r.warnings[0].contains("above the downstream capacity"));
+}
+
+/// The shipped examples run and show what their comments say.
+#[test]
+fn link_model_examples_show_what_they_say() {
+    let ex = |name: &str| {
+        std::fs::read_to_string(format!(
+            "{}/../../examples/{name}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    // mean of the samples after the queues have filled (t > 4 s)
+    let mean = |v: Vec<(f64, f64)>| {
+        let v: Vec<f64> = v.iter().filter(|s| s.0 > 4.0).map(|s| s.1).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+
+    // edge router: fq_codel under the shaper keeps the ping near its 50 ms base RTT
+    let (_, r) = run(&ex("edge_router_shaped"), 1);
+    let ping = mean(r.flow_samples(1, "rtt"));
+    let q = r.queue("bottleneck_down").unwrap();
+    println!(
+        "edge router: ping {ping:.4} s, download {:.0} bit/s, shaper {:?}",
+        r.flow("download").unwrap().goodput_bps,
+        q.lower
+    );
+    assert!(ping > 0.050 && ping < 0.053, "{ping}");
+    assert!(within(
+        r.flow("download").unwrap().goodput_bps,
+        14e6 * 1472.0 / 1514.0,
+        0.01
+    ));
+    // ... and a FIFO under the same shaper holds the ping ~1000 packets long
+    let fifo = ex("edge_router_shaped").replace(
+        "qdisc = { kind = \"fq_codel\" }",
+        "qdisc = { kind = \"fifo\", limit = 1000 }",
+    );
+    let (_, r) = run(&fifo, 1);
+    let ping = mean(r.flow_samples(1, "rtt"));
+    println!("edge router with fifo: ping {ping:.3} s");
+    assert!(
+        (ping - 0.05 - 1000.0 * 1514.0 * 8.0 / 14e6).abs() < 0.02,
+        "{ping}"
+    );
+
+    // DOCSIS tiers: the channel is full; a FIFO does not give tier 2 twice tier 1
+    let (_, r) = run(&ex("docsis_tiers"), 1);
+    let g: Vec<f64> = (0..10)
+        .map(|i| r.flow(&format!("cbr0.{i}")).unwrap().goodput_bps * 1518.0 / 1472.0)
+        .collect();
+    let total: f64 = g.iter().sum();
+    let t1 = g[..9].iter().sum::<f64>() / 9.0;
+    println!(
+        "docsis tiers (fifo): total {total:.0}, tier-1 mean {t1:.0}, tier-2 {:.0}",
+        g[9]
+    );
+    assert!(within(total, 38e6, 0.01));
+    assert!(
+        g[9] < 1.6 * t1,
+        "a FIFO does not enforce the tier ratio: {} vs {t1}",
+        g[9]
+    );
+    let bonded = ex("docsis_tiers").replace("channels = 1", "channels = 4");
+    let (_, r) = run(&bonded, 1);
+    for i in 0..10 {
+        let got = r.flow(&format!("cbr0.{i}")).unwrap().goodput_bps * 1518.0 / 1472.0;
+        assert!(
+            within(got, if i == 9 { 12e6 } else { 6e6 }, 0.01),
+            "bonded, flow {i}: {got}"
+        );
+    }
+
+    // residential WiFi: latency below fq_codel, airtime shared
+    let (_, r) = run(&ex("wifi_residential"), 1);
+    let ping = mean(r.flow_samples(2, "rtt"));
+    let (down, up) = (
+        r.flow("down").unwrap().goodput_bps,
+        r.flow("up").unwrap().goodput_bps,
+    );
+    println!("wifi residential: ping {ping:.4} s, down {down:.0}, up {up:.0}");
+    // both directions' drivers hold 123 frames each, drained at that direction's rate
+    let below = 123.0 * 1500.0 * 8.0 * (1.0 / down + 1.0 / up);
+    assert!(within(ping - 0.05, below, 0.25), "{ping} vs {below}");
+    assert!(down + up < 118.5e6 && down > 30e6 && up > 30e6);
 }
