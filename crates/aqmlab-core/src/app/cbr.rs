@@ -2,7 +2,7 @@
 //! regardless of loss. The receiver counts UDP payload (size − 28 bytes of IP+UDP
 //! header) as goodput and keeps a histogram of one-way delay.
 
-use super::{Application, FlowCtx, FlowStats};
+use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
 use crate::scenario::ScenarioError;
@@ -37,7 +37,7 @@ impl CbrConfig {
         crate::qdisc::ParamDoc { name: "record_delay", default: "false", doc: "record every packet's one-way delay as sample `owd`" },
     ];
 
-    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+    pub fn validate(&self, field: &str, _env: &AppEnv) -> Result<(), ScenarioError> {
         if self.size <= UDP_IP_HEADER || self.size > 65535 {
             return Err(ScenarioError::new(format!("{field}.size"), format!("{} is not allowed (29 to 65535 bytes)", self.size)));
         }
@@ -55,7 +55,7 @@ pub struct Cbr {
 }
 
 impl Cbr {
-    pub fn new(c: &CbrConfig) -> Self {
+    pub fn new(c: &CbrConfig, _env: &AppEnv) -> Self {
         Cbr { size: c.size, gap: Rate::from_bps(c.rate.0).tx_time(c.size), seq: 0, record: c.record_delay, owd: Histogram::new() }
     }
 }

@@ -3,7 +3,7 @@
 //! reply yields samples `rtt`, `owd_fwd` and `owd_rev` (seconds) at the reply's arrival.
 //! A request or reply that is lost yields no sample and counts in `loss_rate`.
 
-use super::{Application, FlowCtx, FlowStats};
+use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
 use crate::scenario::ScenarioError;
@@ -39,7 +39,7 @@ macro_rules! probe_config {
                 crate::qdisc::ParamDoc { name: "interval", default: "200ms", doc: "time between requests (Flent samples every 0.2 s)" },
                 crate::qdisc::ParamDoc { name: "size", default: $sizedoc, doc: "IP packet size of request and reply in bytes" },
             ];
-            pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+            pub fn validate(&self, field: &str, _env: &AppEnv) -> Result<(), ScenarioError> {
                 if self.interval.0.is_zero() {
                     return Err(ScenarioError::new(format!("{field}.interval"), "must be positive"));
                 }
@@ -124,12 +124,12 @@ pub struct Ping(Probe);
 pub struct UdpRr(Probe);
 
 impl Ping {
-    pub fn new(c: &PingConfig) -> Self {
+    pub fn new(c: &PingConfig, _env: &AppEnv) -> Self {
         Ping(Probe::with(c.interval.0, c.size, PacketKind::EchoRequest, PacketKind::EchoReply))
     }
 }
 impl UdpRr {
-    pub fn new(c: &UdpRrConfig) -> Self {
+    pub fn new(c: &UdpRrConfig, _env: &AppEnv) -> Self {
         UdpRr(Probe::with(c.interval.0, c.size, PacketKind::Udp, PacketKind::UdpReply))
     }
 }

@@ -42,7 +42,12 @@ pub struct Window {
 
 impl Window {
     pub fn new(cwnd: u32, clamp: u32) -> Self {
-        Window { cwnd: cwnd.min(clamp), ssthresh: INFINITE_SSTHRESH, cnt: 0, clamp }
+        Window {
+            cwnd: cwnd.min(clamp),
+            ssthresh: INFINITE_SSTHRESH,
+            cnt: 0,
+            clamp,
+        }
     }
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
@@ -178,7 +183,11 @@ mod tests {
         w.ssthresh = 14;
         assert_eq!(w.slow_start(3), 0);
         assert_eq!(w.cwnd, 13);
-        assert_eq!(w.slow_start(3), 2, "one segment used to reach ssthresh, two left over");
+        assert_eq!(
+            w.slow_start(3),
+            2,
+            "one segment used to reach ssthresh, two left over"
+        );
         assert_eq!(w.cwnd, 14);
     }
 

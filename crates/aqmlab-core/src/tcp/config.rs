@@ -105,19 +105,71 @@ pub struct TcpOptions {
 
 /// Parameter documentation for `aqmlab describe tcp`.
 pub const TCP_PARAMS: &[ParamDoc] = &[
-    ParamDoc { name: "cc", default: "cubic", doc: "congestion control: cubic (Linux default) or newreno (alias reno)" },
-    ParamDoc { name: "mss", default: "1448", doc: "maximum segment size in bytes; IP packet = mss + 52 (IP, TCP, timestamps)" },
-    ParamDoc { name: "init_cwnd", default: "10", doc: "initial window in segments (RFC 6928, Linux)" },
-    ParamDoc { name: "sack", default: "true", doc: "SACK with RFC 6675 recovery; false = NewReno (RFC 6582)" },
-    ParamDoc { name: "ecn", default: "false", doc: "negotiate ECN (RFC 3168); data sent as ECT(0)" },
-    ParamDoc { name: "delayed_ack", default: "linux", doc: "linux (2 segments / 40 ms, quick-ack), ns2 (2 segments / 100 ms) or off" },
-    ParamDoc { name: "min_rto", default: "200ms", doc: "floor of the RTO variance term (Linux TCP_RTO_MIN)" },
-    ParamDoc { name: "initial_rto", default: "1s", doc: "RTO before the first RTT sample (RFC 6298)" },
-    ParamDoc { name: "max_window", default: "none", doc: "cwnd cap: integer = segments, size = bytes" },
-    ParamDoc { name: "rcv_window", default: "3MiB", doc: "advertised receive window: integer = segments, size = bytes" },
-    ParamDoc { name: "hystart", default: "true", doc: "CUBIC hybrid slow start (Linux default on)" },
-    ParamDoc { name: "prr", default: "true", doc: "proportional rate reduction (RFC 6937, Linux)" },
-    ParamDoc { name: "trace", default: "false", doc: "record cwnd, ssthresh (bytes), srtt, rto (s) samples of the sender" },
+    ParamDoc {
+        name: "cc",
+        default: "cubic",
+        doc: "congestion control: cubic (Linux default) or newreno (alias reno)",
+    },
+    ParamDoc {
+        name: "mss",
+        default: "1448",
+        doc: "maximum segment size in bytes; IP packet = mss + 52 (IP, TCP, timestamps)",
+    },
+    ParamDoc {
+        name: "init_cwnd",
+        default: "10",
+        doc: "initial window in segments (RFC 6928, Linux)",
+    },
+    ParamDoc {
+        name: "sack",
+        default: "true",
+        doc: "SACK with RFC 6675 recovery; false = NewReno (RFC 6582)",
+    },
+    ParamDoc {
+        name: "ecn",
+        default: "false",
+        doc: "negotiate ECN (RFC 3168); data sent as ECT(0)",
+    },
+    ParamDoc {
+        name: "delayed_ack",
+        default: "linux",
+        doc: "linux (2 segments / 40 ms, quick-ack), ns2 (2 segments / 100 ms) or off",
+    },
+    ParamDoc {
+        name: "min_rto",
+        default: "200ms",
+        doc: "floor of the RTO variance term (Linux TCP_RTO_MIN)",
+    },
+    ParamDoc {
+        name: "initial_rto",
+        default: "1s",
+        doc: "RTO before the first RTT sample (RFC 6298)",
+    },
+    ParamDoc {
+        name: "max_window",
+        default: "none",
+        doc: "cwnd cap: integer = segments, size = bytes",
+    },
+    ParamDoc {
+        name: "rcv_window",
+        default: "3MiB",
+        doc: "advertised receive window: integer = segments, size = bytes",
+    },
+    ParamDoc {
+        name: "hystart",
+        default: "true",
+        doc: "CUBIC hybrid slow start (Linux default on)",
+    },
+    ParamDoc {
+        name: "prr",
+        default: "true",
+        doc: "proportional rate reduction (RFC 6937, Linux)",
+    },
+    ParamDoc {
+        name: "trace",
+        default: "false",
+        doc: "record cwnd, ssthresh (bytes), srtt, rto (s) samples of the sender",
+    },
 ];
 
 /// A resolved TCP configuration.
@@ -146,11 +198,18 @@ const DEFAULT_RCV_WINDOW: u32 = 3 * 1024 * 1024;
 
 impl Default for TcpConfig {
     fn default() -> Self {
-        TcpOptions::default().resolve("tcp").expect("built-in defaults are valid")
+        TcpOptions::default()
+            .resolve("tcp")
+            .expect("built-in defaults are valid")
     }
 }
 
 impl TcpOptions {
+    /// No field set.
+    pub fn is_empty(&self) -> bool {
+        *self == TcpOptions::default()
+    }
+
     /// `over`'s fields where set, else `self`'s.
     pub fn merged(&self, over: &TcpOptions) -> TcpOptions {
         TcpOptions {
@@ -173,20 +232,35 @@ impl TcpOptions {
     /// Fills in defaults and checks every value; `field` is the table's path for errors
     /// (`tcp` or `flow[2].tcp`).
     pub fn resolve(&self, field: &str) -> Result<TcpConfig, ScenarioError> {
-        let bad = |k: &str, v: String, allowed: &str| ScenarioError::new(format!("{field}.{k}"), format!("{v} is not allowed ({allowed})"));
+        let bad = |k: &str, v: String, allowed: &str| {
+            ScenarioError::new(
+                format!("{field}.{k}"),
+                format!("{v} is not allowed ({allowed})"),
+            )
+        };
         let mss = self.mss.unwrap_or(1448);
         if !(64..=65_000).contains(&mss) {
             return Err(bad("mss", mss.to_string(), "64 to 65000 bytes"));
         }
         let init_cwnd = self.init_cwnd.unwrap_or(10);
         if !(1..=10_000).contains(&init_cwnd) {
-            return Err(bad("init_cwnd", init_cwnd.to_string(), "1 to 10000 segments"));
+            return Err(bad(
+                "init_cwnd",
+                init_cwnd.to_string(),
+                "1 to 10000 segments",
+            ));
         }
-        let min_rto = self.min_rto.map(|d| d.0).unwrap_or(SimDuration::from_millis(200));
+        let min_rto = self
+            .min_rto
+            .map(|d| d.0)
+            .unwrap_or(SimDuration::from_millis(200));
         if min_rto < SimDuration::from_millis(1) || min_rto > SimDuration::from_secs(60) {
             return Err(bad("min_rto", min_rto.to_string(), "1ms to 60s"));
         }
-        let initial_rto = self.initial_rto.map(|d| d.0).unwrap_or(SimDuration::from_secs(1));
+        let initial_rto = self
+            .initial_rto
+            .map(|d| d.0)
+            .unwrap_or(SimDuration::from_secs(1));
         if initial_rto < SimDuration::from_millis(1) || initial_rto > SimDuration::from_secs(120) {
             return Err(bad("initial_rto", initial_rto.to_string(), "1ms to 120s"));
         }
@@ -195,13 +269,21 @@ impl TcpOptions {
             Some(Limit::Packets(n)) => n.min(NO_CWND_CAP),
             Some(Limit::Bytes(b)) => {
                 if b < mss as u64 {
-                    return Err(bad("max_window", format!("{b}B"), &format!("at least one segment ({mss} bytes)")));
+                    return Err(bad(
+                        "max_window",
+                        format!("{b}B"),
+                        &format!("at least one segment ({mss} bytes)"),
+                    ));
                 }
                 (b / mss as u64).min(NO_CWND_CAP as u64) as u32
             }
         };
         if max_cwnd < 1 {
-            return Err(bad("max_window", max_cwnd.to_string(), "at least 1 segment"));
+            return Err(bad(
+                "max_window",
+                max_cwnd.to_string(),
+                "at least 1 segment",
+            ));
         }
         let rcv_window = match self.rcv_window {
             None => DEFAULT_RCV_WINDOW as u64,
@@ -209,7 +291,11 @@ impl TcpOptions {
             Some(Limit::Bytes(b)) => b,
         };
         if rcv_window < mss as u64 || rcv_window > u32::MAX as u64 {
-            return Err(bad("rcv_window", format!("{rcv_window}B"), &format!("one segment ({mss} bytes) to 4 GiB")));
+            return Err(bad(
+                "rcv_window",
+                format!("{rcv_window}B"),
+                &format!("one segment ({mss} bytes) to 4 GiB"),
+            ));
         }
         Ok(TcpConfig {
             cc: self.cc.unwrap_or(CcKind::Cubic),
@@ -236,22 +322,43 @@ mod tests {
     #[test]
     fn defaults_merge_and_errors() {
         let d = TcpConfig::default();
-        assert_eq!((d.cc, d.mss, d.init_cwnd, d.sack, d.ecn), (CcKind::Cubic, 1448, 10, true, false));
+        assert_eq!(
+            (d.cc, d.mss, d.init_cwnd, d.sack, d.ecn),
+            (CcKind::Cubic, 1448, 10, true, false)
+        );
         assert_eq!(d.min_rto, SimDuration::from_millis(200));
         assert_eq!(d.initial_rto, SimDuration::from_secs(1));
         assert_eq!(d.rcv_window, 3 * 1024 * 1024);
-        let scen: TcpOptions = toml::from_str("cc = \"reno\"\nmss = 1000\nmax_window = \"10KB\"").unwrap();
+        let scen: TcpOptions =
+            toml::from_str("cc = \"reno\"\nmss = 1000\nmax_window = \"10KB\"").unwrap();
         let flow: TcpOptions = toml::from_str("ecn = true\ndelayed_ack = \"ns2\"").unwrap();
         let c = scen.merged(&flow).resolve("flow[0].tcp").unwrap();
-        assert_eq!((c.cc, c.mss, c.ecn, c.delayed_ack, c.max_cwnd), (CcKind::NewReno, 1000, true, DelayedAck::Ns2, 10));
+        assert_eq!(
+            (c.cc, c.mss, c.ecn, c.delayed_ack, c.max_cwnd),
+            (CcKind::NewReno, 1000, true, DelayedAck::Ns2, 10)
+        );
         let over: TcpOptions = toml::from_str("cc = \"cubic\"").unwrap();
         assert_eq!(scen.merged(&over).resolve("x").unwrap().cc, CcKind::Cubic);
-        let e = TcpOptions { mss: Some(10), ..Default::default() }.resolve("flow[1].tcp").unwrap_err();
+        let e = TcpOptions {
+            mss: Some(10),
+            ..Default::default()
+        }
+        .resolve("flow[1].tcp")
+        .unwrap_err();
         assert_eq!(e.field, "flow[1].tcp.mss");
-        assert!(e.message.contains("10") && e.message.contains("64 to 65000"), "{}", e.message);
+        assert!(
+            e.message.contains("10") && e.message.contains("64 to 65000"),
+            "{}",
+            e.message
+        );
         assert!(toml::from_str::<TcpOptions>("cc = \"vegas\"").is_err());
         assert!(toml::from_str::<TcpOptions>("sacks = true").is_err());
-        let e = TcpOptions { rcv_window: Some(Limit::Bytes(100)), ..Default::default() }.resolve("tcp").unwrap_err();
+        let e = TcpOptions {
+            rcv_window: Some(Limit::Bytes(100)),
+            ..Default::default()
+        }
+        .resolve("tcp")
+        .unwrap_err();
         assert_eq!(e.field, "tcp.rcv_window");
     }
 }

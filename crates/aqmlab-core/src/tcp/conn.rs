@@ -143,7 +143,10 @@ struct Timer {
 
 impl Timer {
     const fn new() -> Self {
-        Timer { deadline: SimTime::NEVER, scheduled: SimTime::NEVER }
+        Timer {
+            deadline: SimTime::NEVER,
+            scheduled: SimTime::NEVER,
+        }
     }
     fn set<H: TcpHost>(&mut self, h: &mut H, at: SimTime, kind: u32) {
         self.deadline = at;
@@ -200,7 +203,14 @@ pub struct TcpEvents {
 
 impl TcpEvents {
     fn at(side: Side) -> Self {
-        TcpEvents { side, connected: false, delivered: 0, peer_closed: false, all_acked: false, failed: false }
+        TcpEvents {
+            side,
+            connected: false,
+            delivered: 0,
+            peer_closed: false,
+            all_acked: false,
+            failed: false,
+        }
     }
 }
 
@@ -255,7 +265,11 @@ impl TcpConn {
     pub fn new(cfg: &TcpConfig, idx: u32) -> Self {
         let mut ends = [Endpoint::new(cfg), Endpoint::new(cfg)];
         ends[0].trace = cfg.trace;
-        TcpConn { cfg: *cfg, idx, ends }
+        TcpConn {
+            cfg: *cfg,
+            idx,
+            ends,
+        }
     }
 
     pub fn config(&self) -> &TcpConfig {
@@ -300,6 +314,10 @@ impl TcpConn {
     pub fn is_established(&self, side: Side) -> bool {
         self.ends[side.idx()].phase == Phase::Established
     }
+    /// How often `side` had to resend its SYN (A) or SYN-ACK (B).
+    pub fn handshake_retries(&self, side: Side) -> u32 {
+        self.ends[side.idx()].hs_retries
+    }
     pub fn has_failed(&self) -> bool {
         self.ends[0].phase == Phase::Failed
     }
@@ -315,7 +333,9 @@ impl TcpConn {
     }
     /// Both directions are closed and every FIN acknowledged.
     pub fn is_closed(&self) -> bool {
-        self.ends.iter().all(|e| e.snd.fin_acked() && e.rcv.fin_received)
+        self.ends
+            .iter()
+            .all(|e| e.snd.fin_acked() && e.rcv.fin_received)
     }
 
     /// Queues `bytes` of application data at `side` (use [`super::UNLIMITED`] for an
@@ -361,7 +381,9 @@ impl TcpConn {
             Phase::Idle | Phase::Failed => return ev,
             Phase::Listen => {
                 if syn && !ackf {
-                    let ecn = self.cfg.ecn && hd.flags & (tcp_flags::ECE | tcp_flags::CWR) == (tcp_flags::ECE | tcp_flags::CWR);
+                    let ecn = self.cfg.ecn
+                        && hd.flags & (tcp_flags::ECE | tcp_flags::CWR)
+                            == (tcp_flags::ECE | tcp_flags::CWR);
                     let e = &mut self.ends[i];
                     e.rcv.on_syn(hd.ts_val, ecn);
                     e.phase = Phase::SynRcvd;
@@ -446,7 +468,9 @@ impl TcpConn {
 
     /// A timer armed by this connection fired (`kind` from [`timer_kind`]).
     pub fn on_timer<H: TcpHost>(&mut self, h: &mut H, kind: u32) -> TcpEvents {
-        let Some((_, side, t)) = decode_timer(kind) else { return TcpEvents::at(Side::A) };
+        let Some((_, side, t)) = decode_timer(kind) else {
+            return TcpEvents::at(Side::A);
+        };
         let mut ev = TcpEvents::at(side);
         let i = side.idx();
         match t {
@@ -462,9 +486,17 @@ impl TcpConn {
                             self.sync_timers(h, side);
                             return ev;
                         }
-                        let limit = if e.phase == Phase::SynSent { SYN_RETRIES } else { SYNACK_RETRIES };
+                        let limit = if e.phase == Phase::SynSent {
+                            SYN_RETRIES
+                        } else {
+                            SYNACK_RETRIES
+                        };
                         if e.hs_retries >= limit {
-                            e.phase = if e.phase == Phase::SynSent { Phase::Failed } else { Phase::Listen };
+                            e.phase = if e.phase == Phase::SynSent {
+                                Phase::Failed
+                            } else {
+                                Phase::Listen
+                            };
                             e.hs_deadline = SimTime::NEVER;
                             ev.failed = side == Side::A;
                             return ev;
@@ -509,11 +541,13 @@ impl TcpConn {
             _ => SimTime::NEVER,
         };
         if rto_at != e.rto.deadline {
-            e.rto.set(h, rto_at, timer_kind(self.idx, side, TimerType::Rto));
+            e.rto
+                .set(h, rto_at, timer_kind(self.idx, side, TimerType::Rto));
         }
         let d = e.rcv.delack_deadline();
         if d != e.delack.deadline {
-            e.delack.set(h, d, timer_kind(self.idx, side, TimerType::DelAck));
+            e.delack
+                .set(h, d, timer_kind(self.idx, side, TimerType::DelAck));
         }
     }
 
@@ -523,12 +557,32 @@ impl TcpConn {
         let e = &mut self.ends[side.idx()];
         let mut p = h.new_packet(e.node, SYN_BYTES, self.idx);
         let (flags, ack) = if side == Side::A {
-            (tcp_flags::SYN | if ecn { tcp_flags::ECE | tcp_flags::CWR } else { 0 }, 0)
+            (
+                tcp_flags::SYN
+                    | if ecn {
+                        tcp_flags::ECE | tcp_flags::CWR
+                    } else {
+                        0
+                    },
+                0,
+            )
         } else {
             let ece = if e.rcv.ecn() { tcp_flags::ECE } else { 0 };
             (tcp_flags::SYN | tcp_flags::ACK | ece, 1)
         };
-        p.tcp = TcpHeader { seq: 0, ack, flags, wnd: e.rcv.wnd, ts_val: now, ts_ecr: if side == Side::B { e.rcv.ts_recent } else { SimTime::ZERO }, ..Default::default() };
+        p.tcp = TcpHeader {
+            seq: 0,
+            ack,
+            flags,
+            wnd: e.rcv.wnd,
+            ts_val: now,
+            ts_ecr: if side == Side::B {
+                e.rcv.ts_recent
+            } else {
+                SimTime::ZERO
+            },
+            ..Default::default()
+        };
         if side == Side::B {
             e.rcv.ack_sent();
         }
@@ -548,7 +602,9 @@ impl TcpConn {
         loop {
             let n_sack = e.rcv.sack_blocks().len().min(3);
             let budget = mss - sack_option_bytes(n_sack);
-            let Some(seg) = e.snd.next_segment(now, budget) else { break };
+            let Some(seg) = e.snd.next_segment(now, budget) else {
+                break;
+            };
             let pkt = build(h, e, &seg, idx, mss);
             h.send(pkt);
         }
@@ -569,7 +625,11 @@ impl TcpConn {
         if !e.trace {
             return;
         }
-        let cur = (e.snd.w.cwnd, e.snd.w.ssthresh, e.snd.rtt.srtt().unwrap_or(SimDuration::ZERO));
+        let cur = (
+            e.snd.w.cwnd,
+            e.snd.w.ssthresh,
+            e.snd.rtt.srtt().unwrap_or(SimDuration::ZERO),
+        );
         if cur.0 != e.last_trace.0 || cur.1 != e.last_trace.1 {
             h.sample("cwnd", e.snd.cwnd_bytes() as f64);
             if let Some(s) = e.snd.ssthresh_bytes() {
@@ -583,13 +643,30 @@ impl TcpConn {
     }
 }
 
-fn header(now: SimTime, e: &Endpoint, seq: u64, len: u32, mut flags: u8, n_sack: usize) -> TcpHeader {
+fn header(
+    now: SimTime,
+    e: &Endpoint,
+    seq: u64,
+    len: u32,
+    mut flags: u8,
+    n_sack: usize,
+) -> TcpHeader {
     if e.rcv.ece {
         flags |= tcp_flags::ECE;
     }
     let mut sack = [SackBlock::default(); 3];
     sack[..n_sack].copy_from_slice(&e.rcv.sack_blocks()[..n_sack]);
-    TcpHeader { seq, ack: e.rcv.rcv_nxt, len, flags, wnd: e.rcv.wnd, sack, n_sack: n_sack as u8, ts_val: now, ts_ecr: e.rcv.ts_recent }
+    TcpHeader {
+        seq,
+        ack: e.rcv.rcv_nxt,
+        len,
+        flags,
+        wnd: e.rcv.wnd,
+        sack,
+        n_sack: n_sack as u8,
+        ts_val: now,
+        ts_ecr: e.rcv.ts_recent,
+    }
 }
 
 fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u32) -> Packet {
@@ -605,7 +682,11 @@ fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u3
     if seg.cwr {
         flags |= tcp_flags::CWR;
     }
-    let mut p = h.new_packet(e.node, HEADER_BYTES + seg.payload + sack_option_bytes(n), idx);
+    let mut p = h.new_packet(
+        e.node,
+        HEADER_BYTES + seg.payload + sack_option_bytes(n),
+        idx,
+    );
     p.tcp = header(h.now(), e, seg.seq, seg.payload, flags, n);
     if seg.ect {
         p.ecn = Ecn::Ect0;

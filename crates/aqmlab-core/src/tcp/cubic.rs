@@ -119,7 +119,10 @@ impl Cubic {
 
     fn reset(&mut self) {
         let h = self.hystart;
-        *self = Cubic { hystart: h, ..Cubic::new(h) };
+        *self = Cubic {
+            hystart: h,
+            ..Cubic::new(h)
+        };
     }
 
     fn hystart_reset(&mut self, now: SimTime, snd_nxt: u64) {
@@ -171,7 +174,11 @@ impl Cubic {
             let ahead = (self.delay_min as u64).div_ceil(1000); // µs → jiffies, rounded up
             let t = ((now_j.saturating_sub(epoch) + ahead) << 10) / HZ;
             let target = self.w_cubic(t);
-            self.cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100 * cwnd };
+            self.cnt = if target > cwnd {
+                cwnd / (target - cwnd)
+            } else {
+                100 * cwnd
+            };
             if self.last_max_cwnd == 0 && self.cnt > 20 {
                 self.cnt = 20; // no maximum known yet: grow at least 5 % per RTT
             }
@@ -302,14 +309,38 @@ mod tests {
         SimTime::from_nanos(ms * 1_000_000)
     }
     fn ack(now: SimTime, acked: u32) -> AckSample {
-        AckSample { now, acked, rtt: None, snd_una: 0, snd_nxt: 0, cwnd_limited: true }
+        AckSample {
+            now,
+            acked,
+            rtt: None,
+            snd_una: 0,
+            snd_nxt: 0,
+            cwnd_limited: true,
+        }
     }
 
     #[test]
     fn cube_root_is_exact_floor() {
-        for a in [0u64, 1, 7, 8, 26, 27, 28, 999, 1000, 1001, u32::MAX as u64, 1 << 60, u64::MAX] {
+        for a in [
+            0u64,
+            1,
+            7,
+            8,
+            26,
+            27,
+            28,
+            999,
+            1000,
+            1001,
+            u32::MAX as u64,
+            1 << 60,
+            u64::MAX,
+        ] {
             let r = cubic_root(a) as u128;
-            assert!(r * r * r <= a as u128 && (r + 1) * (r + 1) * (r + 1) > a as u128, "cbrt({a}) = {r}");
+            assert!(
+                r * r * r <= a as u128 && (r + 1) * (r + 1) * (r + 1) > a as u128,
+                "cbrt({a}) = {r}"
+            );
         }
         assert_eq!(FRIENDLY_SCALE, 15);
         assert_eq!(CUBE_FACTOR, 2_681_735_677);
@@ -365,7 +396,12 @@ mod tests {
             acked_frac -= n as f64;
             c.on_ack(&mut w, &ack(at_ms(ms), n));
             let t_units = ((ms - 1 + 100) << 10) / 1000;
-            assert!(w.cwnd <= c.w_cubic(t_units).max(w.ssthresh) + 2, "t={ms}ms cwnd {} above curve {}", w.cwnd, c.w_cubic(t_units));
+            assert!(
+                w.cwnd <= c.w_cubic(t_units).max(w.ssthresh) + 2,
+                "t={ms}ms cwnd {} above curve {}",
+                w.cwnd,
+                c.w_cubic(t_units)
+            );
             if ms == 4216 {
                 at_k = w.cwnd;
             }
@@ -393,7 +429,11 @@ mod tests {
                 c.on_ack(&mut w, &ack(SimTime::from_nanos(t * 1000), 1));
             }
         }
-        assert!(w.cwnd >= start + 8, "cwnd {} after 20 RTTs from {start}", w.cwnd);
+        assert!(
+            w.cwnd >= start + 8,
+            "cwnd {} after 20 RTTs from {start}",
+            w.cwnd
+        );
     }
 
     #[test]
@@ -402,7 +442,14 @@ mod tests {
         let mut w = Window::new(10, 100_000);
         c.init(&mut w, SimTime::ZERO, 1);
         let rtt = |ms| Some(SimDuration::from_millis(ms));
-        let mut s = AckSample { now: at_ms(100), acked: 1, rtt: rtt(100), snd_una: 2, snd_nxt: 100_000, cwnd_limited: true };
+        let mut s = AckSample {
+            now: at_ms(100),
+            acked: 1,
+            rtt: rtt(100),
+            snd_una: 2,
+            snd_nxt: 100_000,
+            cwnd_limited: true,
+        };
         c.on_delivery(&mut w, &s);
         assert_eq!(c.delay_min, 100_000);
         w.cwnd = 32;

@@ -25,7 +25,9 @@ pub mod sender;
 
 pub use cc::{CongestionControl, Window};
 pub use config::{CcKind, DelayedAck, TcpConfig, TcpOptions, TCP_PARAMS};
-pub use conn::{decode_timer, timer_kind, Side, TcpConn, TcpEvents, TcpHost, TimerType, APP_TIMER_BIT};
+pub use conn::{
+    decode_timer, timer_kind, Side, TcpConn, TcpEvents, TcpHost, TimerType, APP_TIMER_BIT,
+};
 pub use sender::{SenderStats, UNLIMITED};
 
 /// `(name, one-line description)` of every congestion control, for `aqmlab list cc`.

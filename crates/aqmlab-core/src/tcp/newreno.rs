@@ -49,7 +49,14 @@ mod tests {
     use super::*;
 
     fn ack(acked: u32) -> AckSample {
-        AckSample { now: SimTime::ZERO, acked, rtt: None, snd_una: 0, snd_nxt: 0, cwnd_limited: true }
+        AckSample {
+            now: SimTime::ZERO,
+            acked,
+            rtt: None,
+            snd_una: 0,
+            snd_nxt: 0,
+            cwnd_limited: true,
+        }
     }
 
     #[test]
@@ -74,7 +81,11 @@ mod tests {
         idle.cwnd_limited = false;
         r.on_ack(&mut w, &idle);
         assert_eq!(w.cwnd, 11);
-        assert_eq!(r.on_rto(&Window::new(3, 100), SimTime::ZERO, 0, true), Some(2), "floor of 2 segments");
+        assert_eq!(
+            r.on_rto(&Window::new(3, 100), SimTime::ZERO, 0, true),
+            Some(2),
+            "floor of 2 segments"
+        );
         assert_eq!(r.on_rto(&w, SimTime::ZERO, 0, false), None);
     }
 }

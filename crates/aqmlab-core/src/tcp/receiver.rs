@@ -141,16 +141,20 @@ impl Receiver {
 
     /// Processes the sequence part of an arriving segment. `rto` is the local sender's
     /// current timeout (idle detection for quick-ACK mode); `ce` is the IP CE mark.
-    pub fn on_segment(&mut self, now: SimTime, h: &TcpHeader, ce: bool, rto: SimDuration) -> RcvOutcome {
+    pub fn on_segment(
+        &mut self,
+        now: SimTime,
+        h: &TcpHeader,
+        ce: bool,
+        rto: SimDuration,
+    ) -> RcvOutcome {
         let mut out = RcvOutcome::default();
         // RFC 7323 4.3: remember the timestamp of segments at the left window edge.
         if h.seq <= self.last_ack_sent {
             self.ts_recent = h.ts_val;
         }
-        if self.ecn {
-            if h.flags & tcp_flags::CWR != 0 {
-                self.ece = false;
-            }
+        if self.ecn && h.flags & tcp_flags::CWR != 0 {
+            self.ece = false;
         }
         let fin = h.flags & tcp_flags::FIN != 0;
         let seq_len = h.len as u64 + fin as u64;
@@ -219,10 +223,16 @@ impl Receiver {
             || match self.mode {
                 DelayedAck::Off => true,
                 DelayedAck::Ns2 => self.segs_unacked >= 2,
-                DelayedAck::Linux => self.quick > 0 || self.rcv_nxt - self.rcv_wup > self.mss as u64,
+                DelayedAck::Linux => {
+                    self.quick > 0 || self.rcv_nxt - self.rcv_wup > self.mss as u64
+                }
             };
         if !out.ack_now && self.delack_deadline == SimTime::NEVER {
-            let ato = if self.mode == DelayedAck::Ns2 { NS2_ATO } else { LINUX_ATO };
+            let ato = if self.mode == DelayedAck::Ns2 {
+                NS2_ATO
+            } else {
+                LINUX_ATO
+            };
             self.delack_deadline = now + ato;
         }
         out
@@ -279,7 +289,12 @@ mod tests {
     const MSS: u32 = 1000;
 
     fn seg(seq_no: u64, len: u32) -> TcpHeader {
-        TcpHeader { seq: 1 + seq_no * MSS as u64, len, flags: tcp_flags::ACK, ..Default::default() }
+        TcpHeader {
+            seq: 1 + seq_no * MSS as u64,
+            len,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        }
     }
     fn ms(x: u64) -> SimTime {
         SimTime::from_nanos(x * 1_000_000)
@@ -319,22 +334,46 @@ mod tests {
         assert_eq!(r.delack_deadline(), ms(50));
         // A second small segment (200 bytes < one MSS unacknowledged) still waits, and
         // does not push the deadline back.
-        let o = r.on_segment(ms(20), &TcpHeader { seq: 101, len: 100, ..seg(0, 0) }, false, RTO);
+        let o = r.on_segment(
+            ms(20),
+            &TcpHeader {
+                seq: 101,
+                len: 100,
+                ..seg(0, 0)
+            },
+            false,
+            RTO,
+        );
         assert!(!o.ack_now);
         assert_eq!(r.delack_deadline(), ms(50));
         assert!(r.on_delack_timer());
         r.ack_sent();
         assert!(!r.on_delack_timer(), "nothing left to acknowledge");
         // An idle gap longer than the RTO re-enters quick-ACK mode.
-        let o = r.on_segment(ms(1000), &TcpHeader { seq: 201, len: 100, ..seg(0, 0) }, false, RTO);
+        let o = r.on_segment(
+            ms(1000),
+            &TcpHeader {
+                seq: 201,
+                len: 100,
+                ..seg(0, 0)
+            },
+            false,
+            RTO,
+        );
         assert!(o.ack_now);
     }
 
     #[test]
     fn ns2_and_off_modes() {
         let mut r = rx(DelayedAck::Ns2);
-        let a: Vec<bool> = (0..4).map(|i| r.on_segment(ms(i), &seg(i, 10), false, RTO).ack_now).collect();
-        assert_eq!(a, vec![false, true, true, true], "2nd segment triggers; no ack_sent() in between");
+        let a: Vec<bool> = (0..4)
+            .map(|i| r.on_segment(ms(i), &seg(i, 10), false, RTO).ack_now)
+            .collect();
+        assert_eq!(
+            a,
+            vec![false, true, true, true],
+            "2nd segment triggers; no ack_sent() in between"
+        );
         let mut r = rx(DelayedAck::Ns2);
         let o = r.on_segment(ms(0), &seg(0, MSS), false, RTO);
         assert!(!o.ack_now);
@@ -353,19 +392,55 @@ mod tests {
         assert!(r.on_segment(ms(1), &seg(2, MSS), false, RTO).ack_now);
         let o = r.on_segment(ms(2), &seg(3, MSS), false, RTO);
         assert!(o.ack_now && o.delivered == 0);
-        assert_eq!(r.sack_blocks(), &[SackBlock { start: 2001, end: 4001 }]);
+        assert_eq!(
+            r.sack_blocks(),
+            &[SackBlock {
+                start: 2001,
+                end: 4001
+            }]
+        );
         // Segment 5 (4 lost too): new block first.
         r.on_segment(ms(3), &seg(5, MSS), false, RTO);
-        assert_eq!(r.sack_blocks(), &[SackBlock { start: 5001, end: 6001 }, SackBlock { start: 2001, end: 4001 }]);
+        assert_eq!(
+            r.sack_blocks(),
+            &[
+                SackBlock {
+                    start: 5001,
+                    end: 6001
+                },
+                SackBlock {
+                    start: 2001,
+                    end: 4001
+                }
+            ]
+        );
         // Segment 7, then 6 which joins 5..8: merged block first, [2,4) last.
         r.on_segment(ms(4), &seg(7, MSS), false, RTO);
         r.on_segment(ms(5), &seg(6, MSS), false, RTO);
-        assert_eq!(r.sack_blocks(), &[SackBlock { start: 5001, end: 8001 }, SackBlock { start: 2001, end: 4001 }]);
+        assert_eq!(
+            r.sack_blocks(),
+            &[
+                SackBlock {
+                    start: 5001,
+                    end: 8001
+                },
+                SackBlock {
+                    start: 2001,
+                    end: 4001
+                }
+            ]
+        );
         // The retransmission of 1 fills the first hole: 3 segments delivered, ACK at once.
         let o = r.on_segment(ms(6), &seg(1, MSS), false, RTO);
         assert_eq!((o.delivered, o.ack_now), (3 * MSS as u64, true));
         assert_eq!(r.rcv_nxt, 4001);
-        assert_eq!(r.sack_blocks(), &[SackBlock { start: 5001, end: 8001 }]);
+        assert_eq!(
+            r.sack_blocks(),
+            &[SackBlock {
+                start: 5001,
+                end: 8001
+            }]
+        );
         let o = r.on_segment(ms(7), &seg(4, MSS), false, RTO);
         assert_eq!((o.delivered, o.ack_now), (4 * MSS as u64, true));
         assert!(r.sack_blocks().is_empty());
@@ -381,7 +456,11 @@ mod tests {
         for i in [2u64, 4, 6, 8, 10] {
             r.on_segment(ms(i), &seg(i, MSS), false, RTO);
         }
-        let starts: Vec<u64> = r.sack_blocks().iter().map(|b| (b.start - 1) / MSS as u64).collect();
+        let starts: Vec<u64> = r
+            .sack_blocks()
+            .iter()
+            .map(|b| (b.start - 1) / MSS as u64)
+            .collect();
         assert_eq!(starts, vec![10, 8, 6, 4]);
     }
 
@@ -410,14 +489,38 @@ mod tests {
     #[test]
     fn timestamp_echo_follows_rfc7323() {
         let mut r = rx(DelayedAck::Off);
-        r.on_segment(ms(5), &TcpHeader { ts_val: ms(5), ..seg(0, MSS) }, false, RTO);
+        r.on_segment(
+            ms(5),
+            &TcpHeader {
+                ts_val: ms(5),
+                ..seg(0, MSS)
+            },
+            false,
+            RTO,
+        );
         r.ack_sent();
         assert_eq!(r.ts_recent, ms(5));
         // Out-of-order segment: TS.Recent unchanged (its seq is above Last.ACK.sent).
-        r.on_segment(ms(7), &TcpHeader { ts_val: ms(7), ..seg(2, MSS) }, false, RTO);
+        r.on_segment(
+            ms(7),
+            &TcpHeader {
+                ts_val: ms(7),
+                ..seg(2, MSS)
+            },
+            false,
+            RTO,
+        );
         assert_eq!(r.ts_recent, ms(5));
         // The hole-filling segment updates it.
-        r.on_segment(ms(9), &TcpHeader { ts_val: ms(9), ..seg(1, MSS) }, false, RTO);
+        r.on_segment(
+            ms(9),
+            &TcpHeader {
+                ts_val: ms(9),
+                ..seg(1, MSS)
+            },
+            false,
+            RTO,
+        );
         assert_eq!(r.ts_recent, ms(9));
     }
 }

@@ -34,7 +34,15 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     pub fn new(min_rto: SimDuration, initial_rto: SimDuration) -> Self {
-        RttEstimator { srtt: None, rttvar: SimDuration::ZERO, min_rtt: SimDuration::MAX, latest: SimDuration::ZERO, min_rto, initial_rto, backoff: 0 }
+        RttEstimator {
+            srtt: None,
+            rttvar: SimDuration::ZERO,
+            min_rtt: SimDuration::MAX,
+            latest: SimDuration::ZERO,
+            min_rto,
+            initial_rto,
+            backoff: 0,
+        }
     }
 
     /// Takes one RTT measurement (RFC 6298 2.2 / 2.3) and clears the backoff.

@@ -120,7 +120,10 @@ pub struct Scoreboard {
 
 impl Scoreboard {
     pub fn new() -> Self {
-        Scoreboard { segs: VecDeque::with_capacity(64), ..Default::default() }
+        Scoreboard {
+            segs: VecDeque::with_capacity(64),
+            ..Default::default()
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -143,8 +146,16 @@ impl Scoreboard {
 
     /// Records a newly sent segment.
     pub fn push(&mut self, start: u64, end: u64, now: SimTime, fin: bool) {
-        debug_assert!(self.segs.back().is_none_or(|b| b.end == start), "segments must be contiguous");
-        self.segs.push_back(Seg { start, end, sent: now, flags: if fin { FIN } else { 0 } });
+        debug_assert!(
+            self.segs.back().is_none_or(|b| b.end == start),
+            "segments must be contiguous"
+        );
+        self.segs.push_back(Seg {
+            start,
+            end,
+            sent: now,
+            flags: if fin { FIN } else { 0 },
+        });
         self.packets_out += 1;
     }
 
@@ -224,7 +235,9 @@ impl Scoreboard {
     /// RFC 6675 loss marking: every unSACKed segment with at least DupThresh SACKed
     /// segments above it is lost. Returns the number of segments newly marked.
     pub fn mark_lost_sack(&mut self) -> u32 {
-        let Some(high) = self.high_sacked else { return 0 };
+        let Some(high) = self.high_sacked else {
+            return 0;
+        };
         // Walk down from the highest SACKed segment to the DupThresh-th SACKed one.
         let mut idx = (high - self.base) as usize;
         let mut count = 0;
@@ -305,13 +318,24 @@ impl Scoreboard {
     pub fn check(&self) -> Result<(), String> {
         let n = |f: u8| self.segs.iter().filter(|s| s.has(f)).count() as u32;
         let (p, s, l, r) = (self.segs.len() as u32, n(SACKED), n(LOST), n(RETRANS));
-        if (p, s, l, r) != (self.packets_out, self.sacked_out, self.lost_out, self.retrans_out) {
+        if (p, s, l, r)
+            != (
+                self.packets_out,
+                self.sacked_out,
+                self.lost_out,
+                self.retrans_out,
+            )
+        {
             return Err(format!(
                 "counters (out {}, sacked {}, lost {}, retrans {}) != flags ({p}, {s}, {l}, {r})",
                 self.packets_out, self.sacked_out, self.lost_out, self.retrans_out
             ));
         }
-        if self.segs.iter().any(|x| x.has(SACKED) && x.has(LOST | RETRANS)) {
+        if self
+            .segs
+            .iter()
+            .any(|x| x.has(SACKED) && x.has(LOST | RETRANS))
+        {
             return Err("a SACKed segment is also lost or in retransmission".into());
         }
         Ok(())
@@ -328,15 +352,27 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::new();
         for i in 0..n {
-            b.push(1 + i * MSS, 1 + (i + 1) * MSS, SimTime::from_nanos(i), false);
+            b.push(
+                1 + i * MSS,
+                1 + (i + 1) * MSS,
+                SimTime::from_nanos(i),
+                false,
+            );
         }
         b
     }
     fn blk(from_seg: u64, to_seg: u64) -> SackBlock {
-        SackBlock { start: 1 + from_seg * MSS, end: 1 + to_seg * MSS }
+        SackBlock {
+            start: 1 + from_seg * MSS,
+            end: 1 + to_seg * MSS,
+        }
     }
     fn lost(b: &Scoreboard) -> Vec<usize> {
-        b.iter().enumerate().filter(|(_, s)| s.has(LOST)).map(|(i, _)| i).collect()
+        b.iter()
+            .enumerate()
+            .filter(|(_, s)| s.has(LOST))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     #[test]
@@ -391,12 +427,19 @@ mod tests {
         b.on_retransmit(2, t);
         assert_eq!(b.next_lost(), Some(5));
         b.on_retransmit(5, t);
-        assert_eq!(b.next_lost(), None, "segment 9 is not lost: rule (1) yields nothing");
+        assert_eq!(
+            b.next_lost(),
+            None,
+            "segment 9 is not lost: rule (1) yields nothing"
+        );
         assert_eq!(b.in_flight(), 4);
         // The retransmission of 0 arrives: cumulative ACK up to 2 (1 was SACKed).
         let d = b.ack_cum(1 + 2 * MSS);
         assert_eq!(d.pkts, 1, "only segment 0 is newly delivered");
-        assert!(d.retrans && d.first_sent.is_none(), "Karn: no RTT sample from a retransmission");
+        assert!(
+            d.retrans && d.first_sent.is_none(),
+            "Karn: no RTT sample from a retransmission"
+        );
         // SACK of the retransmitted 5: its retransmission leaves the pipe.
         b.sack(blk(5, 6));
         assert_eq!(b.in_flight(), 2, "retransmission of 2 and segment 9");
@@ -427,7 +470,11 @@ mod tests {
         assert_eq!(lost(&b), vec![0, 1, 2, 4]);
         assert_eq!(b.retrans_out, 0);
         assert_eq!(b.in_flight(), 0);
-        assert_eq!(b.next_lost(), Some(0), "the retransmitted head is due again");
+        assert_eq!(
+            b.next_lost(),
+            Some(0),
+            "the retransmitted head is due again"
+        );
         b.check().unwrap();
     }
 

@@ -186,7 +186,13 @@ impl Sender {
 
     /// The handshake completed. `rtt` is the handshake's RTT sample; `syn_retrans` how
     /// often this side had to resend its SYN / SYN-ACK.
-    pub fn establish(&mut self, now: SimTime, rtt: Option<SimDuration>, syn_retrans: u32, ecn_ok: bool) {
+    pub fn establish(
+        &mut self,
+        now: SimTime,
+        rtt: Option<SimDuration>,
+        syn_retrans: u32,
+        ecn_ok: bool,
+    ) {
         self.established = true;
         self.ecn_ok = ecn_ok;
         if let Some(r) = rtt {
@@ -214,7 +220,10 @@ impl Sender {
             return;
         }
         // Linux tcp_slow_start_after_idle: restart the window after an idle period.
-        if self.established && self.sb.packets_out == 0 && now.saturating_since(self.lsndtime) > self.rtt.rto() {
+        if self.established
+            && self.sb.packets_out == 0
+            && now.saturating_since(self.lsndtime) > self.rtt.rto()
+        {
             self.cwnd_restart(now.saturating_since(self.lsndtime));
         }
         self.write_end = self.write_end.saturating_add(bytes).min(UNLIMITED);
@@ -293,7 +302,11 @@ impl Sender {
         self.prior_cwnd = self.w.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
-        self.w.ssthresh = if ecn { self.cc.on_ecn(&self.w, now) } else { self.cc.on_loss(&self.w, now) };
+        self.w.ssthresh = if ecn {
+            self.cc.on_ecn(&self.w, now)
+        } else {
+            self.cc.on_loss(&self.w, now)
+        };
         self.queue_cwr = self.ecn_ok;
         if !self.prr {
             self.w.cwnd = self.w.ssthresh.min(self.w.cwnd).max(1);
@@ -337,7 +350,8 @@ impl Sender {
         let delta = ssthresh - in_flight;
         let mut sndcnt = if delta < 0 {
             // Proportional part: spread the reduction over one round trip.
-            let dividend = self.w.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
+            let dividend =
+                self.w.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
             (dividend / self.prior_cwnd as u64) as i64 - self.prr_out as i64
         } else {
             // Slow-start reduction bound: grow back towards ssthresh.
@@ -355,7 +369,11 @@ impl Sender {
     /// Processes the acknowledgement fields of an arriving segment.
     pub fn on_ack(&mut self, now: SimTime, h: &TcpHeader, carries_data: bool) -> AckOutcome {
         let mut out = AckOutcome::default();
-        if !self.established || h.flags & tcp_flags::ACK == 0 || h.ack > self.snd_nxt || h.ack < self.snd_una {
+        if !self.established
+            || h.flags & tcp_flags::ACK == 0
+            || h.ack > self.snd_nxt
+            || h.ack < self.snd_una
+        {
             // Not acceptable / old: ACKs are not reordered on FIFO paths, so an old one
             // carries nothing new.
             return out;
@@ -394,13 +412,17 @@ impl Sender {
             self.stats.bytes_acked += out.newly_acked;
             out.advanced = true;
         }
-        let is_dupack = !una_advanced && !carries_data && !window_changed && self.sb.packets_out > 0;
+        let is_dupack =
+            !una_advanced && !carries_data && !window_changed && self.sb.packets_out > 0;
         if is_dupack && !self.sack {
             // Linux tcp_add_reno_sack, limited so that one hole remains.
             let holes = self.sb.lost_out.max(1);
-            self.reno_sacked = (self.reno_sacked + 1).min(self.sb.packets_out.saturating_sub(holes));
+            self.reno_sacked =
+                (self.reno_sacked + 1).min(self.sb.packets_out.saturating_sub(holes));
         }
-        let delivered = (prior_packets - self.sb.packets_out) as i64 + (self.sb.sacked_out + self.reno_sacked) as i64 - prior_sacked as i64;
+        let delivered = (prior_packets - self.sb.packets_out) as i64
+            + (self.sb.sacked_out + self.reno_sacked) as i64
+            - prior_sacked as i64;
         let delivered = delivered.max(0) as u32;
 
         // RTT: Karn's rule on segment send times, falling back on the timestamp echo
@@ -416,13 +438,24 @@ impl Sender {
             out.rtt_sampled = true;
         }
         let ca_rtt = d.last_sent.map(|t| now.saturating_since(t)).or(rtt);
-        let sample = AckSample { now, acked: delivered, rtt: ca_rtt, snd_una: self.snd_una, snd_nxt: self.snd_nxt, cwnd_limited: self.cwnd_limited() };
+        let sample = AckSample {
+            now,
+            acked: delivered,
+            rtt: ca_rtt,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            cwnd_limited: self.cwnd_limited(),
+        };
         if delivered > 0 {
             self.cc.on_delivery(&mut self.w, &sample);
         }
 
         // Loss detection and state transitions (Linux tcp_fastretrans_alert).
-        let newly_lost = if self.sack && sacked_new { self.sb.mark_lost_sack() > 0 } else { false };
+        let newly_lost = if self.sack && sacked_new {
+            self.sb.mark_lost_sack() > 0
+        } else {
+            false
+        };
         let ece = self.ecn_ok && h.flags & tcp_flags::ECE != 0;
         if ece {
             self.stats.ece_acks += 1;
@@ -462,7 +495,10 @@ impl Sender {
                 self.cwnd_reduction(delivered, newly_lost, una_advanced);
             }
         } else if una_advanced {
-            let sample = AckSample { snd_una: self.snd_una, ..sample };
+            let sample = AckSample {
+                snd_una: self.snd_una,
+                ..sample
+            };
             self.cc.on_ack(&mut self.w, &sample);
         } else if is_dupack {
             self.cc.on_dup_ack(&mut self.w, now);
@@ -471,7 +507,11 @@ impl Sender {
 
         // RFC 6298 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
         if una_advanced {
-            self.rto_deadline = if self.sb.packets_out == 0 { SimTime::NEVER } else { now + self.rtt.rto() };
+            self.rto_deadline = if self.sb.packets_out == 0 {
+                SimTime::NEVER
+            } else {
+                now + self.rtt.rto()
+            };
         }
         out
     }
@@ -484,7 +524,9 @@ impl Sender {
         }
         self.stats.rtos += 1;
         // ssthresh once per loss episode (Linux tcp_enter_loss).
-        let reduce = self.state == CaState::Open || self.snd_una >= self.high_seq || (self.state == CaState::Loss && self.rto_retrans == 0);
+        let reduce = self.state == CaState::Open
+            || self.snd_una >= self.high_seq
+            || (self.state == CaState::Loss && self.rto_retrans == 0);
         if let Some(s) = self.cc.on_rto(&self.w, now, self.snd_nxt, reduce) {
             self.w.ssthresh = s;
         }
@@ -521,7 +563,15 @@ impl Sender {
                 }
                 self.force_rtx = false;
                 self.sent_one(now);
-                return Some(TxSeg { seq: s.start, end: s.end, payload: s.payload(), fin: s.has(super::scoreboard::FIN), cwr: false, ect: false, retrans: true });
+                return Some(TxSeg {
+                    seq: s.start,
+                    end: s.end,
+                    payload: s.payload(),
+                    fin: s.has(super::scoreboard::FIN),
+                    cwr: false,
+                    ect: false,
+                    retrans: true,
+                });
             }
         }
         if in_flight < self.w.cwnd && !self.fin_sent {
@@ -531,7 +581,8 @@ impl Sender {
             let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
             if (len > 0 || fin) && len <= room {
                 if in_flight == 0 {
-                    self.cc.on_tx_start(now, now.saturating_since(self.lsndtime));
+                    self.cc
+                        .on_tx_start(now, now.saturating_since(self.lsndtime));
                 }
                 let seq = self.snd_nxt;
                 let end = seq + len + fin as u64;
@@ -548,17 +599,28 @@ impl Sender {
                 }
                 self.stats.segs_sent += 1;
                 self.sent_one(now);
-                return Some(TxSeg { seq, end, payload: len as u32, fin, cwr, ect, retrans: false });
+                return Some(TxSeg {
+                    seq,
+                    end,
+                    payload: len as u32,
+                    fin,
+                    cwr,
+                    ect,
+                    retrans: false,
+                });
             }
         }
         // Nothing (more) to send: Linux tcp_cwnd_validate at the end of a burst.
         let is_cwnd_limited = in_flight >= self.w.cwnd;
-        if self.burst_sent > 0 || is_cwnd_limited {
-            if self.snd_una >= self.cwnd_usage_seq || is_cwnd_limited || (!self.is_cwnd_limited && self.sb.packets_out > self.max_packets_out) {
-                self.is_cwnd_limited = is_cwnd_limited;
-                self.max_packets_out = self.sb.packets_out;
-                self.cwnd_usage_seq = self.snd_nxt;
-            }
+        let validate = self.burst_sent > 0 || is_cwnd_limited;
+        if validate
+            && (self.snd_una >= self.cwnd_usage_seq
+                || is_cwnd_limited
+                || (!self.is_cwnd_limited && self.sb.packets_out > self.max_packets_out))
+        {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = self.sb.packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
         }
         self.burst_sent = 0;
         None
@@ -591,7 +653,11 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn cfg(f: impl FnOnce(&mut TcpOptions)) -> TcpConfig {
-        let mut o = TcpOptions { mss: Some(MSS as u32), cc: Some(CcKind::NewReno), ..Default::default() };
+        let mut o = TcpOptions {
+            mss: Some(MSS as u32),
+            cc: Some(CcKind::NewReno),
+            ..Default::default()
+        };
         f(&mut o);
         o.resolve("tcp").unwrap()
     }
@@ -612,9 +678,17 @@ mod tests {
         1 + i * MSS
     }
     fn ack(a: u64, sacks: &[(u64, u64)]) -> TcpHeader {
-        let mut h = TcpHeader { ack: seq(a), flags: tcp_flags::ACK, wnd: 3 << 20, ..Default::default() };
+        let mut h = TcpHeader {
+            ack: seq(a),
+            flags: tcp_flags::ACK,
+            wnd: 3 << 20,
+            ..Default::default()
+        };
         for (i, &(f, t)) in sacks.iter().enumerate() {
-            h.sack[i] = SackBlock { start: seq(f), end: seq(t) };
+            h.sack[i] = SackBlock {
+                start: seq(f),
+                end: seq(t),
+            };
         }
         h.n_sack = sacks.len() as u8;
         h
@@ -625,7 +699,9 @@ mod tests {
         let mut s = sender(cfg(|_| {}), false);
         let out = drain(&mut s, ms(100));
         assert_eq!(out.len(), 10, "initial window of 10 segments");
-        assert!(out.iter().all(|t| t.payload == MSS as u32 && !t.retrans && !t.ect));
+        assert!(out
+            .iter()
+            .all(|t| t.payload == MSS as u32 && !t.retrans && !t.ect));
         // Each ACK of 2 segments opens 2 + 2 new slots: 4 segments per ACK.
         s.on_ack(ms(200), &ack(2, &[]), false);
         assert_eq!(s.w.cwnd, 12);
@@ -641,7 +717,13 @@ mod tests {
         // First dup ACK (SACK 1): limited transmit sends one new segment (10).
         s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
         assert_eq!(s.state, CaState::Open);
-        assert_eq!(drain(&mut s, ms(200)).iter().map(|t| t.seq).collect::<Vec<_>>(), vec![seq(10)]);
+        assert_eq!(
+            drain(&mut s, ms(200))
+                .iter()
+                .map(|t| t.seq)
+                .collect::<Vec<_>>(),
+            vec![seq(10)]
+        );
         s.on_ack(ms(201), &ack(0, &[(1, 3)]), false);
         assert_eq!(drain(&mut s, ms(201)).len(), 1);
         // Third SACKed segment: segment 0 is lost → recovery, ssthresh = 10/2 = 5.
@@ -661,7 +743,10 @@ mod tests {
         // Segment 5: prr_delivered = 3 → ⌈15/10⌉ − 1 = 1: one new segment (12).
         s.on_ack(ms(204), &ack(0, &[(1, 6)]), false);
         let out = drain(&mut s, ms(204));
-        assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(seq(12), false)]);
+        assert_eq!(
+            out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(),
+            vec![(seq(12), false)]
+        );
         // The retransmission arrives: cumulative ACK to 6, recovery point (12) not reached.
         s.on_ack(ms(300), &ack(6, &[]), false);
         assert_eq!(s.state, CaState::Recovery);
@@ -715,7 +800,10 @@ mod tests {
         let out = drain(&mut s, ms(300));
         assert!(out.iter().any(|t| t.retrans && t.seq == seq(3)), "{out:?}");
         assert_eq!(s.state, CaState::Recovery);
-        assert_eq!(s.stats.fast_recoveries, 1, "one recovery for two losses in a window");
+        assert_eq!(
+            s.stats.fast_recoveries, 1,
+            "one recovery for two losses in a window"
+        );
         // Full ACK up to the recovery point.
         let hs = (s.high_seq - 1) / MSS;
         s.on_ack(ms(400), &ack(hs, &[]), false);
@@ -736,7 +824,11 @@ mod tests {
         assert_eq!(s.w.ssthresh, 5);
         let out = drain(&mut s, ms(200));
         assert!(out.iter().all(|t| !t.retrans));
-        assert_eq!(out.iter().filter(|t| t.cwr).count(), 1, "exactly the first new segment carries CWR");
+        assert_eq!(
+            out.iter().filter(|t| t.cwr).count(),
+            1,
+            "exactly the first new segment carries CWR"
+        );
         assert!(out[0].cwr);
         // More ECE ACKs within the same window: no further reduction.
         for k in 3..=10 {
@@ -751,7 +843,10 @@ mod tests {
         let hi = (s.snd_nxt - 1) / MSS;
         s.on_ack(ms(300), &ack(hi, &[]), false);
         assert_eq!(s.state, CaState::Open);
-        assert_eq!(s.w.cwnd, 6, "cwnd = ssthresh = 5, plus one for the window acknowledged by this ACK");
+        assert_eq!(
+            s.w.cwnd, 6,
+            "cwnd = ssthresh = 5, plus one for the window acknowledged by this ACK"
+        );
         drain(&mut s, ms(300));
         let mut e = ack(hi + 1, &[]);
         e.flags |= tcp_flags::ECE;
@@ -786,7 +881,10 @@ mod tests {
         assert_eq!(s.rtt.backoff(), 0);
         assert_eq!(s.w.cwnd, 2);
         let out = drain(&mut s, ms(1100));
-        assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(seq(1), true), (seq(2), true)]);
+        assert_eq!(
+            out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(),
+            vec![(seq(1), true), (seq(2), true)]
+        );
         assert_eq!(s.stats.rtos, 2);
         s.sb.check().unwrap();
     }
