@@ -58,13 +58,25 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, last: SimTime::ZERO }
+        EventQueue {
+            heap: BinaryHeap::with_capacity(1024),
+            seq: 0,
+            last: SimTime::ZERO,
+        }
     }
     #[inline]
     pub fn push(&mut self, time: SimTime, ev: Event) {
-        debug_assert!(time >= self.last, "event scheduled in the past: {time} < {}", self.last);
+        debug_assert!(
+            time >= self.last,
+            "event scheduled in the past: {time} < {}",
+            self.last
+        );
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, ev });
+        self.heap.push(Entry {
+            time,
+            seq: self.seq,
+            ev,
+        });
     }
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
@@ -96,6 +108,14 @@ mod tests {
         q.push(t, Event::TxDone(2));
         q.push(t, Event::TxDone(3));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
-        assert_eq!(order, vec![Event::TxDone(0), Event::TxDone(1), Event::TxDone(2), Event::TxDone(3)]);
+        assert_eq!(
+            order,
+            vec![
+                Event::TxDone(0),
+                Event::TxDone(1),
+                Event::TxDone(2),
+                Event::TxDone(3)
+            ]
+        );
     }
 }

@@ -26,6 +26,9 @@ pub struct FlowRow {
     pub ce_pkts: u64,
     /// Delivered payload bits per second over [max(warmup, start), min(end, stop)].
     pub goodput_bps: f64,
+    /// Round-trip propagation delay of the flow's path (seconds), without queueing or
+    /// serialisation: the base the studies subtract to get induced latency.
+    pub base_rtt: f64,
     /// Kind-specific summary metrics.
     pub extra: Vec<(&'static str, f64)>,
 }
@@ -93,22 +96,38 @@ impl RunResult {
     }
     /// Samples of one flow's metric as `(t, value)`.
     pub fn flow_samples(&self, flow: u32, metric: &str) -> Vec<(f64, f64)> {
-        let Some(m) = self.metric_names.iter().position(|n| n == metric) else { return vec![] };
+        let Some(m) = self.metric_names.iter().position(|n| n == metric) else {
+            return vec![];
+        };
         (0..self.samples.len())
-            .filter(|&i| self.samples.kind[i] == KIND_FLOW && self.samples.entity[i] == flow && self.samples.metric[i] as usize == m)
+            .filter(|&i| {
+                self.samples.kind[i] == KIND_FLOW
+                    && self.samples.entity[i] == flow
+                    && self.samples.metric[i] as usize == m
+            })
             .map(|i| (self.samples.t[i], self.samples.value[i]))
             .collect()
     }
     /// Per-bin series of one entity as `(t, value)`.
     pub fn series_of(&self, kind: u8, entity: u32, metric: &str) -> Vec<(f64, f64)> {
-        let Some(m) = self.metric_names.iter().position(|n| n == metric) else { return vec![] };
+        let Some(m) = self.metric_names.iter().position(|n| n == metric) else {
+            return vec![];
+        };
         (0..self.series.len())
-            .filter(|&i| self.series.kind[i] == kind && self.series.entity[i] == entity && self.series.metric[i] as usize == m)
+            .filter(|&i| {
+                self.series.kind[i] == kind
+                    && self.series.entity[i] == entity
+                    && self.series.metric[i] as usize == m
+            })
             .map(|i| (self.series.t[i], self.series.value[i]))
             .collect()
     }
     pub fn extra(&self, flow: &str, key: &str) -> Option<f64> {
-        self.flow(flow)?.extra.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+        self.flow(flow)?
+            .extra
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
     }
 }
 
@@ -125,8 +144,16 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
     for (i, f) in sim.flows.iter().enumerate() {
         let from = f.start.max(crate::time::SimTime::ZERO + warm);
         let to = f.stop.min(end);
-        let span = if to > from { (to - from).as_secs_f64() } else { 0.0 };
-        let goodput = if span > 0.0 { f.stats.delivered_bytes_warm as f64 * 8.0 / span } else { 0.0 };
+        let span = if to > from {
+            (to - from).as_secs_f64()
+        } else {
+            0.0
+        };
+        let goodput = if span > 0.0 {
+            f.stats.delivered_bytes_warm as f64 * 8.0 / span
+        } else {
+            0.0
+        };
         let mut extra = Vec::new();
         f.app.summary(&f.stats, &mut extra);
         flows.push(FlowRow {
@@ -145,6 +172,7 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
             lost_pkts: f.stats.lost_pkts,
             ce_pkts: f.stats.ce_pkts,
             goodput_bps: goodput,
+            base_rtt: sim.plan.flows[i].base_rtt.as_secs_f64(),
             extra,
         });
         let mut bins = f.stats.goodput_bins.clone();
@@ -180,19 +208,40 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
             marked: st.total_marks(),
             drops_by_reason: DropReason::ALL
                 .iter()
-                .map(|r| (r.name(), if *r == DropReason::Wire { l.stats.wire_drops } else { st.drops[r.index()] }))
+                .map(|r| {
+                    (
+                        r.name(),
+                        if *r == DropReason::Wire {
+                            l.stats.wire_drops
+                        } else {
+                            st.drops[r.index()]
+                        },
+                    )
+                })
                 .filter(|(_, n)| *n > 0)
                 .collect(),
-            marks_by_reason: MarkReason::ALL.iter().map(|r| (r.name(), st.marks[r.index()])).filter(|(_, n)| *n > 0).collect(),
+            marks_by_reason: MarkReason::ALL
+                .iter()
+                .map(|r| (r.name(), st.marks[r.index()]))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
             tx_pkts: l.stats.tx_pkts,
             tx_bytes: l.stats.tx_bytes,
-            utilization: if span > 0.0 { l.stats.busy.as_secs_f64() / span } else { 0.0 },
+            utilization: if span > 0.0 {
+                l.stats.busy.as_secs_f64() / span
+            } else {
+                0.0
+            },
             sojourn_n: h.count,
             sojourn_mean: s(h.mean()),
             sojourn_p50: s(h.quantile(0.5)),
             sojourn_p90: s(h.quantile(0.9)),
             sojourn_p99: s(h.quantile(0.99)),
-            sojourn_max: if h.count > 0 { s(h.max as f64) } else { f64::NAN },
+            sojourn_max: if h.count > 0 {
+                s(h.max as f64)
+            } else {
+                f64::NAN
+            },
             hist_low: h.buckets().map(|(lo, _, _)| s(lo as f64)).collect(),
             hist_high: h.buckets().map(|(_, hi, _)| s(hi as f64)).collect(),
             hist_count: h.buckets().map(|(_, _, c)| c).collect(),
@@ -218,7 +267,11 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
         n.pad_to(end);
         let m = names.id("sojourn_mean");
         for i in 0..sum.values.len() {
-            let v = if n.values[i] > 0.0 { sum.values[i] / n.values[i] * 1e-9 } else { f64::NAN };
+            let v = if n.values[i] > 0.0 {
+                sum.values[i] / n.values[i] * 1e-9
+            } else {
+                f64::NAN
+            };
             series.push(KIND_QUEUE, q, m, i as f64 * bin, v);
         }
         let vars = l.qdisc.trace_vars();

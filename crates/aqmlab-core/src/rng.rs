@@ -72,10 +72,22 @@ mod tests {
     use super::*;
     #[test]
     fn streams_are_independent_and_reproducible() {
-        let a: Vec<u64> = (0..4).map(|_| 0).scan(Rng::stream(7, "flow", 1), |r, _| Some(r.next_u64())).collect();
-        let b: Vec<u64> = (0..4).map(|_| 0).scan(Rng::stream(7, "flow", 1), |r, _| Some(r.next_u64())).collect();
-        let c: Vec<u64> = (0..4).map(|_| 0).scan(Rng::stream(7, "flow", 2), |r, _| Some(r.next_u64())).collect();
-        let d: Vec<u64> = (0..4).map(|_| 0).scan(Rng::stream(8, "flow", 1), |r, _| Some(r.next_u64())).collect();
+        let a: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::stream(7, "flow", 1), |r, _| Some(r.next_u64()))
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::stream(7, "flow", 1), |r, _| Some(r.next_u64()))
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::stream(7, "flow", 2), |r, _| Some(r.next_u64()))
+            .collect();
+        let d: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::stream(8, "flow", 1), |r, _| Some(r.next_u64()))
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);

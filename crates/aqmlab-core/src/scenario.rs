@@ -35,7 +35,10 @@ pub struct ScenarioError {
 
 impl ScenarioError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ScenarioError { field: field.into(), message: message.into() }
+        ScenarioError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -252,15 +255,28 @@ pub struct FlowConfig {
     pub app: AppConfig,
 }
 
-const FLOW_COMMON: &[&str] = &["name", "from", "to", "start", "start_spread", "stop", "count"];
+const FLOW_COMMON: &[&str] = &[
+    "name",
+    "from",
+    "to",
+    "start",
+    "start_spread",
+    "stop",
+    "count",
+];
 
 impl<'de> Deserialize<'de> for FlowConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut t = toml::Table::deserialize(d)?;
-        fn take<T: serde::de::DeserializeOwned, E: de::Error>(t: &mut toml::Table, k: &str) -> Result<Option<T>, E> {
+        fn take<T: serde::de::DeserializeOwned, E: de::Error>(
+            t: &mut toml::Table,
+            k: &str,
+        ) -> Result<Option<T>, E> {
             match t.remove(k) {
                 None => Ok(None),
-                Some(v) => v.try_into().map(Some).map_err(|e: toml::de::Error| E::custom(format!("field `{k}`: {}", e.message().trim()))),
+                Some(v) => v.try_into().map(Some).map_err(|e: toml::de::Error| {
+                    E::custom(format!("field `{k}`: {}", e.message().trim()))
+                }),
             }
         }
         let from: Option<String> = take(&mut t, "from")?;
@@ -273,21 +289,61 @@ impl<'de> Deserialize<'de> for FlowConfig {
         if !t.contains_key("kind") {
             return Err(de::Error::custom(format!(
                 "missing field `kind` (allowed: {})",
-                crate::app::WORKLOAD_KINDS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                crate::app::WORKLOAD_KINDS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         let (Some(from), Some(to)) = (from, to) else {
-            return Err(de::Error::custom("missing field `from` or `to` (host names)"));
+            return Err(de::Error::custom(
+                "missing field `from` or `to` (host names)",
+            ));
         };
         if count < 1 || count > 1_000_000 {
-            return Err(de::Error::custom(format!("field `count`: {count} is not allowed (1 to 1000000)")));
+            return Err(de::Error::custom(format!(
+                "field `count`: {count} is not allowed (1 to 1000000)"
+            )));
         }
-        let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
-            let m = e.message().trim().to_string();
-            let m = m.replace("unknown field", "unknown field for this kind").replace("expected one of", "allowed: common keys (") ;
-            de::Error::custom(if m.contains("allowed: common keys (") { format!("{m}) or {}", FLOW_COMMON.join(", ")) } else { m })
-        })?;
-        Ok(FlowConfig { name, from, to, start, start_spread, stop, count: count as u32, app })
+        let kind = t
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("?")
+            .to_string();
+        let app: AppConfig =
+            serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
+                let path = e.path().to_string();
+                let m = e.into_inner().message().trim().to_string();
+                let m = if let Some(rest) = m.strip_prefix("unknown variant") {
+                    format!(
+                        "unknown kind{}",
+                        rest.replace(", expected one of", "; allowed:")
+                    )
+                } else if let Some(rest) = m.strip_prefix("unknown field") {
+                    format!(
+                        "unknown field{} for kind `{kind}`; also allowed: {}",
+                        rest.replace(", expected one of", "; allowed:")
+                            .replace(", expected", "; allowed:"),
+                        FLOW_COMMON.join(", ")
+                    )
+                } else if path != "." && !path.is_empty() {
+                    format!("field `{path}`: {m}")
+                } else {
+                    m
+                };
+                de::Error::custom(m)
+            })?;
+        Ok(FlowConfig {
+            name,
+            from,
+            to,
+            start,
+            start_spread,
+            stop,
+            count: count as u32,
+            app,
+        })
     }
 }
 
@@ -327,6 +383,8 @@ pub struct PlanFlow {
     pub app: AppConfig,
     /// Index of the `[[flow]]` table this instance comes from.
     pub group: u32,
+    /// Sum of the propagation delays from `src` to `dst` and back (no serialisation).
+    pub base_rtt: SimDuration,
 }
 
 /// A validated scenario with names resolved to indices, ready to build.
@@ -349,7 +407,9 @@ impl Scenario {
         serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let line = inner.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let line = inner
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             let msg = inner.message().trim().replace('\n', " ");
             let msg = match line {
                 Some(l) => format!("{msg} (line {l})"),
@@ -361,7 +421,8 @@ impl Scenario {
 
     /// Reads and parses a scenario file.
     pub fn from_file(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::new("", format!("cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new("", format!("cannot read {}: {e}", path.display())))?;
         Self::from_toml_str(&text)
     }
 
@@ -379,9 +440,20 @@ impl Scenario {
             return Err(ScenarioError::new("run.bin", "must be positive"));
         }
         if run.warmup.0 >= run.duration.0 {
-            return Err(ScenarioError::new("run.warmup", format!("{} must be shorter than run.duration ({})", run.warmup.0, run.duration.0)));
+            return Err(ScenarioError::new(
+                "run.warmup",
+                format!(
+                    "{} must be shorter than run.duration ({})",
+                    run.warmup.0, run.duration.0
+                ),
+            ));
         }
-        let mut b = Builder { nodes: Vec::new(), by_name: HashMap::new(), links: Vec::new(), trace: run.trace };
+        let mut b = Builder {
+            nodes: Vec::new(),
+            by_name: HashMap::new(),
+            links: Vec::new(),
+            trace: run.trace,
+        };
         if let Some(d) = &self.dumbbell {
             b.dumbbell(d)?;
         }
@@ -392,11 +464,16 @@ impl Scenario {
             b.explicit_link(l, &format!("link[{i}]"))?;
         }
         if b.nodes.is_empty() {
-            return Err(ScenarioError::new("", "no topology: add a [dumbbell] table or [[node]] and [[link]] tables"));
+            return Err(ScenarioError::new(
+                "",
+                "no topology: add a [dumbbell] table or [[node]] and [[link]] tables",
+            ));
         }
         let routes = Routes::compute(b.nodes.len(), &b.links);
         self.tcp.resolve("tcp")?;
-        let env = AppEnv { tcp: self.tcp.clone() };
+        let env = AppEnv {
+            tcp: self.tcp.clone(),
+        };
         let end = SimTime::ZERO + run.duration.0;
         let mut flows = Vec::new();
         for (gi, f) in self.flows.iter().enumerate() {
@@ -407,10 +484,19 @@ impl Scenario {
                 None => end,
             };
             if f.start.0 >= run.duration.0 {
-                return Err(ScenarioError::new(format!("{field}.start"), format!("{} is not before the end of the run ({})", f.start.0, run.duration.0)));
+                return Err(ScenarioError::new(
+                    format!("{field}.start"),
+                    format!(
+                        "{} is not before the end of the run ({})",
+                        f.start.0, run.duration.0
+                    ),
+                ));
             }
             if stop <= SimTime::ZERO + f.start.0 {
-                return Err(ScenarioError::new(format!("{field}.stop"), "must be after start"));
+                return Err(ScenarioError::new(
+                    format!("{field}.stop"),
+                    "must be after start",
+                ));
             }
             for i in 0..f.count {
                 let from = f.from.replace("{i}", &i.to_string());
@@ -418,13 +504,22 @@ impl Scenario {
                 let src = b.host(&from, &format!("{field}.from"))?;
                 let dst = b.host(&to, &format!("{field}.to"))?;
                 if src == dst {
-                    return Err(ScenarioError::new(format!("{field}.to"), format!("'{to}' is the same host as `from`")));
+                    return Err(ScenarioError::new(
+                        format!("{field}.to"),
+                        format!("'{to}' is the same host as `from`"),
+                    ));
                 }
                 if !routes.reachable(src, dst) {
-                    return Err(ScenarioError::new(format!("{field}.to"), format!("no route from '{from}' to '{to}'")));
+                    return Err(ScenarioError::new(
+                        format!("{field}.to"),
+                        format!("no route from '{from}' to '{to}'"),
+                    ));
                 }
                 if f.app.needs_reverse_path() && !routes.reachable(dst, src) {
-                    return Err(ScenarioError::new(format!("{field}.from"), format!("no route back from '{to}' to '{from}' (this kind needs replies)")));
+                    return Err(ScenarioError::new(
+                        format!("{field}.from"),
+                        format!("no route back from '{to}' to '{from}' (this kind needs replies)"),
+                    ));
                 }
                 let name = match (&f.name, f.count) {
                     (Some(n), 1) => n.clone(),
@@ -432,19 +527,45 @@ impl Scenario {
                     (None, 1) => format!("{}{}", f.app.kind_name(), gi),
                     (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
                 };
-                flows.push(PlanFlow { name, src, dst, start: SimTime::ZERO + f.start.0, stop: stop.min(end), app: f.app.clone(), group: gi as u32 });
+                let base_rtt =
+                    routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
+                flows.push(PlanFlow {
+                    base_rtt,
+                    name,
+                    src,
+                    dst,
+                    start: SimTime::ZERO + f.start.0,
+                    stop: stop.min(end),
+                    app: f.app.clone(),
+                    group: gi as u32,
+                });
             }
-            if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0 {
-                return Err(ScenarioError::new(format!("{field}.start_spread"), "start + start_spread goes past the end of the run"));
+            if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0
+            {
+                return Err(ScenarioError::new(
+                    format!("{field}.start_spread"),
+                    "start + start_spread goes past the end of the run",
+                ));
             }
         }
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (i, f) in flows.iter().enumerate() {
             if let Some(j) = names.insert(&f.name, i) {
-                return Err(ScenarioError::new(format!("flow[{}].name", flows[i].group), format!("'{}' is used twice (also by flow instance {j})", f.name)));
+                return Err(ScenarioError::new(
+                    format!("flow[{}].name", flows[i].group),
+                    format!("'{}' is used twice (also by flow instance {j})", f.name),
+                ));
             }
         }
-        Ok(Plan { duration: run.duration.0, warmup: run.warmup.0, bin: run.bin.0, nodes: b.nodes, links: b.links, flows, env })
+        Ok(Plan {
+            duration: run.duration.0,
+            warmup: run.warmup.0,
+            bin: run.bin.0,
+            nodes: b.nodes,
+            links: b.links,
+            flows,
+            env,
+        })
     }
 
     /// Draws the random start times of flows with `start_spread` (from the run seed).
@@ -472,7 +593,10 @@ struct Builder {
 
 fn check_prob(p: f64, field: &str) -> Result<(), ScenarioError> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(ScenarioError::new(field, format!("{p} is not a probability (allowed: 0 to 1)")));
+        return Err(ScenarioError::new(
+            field,
+            format!("{p} is not a probability (allowed: 0 to 1)"),
+        ));
     }
     Ok(())
 }
@@ -483,23 +607,41 @@ fn loss_periods(v: &[LossPeriodConfig], field: &str) -> Result<Vec<LossPeriod>, 
         .map(|(i, lp)| {
             check_prob(lp.loss, &format!("{field}[{i}].loss"))?;
             if lp.stop.0 <= lp.start.0 {
-                return Err(ScenarioError::new(format!("{field}[{i}].stop"), "must be after start"));
+                return Err(ScenarioError::new(
+                    format!("{field}[{i}].stop"),
+                    "must be after start",
+                ));
             }
-            Ok(LossPeriod { start: SimTime::ZERO + lp.start.0, stop: SimTime::ZERO + lp.stop.0, loss: lp.loss })
+            Ok(LossPeriod {
+                start: SimTime::ZERO + lp.start.0,
+                stop: SimTime::ZERO + lp.stop.0,
+                loss: lp.loss,
+            })
         })
         .collect()
 }
 
 impl Builder {
-    fn add_node(&mut self, name: &str, kind: NodeKind, field: &str) -> Result<NodeId, ScenarioError> {
+    fn add_node(
+        &mut self,
+        name: &str,
+        kind: NodeKind,
+        field: &str,
+    ) -> Result<NodeId, ScenarioError> {
         if name.is_empty() {
             return Err(ScenarioError::new(field, "node names must not be empty"));
         }
         if self.by_name.contains_key(name) {
-            return Err(ScenarioError::new(field, format!("node '{name}' is defined twice")));
+            return Err(ScenarioError::new(
+                field,
+                format!("node '{name}' is defined twice"),
+            ));
         }
         let id = self.nodes.len() as NodeId;
-        self.nodes.push(PlanNode { name: name.to_string(), kind });
+        self.nodes.push(PlanNode {
+            name: name.to_string(),
+            kind,
+        });
         self.by_name.insert(name.to_string(), id);
         Ok(id)
     }
@@ -508,32 +650,88 @@ impl Builder {
         self.by_name.get(name).copied().ok_or_else(|| {
             let mut known: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
             known.truncate(8);
-            ScenarioError::new(field, format!("unknown node '{name}' (known: {}{})", known.join(", "), if self.nodes.len() > 8 { ", ..." } else { "" }))
+            ScenarioError::new(
+                field,
+                format!(
+                    "unknown node '{name}' (known: {}{})",
+                    known.join(", "),
+                    if self.nodes.len() > 8 { ", ..." } else { "" }
+                ),
+            )
         })
     }
 
     fn host(&self, name: &str, field: &str) -> Result<NodeId, ScenarioError> {
         let id = self.node(name, field)?;
         if self.nodes[id as usize].kind != NodeKind::Host {
-            return Err(ScenarioError::new(field, format!("'{name}' is a router; flows run between hosts")));
+            return Err(ScenarioError::new(
+                field,
+                format!("'{name}' is a router; flows run between hosts"),
+            ));
         }
         Ok(id)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn link(&mut self, name: String, from: NodeId, to: NodeId, rate: Rate, delay: SimDuration, qdisc: QdiscConfig, overhead: u32, mtu: u32, devq: u32, loss: f64, lps: Vec<LossPeriod>, trace: bool, field: &str) -> Result<(), ScenarioError> {
+    fn link(
+        &mut self,
+        name: String,
+        from: NodeId,
+        to: NodeId,
+        rate: Rate,
+        delay: SimDuration,
+        qdisc: QdiscConfig,
+        overhead: u32,
+        mtu: u32,
+        devq: u32,
+        loss: f64,
+        lps: Vec<LossPeriod>,
+        trace: bool,
+        field: &str,
+    ) -> Result<(), ScenarioError> {
         if mtu < 68 || mtu > 65535 {
-            return Err(ScenarioError::new(format!("{field}.mtu"), format!("{mtu} is not allowed (68 to 65535)")));
+            return Err(ScenarioError::new(
+                format!("{field}.mtu"),
+                format!("{mtu} is not allowed (68 to 65535)"),
+            ));
         }
         if overhead > 1000 {
-            return Err(ScenarioError::new(format!("{field}.overhead"), format!("{overhead} is not allowed (0 to 1000 bytes)")));
+            return Err(ScenarioError::new(
+                format!("{field}.overhead"),
+                format!("{overhead} is not allowed (0 to 1000 bytes)"),
+            ));
         }
         if devq < 1 || devq > 100_000 {
-            return Err(ScenarioError::new(format!("{field}.device_queue"), format!("{devq} is not allowed (1 to 100000 packets; 1 = BQL of one packet)")));
+            return Err(ScenarioError::new(
+                format!("{field}.device_queue"),
+                format!("{devq} is not allowed (1 to 100000 packets; 1 = BQL of one packet)"),
+            ));
         }
-        let ctx = BuildCtx { rate, mtu, overhead, rng: Rng::default() };
-        qdisc.validate(&ctx).map_err(|e| ScenarioError::new(format!("{field}.qdisc.{}", e.field), format!("{} is not allowed ({})", e.value, e.allowed)))?;
-        let p = LinkParams { name, from, to, rate, delay, overhead, mtu, device_queue: devq, loss, loss_periods: lps, trace };
+        let ctx = BuildCtx {
+            rate,
+            mtu,
+            overhead,
+            rng: Rng::default(),
+        };
+        qdisc.validate(&ctx).map_err(|e| {
+            ScenarioError::new(
+                format!("{field}.qdisc.{}", e.field),
+                format!("{} is not allowed ({})", e.value, e.allowed),
+            )
+        })?;
+        let p = LinkParams {
+            name,
+            from,
+            to,
+            rate,
+            delay,
+            overhead,
+            mtu,
+            device_queue: devq,
+            loss,
+            loss_periods: lps,
+            trace,
+        };
         self.links.push((p, qdisc));
         Ok(())
     }
@@ -541,41 +739,122 @@ impl Builder {
     fn dumbbell(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {
         let f = "dumbbell";
         if d.pairs < 1 || d.pairs > 100_000 {
-            return Err(ScenarioError::new("dumbbell.pairs", format!("{} is not allowed (1 to 100000)", d.pairs)));
+            return Err(ScenarioError::new(
+                "dumbbell.pairs",
+                format!("{} is not allowed (1 to 100000)", d.pairs),
+            ));
         }
-        let up_rate = d.up.rate.or(d.rate).ok_or_else(|| ScenarioError::new("dumbbell.rate", "missing: give `rate` (both directions) or both `up.rate` and `down.rate`"))?;
-        let down_rate = d.down.rate.or(d.rate).ok_or_else(|| ScenarioError::new("dumbbell.rate", "missing: give `rate` (both directions) or both `up.rate` and `down.rate`"))?;
+        let up_rate = d.up.rate.or(d.rate).ok_or_else(|| {
+            ScenarioError::new(
+                "dumbbell.rate",
+                "missing: give `rate` (both directions) or both `up.rate` and `down.rate`",
+            )
+        })?;
+        let down_rate = d.down.rate.or(d.rate).ok_or_else(|| {
+            ScenarioError::new(
+                "dumbbell.rate",
+                "missing: give `rate` (both directions) or both `up.rate` and `down.rate`",
+            )
+        })?;
         let n = d.pairs as usize;
-        for (key, v) in [("client_delays", &d.client_delays), ("server_delays", &d.server_delays)] {
+        for (key, v) in [
+            ("client_delays", &d.client_delays),
+            ("server_delays", &d.server_delays),
+        ] {
             if let Some(v) = v {
                 if v.len() != n {
-                    return Err(ScenarioError::new(format!("dumbbell.{key}"), format!("has {} entries; it needs one per pair ({n})", v.len())));
+                    return Err(ScenarioError::new(
+                        format!("dumbbell.{key}"),
+                        format!("has {} entries; it needs one per pair ({n})", v.len()),
+                    ));
                 }
             }
         }
-        let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| Rate::from_bps((up_rate.0.max(down_rate.0) * 10).max(1_000_000_000)));
+        let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| {
+            Rate::from_bps((up_rate.0.max(down_rate.0) * 10).max(1_000_000_000))
+        });
         let access_q = d.access_qdisc.clone().unwrap_or_default();
         let ra = self.add_node("router_a", NodeKind::Router, f)?;
         let rb = self.add_node("router_b", NodeKind::Router, f)?;
         let base_q = d.qdisc.clone().unwrap_or_default();
         let tr = self.trace;
-        for (dir, cfg, rate, from, to) in [("up", &d.up, up_rate, ra, rb), ("down", &d.down, down_rate, rb, ra)] {
+        for (dir, cfg, rate, from, to) in [
+            ("up", &d.up, up_rate, ra, rb),
+            ("down", &d.down, down_rate, rb, ra),
+        ] {
             let field = format!("dumbbell.{dir}");
             let loss = cfg.loss.unwrap_or(0.0);
             check_prob(loss, &format!("{field}.loss"))?;
             let lps = loss_periods(&cfg.loss_periods, &format!("{field}.loss_periods"))?;
             let q = cfg.qdisc.clone().unwrap_or_else(|| base_q.clone());
-            let qfield = if cfg.qdisc.is_some() { field.clone() } else { "dumbbell".to_string() };
-            self.link(format!("bottleneck_{dir}"), from, to, rate.rate(), d.delay.0, q, d.overhead, d.mtu, d.device_queue, loss, lps, tr, &qfield)?;
+            let qfield = if cfg.qdisc.is_some() {
+                field.clone()
+            } else {
+                "dumbbell".to_string()
+            };
+            self.link(
+                format!("bottleneck_{dir}"),
+                from,
+                to,
+                rate.rate(),
+                d.delay.0,
+                q,
+                d.overhead,
+                d.mtu,
+                d.device_queue,
+                loss,
+                lps,
+                tr,
+                &qfield,
+            )?;
         }
         for i in 0..n {
             let c = self.add_node(&format!("client{i}"), NodeKind::Host, f)?;
             let s = self.add_node(&format!("server{i}"), NodeKind::Host, f)?;
-            let cd = d.client_delays.as_ref().map(|v| v[i].0).unwrap_or(d.access_delay.0);
-            let sd = d.server_delays.as_ref().map(|v| v[i].0).unwrap_or(d.access_delay.0);
-            for (host, router, delay, hname, rname) in [(c, ra, cd, format!("client{i}"), "router_a"), (s, rb, sd, format!("server{i}"), "router_b")] {
-                self.link(format!("{hname}->{rname}"), host, router, access_rate, delay, access_q.clone(), d.overhead, d.mtu, 1, 0.0, vec![], false, "dumbbell.access")?;
-                self.link(format!("{rname}->{hname}"), router, host, access_rate, delay, access_q.clone(), d.overhead, d.mtu, 1, 0.0, vec![], false, "dumbbell.access")?;
+            let cd = d
+                .client_delays
+                .as_ref()
+                .map(|v| v[i].0)
+                .unwrap_or(d.access_delay.0);
+            let sd = d
+                .server_delays
+                .as_ref()
+                .map(|v| v[i].0)
+                .unwrap_or(d.access_delay.0);
+            for (host, router, delay, hname, rname) in [
+                (c, ra, cd, format!("client{i}"), "router_a"),
+                (s, rb, sd, format!("server{i}"), "router_b"),
+            ] {
+                self.link(
+                    format!("{hname}->{rname}"),
+                    host,
+                    router,
+                    access_rate,
+                    delay,
+                    access_q.clone(),
+                    d.overhead,
+                    d.mtu,
+                    1,
+                    0.0,
+                    vec![],
+                    false,
+                    "dumbbell.access",
+                )?;
+                self.link(
+                    format!("{rname}->{hname}"),
+                    router,
+                    host,
+                    access_rate,
+                    delay,
+                    access_q.clone(),
+                    d.overhead,
+                    d.mtu,
+                    1,
+                    0.0,
+                    vec![],
+                    false,
+                    "dumbbell.access",
+                )?;
             }
         }
         Ok(())
@@ -585,16 +864,54 @@ impl Builder {
         let a = self.node(&l.from, &format!("{field}.from"))?;
         let b = self.node(&l.to, &format!("{field}.to"))?;
         if a == b {
-            return Err(ScenarioError::new(format!("{field}.to"), "a link must join two different nodes"));
+            return Err(ScenarioError::new(
+                format!("{field}.to"),
+                "a link must join two different nodes",
+            ));
         }
         check_prob(l.loss, &format!("{field}.loss"))?;
         let lps = loss_periods(&l.loss_periods, &format!("{field}.loss_periods"))?;
         let tr = l.trace || self.trace;
-        let name = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
-        self.link(name.clone(), a, b, l.rate.rate(), l.delay.0, l.qdisc.clone(), l.overhead, l.mtu, l.device_queue, l.loss, lps.clone(), tr, field)?;
+        let name = l
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+        self.link(
+            name.clone(),
+            a,
+            b,
+            l.rate.rate(),
+            l.delay.0,
+            l.qdisc.clone(),
+            l.overhead,
+            l.mtu,
+            l.device_queue,
+            l.loss,
+            lps.clone(),
+            tr,
+            field,
+        )?;
         if l.duplex {
-            let rname = if l.name.is_some() { format!("{name}_rev") } else { format!("{}->{}", l.to, l.from) };
-            self.link(rname, b, a, l.rate.rate(), l.delay.0, l.qdisc.clone(), l.overhead, l.mtu, l.device_queue, l.loss, lps, tr, field)?;
+            let rname = if l.name.is_some() {
+                format!("{name}_rev")
+            } else {
+                format!("{}->{}", l.to, l.from)
+            };
+            self.link(
+                rname,
+                b,
+                a,
+                l.rate.rate(),
+                l.delay.0,
+                l.qdisc.clone(),
+                l.overhead,
+                l.mtu,
+                l.device_queue,
+                l.loss,
+                lps,
+                tr,
+                field,
+            )?;
         }
         Ok(())
     }
@@ -649,7 +966,32 @@ impl Routes {
                 table[v] = Some(std::mem::take(&mut next[v]));
             }
         }
-        Routes { n, default, table, reach }
+        Routes {
+            n,
+            default,
+            table,
+            reach,
+        }
+    }
+    /// Sum of link propagation delays along the route from `a` to `b` (zero if unreachable).
+    pub fn path_delay(
+        &self,
+        a: NodeId,
+        b: NodeId,
+        links: &[(LinkParams, QdiscConfig)],
+    ) -> SimDuration {
+        let mut at = a;
+        let mut d = SimDuration::ZERO;
+        let mut hops = 0;
+        while at != b && hops <= self.n {
+            let Some(l) = self.next(at, b) else {
+                return SimDuration::ZERO;
+            };
+            d += links[l as usize].0.delay;
+            at = links[l as usize].0.to;
+            hops += 1;
+        }
+        d
     }
     pub fn reachable(&self, a: NodeId, b: NodeId) -> bool {
         self.reach[a as usize][b as usize]

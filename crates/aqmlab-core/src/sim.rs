@@ -115,9 +115,21 @@ impl Simulator {
             .iter()
             .enumerate()
             .map(|(i, (p, q))| {
-                let ctx = BuildCtx { rate: p.rate, mtu: p.mtu, overhead: p.overhead, rng: Rng::stream(seed, "qdisc", i as u64) };
+                let ctx = BuildCtx {
+                    rate: p.rate,
+                    mtu: p.mtu,
+                    overhead: p.overhead,
+                    rng: Rng::stream(seed, "qdisc", i as u64),
+                };
                 let qd = q.build(ctx);
-                Link::new(i as u32, p.clone(), qd, Rng::stream(seed, "link", i as u64), warmup, plan.bin)
+                Link::new(
+                    i as u32,
+                    p.clone(),
+                    qd,
+                    Rng::stream(seed, "link", i as u64),
+                    warmup,
+                    plan.bin,
+                )
             })
             .collect();
         let mut events = EventQueue::new();
@@ -156,7 +168,11 @@ impl Simulator {
             net,
             flows,
             node_names: plan.nodes.iter().map(|n| n.name.clone()).collect(),
-            node_is_host: plan.nodes.iter().map(|n| n.kind == NodeKind::Host).collect(),
+            node_is_host: plan
+                .nodes
+                .iter()
+                .map(|n| n.kind == NodeKind::Host)
+                .collect(),
             end: SimTime::ZERO + plan.duration,
             plan,
             seed,
@@ -215,12 +231,30 @@ impl Simulator {
             }
             Event::FlowTimer { flow, kind } => {
                 let f = &mut self.flows[flow as usize];
-                let mut cx = FlowCtx { now, id: flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+                let mut cx = FlowCtx {
+                    now,
+                    id: flow,
+                    src: f.src,
+                    dst: f.dst,
+                    stop: f.stop,
+                    net: &mut self.net,
+                    stats: &mut f.stats,
+                    rng: &mut f.rng,
+                };
                 f.app.on_timer(&mut cx, kind);
             }
             Event::FlowStart(flow) => {
                 let f = &mut self.flows[flow as usize];
-                let mut cx = FlowCtx { now, id: flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+                let mut cx = FlowCtx {
+                    now,
+                    id: flow,
+                    src: f.src,
+                    dst: f.dst,
+                    stop: f.stop,
+                    net: &mut self.net,
+                    stats: &mut f.stats,
+                    rng: &mut f.rng,
+                };
                 f.app.start(&mut cx);
             }
             Event::LinkTimer { .. } => {
@@ -237,7 +271,16 @@ impl Simulator {
             if pkt.ecn == crate::packet::Ecn::Ce {
                 f.stats.ce_pkts += 1;
             }
-            let mut cx = FlowCtx { now: self.net.now, id: pkt.flow, src: f.src, dst: f.dst, stop: f.stop, net: &mut self.net, stats: &mut f.stats, rng: &mut f.rng };
+            let mut cx = FlowCtx {
+                now: self.net.now,
+                id: pkt.flow,
+                src: f.src,
+                dst: f.dst,
+                stop: f.stop,
+                net: &mut self.net,
+                stats: &mut f.stats,
+                rng: &mut f.rng,
+            };
             f.app.on_packet(&mut cx, pkt);
         } else {
             self.net.send(at, pkt);
@@ -271,7 +314,10 @@ impl Simulator {
             ));
         }
         for l in &self.net.links {
-            l.qdisc.stats().check(l.qdisc.len() as u64, l.qdisc.backlog_bytes()).map_err(|e| format!("link {}: {e}", l.p.name))?;
+            l.qdisc
+                .stats()
+                .check(l.qdisc.len() as u64, l.qdisc.backlog_bytes())
+                .map_err(|e| format!("link {}: {e}", l.p.name))?;
         }
         Ok(())
     }

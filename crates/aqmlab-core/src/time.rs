@@ -222,6 +222,9 @@ mod tests {
         assert_eq!(SimTime::NEVER + SimDuration::from_secs(1), SimTime::NEVER);
         assert_eq!(SimDuration::from_secs_f64(-1.0), SimDuration::ZERO);
         assert_eq!(SimDuration::from_secs_f64(0.0015).as_nanos(), 1_500_000);
-        assert_eq!(Rate::from_bps(8_000_000).bytes_in(SimDuration::from_secs(1)), 1_000_000);
+        assert_eq!(
+            Rate::from_bps(8_000_000).bytes_in(SimDuration::from_secs(1)),
+            1_000_000
+        );
     }
 }

@@ -20,7 +20,9 @@ use std::fmt;
 fn split_number(s: &str) -> Result<(f64, String), String> {
     let s = s.trim();
     let idx = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')
+        })
         .unwrap_or(s.len());
     // "1e3ms" is fine but "5ms" must not eat the 'e' of nothing: take the longest prefix
     // that parses as a number.
@@ -31,7 +33,9 @@ fn split_number(s: &str) -> Result<(f64, String), String> {
     if cut == 0 {
         return Err(format!("'{s}' does not start with a number"));
     }
-    let n: f64 = s[..cut].parse().map_err(|_| format!("'{s}' is not a number"))?;
+    let n: f64 = s[..cut]
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
     if !n.is_finite() {
         return Err(format!("'{s}' is not a finite number"));
     }
@@ -72,7 +76,11 @@ pub fn parse_duration(s: &str) -> Result<SimDuration, String> {
         "ms" => 1e-3,
         "" | "s" | "sec" => 1.0,
         "min" => 60.0,
-        _ => return Err(format!("unknown time unit '{unit}' in '{s}' (allowed: ns, us, ms, s, min)")),
+        _ => {
+            return Err(format!(
+                "unknown time unit '{unit}' in '{s}' (allowed: ns, us, ms, s, min)"
+            ))
+        }
     };
     if n < 0.0 {
         return Err(format!("duration '{s}' must not be negative"));
@@ -91,7 +99,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "KiB" | "kib" => 1024.0,
         "MiB" | "mib" => 1024.0 * 1024.0,
         "GiB" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(format!("unknown size unit '{unit}' in '{s}' (allowed: B, KB, MB, GB, KiB, MiB, GiB)")),
+        _ => {
+            return Err(format!(
+                "unknown size unit '{unit}' in '{s}' (allowed: B, KB, MB, GB, KiB, MiB, GiB)"
+            ))
+        }
     };
     if n < 0.0 {
         return Err(format!("size '{s}' must not be negative"));
@@ -144,7 +156,11 @@ quantity!(
     u64,
     parse_rate,
     "rate",
-    |n| if n > 0.0 { Ok(n.round() as u64) } else { Err(format!("rate {n} must be positive")) },
+    |n| if n > 0.0 {
+        Ok(n.round() as u64)
+    } else {
+        Err(format!("rate {n} must be positive"))
+    },
     |b| Rate::from_bps((*b).max(1)).to_string()
 );
 quantity!(
@@ -152,7 +168,11 @@ quantity!(
     SimDuration,
     parse_duration,
     "duration",
-    |n| if n >= 0.0 { Ok(SimDuration::from_secs_f64(n)) } else { Err(format!("duration {n} must not be negative")) },
+    |n| if n >= 0.0 {
+        Ok(SimDuration::from_secs_f64(n))
+    } else {
+        Err(format!("duration {n} must not be negative"))
+    },
     |d| format!("{}ns", d.as_nanos())
 );
 quantity!(
@@ -160,7 +180,11 @@ quantity!(
     u64,
     parse_size,
     "size",
-    |n| if n >= 0.0 { Ok(n.round() as u64) } else { Err(format!("size {n} must not be negative")) },
+    |n| if n >= 0.0 {
+        Ok(n.round() as u64)
+    } else {
+        Err(format!("size {n} must not be negative"))
+    },
     |b| format!("{b}B")
 );
 
@@ -191,11 +215,16 @@ impl<'de> Deserialize<'de> for Limit {
         impl<'de> Visitor<'de> for V {
             type Value = Limit;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a packet count such as 127 or a byte size such as \"250KB\"")
+                write!(
+                    f,
+                    "a packet count such as 127 or a byte size such as \"250KB\""
+                )
             }
             fn visit_i64<E: de::Error>(self, n: i64) -> Result<Limit, E> {
                 if n <= 0 || n > u32::MAX as i64 {
-                    return Err(E::custom(format!("limit {n} must be a positive packet count")));
+                    return Err(E::custom(format!(
+                        "limit {n} must be a positive packet count"
+                    )));
                 }
                 Ok(Limit::Packets(n as u32))
             }
@@ -245,7 +274,9 @@ mod tests {
         assert_eq!(parse_duration("0.1ms").unwrap().as_nanos(), 100_000);
         assert_eq!(parse_duration("2").unwrap().as_nanos(), 2_000_000_000);
         assert_eq!(parse_duration("1e-3s").unwrap().as_nanos(), 1_000_000);
-        assert!(parse_duration("5 fortnights").unwrap_err().contains("allowed"));
+        assert!(parse_duration("5 fortnights")
+            .unwrap_err()
+            .contains("allowed"));
         assert!(parse_duration("-5ms").is_err());
         assert_eq!(parse_size("250KB").unwrap(), 250_000);
         assert_eq!(parse_size("32MiB").unwrap(), 32 * 1024 * 1024);

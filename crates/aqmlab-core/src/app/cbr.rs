@@ -32,14 +32,29 @@ pub struct CbrConfig {
 
 impl CbrConfig {
     pub const PARAMS: &'static [crate::qdisc::ParamDoc] = &[
-        crate::qdisc::ParamDoc { name: "rate", default: "required", doc: "sending rate at the IP layer, e.g. \"12Mbit\"" },
-        crate::qdisc::ParamDoc { name: "size", default: "1500", doc: "IP packet size in bytes (payload = size - 28)" },
-        crate::qdisc::ParamDoc { name: "record_delay", default: "false", doc: "record every packet's one-way delay as sample `owd`" },
+        crate::qdisc::ParamDoc {
+            name: "rate",
+            default: "required",
+            doc: "sending rate at the IP layer, e.g. \"12Mbit\"",
+        },
+        crate::qdisc::ParamDoc {
+            name: "size",
+            default: "1500",
+            doc: "IP packet size in bytes (payload = size - 28)",
+        },
+        crate::qdisc::ParamDoc {
+            name: "record_delay",
+            default: "false",
+            doc: "record every packet's one-way delay as sample `owd`",
+        },
     ];
 
     pub fn validate(&self, field: &str, _env: &AppEnv) -> Result<(), ScenarioError> {
         if self.size <= UDP_IP_HEADER || self.size > 65535 {
-            return Err(ScenarioError::new(format!("{field}.size"), format!("{} is not allowed (29 to 65535 bytes)", self.size)));
+            return Err(ScenarioError::new(
+                format!("{field}.size"),
+                format!("{} is not allowed (29 to 65535 bytes)", self.size),
+            ));
         }
         Ok(())
     }
@@ -56,7 +71,13 @@ pub struct Cbr {
 
 impl Cbr {
     pub fn new(c: &CbrConfig, _env: &AppEnv) -> Self {
-        Cbr { size: c.size, gap: Rate::from_bps(c.rate.0).tx_time(c.size), seq: 0, record: c.record_delay, owd: Histogram::new() }
+        Cbr {
+            size: c.size,
+            gap: Rate::from_bps(c.rate.0).tx_time(c.size),
+            seq: 0,
+            record: c.record_delay,
+            owd: Histogram::new(),
+        }
     }
 }
 
@@ -86,7 +107,14 @@ impl Application for Cbr {
     }
     fn summary(&self, stats: &FlowStats, out: &mut Vec<(&'static str, f64)>) {
         out.push(("datagrams_sent", self.seq as f64));
-        out.push(("loss_rate", if self.seq > 0 { 1.0 - stats.delivered_pkts as f64 / self.seq as f64 } else { 0.0 }));
+        out.push((
+            "loss_rate",
+            if self.seq > 0 {
+                1.0 - stats.delivered_pkts as f64 / self.seq as f64
+            } else {
+                0.0
+            },
+        ));
         out.push(("owd_mean", self.owd.mean() * 1e-9));
         out.push(("owd_p99", self.owd.quantile(0.99) * 1e-9));
     }

@@ -10,6 +10,7 @@
 pub mod bulk;
 pub mod cbr;
 pub mod probe;
+pub mod voip;
 
 use crate::event::Event;
 use crate::metrics::Bins;
@@ -121,7 +122,13 @@ impl FlowCtx<'_> {
     #[inline]
     pub fn timer_at(&mut self, at: SimTime, kind: u32) {
         let at = at.max(self.now);
-        self.net.events.push(at, Event::FlowTimer { flow: self.id, kind });
+        self.net.events.push(
+            at,
+            Event::FlowTimer {
+                flow: self.id,
+                kind,
+            },
+        );
     }
     /// Counts application payload delivered to the receiving application.
     #[inline]
@@ -136,7 +143,11 @@ impl FlowCtx<'_> {
     /// Records a time-stamped sample.
     #[inline]
     pub fn sample(&mut self, metric: &'static str, value: f64) {
-        self.stats.samples.push(Sample { t: self.now, metric, value });
+        self.stats.samples.push(Sample {
+            t: self.now,
+            metric,
+            value,
+        });
     }
 }
 
@@ -222,4 +233,6 @@ workload_registry! {
         "ICMP echo latency probe at a fixed interval (Flent: 0.2 s)";
     UdpRr: "udp_rr" => probe::UdpRrConfig => probe::UdpRr, reverse = true,
         "UDP request/response latency probe at a fixed interval";
+    Voip: "voip" => voip::VoipConfig => voip::Voip, reverse = false,
+        "isochronous UDP voice stream (G.711 64 kbit/s, 20 ms) with one-way delay, jitter, loss and E-model R";
 }

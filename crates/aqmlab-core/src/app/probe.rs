@@ -36,23 +36,47 @@ macro_rules! probe_config {
         }
         impl $name {
             pub const PARAMS: &'static [crate::qdisc::ParamDoc] = &[
-                crate::qdisc::ParamDoc { name: "interval", default: "200ms", doc: "time between requests (Flent samples every 0.2 s)" },
-                crate::qdisc::ParamDoc { name: "size", default: $sizedoc, doc: "IP packet size of request and reply in bytes" },
+                crate::qdisc::ParamDoc {
+                    name: "interval",
+                    default: "200ms",
+                    doc: "time between requests (Flent samples every 0.2 s)",
+                },
+                crate::qdisc::ParamDoc {
+                    name: "size",
+                    default: $sizedoc,
+                    doc: "IP packet size of request and reply in bytes",
+                },
             ];
             pub fn validate(&self, field: &str, _env: &AppEnv) -> Result<(), ScenarioError> {
                 if self.interval.0.is_zero() {
-                    return Err(ScenarioError::new(format!("{field}.interval"), "must be positive"));
+                    return Err(ScenarioError::new(
+                        format!("{field}.interval"),
+                        "must be positive",
+                    ));
                 }
                 if self.size < 28 || self.size > 65535 {
-                    return Err(ScenarioError::new(format!("{field}.size"), format!("{} is not allowed (28 to 65535 bytes)", self.size)));
+                    return Err(ScenarioError::new(
+                        format!("{field}.size"),
+                        format!("{} is not allowed (28 to 65535 bytes)", self.size),
+                    ));
                 }
                 Ok(())
             }
         }
     };
 }
-probe_config!(PingConfig, "d_ping_size", "84", "`ping`: ICMP echo. Default size 84 bytes (Linux ping).");
-probe_config!(UdpRrConfig, "d_rr_size", "29", "`udp_rr`: UDP request/response. Default size 29 bytes (netperf UDP_RR).");
+probe_config!(
+    PingConfig,
+    "d_ping_size",
+    "84",
+    "`ping`: ICMP echo. Default size 84 bytes (Linux ping)."
+);
+probe_config!(
+    UdpRrConfig,
+    "d_rr_size",
+    "29",
+    "`udp_rr`: UDP request/response. Default size 29 bytes (netperf UDP_RR)."
+);
 
 /// The shared probe engine.
 #[derive(Debug)]
@@ -67,7 +91,14 @@ pub struct Probe {
 
 impl Probe {
     fn with(interval: SimDuration, size: u32, req: PacketKind, rep: PacketKind) -> Self {
-        Probe { interval, size, req, rep, sent: 0, rtt: Histogram::new() }
+        Probe {
+            interval,
+            size,
+            req,
+            rep,
+            sent: 0,
+            rtt: Histogram::new(),
+        }
     }
 }
 
@@ -106,13 +137,34 @@ impl Application for Probe {
     }
     fn summary(&self, stats: &FlowStats, out: &mut Vec<(&'static str, f64)>) {
         out.push(("probes_sent", self.sent as f64));
-        out.push(("loss_rate", if self.sent > 0 { 1.0 - stats.delivered_pkts as f64 / self.sent as f64 } else { 0.0 }));
+        out.push((
+            "loss_rate",
+            if self.sent > 0 {
+                1.0 - stats.delivered_pkts as f64 / self.sent as f64
+            } else {
+                0.0
+            },
+        ));
         out.push(("rtt_mean", self.rtt.mean() * 1e-9));
         out.push(("rtt_p50", self.rtt.quantile(0.5) * 1e-9));
         out.push(("rtt_p90", self.rtt.quantile(0.9) * 1e-9));
         out.push(("rtt_p99", self.rtt.quantile(0.99) * 1e-9));
-        out.push(("rtt_min", if self.rtt.count > 0 { self.rtt.min as f64 * 1e-9 } else { f64::NAN }));
-        out.push(("rtt_max", if self.rtt.count > 0 { self.rtt.max as f64 * 1e-9 } else { f64::NAN }));
+        out.push((
+            "rtt_min",
+            if self.rtt.count > 0 {
+                self.rtt.min as f64 * 1e-9
+            } else {
+                f64::NAN
+            },
+        ));
+        out.push((
+            "rtt_max",
+            if self.rtt.count > 0 {
+                self.rtt.max as f64 * 1e-9
+            } else {
+                f64::NAN
+            },
+        ));
     }
 }
 
@@ -125,12 +177,22 @@ pub struct UdpRr(Probe);
 
 impl Ping {
     pub fn new(c: &PingConfig, _env: &AppEnv) -> Self {
-        Ping(Probe::with(c.interval.0, c.size, PacketKind::EchoRequest, PacketKind::EchoReply))
+        Ping(Probe::with(
+            c.interval.0,
+            c.size,
+            PacketKind::EchoRequest,
+            PacketKind::EchoReply,
+        ))
     }
 }
 impl UdpRr {
     pub fn new(c: &UdpRrConfig, _env: &AppEnv) -> Self {
-        UdpRr(Probe::with(c.interval.0, c.size, PacketKind::Udp, PacketKind::UdpReply))
+        UdpRr(Probe::with(
+            c.interval.0,
+            c.size,
+            PacketKind::Udp,
+            PacketKind::UdpReply,
+        ))
     }
 }
 

@@ -18,7 +18,10 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let seed = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(sc.run.seed);
+    let seed = args
+        .get(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(sc.run.seed);
     let t0 = std::time::Instant::now();
     let mut sim = match Simulator::new(&sc, seed) {
         Ok(s) => s,
@@ -30,7 +33,13 @@ fn main() {
     let build = t0.elapsed().as_secs_f64();
     sim.run();
     let wall = sim.wall_time().as_secs_f64();
-    let bottleneck: u64 = sim.net.links.iter().filter(|l| l.p.name.starts_with("bottleneck")).map(|l| l.qdisc.stats().dequeued).sum();
+    let bottleneck: u64 = sim
+        .net
+        .links
+        .iter()
+        .filter(|l| l.p.name.starts_with("bottleneck"))
+        .map(|l| l.qdisc.stats().dequeued)
+        .sum();
     let sim_s = sim.end.as_secs_f64();
     println!(
         "{{\"scenario\":\"{}\",\"sim_seconds\":{},\"events\":{},\"bottleneck_packets\":{},\"packets_created\":{},\"build_seconds\":{:.4},\"wall_seconds\":{:.4},\"packets_per_second\":{:.0},\"events_per_second\":{:.0}}}",

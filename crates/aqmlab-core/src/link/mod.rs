@@ -102,7 +102,14 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(id: LinkId, p: LinkParams, qdisc: AnyQdisc, rng: Rng, warmup: SimTime, bin: SimDuration) -> Self {
+    pub fn new(
+        id: LinkId,
+        p: LinkParams,
+        qdisc: AnyQdisc,
+        rng: Rng,
+        warmup: SimTime,
+        bin: SimDuration,
+    ) -> Self {
         let trace = p.trace;
         Link {
             id,
@@ -168,7 +175,10 @@ impl Link {
     /// The serialiser finished the head packet: put it on the wire (or lose it).
     pub fn tx_done(&mut self, now: SimTime, ev: &mut EventQueue) {
         self.busy = false;
-        let pkt = self.device.pop_front().expect("TxDone with an empty device queue");
+        let pkt = self
+            .device
+            .pop_front()
+            .expect("TxDone with an empty device queue");
         if now >= self.stats.warmup {
             self.stats.tx_pkts += 1;
             self.stats.tx_bytes += pkt.size as u64;
@@ -190,7 +200,10 @@ impl Link {
 
     /// The oldest packet on the wire reaches the far end.
     pub fn arrive(&mut self, now: SimTime, ev: &mut EventQueue) -> Packet {
-        let (t, pkt) = self.wire.pop_front().expect("Arrive with nothing on the wire");
+        let (t, pkt) = self
+            .wire
+            .pop_front()
+            .expect("Arrive with nothing on the wire");
         debug_assert_eq!(t, now);
         if let Some(&(next, _)) = self.wire.front() {
             ev.push(next, Event::Arrive(self.id));

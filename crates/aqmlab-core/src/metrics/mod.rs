@@ -26,7 +26,13 @@ impl Default for Histogram {
 
 impl Histogram {
     pub fn new() -> Self {
-        Histogram { counts: Vec::new(), count: 0, sum: 0, min: u64::MAX, max: 0 }
+        Histogram {
+            counts: Vec::new(),
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
     fn bucket(v: u64) -> usize {
         if v < SUB {
@@ -97,7 +103,11 @@ impl Histogram {
     }
     /// Non-empty buckets as `(low, high, count)`.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (Self::bucket_low(i), Self::bucket_high(i), c))
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (Self::bucket_low(i), Self::bucket_high(i), c))
     }
 }
 
@@ -110,7 +120,10 @@ pub struct Bins {
 
 impl Bins {
     pub fn new(width: SimDuration) -> Self {
-        Bins { width, values: Vec::new() }
+        Bins {
+            width,
+            values: Vec::new(),
+        }
     }
     #[inline]
     pub fn add(&mut self, t: SimTime, v: f64) {
@@ -206,7 +219,11 @@ mod tests {
         }
         assert_eq!(h.count, 100_000);
         assert!((h.mean() - 50_000_500.0).abs() < 1.0);
-        for (q, exact) in [(0.5, 50_000_000.0), (0.9, 90_000_000.0), (0.99, 99_000_000.0)] {
+        for (q, exact) in [
+            (0.5, 50_000_000.0),
+            (0.9, 90_000_000.0),
+            (0.99, 99_000_000.0),
+        ] {
             let got = h.quantile(q);
             assert!((got - exact).abs() / exact < 0.02, "q{q}: {got} vs {exact}");
         }

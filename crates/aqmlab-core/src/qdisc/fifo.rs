@@ -25,7 +25,9 @@ fn default_limit() -> Limit {
 
 impl Default for FifoConfig {
     fn default() -> Self {
-        FifoConfig { limit: default_limit() }
+        FifoConfig {
+            limit: default_limit(),
+        }
     }
 }
 
@@ -39,7 +41,11 @@ impl FifoConfig {
     pub fn validate(&self, ctx: &BuildCtx) -> Result<(), ParamError> {
         if let Limit::Bytes(b) = self.limit {
             if b < ctx.mtu as u64 {
-                return Err(ParamError::new("limit", format!("{b}B"), format!("at least one MTU ({} bytes) or a packet count", ctx.mtu)));
+                return Err(ParamError::new(
+                    "limit",
+                    format!("{b}B"),
+                    format!("at least one MTU ({} bytes) or a packet count", ctx.mtu),
+                ));
             }
         }
         Ok(())
@@ -60,7 +66,12 @@ impl Fifo {
             Limit::Packets(n) => (n as usize).min(4096),
             Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
         };
-        Fifo { limit: cfg.limit, q: VecDeque::with_capacity(cap + 1), bytes: 0, stats: QdiscStats::default() }
+        Fifo {
+            limit: cfg.limit,
+            q: VecDeque::with_capacity(cap + 1),
+            bytes: 0,
+            stats: QdiscStats::default(),
+        }
     }
 }
 
@@ -104,7 +115,12 @@ mod tests {
 
     #[test]
     fn packet_limit_tail_drops() {
-        let mut q = Fifo::new(&FifoConfig { limit: Limit::Packets(3) }, ctx(10_000_000));
+        let mut q = Fifo::new(
+            &FifoConfig {
+                limit: Limit::Packets(3),
+            },
+            ctx(10_000_000),
+        );
         let mut out = QdiscOut::new(false);
         let t = SimTime::ZERO;
         for i in 0..5 {
@@ -121,12 +137,26 @@ mod tests {
 
     #[test]
     fn byte_limit_admits_only_what_fits() {
-        let mut q = Fifo::new(&FifoConfig { limit: Limit::Bytes(2500) }, ctx(10_000_000));
+        let mut q = Fifo::new(
+            &FifoConfig {
+                limit: Limit::Bytes(2500),
+            },
+            ctx(10_000_000),
+        );
         let mut out = QdiscOut::new(false);
         let t = SimTime::ZERO;
-        assert_eq!(q.enqueue(pkt(1, 1500, 0, t), t, &mut out), Verdict::Enqueued);
-        assert_eq!(q.enqueue(pkt(1, 1500, 1, t), t, &mut out), Verdict::Dropped(DropReason::Overlimit));
-        assert_eq!(q.enqueue(pkt(1, 1000, 2, t), t, &mut out), Verdict::Enqueued);
+        assert_eq!(
+            q.enqueue(pkt(1, 1500, 0, t), t, &mut out),
+            Verdict::Enqueued
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, 1500, 1, t), t, &mut out),
+            Verdict::Dropped(DropReason::Overlimit)
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, 1000, 2, t), t, &mut out),
+            Verdict::Enqueued
+        );
         assert_eq!(q.backlog_bytes(), 2500);
         q.stats().check(2, 2500).unwrap();
     }

@@ -21,7 +21,15 @@
 //! defaults), the qdisc struct implementing [`Qdisc`], and tests; then add one arm to
 //! `qdisc_registry!` at the bottom of this file.
 
+pub mod codel;
+pub mod codel_core;
+pub mod drr;
 pub mod fifo;
+pub mod flow_sched;
+pub mod fq_codel;
+#[cfg(test)]
+mod props_codel_fq;
+pub mod sfq;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -88,7 +96,12 @@ pub enum MarkReason {
 }
 
 impl MarkReason {
-    pub const ALL: [MarkReason; 4] = [MarkReason::Early, MarkReason::Forced, MarkReason::Codel, MarkReason::CeThreshold];
+    pub const ALL: [MarkReason; 4] = [
+        MarkReason::Early,
+        MarkReason::Forced,
+        MarkReason::Codel,
+        MarkReason::CeThreshold,
+    ];
     pub fn index(self) -> usize {
         self as usize
     }
@@ -167,7 +180,10 @@ impl QdiscStats {
     /// Checks the conservation identities against the current backlog.
     pub fn check(&self, backlog_pkts: u64, backlog_bytes: u64) -> Result<(), String> {
         if self.arrivals != self.enqueued + self.dropped_on_arrival {
-            return Err(format!("arrivals {} != enqueued {} + dropped_on_arrival {}", self.arrivals, self.enqueued, self.dropped_on_arrival));
+            return Err(format!(
+                "arrivals {} != enqueued {} + dropped_on_arrival {}",
+                self.arrivals, self.enqueued, self.dropped_on_arrival
+            ));
         }
         if self.arrival_bytes != self.enqueued_bytes + self.dropped_on_arrival_bytes {
             return Err("arrival bytes != enqueued + dropped_on_arrival bytes".into());
@@ -178,10 +194,15 @@ impl QdiscStats {
                 self.enqueued, self.dequeued, self.dropped_after_enqueue, backlog_pkts
             ));
         }
-        if self.enqueued_bytes != self.dequeued_bytes + self.dropped_after_enqueue_bytes + backlog_bytes {
+        if self.enqueued_bytes
+            != self.dequeued_bytes + self.dropped_after_enqueue_bytes + backlog_bytes
+        {
             return Err(format!(
                 "enqueued bytes {} != dequeued {} + dropped_after_enqueue {} + backlog {}",
-                self.enqueued_bytes, self.dequeued_bytes, self.dropped_after_enqueue_bytes, backlog_bytes
+                self.enqueued_bytes,
+                self.dequeued_bytes,
+                self.dropped_after_enqueue_bytes,
+                backlog_bytes
             ));
         }
         if self.drops.iter().sum::<u64>() != self.total_drops() {
@@ -211,7 +232,11 @@ pub struct QdiscOut {
 
 impl QdiscOut {
     pub fn new(tracing: bool) -> Self {
-        QdiscOut { drops: Vec::with_capacity(64), tracing, trace: Vec::new() }
+        QdiscOut {
+            drops: Vec::with_capacity(64),
+            tracing,
+            trace: Vec::new(),
+        }
     }
     /// Records a state variable sample if tracing is on.
     #[inline]
@@ -221,7 +246,12 @@ impl QdiscOut {
         }
     }
     /// Drops the arriving packet: counts it, hands it to the caller, returns the verdict.
-    pub fn drop_arrival(&mut self, stats: &mut QdiscStats, pkt: Packet, why: DropReason) -> Verdict {
+    pub fn drop_arrival(
+        &mut self,
+        stats: &mut QdiscStats,
+        pkt: Packet,
+        why: DropReason,
+    ) -> Verdict {
         stats.on_drop_arrival(&pkt, why);
         self.drops.push((pkt, why));
         Verdict::Dropped(why)
@@ -284,7 +314,11 @@ pub struct ParamError {
 
 impl ParamError {
     pub fn new(field: &'static str, value: impl ToString, allowed: impl ToString) -> Self {
-        ParamError { field, value: value.to_string(), allowed: allowed.to_string() }
+        ParamError {
+            field,
+            value: value.to_string(),
+            allowed: allowed.to_string(),
+        }
     }
 }
 
@@ -357,6 +391,18 @@ qdisc_registry! {
     #[serde(alias = "pfifo", alias = "bfifo", alias = "pfifo_fast")]
     Fifo: "fifo" => fifo::FifoConfig => fifo::Fifo,
         "tail-drop FIFO; limit in packets (pfifo) or bytes (bfifo), default 1000 packets";
+    Codel: "codel" => codel::CodelConfig => codel::Codel,
+        "CoDel (Linux sch_codel; variants rfc8289, draft00, act; fixed_count; drop_at = enqueue for tail-drop CoDel)";
+    CodelAct: "codel_act" => codel::CodelActConfig => codel::Codel,
+        "CoDel-ACT: codel with variant = \"act\" (window interval/sqrt(count), count decay above 126)";
+    FqCodel: "fq_codel" => fq_codel::FqCodelConfig => fq_codel::FqCodel,
+        "flow queueing with per-flow CoDel (RFC 8290 / Linux sch_fq_codel): 1024 flows, quantum 1514, limit 10240, ECN on";
+    FqNoCodel: "fq_nocodel" => fq_codel::FqNoCodelConfig => fq_codel::FqCodel,
+        "fq_codel with CoDel effectively off (target 100 s), as the residential study defines it";
+    Sfq: "sfq" => sfq::SfqConfig => sfq::Sfq,
+        "Stochastic Fairness Queueing (Linux sch_sfq): 1024 buckets, 128 flows, depth 127, limit 127, optional perturb";
+    Drr: "drr" => drr::DrrConfig => drr::Drr,
+        "per-flow deficit round robin with exact flow classification (DOCSIS study): limit 2048, 204 per flow";
 }
 
 impl Default for QdiscConfig {
@@ -372,10 +418,24 @@ pub(crate) mod testutil {
     use crate::packet::flow_hash;
 
     pub fn ctx(rate_bps: u64) -> BuildCtx {
-        BuildCtx { rate: Rate::from_bps(rate_bps), mtu: 1500, overhead: 14, rng: Rng::stream(1, "qdisc", 0) }
+        BuildCtx {
+            rate: Rate::from_bps(rate_bps),
+            mtu: 1500,
+            overhead: 14,
+            rng: Rng::stream(1, "qdisc", 0),
+        }
     }
 
     pub fn pkt(flow: u32, size: u32, uid: u64, now: SimTime) -> Packet {
-        Packet { uid, flow, src: 0, dst: 1, size, hash: flow_hash(flow, 0, 1), enqueued_at: now, ..Default::default() }
+        Packet {
+            uid,
+            flow,
+            src: 0,
+            dst: 1,
+            size,
+            hash: flow_hash(flow, 0, 1),
+            enqueued_at: now,
+            ..Default::default()
+        }
     }
 }

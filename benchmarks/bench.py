@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""aqmlab speed/memory benchmark driver.
+
+Runs each scenario with the release `aqmlab-bench` binary in a fresh process and reports
+simulated seconds, bottleneck packets, events, wall seconds, packets/s, events/s and the
+peak resident set size of that process, as a table and as JSON.
+
+    python3 benchmarks/bench.py                      # every benchmarks/scenarios/*.toml
+    python3 benchmarks/bench.py FILE.toml ... [--json out.json] [--repeat N]
+
+Figures are medians over --repeat runs (default 1). Not part of the test suite.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def build() -> pathlib.Path:
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return target / "release" / "aqmlab-bench"
+
+
+def run_once(binary: pathlib.Path, scenario: pathlib.Path) -> dict:
+    proc = subprocess.Popen([str(binary), str(scenario)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{scenario}: {err.strip()}")
+    row = json.loads(out.strip().splitlines()[-1])
+    row["peak_rss_mib"] = usage.ru_maxrss / 1024.0  # ru_maxrss is KiB on Linux
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenarios", nargs="*", type=pathlib.Path)
+    ap.add_argument("--json", type=pathlib.Path, help="also write the rows to this JSON file")
+    ap.add_argument("--repeat", type=int, default=1)
+    a = ap.parse_args(argv)
+    files = a.scenarios or sorted((ROOT / "benchmarks" / "scenarios").glob("*.toml"))
+    binary = build()
+    rows = []
+    for f in files:
+        runs = [run_once(binary, f) for _ in range(max(1, a.repeat))]
+        row = dict(runs[0])
+        for k in ("wall_seconds", "packets_per_second", "events_per_second", "peak_rss_mib"):
+            row[k] = statistics.median(r[k] for r in runs)
+        row["scenario"] = f.stem
+        rows.append(row)
+        print(f"  {f.stem}: {row['packets_per_second']:,.0f} pkt/s", file=sys.stderr)
+    hdr = f"{'scenario':32} {'sim s':>7} {'bn pkts':>11} {'events':>12} {'wall s':>8} {'pkt/s':>12} {'events/s':>12} {'RSS MiB':>8}"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        print(
+            f"{r['scenario']:32} {r['sim_seconds']:7.0f} {r['bottleneck_packets']:11,d} {r['events']:12,d} "
+            f"{r['wall_seconds']:8.3f} {r['packets_per_second']:12,.0f} {r['events_per_second']:12,.0f} {r['peak_rss_mib']:8.1f}"
+        )
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Run-level measures: one number per run, computed from a :class:`aqmlab.Result`.
+
+Studies name the measures they report (``measures = ["goodput_down", ...]``); each is a
+function of the run's tables. Conventions: in a dumbbell, flows sent by ``client*`` hosts
+are *upstream* and flows sent by ``server*`` hosts *downstream*; TCP bulk transfers are the
+flows of kind ``bulk``; latency probes are ``ping`` and ``udp_rr``.
+
+Generic forms are accepted too:
+
+- ``flow:<name>.<column>``: a column of one flow's row (e.g. ``flow:voip0.r_value``);
+- ``mean:<kind>.<column>`` / ``sum:<kind>.<column>``: over all flows of a kind
+  (e.g. ``mean:web.page_time_mean``);
+- ``queue:<name>.<column>``: a column of one queue's row (e.g.
+  ``queue:bottleneck_down.sojourn_p99``).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from aqmlab import metrics
+
+if TYPE_CHECKING:
+    from aqmlab.result import Result
+
+__all__ = ["MEASURES", "compute", "describe"]
+
+TCP_KINDS = ("bulk",)
+PROBE_KINDS = ("ping", "udp_rr")
+
+
+def _direction(src: str) -> str:
+    return "up" if str(src).startswith("client") else "down" if str(src).startswith("server") else "other"
+
+
+def _tcp(res: Result):
+    f = res.flows
+    return f[f["kind"].isin(TCP_KINDS)]
+
+
+def _goodput(direction: str) -> Callable[[Result], float]:
+    def g(res: Result) -> float:
+        f = _tcp(res)
+        f = f[f["src"].map(_direction) == direction]
+        return float(f["goodput_bps"].sum()) if len(f) else math.nan
+
+    return g
+
+
+def _probe_rtts(res: Result) -> tuple[np.ndarray, float]:
+    f = res.flows
+    probes = f[f["kind"].isin(PROBE_KINDS)]
+    if probes.empty:
+        return np.array([]), math.nan
+    s = res.samples
+    s = s[(s["kind"] == "flow") & (s["metric"] == "rtt") & (s["entity"].isin(list(probes["name"]))) & (s["t"] >= res.warmup)]
+    return s["value"].to_numpy(dtype=float), float(probes["base_rtt"].mean())
+
+
+def induced_latency(res: Result) -> float:
+    """Mean RTT of the latency probes after warm-up minus their base RTT (seconds)."""
+    rtts, base = _probe_rtts(res)
+    return metrics.induced_latency(rtts, base) if rtts.size else math.nan
+
+
+def jain_tcp(res: Result) -> float:
+    """Jain's index over the goodputs of the TCP bulk flows."""
+    f = _tcp(res)
+    return metrics.jain_index(f["goodput_bps"]) if len(f) else math.nan
+
+
+def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
+    def g(res: Result) -> float:
+        f = res.flows
+        f = f[f["kind"] == kind]
+        if f.empty or col not in f.columns:
+            return math.nan
+        v = f[col].astype(float)
+        return float(v.mean() if how == "mean" else v.sum())
+
+    return g
+
+
+MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
+    "goodput_up": (_goodput("up"), "sum of upstream TCP bulk goodput after warm-up (bit/s)"),
+    "goodput_down": (_goodput("down"), "sum of downstream TCP bulk goodput after warm-up (bit/s)"),
+    "goodput_total": (lambda r: float(_tcp(r)["goodput_bps"].sum()), "sum of all TCP bulk goodput (bit/s)"),
+    "induced_latency": (induced_latency, "mean probe RTT minus base RTT (s)"),
+    "jain": (jain_tcp, "Jain's fairness index over TCP bulk goodputs"),
+    "voip_loss": (_flow_kind_col("voip", "loss_rate", "mean"), "VoIP packet loss rate"),
+    "voip_owd": (_flow_kind_col("voip", "owd_mean", "mean"), "VoIP mean one-way delay (s)"),
+    "voip_r": (_flow_kind_col("voip", "r_value", "mean"), "VoIP E-model R-value"),
+    "cbr_goodput": (_flow_kind_col("cbr", "goodput_bps", "sum"), "sum of CBR goodput (bit/s)"),
+    "bottleneck_utilization": (
+        lambda r: float(r.queues[r.queues["name"].str.startswith("bottleneck")]["utilization"].max()),
+        "utilisation of the busiest bottleneck direction",
+    ),
+}
+
+
+def describe() -> dict[str, str]:
+    return {k: v[1] for k, v in MEASURES.items()}
+
+
+def _generic(res: Result, name: str) -> float:
+    head, _, rest = name.partition(":")
+    target, _, col = rest.rpartition(".")
+    if head == "flow":
+        f = res.flows[res.flows["name"] == target]
+        return float(f[col].iloc[0]) if len(f) and col in f.columns else math.nan
+    if head == "queue":
+        q = res.queues[res.queues["name"] == target]
+        return float(q[col].iloc[0]) if len(q) and col in q.columns else math.nan
+    if head in ("mean", "sum"):
+        return _flow_kind_col(target, col, head)(res)
+    raise KeyError(name)
+
+
+def validate(names: list[str]) -> None:
+    """Raises ValueError for a measure name that is neither registered nor generic."""
+    for n in names:
+        if n in MEASURES:
+            continue
+        head, sep, rest = n.partition(":")
+        if sep and head in ("flow", "queue", "mean", "sum") and "." in rest:
+            continue
+        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL)")
+
+
+def compute(res: Result, names: list[str]) -> dict[str, float]:
+    out = {}
+    for n in names:
+        try:
+            v = MEASURES[n][0](res) if n in MEASURES else _generic(res, n)
+        except (KeyError, IndexError, ValueError):
+            v = math.nan
+        out[n] = v
+    return out

@@ -1,0 +1,278 @@
+"""Running a study's runs: a local process pool (default) or a Dask cluster, with a
+resumable Parquet store.
+
+Store layout under the output directory ``OUT``::
+
+    OUT/study.toml            the exact study text (provenance)
+    OUT/provenance.json       aqmlab version, study name, quick flag, start time
+    OUT/runs/<run_id>.parquet one row: run id, experiment, axis values (``p_<axis>``),
+                              repetition, seed, the experiment's measures, wall time
+    OUT/flows/<run_id>.parquet, OUT/queues/<run_id>.parquet,
+    OUT/samples/<run_id>.parquet, OUT/series/<run_id>.parquet (if the experiment keeps them)
+
+Every file is written to a temporary name and renamed into place (atomic on POSIX), and
+a run's ``runs/`` row is written last: a run is finished exactly when its ``runs/`` file
+exists. An interrupted sweep (Ctrl-C, kill -9, a lost worker) therefore resumes by
+skipping finished runs; the other files of an unfinished run are simply overwritten.
+Workers only compute; the coordinating process does all writing, so a Dask cluster needs
+no shared file system.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any, Callable, Iterable
+
+from aqmlab.study import RunSpec, Study
+
+__all__ = ["run_study", "execute_run", "SweepSummary", "StoreMismatch", "TABLES"]
+
+TABLES = ("flows", "queues", "samples", "series")
+
+
+class StoreMismatch(RuntimeError):
+    """The output directory already holds results of a different study definition."""
+
+
+@dataclasses.dataclass
+class SweepSummary:
+    out: pathlib.Path
+    total: int
+    skipped: int
+    ran: int
+    wall_seconds: float
+
+
+def _spec_to_dict(spec: RunSpec) -> dict:
+    return dataclasses.asdict(spec) | {"run_id": spec.run_id}
+
+
+def execute_run(spec: dict, measures: list[str], keep_series: bool, keep_samples: bool) -> dict[str, Any]:
+    """Runs one simulation and returns its tables as pandas DataFrames (picklable).
+    Pure function of the spec: the same spec gives the same tables (but wall time)."""
+    import pandas as pd
+
+    import aqmlab
+    from aqmlab import measures as M
+
+    t0 = time.perf_counter()
+    res = aqmlab.run(spec["scenario"], seed=spec["seed"])
+    wall = time.perf_counter() - t0
+    rid = spec["run_id"]
+    ident = {"run_id": rid, "experiment": spec["experiment"], "repetition": spec["repetition"], "seed": spec["seed"]}
+    params = {f"p_{k}": v for k, v in spec["params"].items()}
+    row = ident | params | M.compute(res, measures) | {"events": res.events, "wall_seconds": wall, "sim_wall_seconds": res.wall_seconds}
+    out: dict[str, Any] = {"runs": pd.DataFrame([row])}
+
+    def tag(df: pd.DataFrame) -> pd.DataFrame:
+        df = df.copy()
+        for k, v in reversed(list((ident | params).items())):
+            df.insert(0, k, v)
+        return df
+
+    out["flows"] = tag(res.flows)
+    out["queues"] = tag(res.queues)
+    if keep_samples:
+        out["samples"] = tag(res.samples.astype({"kind": str, "entity": str, "metric": str}))
+    if keep_series:
+        s = res.series
+        keep = (s["kind"] == "flow") | s["entity"].astype(str).str.startswith("bottleneck")
+        out["series"] = tag(s[keep].astype({"kind": str, "entity": str, "metric": str}))
+    return out
+
+
+def _write_atomic(df, path: pathlib.Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _store(out: pathlib.Path, tables: dict[str, Any]) -> None:
+    rid = tables["runs"]["run_id"].iloc[0]
+    for name in TABLES:
+        if name in tables:
+            _write_atomic(tables[name], out / name / f"{rid}.parquet")
+    _write_atomic(tables["runs"], out / "runs" / f"{rid}.parquet")  # last: marks the run finished
+
+
+def finished_runs(out: pathlib.Path) -> set[str]:
+    d = out / "runs"
+    return {p.stem for p in d.glob("*.parquet")} if d.is_dir() else set()
+
+
+def _prepare(study: Study, out: pathlib.Path) -> None:
+    import aqmlab
+
+    out.mkdir(parents=True, exist_ok=True)
+    for tmp in out.glob("*/.*.tmp"):
+        tmp.unlink(missing_ok=True)
+    prov = out / "provenance.json"
+    text = out / "study.toml"
+    if text.exists():
+        old = json.loads(prov.read_text()) if prov.exists() else {}
+        if text.read_text() != study.text or old.get("quick") != study.quick:
+            raise StoreMismatch(
+                f"{out} holds results of a different study definition (or quick mode); "
+                "choose another --out or delete it"
+            )
+        return
+    text.write_text(study.text)
+    prov.write_text(
+        json.dumps(
+            {
+                "study": study.name,
+                "quick": study.quick,
+                "quick_note": study.quick_note,
+                "aqmlab_version": aqmlab.__version__,
+                "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            },
+            indent=2,
+        )
+    )
+
+
+def run_study(
+    study: Study,
+    out: str | os.PathLike,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    only: list[str] | None = None,
+    progress: bool = True,
+    on_done: Callable[[dict], None] | None = None,
+) -> SweepSummary:
+    """Runs every unfinished run of `study` and stores it under `out`.
+
+    jobs: local worker processes (default: all cores). scheduler: address of a Dask
+    scheduler (``tcp://host:8786``) or a ``dask.distributed.Client``/``LocalCluster``
+    object; then the runs execute on that cluster.
+    """
+    from aqmlab import measures as M
+
+    out = pathlib.Path(out)
+    t0 = time.perf_counter()
+    for e in study.experiments:
+        M.validate(e.measures)
+    _prepare(study, out)
+    specs = study.runs(only)
+    done = finished_runs(out)
+    todo = [s for s in specs if s.run_id not in done]
+    exp = {e.name: e for e in study.experiments}
+    args = [
+        (
+            _spec_to_dict(s),
+            exp[s.experiment].measures,
+            bool(exp[s.experiment].keep_series),
+            bool(exp[s.experiment].keep_samples),
+        )
+        for s in todo
+    ]
+    bar = _Progress(len(specs), len(specs) - len(todo), study.name, enabled=progress)
+    try:
+        if scheduler is not None:
+            _run_dask(scheduler, args, out, bar, on_done)
+        else:
+            _run_local(jobs, args, out, bar, on_done)
+    finally:
+        bar.close()
+    return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo), time.perf_counter() - t0)
+
+
+def _run_local(jobs, args, out, bar, on_done) -> None:
+    if not args:
+        return
+    n = jobs or os.cpu_count() or 1
+    if n == 1:
+        for a in args:
+            tables = execute_run(*a)
+            _store(out, tables)
+            bar.advance(a[0])
+            if on_done:
+                on_done(a[0])
+        return
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        pending = {}
+        it = iter(args)
+        for a in _take(it, 2 * n):
+            pending[pool.submit(execute_run, *a)] = a
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                a = pending.pop(fut)
+                _store(out, fut.result())
+                bar.advance(a[0])
+                if on_done:
+                    on_done(a[0])
+                for nxt in _take(it, 1):
+                    pending[pool.submit(execute_run, *nxt)] = nxt
+
+
+def _run_dask(scheduler, args, out, bar, on_done) -> None:
+    from dask.distributed import Client, as_completed
+
+    own = False
+    if isinstance(scheduler, str):
+        client = Client(scheduler)
+        own = True
+    elif hasattr(scheduler, "submit"):
+        client = scheduler
+    else:
+        client = Client(scheduler)
+        own = True
+    try:
+        futs = {client.submit(execute_run, *a, pure=False): a for a in args}
+        for fut in as_completed(futs):
+            a = futs[fut]
+            _store(out, fut.result())
+            bar.advance(a[0])
+            if on_done:
+                on_done(a[0])
+    finally:
+        if own:
+            client.close()
+
+
+def _take(it: Iterable, n: int) -> list:
+    out = []
+    for _ in range(n):
+        try:
+            out.append(next(it))
+        except StopIteration:
+            break
+    return out
+
+
+class _Progress:
+    """A rich progress bar with ETA (silent when disabled or not on a terminal)."""
+
+    def __init__(self, total: int, done: int, name: str, enabled: bool) -> None:
+        self.p = None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self.p = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[last]}"),
+                transient=False,
+            )
+            self.p.start()
+            self.task = self.p.add_task(name, total=total, completed=done, last="")
+
+    def advance(self, spec: dict) -> None:
+        if self.p is not None:
+            label = spec["experiment"] + " " + " ".join(f"{v}" for v in spec["params"].values())
+            self.p.update(self.task, advance=1, last=label)
+
+    def close(self) -> None:
+        if self.p is not None:
+            self.p.stop()

@@ -1,0 +1,377 @@
+"""Study definitions: a base scenario, experiments with axes, and the outputs they produce.
+
+A study file is TOML and is data only (loading one never executes code)::
+
+    [study]
+    name = "residential"
+    title = "Modern AQMs in a residential setting"
+    repetitions = 30            # per parameter combination
+    seed = 1                    # first seed; repetition r of a combination uses seed + r
+    findings = ["FIFO gives high induced latency ...", ...]   # shown in the report
+
+    [quick]                     # what `--quick` changes
+    repetitions = 2
+    duration = "20s"            # cap on every run's duration (warm-up is scaled with it)
+
+    [base]                      # a scenario (same schema as scenario files)
+    run = { duration = "140s" }
+    dumbbell = { rate = "10Mbit", delay = "25ms" }
+
+    [[experiment]]
+    name = "rrul"
+    patch = { flow = [ ... ] }  # merged into the base (tables merge, arrays replace)
+    measures = ["goodput_up", "goodput_down", "induced_latency"]
+
+      [[experiment.axis]]
+      name = "qdisc"
+      path = "dumbbell.qdisc"   # set this key to each value ...
+      values = [ { kind = "fifo", limit = 127 }, { kind = "codel" } ]
+      labels = ["pfifo_fast", "codel"]
+
+      [[experiment.axis]]
+      name = "link"
+      [[experiment.axis.values]]     # ... or merge a patch per value
+      label = "10/1"
+      patch = { dumbbell = { up = { rate = "1Mbit" }, down = { rate = "10Mbit" } } }
+
+      [[experiment.override]]        # extra patch for matching combinations
+      when = { link = "10/1", qdisc = "codel" }
+      patch = { dumbbell = { up = { qdisc = { kind = "codel", target = "13ms" } } } }
+
+      keep_series = false        # store per-bin time series (flows + bottlenecks); default false
+      keep_samples = true        # store time-stamped samples (probe RTTs, VoIP delays); default true
+
+      [[experiment.figure]]
+      type = "ellipse"           # see aqmlab.plots for the types and their keys
+      x = "goodput_down"
+      y = "induced_latency"
+      group = "qdisc"
+      facet = "link"
+
+      [[experiment.table]]
+      value = "induced_latency"
+      rows = "qdisc"
+      cols = "link"
+
+Every combination of axis values × repetitions is one run, identified by a stable
+``run_id`` derived from the experiment, the axis labels and the repetition.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+import pathlib
+import tomllib
+from typing import Any
+
+__all__ = ["Study", "Experiment", "RunSpec", "StudyError", "load_study", "find_study", "list_studies", "deep_merge"]
+
+
+class StudyError(ValueError):
+    """A malformed study file; the message names the key."""
+
+
+def deep_merge(base: dict, patch: dict) -> dict:
+    """Returns base updated with patch: tables merge recursively, everything else
+    (arrays included) is replaced."""
+    out = copy.deepcopy(base)
+    for k, v in patch.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def set_path(doc: dict, path: str, value: Any) -> dict:
+    """Returns a copy of doc with the dotted key `path` set to value."""
+    out = copy.deepcopy(doc)
+    node = out
+    parts = path.split(".")
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[p] = nxt
+        node = nxt
+    node[parts[-1]] = copy.deepcopy(value)
+    return out
+
+
+def _parse_duration(s: Any, key: str) -> float:
+    if isinstance(s, (int, float)):
+        return float(s)
+    if not isinstance(s, str):
+        raise StudyError(f"{key}: expected a duration such as \"20s\", got {s!r}")
+    units = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+    for u in sorted(units, key=len, reverse=True):
+        if s.strip().endswith(u):
+            try:
+                return float(s.strip()[: -len(u)]) * units[u]
+            except ValueError:
+                break
+    raise StudyError(f"{key}: expected a duration such as \"20s\", got {s!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class AxisValue:
+    label: str
+    patch: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    name: str
+    values: tuple[AxisValue, ...]
+
+
+@dataclasses.dataclass
+class Experiment:
+    name: str
+    title: str
+    base: dict
+    axes: list[Axis]
+    overrides: list[tuple[dict, dict]]
+    measures: list[str]
+    figures: list[dict]
+    tables: list[dict]
+    repetitions: int
+    keep_series: bool = False
+    keep_samples: bool = True
+
+    def combinations(self) -> list[dict[str, str]]:
+        labels = [[v.label for v in a.values] for a in self.axes]
+        return [dict(zip([a.name for a in self.axes], combo)) for combo in itertools.product(*labels)]
+
+    def scenario(self, params: dict[str, str]) -> dict:
+        doc = self.base
+        for a in self.axes:
+            val = next(v for v in a.values if v.label == params[a.name])
+            doc = deep_merge(doc, val.patch)
+        for when, patch in self.overrides:
+            if all(params.get(k) == v for k, v in when.items()):
+                doc = deep_merge(doc, patch)
+        return doc
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """One run of a study: what to simulate and how to identify it."""
+
+    study: str
+    experiment: str
+    params: dict
+    repetition: int
+    seed: int
+    scenario: dict
+
+    @property
+    def run_id(self) -> str:
+        key = json.dumps([self.study, self.experiment, sorted(self.params.items()), self.repetition], sort_keys=True)
+        return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+@dataclasses.dataclass
+class Study:
+    name: str
+    title: str
+    description: str
+    findings: list[str]
+    seed: int
+    experiments: list[Experiment]
+    text: str
+    quick: bool = False
+    quick_note: str = ""
+
+    def runs(self, only: list[str] | None = None) -> list[RunSpec]:
+        out = []
+        for e in self.experiments:
+            if only and e.name not in only:
+                continue
+            for ci, params in enumerate(e.combinations()):
+                scen = e.scenario(params)
+                for r in range(e.repetitions):
+                    out.append(RunSpec(self.name, e.name, params, r, self.seed + r, scen))
+        return out
+
+    def experiment(self, name: str) -> Experiment:
+        for e in self.experiments:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+
+def _axis(raw: dict, key: str) -> Axis:
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise StudyError(f"{key}.name: every axis needs a name")
+    unknown = set(raw) - {"name", "path", "values", "labels"}
+    if unknown:
+        raise StudyError(f"{key}: unknown key(s) {sorted(unknown)} (allowed: name, path, values, labels)")
+    vals = raw.get("values")
+    if not isinstance(vals, list) or not vals:
+        raise StudyError(f"{key}.values: an axis needs a non-empty list of values")
+    path = raw.get("path")
+    labels = raw.get("labels")
+    if labels is not None and (not isinstance(labels, list) or len(labels) != len(vals)):
+        raise StudyError(f"{key}.labels: needs one label per value ({len(vals)})")
+    out = []
+    for i, v in enumerate(vals):
+        if path is not None:
+            label = labels[i] if labels else (v.get("kind") if isinstance(v, dict) and "kind" in v else str(v))
+            out.append(AxisValue(str(label), set_path({}, path, v)))
+        else:
+            if not isinstance(v, dict) or "label" not in v:
+                raise StudyError(f"{key}.values[{i}]: without `path`, each value is a table with `label` and `patch`")
+            extra = set(v) - {"label", "patch"}
+            if extra:
+                raise StudyError(f"{key}.values[{i}]: unknown key(s) {sorted(extra)} (allowed: label, patch)")
+            out.append(AxisValue(str(v["label"]), dict(v.get("patch", {}))))
+    seen = [v.label for v in out]
+    if len(set(seen)) != len(seen):
+        raise StudyError(f"{key}: labels must be unique, got {seen}")
+    return Axis(name, tuple(out))
+
+
+def _cap_durations(doc: dict, cap: float) -> dict:
+    run = dict(doc.get("run", {}))
+    dur = _parse_duration(run.get("duration", "10s"), "run.duration")
+    if dur <= cap:
+        return doc
+    scale = cap / dur
+    run["duration"] = f"{cap:.9g}s"
+    if "warmup" in run:
+        run["warmup"] = f"{_parse_duration(run['warmup'], 'run.warmup') * scale:.9g}s"
+    out = dict(doc)
+    out["run"] = run
+    # flows that start or stop at absolute times are scaled into the shorter run
+    flows = []
+    for f in doc.get("flow", []):
+        f = dict(f)
+        for k in ("start", "stop", "start_spread"):
+            if k in f:
+                f[k] = f"{_parse_duration(f[k], 'flow.' + k) * scale:.9g}s"
+        flows.append(f)
+    if flows:
+        out["flow"] = flows
+    return out
+
+
+def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Study:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise StudyError(f"{source}: {e}") from None
+    allowed = {"study", "quick", "base", "experiment"}
+    unknown = set(doc) - allowed
+    if unknown:
+        raise StudyError(f"unknown top-level key(s) {sorted(unknown)} (allowed: {', '.join(sorted(allowed))})")
+    meta = doc.get("study")
+    if not isinstance(meta, dict) or "name" not in meta:
+        raise StudyError("study.name: a study needs a [study] table with a name")
+    reps = int(meta.get("repetitions", 1))
+    if reps < 1:
+        raise StudyError(f"study.repetitions: {reps} is not allowed (at least 1)")
+    q = doc.get("quick", {})
+    quick_reps = int(q.get("repetitions", min(reps, 2)))
+    cap = None
+    note = ""
+    if quick:
+        if "duration" in q:
+            cap = _parse_duration(q["duration"], "quick.duration")
+        note = f"quick mode: at most {quick_reps} repetition(s)" + (f", runs capped at {cap:g} s" if cap else "")
+    base = doc.get("base", {})
+    exps = []
+    raw_exps = doc.get("experiment", [])
+    if not raw_exps:
+        raise StudyError("experiment: a study needs at least one [[experiment]]")
+    names = set()
+    for i, e in enumerate(raw_exps):
+        key = f"experiment[{i}]"
+        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples"}
+        bad = set(e) - ok
+        if bad:
+            raise StudyError(f"{key}: unknown key(s) {sorted(bad)} (allowed: {', '.join(sorted(ok))})")
+        name = e.get("name")
+        if not name or name in names:
+            raise StudyError(f"{key}.name: experiments need unique names")
+        names.add(name)
+        scen = deep_merge(base, e.get("patch", {}))
+        if cap is not None:
+            scen = _cap_durations(scen, cap)
+        axes = [_axis(a, f"{key}.axis[{j}]") for j, a in enumerate(e.get("axis", []))]
+        overrides = []
+        for j, o in enumerate(e.get("override", [])):
+            if "when" not in o or "patch" not in o:
+                raise StudyError(f"{key}.override[{j}]: needs `when` and `patch`")
+            axis_names = {a.name for a in axes}
+            for k, v in o["when"].items():
+                if k not in axis_names:
+                    raise StudyError(f"{key}.override[{j}].when.{k}: no such axis (axes: {sorted(axis_names)})")
+                ax = next(a for a in axes if a.name == k)
+                if v not in [x.label for x in ax.values]:
+                    raise StudyError(f"{key}.override[{j}].when.{k}: no value labelled {v!r}")
+            overrides.append((dict(o["when"]), dict(o["patch"])))
+        r = int(e.get("repetitions", reps))
+        if quick:
+            r = min(int(e.get("quick_repetitions", quick_reps)), r)
+        if r < 1:
+            raise StudyError(f"{key}.repetitions: {r} is not allowed (at least 1)")
+        exps.append(
+            Experiment(
+                name=name,
+                title=e.get("title", name),
+                base=scen,
+                axes=axes,
+                overrides=overrides,
+                measures=list(e.get("measures", [])),
+                figures=list(e.get("figure", [])),
+                tables=list(e.get("table", [])),
+                repetitions=r,
+                keep_series=bool(e.get("keep_series", False)),
+                keep_samples=bool(e.get("keep_samples", True)),
+            )
+        )
+    return Study(
+        name=meta["name"],
+        title=meta.get("title", meta["name"]),
+        description=meta.get("description", ""),
+        findings=list(meta.get("findings", [])),
+        seed=int(meta.get("seed", 1)),
+        experiments=exps,
+        text=text,
+        quick=quick,
+        quick_note=note,
+    )
+
+
+def studies_dir() -> pathlib.Path:
+    """The shipped study definitions: `studies/` of the source tree or of the package."""
+    here = pathlib.Path(__file__).resolve().parent
+    for cand in (here / "studies", here.parent.parent / "studies"):
+        if cand.is_dir():
+            return cand
+    return here / "studies"
+
+
+def list_studies() -> list[str]:
+    d = studies_dir()
+    return sorted(p.stem for p in d.glob("*.toml")) if d.is_dir() else []
+
+
+def find_study(name_or_path: str) -> pathlib.Path:
+    p = pathlib.Path(name_or_path)
+    if p.suffix == ".toml" and p.exists():
+        return p
+    cand = studies_dir() / f"{name_or_path}.toml"
+    if cand.exists():
+        return cand
+    raise StudyError(f"unknown study {name_or_path!r} (shipped: {', '.join(list_studies()) or 'none'}; or give a .toml path)")
+
+
+def load_study(name_or_path: str, quick: bool = False) -> Study:
+    path = find_study(name_or_path)
+    return parse_study(path.read_text(), quick=quick, source=str(path))

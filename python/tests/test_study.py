@@ -1,0 +1,101 @@
+"""Study files: parsing, axis expansion, overrides, quick mode, stable run ids, errors."""
+import pytest
+
+from aqmlab.study import StudyError, deep_merge, parse_study
+
+STUDY = """
+[study]
+name = "demo"
+repetitions = 3
+seed = 10
+findings = ["fifo is slow"]
+
+[quick]
+repetitions = 1
+duration = "5s"
+
+[base]
+run = { duration = "60s", warmup = "10s" }
+dumbbell = { rate = "10Mbit", delay = "25ms", qdisc = { kind = "fifo" } }
+
+[[experiment]]
+name = "steady"
+patch = { flow = [ { kind = "ping", from = "client0", to = "server0", start = "30s" } ] }
+measures = ["induced_latency"]
+
+  [[experiment.axis]]
+  name = "qdisc"
+  path = "dumbbell.qdisc"
+  values = [ { kind = "fifo", limit = 127 }, { kind = "fifo", limit = 10 } ]
+  labels = ["big", "small"]
+
+  [[experiment.axis]]
+  name = "link"
+  [[experiment.axis.values]]
+  label = "10/1"
+  patch = { dumbbell = { up = { rate = "1Mbit" } } }
+  [[experiment.axis.values]]
+  label = "10/10"
+  patch = {}
+
+  [[experiment.override]]
+  when = { link = "10/1", qdisc = "small" }
+  patch = { dumbbell = { up = { qdisc = { kind = "fifo", limit = 5 } } } }
+"""
+
+
+def test_expansion_and_overrides():
+    s = parse_study(STUDY)
+    runs = s.runs()
+    assert len(runs) == 2 * 2 * 3
+    assert len({r.run_id for r in runs}) == len(runs)
+    by = {(r.params["qdisc"], r.params["link"], r.repetition): r for r in runs}
+    r = by[("small", "10/1", 2)]
+    assert r.seed == 12
+    d = r.scenario["dumbbell"]
+    assert d["qdisc"] == {"kind": "fifo", "limit": 10}
+    assert d["up"] == {"rate": "1Mbit", "qdisc": {"kind": "fifo", "limit": 5}}
+    assert d["rate"] == "10Mbit" and d["delay"] == "25ms"
+    assert "up" not in by[("small", "10/10", 0)].scenario["dumbbell"]
+    assert by[("big", "10/1", 0)].scenario["dumbbell"]["up"] == {"rate": "1Mbit"}
+
+
+def test_run_ids_are_stable_across_parses():
+    a = [r.run_id for r in parse_study(STUDY).runs()]
+    b = [r.run_id for r in parse_study(STUDY).runs()]
+    assert a == b
+
+
+def test_quick_mode_scales_time():
+    s = parse_study(STUDY, quick=True)
+    runs = s.runs()
+    assert len(runs) == 4
+    sc = runs[0].scenario
+    assert sc["run"]["duration"] == "5s"
+    assert sc["run"]["warmup"] == "0.833333333s"
+    assert sc["flow"][0]["start"] == "2.5s"
+    assert "quick" in s.quick_note
+
+
+def test_deep_merge_replaces_arrays():
+    assert deep_merge({"a": {"b": 1, "c": [1, 2]}}, {"a": {"c": [3]}}) == {"a": {"b": 1, "c": [3]}}
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("[study]\nname='x'\n", "experiment"),
+        ("[study]\nname='x'\n[[experiment]]\nname='e'\nfoo=1\n", "foo"),
+        ("[studyy]\nname='x'\n", "studyy"),
+        ("[study]\nname='x'\n[[experiment]]\nname='e'\n[[experiment.axis]]\nname='a'\nvalues=[]\n", "values"),
+        (
+            "[study]\nname='x'\n[[experiment]]\nname='e'\n[[experiment.axis]]\nname='a'\npath='p'\nvalues=[1]\n"
+            "[[experiment.override]]\nwhen={b='1'}\npatch={}\n",
+            "no such axis",
+        ),
+        ("[study\n", "line"),
+    ],
+)
+def test_bad_studies_name_the_key(text, needle):
+    with pytest.raises(StudyError, match=needle):
+        parse_study(text)
