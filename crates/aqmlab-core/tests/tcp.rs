@@ -301,6 +301,65 @@ fn outage_longer_than_rto_backs_off_and_recovers() {
 }
 
 #[test]
+fn ecn_flow_through_codel_is_marked_not_dropped() {
+    // CoDel with ECN marks instead of dropping: the ECN flow reduces its window on
+    // echoed marks and never retransmits; the same flow without ECN loses packets.
+    let toml = |ecn: bool| {
+        format!(
+            r#"
+            [run]
+            duration = "20s"
+            warmup = "5s"
+            [dumbbell]
+            rate = "10Mbit"
+            delay = "25ms"
+            qdisc = {{ kind = "codel", ecn = true }}
+            [tcp]
+            ecn = {ecn}
+            [[flow]]
+            kind = "bulk"
+            from = "client0"
+            to = "server0"
+            name = "f"
+            "#
+        )
+    };
+    let r = run(&toml(true), 1);
+    let f = r.flow("f").unwrap();
+    let q = r.queue("bottleneck_up").unwrap();
+    eprintln!(
+        "ECN: marks {}, ce_pkts {}, reductions {}, retransmits {}, util {:.4}, sojourn p50 {:.4}",
+        q.marked,
+        f.ce_pkts,
+        extra(&r, "f", "ecn_reductions"),
+        extra(&r, "f", "retransmits"),
+        q.utilization,
+        q.sojourn_p50
+    );
+    assert!(q.marked > 10 && f.ce_pkts == q.marked);
+    assert_eq!(q.dropped, 0);
+    assert!(extra(&r, "f", "ecn_reductions") >= 10.0);
+    assert!(
+        extra(&r, "f", "ecn_reductions") <= q.marked as f64,
+        "at most one reduction per mark"
+    );
+    assert_eq!(extra(&r, "f", "retransmits"), 0.0);
+    assert_eq!(extra(&r, "f", "fast_recoveries"), 0.0);
+    assert!(q.utilization > 0.9, "utilisation {}", q.utilization);
+    assert!(
+        q.sojourn_p50 < 0.02,
+        "CoDel keeps the queue short: {}",
+        q.sojourn_p50
+    );
+    let plain = run(&toml(false), 1);
+    assert_eq!(plain.queue("bottleneck_up").unwrap().marked, 0);
+    assert!(
+        extra(&plain, "f", "retransmits") > 0.0,
+        "without ECN CoDel drops"
+    );
+}
+
+#[test]
 fn slow_start_doubles_cwnd_every_round_trip() {
     // 100 Mbit/s, 100 ms RTT (BDP 833 packets), a large FIFO: the window doubles per
     // round trip until the first loss.
@@ -474,6 +533,34 @@ fn scenario_tcp_table_and_flow_overrides() {
 }
 
 #[test]
+fn example_scenario_runs_and_conserves_packets() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tcp_bulk.toml");
+    let sc = Scenario::from_file(&path).unwrap();
+    let mut sim = aqmlab_core::Simulator::new(&sc, 1).unwrap();
+    sim.run();
+    sim.check_conservation().unwrap();
+    let r = sim.results();
+    // Upstream: three flows share 10 Mbit/s; downstream: the NewReno flow and the fetch.
+    let up: f64 = ["up0", "up1", "traced"]
+        .iter()
+        .map(|n| r.flow(n).unwrap().goodput_bps)
+        .sum();
+    assert!(up > 0.9 * tcp_capacity(10e6), "upstream goodput {up}");
+    let fetch = r.flow("fetch").unwrap();
+    assert_eq!(fetch.delivered_bytes, 2_000_000);
+    let ct = extra(&r, "fetch", "completion_time");
+    assert!(
+        ct > 1.6 && ct < 10.0,
+        "2 MB at about half of 10 Mbit/s: {ct} s"
+    );
+    assert!(
+        !r.flow_samples(2, "cwnd").is_empty() && r.flow_samples(0, "cwnd").is_empty(),
+        "only the traced flow records"
+    );
+}
+
+#[test]
 fn syn_loss_costs_the_initial_one_second_rto() {
     // The data path is down for the first 0.5 s: the SYN is lost and resent after 1 s.
     let r = run(
@@ -539,6 +626,7 @@ struct TestNet {
     sent: Vec<(SimTime, Packet)>,
     samples: Vec<(SimTime, &'static str, f64)>,
     marked: u64,
+    timers_armed: u64,
 }
 
 impl TestNet {
@@ -558,6 +646,7 @@ impl TestNet {
             sent: Vec::new(),
             samples: Vec::new(),
             marked: 0,
+            timers_armed: 0,
         }
     }
     fn push(&mut self, at: SimTime, ev: Ev) {
@@ -637,6 +726,7 @@ impl TcpHost for TestNet {
     }
     fn timer_at(&mut self, at: SimTime, kind: u32) {
         let at = at.max(self.now);
+        self.timers_armed += 1;
         self.push(at, Ev::Timer(kind));
     }
     fn sample(&mut self, metric: &'static str, value: f64) {
@@ -756,6 +846,14 @@ fn packet_sizes_handshake_and_delayed_acks_on_the_wire() {
     assert!(b.iter().all(|p| p.size == 52 || p.size == 60));
     // The timestamps echo: every ACK's ts_ecr is the ts_val of a data segment sent earlier.
     assert!(b[1..].iter().all(|p| p.tcp.ts_ecr > SimTime::ZERO));
+    // Timers: the RTO deadline moved on each of A's ~110 ACKs and the delayed-ACK
+    // deadline on ~100 segments, yet only a handful of timer events were scheduled.
+    eprintln!("timer events scheduled: {}", net.timers_armed);
+    assert!(
+        net.timers_armed <= 16,
+        "timer events scheduled: {}",
+        net.timers_armed
+    );
 }
 
 #[test]

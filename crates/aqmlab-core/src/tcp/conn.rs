@@ -694,3 +694,29 @@ fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u3
     e.rcv.ack_sent();
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_kinds_round_trip_and_leave_room_for_the_application() {
+        for conn in [0, 1, 77, (1 << 28) - 1] {
+            for side in [Side::A, Side::B] {
+                for t in [TimerType::Rto, TimerType::DelAck] {
+                    let k = timer_kind(conn, side, t);
+                    assert_eq!(k & APP_TIMER_BIT, 0);
+                    assert_eq!(decode_timer(k), Some((conn, side, t)));
+                }
+            }
+        }
+        assert_eq!(decode_timer(APP_TIMER_BIT | 5), None);
+    }
+
+    #[test]
+    fn sack_option_sizes_follow_rfc2018() {
+        // 2 + 8n bytes, padded to 4 (Linux sends NOP, NOP, SACK).
+        assert_eq!([0, 1, 2, 3].map(sack_option_bytes), [0, 12, 20, 28]);
+        assert_eq!(HEADER_BYTES + sack_option_bytes(3), 80);
+    }
+}

@@ -890,6 +890,42 @@ mod tests {
     }
 
     #[test]
+    fn window_restarts_after_idle_like_linux() {
+        // cwnd 40, everything acknowledged, RTO = 300 ms. Idle 1 s: the window halves
+        // per elapsed RTO beyond the first (40 → 20 → 10) and stops at the initial window.
+        let mut s = Sender::new(&cfg(|_| {}));
+        s.establish(ms(0), Some(SimDuration::from_millis(100)), 0, false);
+        s.w.cwnd = 40;
+        s.w.ssthresh = 20;
+        s.write(ms(0), 1000);
+        assert_eq!(drain(&mut s, ms(0)).len(), 1);
+        s.on_ack(ms(100), &ack(1, &[]), false);
+        assert_eq!(s.rtt.rto(), SimDuration::from_millis(300));
+        let w = s.w.cwnd;
+        s.write(ms(1100), 1000);
+        assert_eq!(s.w.cwnd, 10, "from {w}");
+        assert_eq!(
+            s.w.ssthresh, 30,
+            "ssthresh = max(ssthresh, 3/4 of the old window)"
+        );
+        // A shorter pause (0.5 s: one RTO beyond the first) halves once.
+        let mut s = Sender::new(&cfg(|_| {}));
+        s.establish(ms(0), Some(SimDuration::from_millis(100)), 0, false);
+        s.w.cwnd = 40;
+        s.write(ms(0), 1000);
+        drain(&mut s, ms(0));
+        s.on_ack(ms(100), &ack(1, &[]), false);
+        s.write(ms(600), 1000);
+        assert_eq!(s.w.cwnd, 20);
+        // Idle for less than one RTO: untouched.
+        s.w.cwnd = 40;
+        drain(&mut s, ms(600));
+        s.on_ack(ms(700), &ack(2, &[]), false);
+        s.write(ms(900), 1000);
+        assert_eq!(s.w.cwnd, 40);
+    }
+
+    #[test]
     fn receive_window_limits_and_fin() {
         let mut s = Sender::new(&cfg(|_| {}));
         s.establish(ms(0), None, 0, false);
