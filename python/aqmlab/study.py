@@ -7,7 +7,13 @@ A study file is TOML and is data only (loading one never executes code)::
     title = "Modern AQMs in a residential setting"
     repetitions = 30            # per parameter combination
     seed = 1                    # first seed; repetition r of a combination uses seed + r
-    findings = ["FIFO gives high induced latency ...", ...]   # shown in the report
+    findings = [                # shown in the report beside what the run shows
+      "FIFO gives high induced latency ...",            # plain text: compared by eye
+      { text = "fq_codel induces less latency than FIFO",   # or text + a data-only check
+        check = { experiment = "rrul", measure = "induced_latency", axis = "qdisc",
+                  lower = "fq_codel", than = "fifo" },
+        see = "rrul-ellipse" },                          # a figure/table name to link
+    ]
 
     [quick]                     # what `--quick` changes
     repetitions = 2
@@ -40,6 +46,8 @@ A study file is TOML and is data only (loading one never executes code)::
 
       keep_series = false        # store per-bin time series (flows + bottlenecks); default false
       keep_samples = true        # store time-stamped samples (probe RTTs, VoIP delays); default true
+      flent = "rrul_be"          # Flent test for `aqmlab export --flent` (default: recognised
+                                 # from the flows; "none" = never export); see aqmlab.flent
 
       [[experiment.figure]]
       type = "ellipse"           # see aqmlab.plots for the types and their keys
@@ -48,10 +56,43 @@ A study file is TOML and is data only (loading one never executes code)::
       group = "qdisc"
       facet = "link"
 
-      [[experiment.table]]
+      [[experiment.table]]       # see aqmlab.tables for the keys
       value = "induced_latency"
       rows = "qdisc"
       cols = "link"
+      stat = "mean±sd"           # mean (default), median, mean±sd, sd, min, max, count
+
+Outputs
+-------
+``[[experiment.figure]]`` tables are figure specs: ``type`` is one of ``ellipse``,
+``cdf``, ``timeseries``, ``bar``, ``flows_vs_rtt``, ``queue_delay``, ``state_trace``,
+``drop_rate``, ``line``; the keys of each are documented in :mod:`aqmlab.plots`
+(common ones: ``name``, ``title``, ``experiment``, ``where``, ``group``, ``facet``,
+``xlim``, ``ylim``). ``[[experiment.table]]`` keys (``value``, ``rows``, ``cols``,
+``stat``, ``where``, ``name``, ``title``, ``scale``, ``unit``, ``digits``) are documented
+in :mod:`aqmlab.tables`. :func:`aqmlab.report.validate_outputs` checks both before a
+sweep starts.
+
+Findings
+--------
+``[study] findings`` lists what the study reported qualitatively. Each entry is a
+string or a table ``{ text = "...", check = {...}, see = "figure-or-table-name" }``.
+A ``check`` is data, never code; the report computes it from the ``runs`` table
+(one number per run) and shows ✓/✗ with the numbers. Keys:
+
+- ``measure`` (required): a measure of the experiment; ``experiment`` (default: the
+  only one); ``stat``: ``"mean"`` (default) or ``"median"`` over repetitions;
+  ``where = {axis = label or [labels]}`` restricts the runs;
+- and one comparison:
+  ``lower = A, than = B, axis = X`` or ``higher = A, than = B, axis = X`` (optional
+  ``by = k``: at least k times lower/higher), checked in every combination of the
+  other axes; ``order = [A, B, C], axis = X`` (strictly increasing);
+  ``trend = "increasing" | "decreasing", axis = X`` (along the axis's values);
+  ``at_most = v``, ``at_least = v`` or ``between = [lo, hi]`` (every combination,
+  in the measure's stored unit: seconds, bit/s, fractions).
+
+Malformed findings are a :class:`StudyError` when the study is loaded; the full
+rules are in :mod:`aqmlab.findings`.
 
 Every combination of axis values × repetitions is one run, identified by a stable
 ``run_id`` derived from the experiment, the axis labels and the repetition.
@@ -141,6 +182,7 @@ class Experiment:
     repetitions: int
     keep_series: bool = False
     keep_samples: bool = True
+    flent: str | None = None
 
     def combinations(self) -> list[dict[str, str]]:
         labels = [[v.label for v in a.values] for a in self.axes]
@@ -260,6 +302,30 @@ def _cap_durations(doc: dict, cap: float) -> dict:
     return out
 
 
+FLENT_TESTS = ("rrul_be", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "none")
+
+
+def _flent_test(v: Any, key: str) -> str | None:
+    if v is None:
+        return None
+    if v not in FLENT_TESTS:
+        raise StudyError(f"{key}: {v!r} is not a Flent test aqmlab exports (allowed: {', '.join(FLENT_TESTS)})")
+    return str(v)
+
+
+def _check_findings(findings: Any) -> list:
+    from aqmlab.findings import FindingError, validate
+
+    if not isinstance(findings, list):
+        raise StudyError(f"study.findings: expected a list of strings or tables, got {findings!r}")
+    for i, f in enumerate(findings):
+        try:
+            validate(f, f"study.findings[{i}]")
+        except FindingError as e:
+            raise StudyError(str(e)) from None
+    return list(findings)
+
+
 def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Study:
     try:
         doc = tomllib.loads(text)
@@ -291,7 +357,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     names = set()
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
-        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples"}
+        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent"}
         bad = set(e) - ok
         if bad:
             raise StudyError(f"{key}: unknown key(s) {sorted(bad)} (allowed: {', '.join(sorted(ok))})")
@@ -333,13 +399,14 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 repetitions=r,
                 keep_series=bool(e.get("keep_series", False)),
                 keep_samples=bool(e.get("keep_samples", True)),
+                flent=_flent_test(e.get("flent"), f"{key}.flent"),
             )
         )
     return Study(
         name=meta["name"],
         title=meta.get("title", meta["name"]),
         description=meta.get("description", ""),
-        findings=list(meta.get("findings", [])),
+        findings=_check_findings(meta.get("findings", [])),
         seed=int(meta.get("seed", 1)),
         experiments=exps,
         text=text,

@@ -306,34 +306,18 @@ impl<'de> Deserialize<'de> for FlowConfig {
                 "field `count`: {count} is not allowed (1 to 1000000)"
             )));
         }
-        let kind = t
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or("?")
-            .to_string();
-        let app: AppConfig =
-            serde_path_to_error::deserialize(toml::Value::Table(t)).map_err(|e| {
-                let path = e.path().to_string();
-                let m = e.into_inner().message().trim().to_string();
-                let m = if let Some(rest) = m.strip_prefix("unknown variant") {
-                    format!(
-                        "unknown kind{}",
-                        rest.replace(", expected one of", "; allowed:")
-                    )
-                } else if let Some(rest) = m.strip_prefix("unknown field") {
-                    format!(
-                        "unknown field{} for kind `{kind}`; also allowed: {}",
-                        rest.replace(", expected one of", "; allowed:")
-                            .replace(", expected", "; allowed:"),
-                        FLOW_COMMON.join(", ")
-                    )
-                } else if path != "." && !path.is_empty() {
-                    format!("field `{path}`: {m}")
-                } else {
-                    m
-                };
-                de::Error::custom(m)
-            })?;
+        let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
+            let m = e.message().trim().to_string();
+            // "unknown field `x`, expected one of `a`, `b`" → name the kind's keys and the common keys.
+            let m = m
+                .replace("unknown field", "unknown field for this kind")
+                .replace("expected one of", "allowed for this kind:");
+            de::Error::custom(if m.contains("allowed for this kind:") {
+                format!("{m}; common keys: {}", FLOW_COMMON.join(", "))
+            } else {
+                m
+            })
+        })?;
         Ok(FlowConfig {
             name,
             from,
@@ -345,6 +329,60 @@ impl<'de> Deserialize<'de> for FlowConfig {
             app,
         })
     }
+}
+
+/// Deserializes an internally tagged table (`kind = "..."` plus the kind's fields).
+///
+/// serde buffers a tagged table before it picks the variant, so an error inside the
+/// variant's fields loses its key. On failure this re-reads the kind's own config
+/// struct with path tracking (`locate`) and reports the key as a message prefix
+/// "field `KEY`: ...", which [`Scenario::from_toml_str`] moves into `ScenarioError::field`.
+pub(crate) fn from_tagged_table<T: serde::de::DeserializeOwned>(
+    t: toml::Table,
+    locate: fn(&str, toml::Value) -> Option<(String, String)>,
+) -> Result<T, String> {
+    let err = match toml::Value::Table(t.clone()).try_into::<T>() {
+        Ok(v) => return Ok(v),
+        Err(e) => e.message().trim().to_string(),
+    };
+    let Some(kind) = t.get("kind").and_then(|k| k.as_str()).map(str::to_string) else {
+        return Err(format!("field `kind`: {err}"));
+    };
+    if err.starts_with("unknown variant") {
+        return Err(format!("field `kind`: {err}"));
+    }
+    let mut rest = t;
+    rest.remove("kind");
+    match locate(&kind, toml::Value::Table(rest)) {
+        Some((path, msg)) if !path.is_empty() && path != "." => {
+            Err(format!("field `{path}`: {msg}"))
+        }
+        Some((_, msg)) => Err(msg),
+        None => Err(err),
+    }
+}
+
+/// The path and message of the error deserializing `v` as `C`, if any.
+pub(crate) fn locate_error<C: serde::de::DeserializeOwned>(
+    v: toml::Value,
+) -> Option<(String, String)> {
+    serde_path_to_error::deserialize::<_, C>(v)
+        .err()
+        .map(|e| (e.path().to_string(), e.inner().message().trim().to_string()))
+}
+
+/// Moves leading "field `KEY`: " prefixes of a message into the dotted path.
+fn split_field_prefixes(mut path: String, mut msg: &str) -> (String, String) {
+    while let Some(rest) = msg.strip_prefix("field `") {
+        let Some(end) = rest.find("`: ") else { break };
+        let key = &rest[..end];
+        if !path.is_empty() && !key.starts_with('[') {
+            path.push('.');
+        }
+        path.push_str(key);
+        msg = &rest[end + 3..];
+    }
+    (path, msg.to_string())
 }
 
 /// A whole scenario file.
@@ -410,12 +448,14 @@ impl Scenario {
             let line = inner
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let msg = inner.message().trim().replace('\n', " ");
+            let path = if path == "." { String::new() } else { path };
+            let (path, msg) =
+                split_field_prefixes(path, &inner.message().trim().replace('\n', " "));
             let msg = match line {
                 Some(l) => format!("{msg} (line {l})"),
                 None => msg,
             };
-            ScenarioError::new(if path == "." { String::new() } else { path }, msg)
+            ScenarioError::new(path, msg)
         })
     }
 

@@ -167,9 +167,31 @@ macro_rules! workload_registry {
     ($( $variant:ident : $name:literal => $cfg:ty => $app:ty, reverse = $rev:expr, $about:literal ;)*) => {
         /// The `kind`-specific part of a `[[flow]]` table.
         #[derive(Clone, Debug, Deserialize, Serialize)]
-        #[serde(tag = "kind")]
+        #[serde(tag = "kind", try_from = "toml::Table")]
         pub enum AppConfig {
             $( #[serde(rename = $name)] $variant($cfg), )*
+        }
+
+        // Deserialization goes through a table so that an error inside the kind's own
+        // fields names its key (see `scenario::from_tagged_table`).
+        impl TryFrom<toml::Table> for AppConfig {
+            type Error = String;
+            fn try_from(t: toml::Table) -> Result<Self, String> {
+                #[derive(Deserialize)]
+                #[serde(tag = "kind")]
+                enum Repr {
+                    $( #[serde(rename = $name)] $variant($cfg), )*
+                }
+                fn locate(kind: &str, v: toml::Value) -> Option<(String, String)> {
+                    match kind {
+                        $( $name => crate::scenario::locate_error::<$cfg>(v), )*
+                        _ => None,
+                    }
+                }
+                Ok(match crate::scenario::from_tagged_table::<Repr>(t, locate)? {
+                    $( Repr::$variant(c) => AppConfig::$variant(c), )*
+                })
+            }
         }
 
         /// `(name, one-line description)` of every workload kind.

@@ -27,8 +27,13 @@ pub mod drr;
 pub mod fifo;
 pub mod flow_sched;
 pub mod fq_codel;
+pub mod pie;
+pub mod pie_core;
 #[cfg(test)]
 mod props_codel_fq;
+#[cfg(test)]
+mod proptests;
+pub mod red;
 pub mod sfq;
 
 use crate::packet::Packet;
@@ -328,9 +333,31 @@ macro_rules! qdisc_registry {
     ($( $(#[$meta:meta])* $variant:ident : $name:literal => $cfg:ty => $q:ty, $about:literal ;)*) => {
         /// A qdisc as written in a scenario file: `{ kind = "fifo", limit = 127 }`.
         #[derive(Clone, Debug, Deserialize, Serialize)]
-        #[serde(tag = "kind")]
+        #[serde(tag = "kind", try_from = "toml::Table")]
         pub enum QdiscConfig {
             $( $(#[$meta])* #[serde(rename = $name)] $variant($cfg), )*
+        }
+
+        // Deserialization goes through a table so that an error inside the kind's own
+        // fields names its key (see `scenario::from_tagged_table`).
+        impl TryFrom<toml::Table> for QdiscConfig {
+            type Error = String;
+            fn try_from(t: toml::Table) -> Result<Self, String> {
+                #[derive(Deserialize)]
+                #[serde(tag = "kind")]
+                enum Repr {
+                    $( $(#[$meta])* #[serde(rename = $name)] $variant($cfg), )*
+                }
+                fn locate(kind: &str, v: toml::Value) -> Option<(String, String)> {
+                    match kind {
+                        $( $name => crate::scenario::locate_error::<$cfg>(v), )*
+                        _ => None,
+                    }
+                }
+                Ok(match crate::scenario::from_tagged_table::<Repr>(t, locate)? {
+                    $( Repr::$variant(c) => QdiscConfig::$variant(c), )*
+                })
+            }
         }
 
         /// Every implemented qdisc, statically dispatched.
@@ -403,6 +430,12 @@ qdisc_registry! {
         "Stochastic Fairness Queueing (Linux sch_sfq): 1024 buckets, 128 flows, depth 127, limit 127, optional perturb";
     Drr: "drr" => drr::DrrConfig => drr::Drr,
         "per-flow deficit round robin with exact flow classification (DOCSIS study): limit 2048, 204 per flow";
+    Red: "red" => red::RedConfig => red::Red,
+        "RED (Linux sch_red): EWMA average queue, min/max thresholds in bytes or packets, ecn, harddrop, gentle, adaptive";
+    Ared: "ared" => red::AredConfig => red::Red,
+        "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux)";
+    Pie: "pie" => pie::PieConfig => pie::Pie,
+        "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
 }
 
 impl Default for QdiscConfig {

@@ -1,0 +1,292 @@
+//! Property tests every qdisc must pass, driven through `AnyQdisc` built from scenario
+//! tables: for random sequences of arrivals (random flows, sizes, ECN capability),
+//! dequeue opportunities and clock advances,
+//! - the `QdiscStats` identities hold after every call;
+//! - the backlog never exceeds the limit (packets and/or bytes);
+//! - every packet is accounted for exactly once: offered = dequeued + reported drops +
+//!   backlog, a `Dropped` verdict reports the arriving packet itself, a dropped packet
+//!   is never dequeued later, no packet is dequeued twice;
+//! - a `Marked` verdict leaves the packet CE-marked and only ECN-capable packets are
+//!   marked.
+//!
+//! Adding a qdisc: one line in [`CASES`] with a small limit and aggressive parameters, so
+//! that short sequences reach the AQM's drop and mark paths.
+
+use super::*;
+use crate::packet::{flow_hash, Ecn};
+use crate::rng::Rng;
+use crate::time::SimDuration;
+use proptest::prelude::{
+    any, prop, prop_assert, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig, Strategy,
+    TestCaseError,
+};
+use std::collections::HashSet;
+
+/// A qdisc table and the bound its backlog must respect.
+struct Case {
+    name: &'static str,
+    toml: &'static str,
+    max_pkts: Option<u64>,
+    max_bytes: Option<u64>,
+}
+
+const fn pkts(name: &'static str, toml: &'static str, n: u64) -> Case {
+    Case {
+        name,
+        toml,
+        max_pkts: Some(n),
+        max_bytes: None,
+    }
+}
+const fn bytes(name: &'static str, toml: &'static str, b: u64) -> Case {
+    Case {
+        name,
+        toml,
+        max_pkts: None,
+        max_bytes: Some(b),
+    }
+}
+
+const CASES: &[Case] = &[
+    pkts("fifo", "kind = 'fifo'\nlimit = 20", 20),
+    bytes("bfifo", "kind = 'fifo'\nlimit = '9000B'", 9000),
+    bytes("red", "kind = 'red'\nmin = '3KB'\nmax = '9KB'\nlimit = '15KB'\nburst = 4", 15_000),
+    pkts("red-pkts-gentle-ecn", "kind = 'red'\nmin = 2\nmax = 6\nlimit = 12\newma_log = 1\ngentle = true\necn = true\nprobability = 0.5", 12),
+    pkts("red-ecn-harddrop", "kind = 'red'\nmin = 2\nmax = 5\nlimit = 8\newma_log = 1\necn = true\nharddrop = true", 8),
+    bytes("ared", "kind = 'ared'\nmin = '2KB'\nmax = '8KB'\nlimit = '12KB'\newma_log = 2\nbandwidth = '1Mbit'", 12_000),
+    pkts("pie", "kind = 'pie'\nlimit = 15\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '0ms'", 15),
+    pkts("pie-ecn-bytemode", "kind = 'pie'\nlimit = 15\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '0ms'\necn = true\necn_prob = 0.5\nbytemode = true", 15),
+    pkts("pie-dq-rate", "kind = 'pie'\nlimit = 30\ntarget = '1ms'\ntupdate = '2ms'\nestimator = 'dq_rate'\ndq_threshold = 3000", 30),
+    pkts("pie-linux-3.14", "kind = 'pie'\nvariant = 'linux-3.14'\nlimit = 25\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '0ms'\ndq_threshold = 3000", 25),
+    pkts("pie-rfc8033", "kind = 'pie'\nvariant = 'rfc8033'\nlimit = 15\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '1ms'\necn = true", 15),
+    bytes("pie-draft00", "kind = 'pie'\nvariant = 'draft00'\nlimit = '20KB'\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '0ms'\ndq_threshold = 3000", 20_000),
+    pkts("pie-ns2", "kind = 'pie'\nvariant = 'ns2'\nlimit = 20\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '1ms'\ndq_threshold = 3000\necn = true", 20),
+    pkts("pie-docsis", "kind = 'pie'\nvariant = 'docsis'\nlimit = 12\ntarget = '1ms'\ntupdate = '1ms'\nmax_burst = '2ms'", 12),
+    pkts("codel", "kind = 'codel'\nlimit = 20\ntarget = '1ms'\ninterval = '5ms'", 20),
+    pkts("codel-ecn-draft00", "kind = 'codel'\nvariant = 'draft00'\nlimit = 20\ntarget = '1ms'\ninterval = '5ms'\necn = true", 20),
+    pkts("codel_act", "kind = 'codel_act'\nlimit = 20\ntarget = '1ms'\ninterval = '5ms'", 20),
+    pkts("codel-taildrop", "kind = 'codel'\ndrop_at = 'enqueue'\nlimit = 20\ntarget = '1ms'\ninterval = '5ms'", 20),
+    pkts("fq_codel", "kind = 'fq_codel'\nlimit = 25\ntarget = '1ms'\ninterval = '5ms'\nflows = 16", 25),
+    pkts("fq_nocodel", "kind = 'fq_nocodel'\nlimit = 25\nflows = 16", 25),
+    pkts("sfq", "kind = 'sfq'\nlimit = 20\ndivisor = 16", 20),
+    pkts("drr", "kind = 'drr'\nlimit = 30\nflow_limit = 12", 30),
+];
+
+#[derive(Copy, Clone, Debug)]
+enum Op {
+    Enqueue {
+        flow: u8,
+        size: u16,
+        ect: bool,
+    },
+    Dequeue,
+    /// Advance the clock by this many microseconds.
+    Advance(u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0u8..4, prop_oneof![Just(1500u16), Just(64u16), 40u16..1500], any::<bool>()).prop_map(|(flow, size, ect)| Op::Enqueue { flow, size, ect }),
+        3 => Just(Op::Dequeue),
+        2 => prop_oneof![0u32..2000, 2000u32..200_000, Just(1_000_000u32)].prop_map(Op::Advance),
+    ]
+}
+
+fn run(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
+    let cfg: QdiscConfig = toml::from_str(case.toml)
+        .map_err(|e| TestCaseError::fail(format!("{}: {e}", case.name)))?;
+    let ctx = BuildCtx {
+        rate: Rate::from_bps(10_000_000),
+        mtu: 1500,
+        overhead: 14,
+        rng: Rng::stream(7, "qdisc", 0),
+    };
+    cfg.validate(&ctx)
+        .map_err(|e| TestCaseError::fail(format!("{}: {e:?}", case.name)))?;
+    let mut q = cfg.build(ctx);
+    let mut out = QdiscOut::new(true);
+    let mut now = SimTime::ZERO;
+    let (mut offered, mut dequeued, mut dropped) = (0u64, 0u64, 0u64);
+    let mut gone: HashSet<u64> = HashSet::new();
+    let mut ect_of: Vec<bool> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let ctx = || format!("{} op {i} {op:?}", case.name);
+        match *op {
+            Op::Enqueue { flow, size, ect } => {
+                let uid = offered;
+                offered += 1;
+                ect_of.push(ect);
+                let mut p = Packet {
+                    uid,
+                    flow: flow as u32,
+                    src: 0,
+                    dst: 1,
+                    size: size as u32,
+                    hash: flow_hash(flow as u32, 0, 1),
+                    enqueued_at: now,
+                    ..Default::default()
+                };
+                p.ecn = if ect { Ecn::Ect0 } else { Ecn::NotEct };
+                let before = out.drops.len();
+                let v = q.enqueue(p, now, &mut out);
+                match v {
+                    Verdict::Dropped(why) => {
+                        let last = out.drops.last().ok_or_else(|| {
+                            TestCaseError::fail(format!(
+                                "{}: Dropped verdict without a reported drop",
+                                ctx()
+                            ))
+                        })?;
+                        prop_assert_eq!(last.0.uid, uid, "{}", ctx());
+                        prop_assert_eq!(last.1, why, "{}", ctx());
+                    }
+                    Verdict::Marked(_) => prop_assert!(ect, "{}: marked a not-ECT packet", ctx()),
+                    Verdict::Enqueued => {}
+                }
+                prop_assert!(
+                    out.drops.len() > before || !matches!(v, Verdict::Dropped(_)),
+                    "{}",
+                    ctx()
+                );
+            }
+            Op::Dequeue => {
+                if let Some(p) = q.dequeue(now, &mut out) {
+                    dequeued += 1;
+                    prop_assert!(gone.insert(p.uid), "{}: packet {} left twice", ctx(), p.uid);
+                    prop_assert!(p.uid < offered, "{}", ctx());
+                    if p.ecn == Ecn::Ce {
+                        prop_assert!(
+                            ect_of[p.uid as usize],
+                            "{}: a not-ECT packet left CE-marked",
+                            ctx()
+                        );
+                    }
+                }
+            }
+            Op::Advance(us) => now += SimDuration::from_micros(us as u64),
+        }
+        for (p, why) in out.drops.drain(..) {
+            dropped += 1;
+            prop_assert!(
+                gone.insert(p.uid),
+                "{}: packet {} dropped after leaving ({why:?})",
+                ctx(),
+                p.uid
+            );
+        }
+        let st = q.stats();
+        st.check(q.len() as u64, q.backlog_bytes())
+            .map_err(|e| TestCaseError::fail(format!("{}: {e}", ctx())))?;
+        prop_assert_eq!(st.arrivals, offered, "{}", ctx());
+        prop_assert_eq!(st.dequeued, dequeued, "{}", ctx());
+        prop_assert_eq!(st.total_drops(), dropped, "{}", ctx());
+        prop_assert_eq!(offered, dequeued + dropped + q.len() as u64, "{}", ctx());
+        if let Some(n) = case.max_pkts {
+            prop_assert!(
+                q.len() as u64 <= n,
+                "{}: {} packets over the limit {n}",
+                ctx(),
+                q.len()
+            );
+        }
+        if let Some(b) = case.max_bytes {
+            prop_assert!(
+                q.backlog_bytes() <= b,
+                "{}: {} bytes over the limit {b}",
+                ctx(),
+                q.backlog_bytes()
+            );
+        }
+        for tp in &out.trace {
+            prop_assert!(
+                (tp.var as usize) < q.trace_vars().len(),
+                "{}: trace var {} out of range",
+                ctx(),
+                tp.var
+            );
+        }
+    }
+    // Trace points come in time order.
+    prop_assert!(
+        out.trace.windows(2).all(|w| w[0].t <= w[1].t),
+        "{}: trace out of order",
+        case.name
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn every_qdisc_keeps_its_identities_and_limits(ops in prop::collection::vec(op(), 1..400)) {
+        for case in CASES {
+            run(case, &ops)?;
+        }
+    }
+}
+
+/// The property harness is only useful if the sequences reach the AQMs' drop and mark
+/// paths: check that a fixed overload sequence makes every AQM case drop early or mark.
+#[test]
+fn cases_reach_the_aqm_paths() {
+    let mut ops = Vec::new();
+    for _ in 0..3000 {
+        ops.push(Op::Enqueue {
+            flow: 1,
+            size: 1500,
+            ect: true,
+        });
+        ops.push(Op::Enqueue {
+            flow: 2,
+            size: 1500,
+            ect: false,
+        });
+        ops.push(Op::Advance(1200));
+        ops.push(Op::Dequeue);
+    }
+    for case in CASES
+        .iter()
+        .filter(|c| !["fifo", "bfifo", "fq_nocodel", "sfq", "drr"].contains(&c.name))
+    {
+        let cfg: QdiscConfig = toml::from_str(case.toml).unwrap();
+        let mut q = cfg.build(BuildCtx {
+            rate: Rate::from_bps(10_000_000),
+            mtu: 1500,
+            overhead: 14,
+            rng: Rng::stream(7, "qdisc", 0),
+        });
+        run(case, &ops).unwrap();
+        let mut out = QdiscOut::new(false);
+        let mut now = SimTime::ZERO;
+        for (uid, op) in ops.iter().enumerate() {
+            match *op {
+                Op::Enqueue { flow, size, ect } => {
+                    let mut p = Packet {
+                        uid: uid as u64,
+                        flow: flow as u32,
+                        size: size as u32,
+                        enqueued_at: now,
+                        ..Default::default()
+                    };
+                    p.ecn = if ect { Ecn::Ect0 } else { Ecn::NotEct };
+                    q.enqueue(p, now, &mut out);
+                }
+                Op::Dequeue => {
+                    q.dequeue(now, &mut out);
+                }
+                Op::Advance(us) => now += SimDuration::from_micros(us as u64),
+            }
+            out.drops.clear();
+        }
+        let st = q.stats();
+        let aqm = st.drops[DropReason::Early.index()]
+            + st.drops[DropReason::Forced.index()]
+            + st.drops[DropReason::Codel.index()]
+            + st.total_marks();
+        assert!(
+            aqm > 0,
+            "{}: no AQM action in an overload ({st:?})",
+            case.name
+        );
+    }
+}

@@ -1,0 +1,95 @@
+"""aqmlab: a packet-level simulator and experiment lab for active queue management.
+
+Describe a bottleneck, its queue discipline and the traffic in a TOML file (or a dict
+built with :mod:`aqmlab.scenario`), then::
+
+    import aqmlab
+    r = aqmlab.run("examples/fifo_overload.toml", seed=1)
+    r.flows          # pandas DataFrame, one row per flow
+    r.queues         # one row per link/qdisc
+    r.series         # per-bin time series (long format)
+    r.samples        # probe RTT samples, qdisc state traces (long format)
+
+A run is a pure function of (scenario, seed). Bad input raises
+:class:`aqmlab.ScenarioError` with a ``field`` attribute; see :mod:`aqmlab.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aqmlab import _core
+from aqmlab.errors import AqmlabError, ScenarioError, SimulationError
+from aqmlab.result import Result
+from aqmlab.scenario import Scenario, load_scenario
+
+__version__: str = _core.version()
+
+__all__ = [
+    "__version__",
+    "run",
+    "validate",
+    "load_scenario",
+    "describe",
+    "kinds",
+    "Result",
+    "Scenario",
+    "AqmlabError",
+    "ScenarioError",
+    "SimulationError",
+]
+
+SEED_MAX = 2**64 - 1
+
+
+def _check_seed(seed: Any) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ScenarioError("seed", f"{seed!r} is not an integer (allowed: 0 to {SEED_MAX})")
+    if not 0 <= seed <= SEED_MAX:
+        raise ScenarioError("seed", f"{seed} is out of range (allowed: 0 to {SEED_MAX})")
+    return seed
+
+
+def run(
+    scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario,
+    seed: int | None = None,
+    *,
+    progress: Callable[[float], None] | None = None,
+) -> Result:
+    """Runs a scenario and returns its :class:`Result`.
+
+    ``scenario`` is a path to a TOML file, TOML text, a dict with the file's structure, or
+    a :class:`Scenario`. ``seed`` defaults to the scenario's ``run.seed`` (1). The
+    simulation releases the GIL; ``progress`` (if given) is called with the completed
+    fraction (0.01 … 1.0) as the run advances, and Ctrl-C interrupts it.
+
+    Raises :class:`ScenarioError` for bad input and :class:`SimulationError` if the
+    simulator fails (a bug).
+    """
+    sc = load_scenario(scenario)
+    raw = _core.run(sc.text, _check_seed(seed), progress)
+    return Result(raw, sc)
+
+
+def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario) -> dict[str, Any]:
+    """Checks a scenario without running it; returns the resolved ``nodes``, ``links``
+    and ``flows`` (names, rates in bit/s, times in seconds). Raises :class:`ScenarioError`."""
+    return load_scenario(scenario).validate()
+
+
+def kinds(category: str) -> list[tuple[str, str]]:
+    """``(name, description)`` of every ``"qdiscs"``, ``"workloads"`` or ``"cc"`` kind."""
+    fns = {"qdiscs": _core.list_qdiscs, "workloads": _core.list_workloads, "cc": _core.list_cc}
+    if category not in fns:
+        raise ScenarioError("category", f"unknown category {category!r} (allowed: {', '.join(fns)})")
+    return fns[category]()
+
+
+def describe(kind: str) -> dict[str, Any]:
+    """Documentation of a qdisc, workload or congestion-control kind: ``kind``,
+    ``category``, ``about`` and ``params`` (``name``, ``default``, ``doc``)."""
+    return dict(_core.describe(kind))

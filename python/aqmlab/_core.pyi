@@ -1,0 +1,73 @@
+"""Type stubs of the Rust extension ``aqmlab._core`` (crates/aqmlab-py).
+
+Errors: bad input raises :class:`aqmlab.errors.ScenarioError`; a panic in the simulator
+raises :class:`aqmlab.errors.SimulationError`.
+"""
+
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+class LongTable(TypedDict):
+    """One row per (entity, metric, t): ``kind`` 0 = flow, 1 = queue; ``entity`` indexes
+    ``flows``/``queues``; ``metric`` indexes ``metric_names``."""
+
+    kind: npt.NDArray[np.uint8]
+    entity: npt.NDArray[np.uint32]
+    metric: npt.NDArray[np.uint16]
+    t: npt.NDArray[np.float64]
+    value: npt.NDArray[np.float64]
+
+class SojournHist(TypedDict):
+    queue: npt.NDArray[np.uint32]
+    low: npt.NDArray[np.float64]
+    high: npt.NDArray[np.float64]
+    count: npt.NDArray[np.uint64]
+
+class RawResult(TypedDict):
+    version: str
+    seed: int
+    duration: float
+    warmup: float
+    bin: float
+    flows: dict[str, list[Any]]
+    queues: dict[str, list[Any]]
+    sojourn_hist: SojournHist
+    series: LongTable
+    samples: LongTable
+    metric_names: list[str]
+    events: int
+    packets_created: int
+    packets_delivered: int
+    packets_dropped: int
+    wall_seconds: float
+
+class ParamDoc(TypedDict):
+    name: str
+    default: str
+    doc: str
+
+class KindDoc(TypedDict):
+    kind: str
+    category: str
+    about: str
+    params: list[ParamDoc]
+
+def run(toml_text: str, seed: int | None = None, progress: Callable[[float], object] | None = None) -> RawResult:
+    """Parses, validates and runs a scenario (GIL released); results as columns."""
+
+def validate(toml_text: str) -> dict[str, Any]:
+    """Resolved summary: ``name``, ``duration``, ``warmup``, ``bin``, ``seed``, ``trace``,
+    ``nodes``, ``links``, ``flows``."""
+
+def list_qdiscs() -> list[tuple[str, str]]: ...
+def list_workloads() -> list[tuple[str, str]]: ...
+def list_cc() -> list[tuple[str, str]]: ...
+def describe(kind: str) -> KindDoc: ...
+def version() -> str: ...
+def _debug_panic(message: str) -> None:
+    """Panics inside the binding's guard (tests the panic → SimulationError mapping)."""

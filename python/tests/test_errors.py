@@ -1,0 +1,97 @@
+"""Bad input: every case gives a typed error naming the field, never a panic, a hang or
+a traceback; from the CLI one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import aqmlab
+from aqmlab import _core
+from conftest import BAD_INPUTS, FIFO_OVERLOAD
+
+IDS = [b[0] for b in BAD_INPUTS]
+
+
+@pytest.mark.parametrize("name,text,field,word", BAD_INPUTS, ids=IDS)
+def test_cli_bad_input_one_line_error(cli, tmp_path, name, text, field, word):
+    f = tmp_path / f"{name}.toml"
+    f.write_text(text)
+    p = cli("run", f, timeout=60)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert p.stdout == ""
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in p.stderr and "panicked" not in p.stderr
+    if field:
+        assert lines[0].startswith(f"error: {field}: "), lines[0]
+    assert word in lines[0]
+
+
+@pytest.mark.parametrize("name", ["malformed-toml", "unknown-qdisc", "no-route"])
+def test_cli_validate_reports_the_same_error(cli, tmp_path, name):
+    text = next(b[1] for b in BAD_INPUTS if b[0] == name)
+    f = tmp_path / f"{name}.toml"
+    f.write_text(text)
+    r, v = cli("run", f, timeout=60), cli("validate", f, timeout=60)
+    assert v.returncode == r.returncode == 2
+    assert v.stderr == r.stderr and v.stdout == ""
+
+
+@pytest.mark.parametrize("name,text,field,word", BAD_INPUTS, ids=IDS)
+def test_python_bad_input_raises_scenario_error(name, text, field, word):
+    with pytest.raises(aqmlab.ScenarioError) as ei:
+        aqmlab.run(text)
+    e = ei.value
+    assert e.field == field
+    assert word in e.message
+    assert isinstance(e, aqmlab.AqmlabError) and isinstance(e, ValueError)
+    assert str(e) == (f"{field}: {e.message}" if field else e.message)
+    with pytest.raises(aqmlab.ScenarioError) as ev:
+        aqmlab.validate(text)
+    assert ev.value.field == field
+
+
+def test_scenario_error_pickles():
+    e = aqmlab.ScenarioError("flow[0].to", "no route from 'a' to 'b'")
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is aqmlab.ScenarioError and back.field == e.field and back.message == e.message
+
+
+def test_panic_becomes_simulation_error_and_python_survives(capfd):
+    with pytest.raises(aqmlab.SimulationError) as ei:
+        _core._debug_panic("boom in the core")
+    assert "boom in the core" in str(ei.value) and "lib.rs" in str(ei.value)
+    assert isinstance(ei.value, aqmlab.AqmlabError)
+    # the panic hook captured the message: nothing printed on stderr
+    assert "panicked" not in capfd.readouterr().err
+    # the interpreter and the extension still work
+    r = aqmlab.run(FIFO_OVERLOAD)
+    assert r.flows.shape[0] == 1
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.5, "3", True])
+def test_bad_seed(seed):
+    with pytest.raises(aqmlab.ScenarioError) as ei:
+        aqmlab.run(FIFO_OVERLOAD, seed=seed)
+    assert ei.value.field == "seed"
+
+
+def test_bad_source_types(tmp_path):
+    with pytest.raises(aqmlab.ScenarioError, match="cannot read scenario file"):
+        aqmlab.run(tmp_path / "missing.toml")
+    with pytest.raises(aqmlab.ScenarioError, match="expected a scenario path"):
+        aqmlab.run(42)  # type: ignore[arg-type]
+    with pytest.raises(aqmlab.ScenarioError) as ei:
+        aqmlab.run({"run": {"duration": object()}})
+    assert ei.value.field == "run.duration"
+
+
+def test_unknown_kind_in_describe_and_kinds():
+    with pytest.raises(aqmlab.ScenarioError) as ei:
+        aqmlab.describe("nope")
+    assert ei.value.field == "kind" and "fifo" in ei.value.message
+    with pytest.raises(aqmlab.ScenarioError):
+        aqmlab.kinds("colours")

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every test: sets up .venv (scripts/setup.sh: pinned deps + release build of the
+# extension), then the Rust tests of the whole workspace, then the Python tests.
+# Exits non-zero on any failure. Usage: bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=${AQMLAB_VENV:-$ROOT/.venv}
+
+bash scripts/setup.sh
+
+# Build pyo3 for the same interpreter as maturin did, so cargo does not rebuild it.
+export PYO3_PYTHON=$VENV/bin/python
+
+echo "test: cargo test --workspace"
+cargo test --workspace
+
+echo "test: pytest"
+set +e
+"$VENV/bin/python" -m pytest -q
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+    echo "test: pytest collected no tests; that is a failure" >&2
+    exit 1
+fi
+exit "$rc"
