@@ -610,7 +610,8 @@ enum Ev {
 }
 
 /// A → B: a FIFO served at `rate` bit/s that CE-marks ECT packets when `mark_at` or
-/// more packets wait, then `delay`; B → A: `delay` only. `drop` chooses packets to lose.
+/// more packets wait, then `delay`; B → A: the same rate and delay, no marking.
+/// `drop` chooses packets to lose (before they enter the queue).
 struct TestNet {
     now: SimTime,
     heap: BinaryHeap<Reverse<(SimTime, u64)>>,
@@ -620,6 +621,8 @@ struct TestNet {
     rate_bps: u64,
     delay: SimDuration,
     busy_until: SimTime,
+    /// Serialiser of the B → A direction (no queue limit, no marking).
+    rev_busy_until: SimTime,
     departures: std::collections::VecDeque<SimTime>,
     mark_at: usize,
     drop: Box<dyn FnMut(&Packet) -> bool>,
@@ -640,6 +643,7 @@ impl TestNet {
             rate_bps,
             delay: SimDuration::from_millis(delay_ms),
             busy_until: SimTime::ZERO,
+            rev_busy_until: SimTime::ZERO,
             departures: Default::default(),
             mark_at: usize::MAX,
             drop: Box::new(|_| false),
@@ -720,7 +724,11 @@ impl TcpHost for TestNet {
             self.departures.push_back(self.busy_until);
             self.busy_until + self.delay
         } else {
-            self.now + self.delay
+            let tx = SimDuration::from_nanos(
+                (p.size as u64 * 8 * 1_000_000_000).div_ceil(self.rate_bps),
+            );
+            self.rev_busy_until = self.rev_busy_until.max(self.now) + tx;
+            self.rev_busy_until + self.delay
         };
         self.push(at, Ev::Deliver(p));
     }
@@ -920,4 +928,67 @@ fn lost_syn_and_lost_synack_are_retransmitted_after_the_initial_rto() {
         // One retransmission keeps the initial window of 10 (Linux needs > 1 to cut it).
         assert_eq!(conn.sender(Side::A).stats.retransmits, 0);
     }
+}
+
+#[test]
+fn full_duplex_transfer_piggybacks_acks_and_sack_shrinks_payload() {
+    // Both ends send 300 segments at once; B's first data segment towards A is lost
+    // once, so A's data segments carry SACK blocks for a while. Each direction must
+    // arrive complete; ACKs ride on data where possible; a data segment carrying SACK
+    // blocks keeps the packet within mss + 52 bytes.
+    let c = cfg(|_| {});
+    let mut conn = TcpConn::new(&c, 3);
+    let mut net = TestNet::new(10_000_000, 10);
+    let mut once = false;
+    net.drop = Box::new(move |p: &Packet| {
+        let hit = !once && p.src == B && p.tcp.len > 0 && p.tcp.seq == 1;
+        once |= hit;
+        hit
+    });
+    conn.connect(&mut net, A, B);
+    conn.write(&mut net, Side::A, 300 * 1448);
+    let mut b_connected = false;
+    net.run(&mut conn, secs(5.0), |c, n, e| {
+        if e.side == Side::B && e.connected {
+            b_connected = true;
+            c.write(n, Side::B, 300 * 1448);
+        }
+    });
+    assert!(b_connected);
+    assert_eq!(conn.bytes_received(Side::A), 300 * 1448);
+    assert_eq!(conn.bytes_received(Side::B), 300 * 1448);
+    assert_eq!(conn.sender(Side::B).stats.retransmits, 1);
+    assert_eq!(conn.sender(Side::A).stats.retransmits, 0);
+    let a_data: Vec<&Packet> = net.sent_by(A).filter(|p| p.tcp.len > 0).collect();
+    let with_sack: Vec<&&Packet> = a_data.iter().filter(|p| p.tcp.n_sack > 0).collect();
+    assert!(
+        !with_sack.is_empty(),
+        "A's data carried SACK blocks for B's hole"
+    );
+    assert!(a_data.iter().all(|p| p.size <= 1500
+        && p.size
+            == 52
+                + p.tcp.len
+                + if p.tcp.n_sack > 0 {
+                    4 + 8 * p.tcp.n_sack as u32
+                } else {
+                    0
+                }));
+    assert!(
+        with_sack.iter().all(|p| p.tcp.len == 1448 - 12),
+        "one SACK block costs 12 bytes of payload"
+    );
+    // Every segment from A carries the cumulative ACK of B's data; data segments that
+    // advance it are piggybacked acknowledgements (they also restart delayed-ACK counting).
+    let from_a: Vec<&Packet> = net.sent_by(A).skip(1).collect();
+    assert!(from_a.iter().all(|p| p.tcp.flags & tcp_flags::ACK != 0));
+    assert!(from_a.windows(2).all(|w| w[1].tcp.ack >= w[0].tcp.ack));
+    let piggybacked = from_a
+        .windows(2)
+        .filter(|w| w[1].tcp.len > 0 && w[1].tcp.ack > w[0].tcp.ack)
+        .count();
+    assert!(
+        piggybacked > 0,
+        "data segments acknowledging new data: {piggybacked}"
+    );
 }
