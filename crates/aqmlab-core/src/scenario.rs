@@ -1,17 +1,18 @@
 //! The scenario file schema (TOML), its defaults, and validation into a resolved [`Plan`].
 //!
-//! A scenario has four parts:
+//! A scenario has these parts:
 //! - `[run]`: duration, warm-up, time-series bin width, default seed, tracing.
 //! - a topology: either the `[dumbbell]` builder, or explicit `[[node]]` + `[[link]]`
 //!   tables (or both: explicit tables add to the dumbbell).
 //! - `[[flow]]`: traffic, each with a `kind` (see `aqmlab list workloads`).
+//! - `[tcp]` (optional): scenario-wide TCP defaults (see `crate::tcp::TcpOptions`).
 //!
 //! Every field has a documented default. Parsing and validation errors are
 //! [`ScenarioError`]s whose `field` is the dotted path of the offending key (for example
 //! `dumbbell.qdisc.kind` or `flow[2].to`) and whose message names the bad value and what
 //! is allowed. See `docs/scenario.md` for the reference with examples.
 
-use crate::app::AppConfig;
+use crate::app::{AppConfig, AppEnv};
 use crate::link::{LinkParams, LossPeriod};
 use crate::packet::NodeId;
 use crate::qdisc::{BuildCtx, QdiscConfig};
@@ -397,6 +398,9 @@ pub struct Scenario {
     pub links: Vec<LinkConfig>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowConfig>,
+    /// `[tcp]`: scenario-wide TCP defaults; a flow's `tcp = { ... }` overrides fields.
+    #[serde(default, skip_serializing_if = "crate::tcp::TcpOptions::is_empty")]
+    pub tcp: crate::tcp::TcpOptions,
 }
 
 /// A resolved node.
@@ -430,6 +434,8 @@ pub struct Plan {
     pub nodes: Vec<PlanNode>,
     pub links: Vec<(LinkParams, QdiscConfig)>,
     pub flows: Vec<PlanFlow>,
+    /// What applications are validated and built with (scenario-wide defaults).
+    pub env: AppEnv,
 }
 
 impl Scenario {
@@ -504,11 +510,15 @@ impl Scenario {
             ));
         }
         let routes = Routes::compute(b.nodes.len(), &b.links);
+        self.tcp.resolve("tcp")?;
+        let env = AppEnv {
+            tcp: self.tcp.clone(),
+        };
         let end = SimTime::ZERO + run.duration.0;
         let mut flows = Vec::new();
         for (gi, f) in self.flows.iter().enumerate() {
             let field = format!("flow[{gi}]");
-            f.app.validate(&field)?;
+            f.app.validate(&field, &env)?;
             let stop = match f.stop {
                 Some(s) => SimTime::ZERO + s.0,
                 None => end,
@@ -594,6 +604,7 @@ impl Scenario {
             nodes: b.nodes,
             links: b.links,
             flows,
+            env,
         })
     }
 
