@@ -37,6 +37,19 @@
 //! so skipping it gives exactly what the kernel's full sweep gives; a test checks this
 //! against an exhaustive sweep.
 //!
+//! ## Deviations from the kernel
+//! - Linux's timer visits at most 2048 flows per run and re-fires at once for the rest,
+//!   so with more than 2048 buckets a sweep spans a few jiffies; here every flow is
+//!   updated at the tick. Ticks fall on exact multiples of `tupdate`, not on jiffies.
+//! - Memory is charged as the frame length, not `skb->truesize` (see above).
+//! - No tc filters or `skb->priority` classification: packets are always hashed.
+//!
+//! Behaviour worth knowing (Linux's, reproduced): with no update for 500 ms and a
+//! 150 ms burst allowance, an unresponsive overload builds a long queue before PIE
+//! reacts; p then winds up past 1 (no clamp in the kernel's 56-bit form) and the flow is
+//! held at the two-MTU floor until p unwinds at about −0.1 per second, after which its
+//! queueing delay settles on the target (`tests/fq_pie_cbr.rs` measures both phases).
+//!
 //! Trace variables (`run.trace = true`): `active_flows`, `new_flows`, `old_flows`
 //! (recorded on change at every packet), `mean_p` (mean p of the flows holding packets)
 //! and `max_p` (largest p of any flow), recorded on change at each update tick.
