@@ -28,6 +28,8 @@ from aqmlab.scenario import Scenario, load_scenario
 __version__: str = _core.version()
 
 __all__ = [
+    "load",
+    "Study",
     "__version__",
     "run",
     "validate",
@@ -42,6 +44,21 @@ __all__ = [
 ]
 
 SEED_MAX = 2**64 - 1
+
+
+def load(path: str | os.PathLike[str]):
+    """Loads a study's result store (the ``--out`` folder of ``aqmlab reproduce``/``sweep``):
+    an object with ``runs``, ``flows``, ``queues``, ``samples``, ``series`` DataFrames."""
+    from aqmlab.store import load as _load
+
+    return _load(path)
+
+
+def Study(name_or_path: str, quick: bool = False):  # noqa: N802 - reads like a class
+    """Loads a shipped study by name (``aqmlab list studies``) or a study TOML file."""
+    from aqmlab.study import load_study
+
+    return load_study(name_or_path, quick=quick)
 
 
 def _check_seed(seed: Any) -> int | None:

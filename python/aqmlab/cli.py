@@ -237,6 +237,139 @@ def describe_cmd(kind: str) -> None:
             click.echo(f"      {line}")
 
 
+# -- the lab: studies, sweeps, figures, reports, Flent export ---------------------------------
+
+
+def _study_error(e: Exception) -> None:
+    _fail(str(e), EXIT_BAD_INPUT)
+
+
+def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...], outputs: bool) -> None:
+    from aqmlab import report as rep
+    from aqmlab.runner import StoreMismatch, run_study
+    from aqmlab.study import StudyError, find_study, load_study
+
+    env_dirs = [str(d) for d in _study_dirs() if d.is_dir()]
+    if env_dirs and not target.endswith(".toml"):
+        known = find_studies()
+        if target in known:
+            target = str(known[target])
+    try:
+        find_study(target)
+        study = load_study(target, quick=quick)
+        rep.validate_outputs(study)
+    except StudyError as e:
+        _study_error(e)
+        return
+    if only:
+        names = [e.name for e in study.experiments]
+        bad = [o for o in only if o not in names]
+        if bad:
+            _fail(f"--only: unknown experiment(s) {bad} (this study has: {', '.join(names)})", EXIT_BAD_INPUT)
+    out_dir = Path(out) if out else Path("results") / (study.name + ("-quick" if quick else ""))
+    con = _console(stderr=True)
+    runs = study.runs(list(only) or None)
+    con.print(f"[bold]{study.title}[/bold]: {len(runs)} runs in {len(study.experiments)} experiment(s) → {out_dir}" + (f" ({study.quick_note})" if quick else ""))
+    try:
+        summary = run_study(study, out_dir, jobs=jobs, scheduler=scheduler, only=list(only) or None, progress=True)
+    except StoreMismatch as e:
+        _fail(str(e), EXIT_BAD_INPUT)
+        return
+    con.print(f"runs: {summary.ran} simulated, {summary.skipped} already in the store; wall {summary.wall_seconds:.1f} s")
+    if outputs:
+        page = rep.write_report(out_dir, study)
+        con.print(f"report: {page}")
+
+
+@cli.command("reproduce", short_help="Run one of the shipped studies end to end: runs, tables, figures, HTML report.")
+@click.argument("study")
+@click.option("--quick", is_flag=True, help="Shorter runs and fewer repetitions (a few minutes on 2 cores); the report says so.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Local worker processes (default: all cores).")
+@click.option("--scheduler", default=None, metavar="ADDR", help="Run on a Dask cluster, e.g. tcp://host:8786 (needs the dask extra).")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Result store folder (default: results/STUDY[-quick]). Rerunning resumes.")
+@click.option("--only", multiple=True, metavar="EXPERIMENT", help="Run only this experiment (repeatable).")
+def reproduce_cmd(study: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...]) -> None:
+    """Run STUDY (see `aqmlab list studies`) and write its report.
+
+    Example: aqmlab reproduce residential --quick --jobs 2 --out results/res-quick
+    """
+    _sweep(study, quick, jobs, scheduler, out, only, outputs=True)
+
+
+@cli.command("sweep", short_help="Run a study file (yours or shipped) into a resumable result store.")
+@click.argument("study", metavar="STUDY_OR_FILE")
+@click.option("--quick", is_flag=True, help="Use the study's [quick] settings.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Local worker processes (default: all cores).")
+@click.option("--scheduler", default=None, metavar="ADDR", help="Dask scheduler address, e.g. tcp://host:8786.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Result store folder (default: results/STUDY).")
+@click.option("--only", multiple=True, metavar="EXPERIMENT", help="Run only this experiment (repeatable).")
+@click.option("--report/--no-report", default=False, help="Also write the HTML report afterwards.")
+def sweep_cmd(study: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...], report: bool) -> None:
+    """Run every run of a study definition that is not yet in the store.
+
+    Example: aqmlab sweep my-study.toml --jobs 4 --out results/mine
+    """
+    _sweep(study, quick, jobs, scheduler, out, only, outputs=report)
+
+
+def _store_dir(path: str) -> Path:
+    d = Path(path)
+    if not (d / "runs").is_dir():
+        _fail(f"{d} is not an aqmlab result store (no runs/ folder; create one with `aqmlab reproduce` or `aqmlab sweep`)", EXIT_BAD_INPUT)
+    return d
+
+
+@cli.command("report", short_help="Write the self-contained HTML report of a result store.")
+@click.argument("store", metavar="DIR")
+@click.option("--out", "out_html", type=click.Path(dir_okay=False), default=None, help="HTML file (default: DIR/report.html).")
+def report_cmd(store: str, out_html: str | None) -> None:
+    """Tables, figures, parameters, provenance and findings of the study in DIR.
+
+    Example: aqmlab report results/residential-quick
+    """
+    from aqmlab import report as rep
+
+    page = rep.write_report(_store_dir(store), None, out_html)
+    click.echo(str(page))
+
+
+@cli.command("plot", short_help="Render a result store's figures (PNG + SVG) and tables (CSV + Markdown).")
+@click.argument("store", metavar="DIR")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/figures).")
+def plot_cmd(store: str, out: str | None) -> None:
+    """Render every figure and table the study defines.
+
+    Example: aqmlab plot results/saturated-tcp-quick --out figs
+    """
+    from aqmlab import plots, tables
+    from aqmlab.store import load
+    from aqmlab.study import parse_study
+
+    d = _store_dir(store)
+    st = load(d)
+    study = parse_study(st.study_text, quick=bool(st.provenance.get("quick")))
+    outdir = Path(out) if out else d / "figures"
+    paths = list(plots.render_figures(st, study, outdir)) + list(tables.render_tables(st, study, outdir))
+    for p in paths:
+        click.echo(str(p))
+
+
+@cli.command("export", short_help="Export runs for other tools (Flent).")
+@click.argument("store", metavar="DIR")
+@click.option("--flent", "flent", is_flag=True, required=True, help="Write one *.flent.gz per RRUL/VoIP/web run.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/flent).")
+def export_cmd(store: str, flent: bool, out: str | None) -> None:
+    """Write Flent data files that `flent -i FILE -p all_scaled` can plot.
+
+    Example: aqmlab export --flent results/residential-quick --out flent-files
+    """
+    from aqmlab.flent import export_flent
+
+    d = _store_dir(store)
+    paths = export_flent(d, Path(out) if out else d / "flent")
+    click.echo(f"{len(paths)} file(s) written" + (f" to {paths[0].parent}" if paths else ""))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``aqmlab`` console script."""
     debug = bool(os.environ.get("AQMLAB_DEBUG"))
@@ -256,6 +389,14 @@ def main(argv: list[str] | None = None) -> None:
     except ScenarioError as e:
         if debug:
             raise
+        _fail(str(e), EXIT_BAD_INPUT)
+    except ValueError as e:
+        from aqmlab.study import StudyError
+
+        if debug or not isinstance(e, StudyError):
+            if debug:
+                raise
+            _fail(f"internal error: {type(e).__name__}: {e} (set AQMLAB_DEBUG=1 for a traceback)", EXIT_INTERNAL)
         _fail(str(e), EXIT_BAD_INPUT)
     except SimulationError as e:
         if debug:

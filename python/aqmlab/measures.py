@@ -83,7 +83,30 @@ def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
     return g
 
 
+def _busiest_bottleneck(res: Result):
+    q = res.queues
+    b = q[q["name"].str.startswith("bottleneck")]
+    if b.empty:
+        b = q
+    return b.loc[b["tx_bytes"].idxmax()] if len(b) else None
+
+
+def _bq(col: str) -> Callable[[Result], float]:
+    def g(res: Result) -> float:
+        row = _busiest_bottleneck(res)
+        return float(row[col]) if row is not None and col in row.index else math.nan
+
+    return g
+
+
 MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
+    "queue_delay_mean": (_bq("sojourn_mean"), "mean sojourn time in the busiest bottleneck queue after warm-up (s)"),
+    "queue_delay_p99": (_bq("sojourn_p99"), "99th percentile sojourn time in the busiest bottleneck queue (s)"),
+    "utilization": (_bq("utilization"), "utilisation of the busiest bottleneck direction after warm-up"),
+    "drop_rate": (
+        lambda r: float(_busiest_bottleneck(r)["dropped"]) / max(float(_busiest_bottleneck(r)["arrivals"]), 1.0),
+        "fraction of arrivals dropped at the busiest bottleneck",
+    ),
     "goodput_up": (_goodput("up"), "sum of upstream TCP bulk goodput after warm-up (bit/s)"),
     "goodput_down": (_goodput("down"), "sum of downstream TCP bulk goodput after warm-up (bit/s)"),
     "goodput_total": (lambda r: float(_tcp(r)["goodput_bps"].sum()), "sum of all TCP bulk goodput (bit/s)"),

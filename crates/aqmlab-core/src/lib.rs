@@ -10,7 +10,9 @@
 //!   `QdiscStats` identities) and the disciplines; algorithm cores take `now` and never
 //!   touch the event queue.
 //! - [`link`]: qdisc → device queue → serialiser → propagation.
-//! - [`app`]: workloads (CBR, probes, ...) behind the `Application` trait.
+//! - [`tcp`]: TCP connections (handshake, SACK/NewReno recovery, RTO, delayed ACKs,
+//!   ECN; NewReno and CUBIC) that workloads embed.
+//! - [`app`]: workloads (bulk TCP, CBR, probes, ...) behind the `Application` trait.
 //! - [`event`], [`sim`]: the deterministic event loop; [`scenario`]: the TOML schema,
 //!   validation into a `Plan`; [`result`]: columnar results.
 //!

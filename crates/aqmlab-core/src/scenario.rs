@@ -1,10 +1,11 @@
 //! The scenario file schema (TOML), its defaults, and validation into a resolved [`Plan`].
 //!
-//! A scenario has four parts:
+//! A scenario has these parts:
 //! - `[run]`: duration, warm-up, time-series bin width, default seed, tracing.
 //! - a topology: either the `[dumbbell]` builder, or explicit `[[node]]` + `[[link]]`
 //!   tables (or both: explicit tables add to the dumbbell).
 //! - `[[flow]]`: traffic, each with a `kind` (see `aqmlab list workloads`).
+//! - `[tcp]` (optional): scenario-wide TCP defaults (see `crate::tcp::TcpOptions`).
 //!
 //! Access-network models (see [`access`] and `docs/link-models.md`): a `shaper` on a
 //! link or dumbbell direction, the `[docsis]` topology builder, and WiFi BSSes
@@ -21,7 +22,7 @@
 
 pub mod access;
 
-use crate::app::AppConfig;
+use crate::app::{AppConfig, AppEnv};
 use crate::link::{LinkParams, LossPeriod, LowerParams, MediumParams, ShaperConfig};
 use crate::packet::NodeId;
 use crate::qdisc::{BuildCtx, QdiscConfig};
@@ -436,6 +437,9 @@ pub struct Scenario {
     pub wifi: Vec<access::WifiConfig>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<FlowConfig>,
+    /// `[tcp]`: scenario-wide TCP defaults; a flow's `tcp = { ... }` overrides fields.
+    #[serde(default, skip_serializing_if = "crate::tcp::TcpOptions::is_empty")]
+    pub tcp: crate::tcp::TcpOptions,
 }
 
 /// A resolved node.
@@ -473,6 +477,8 @@ pub struct Plan {
     pub flows: Vec<PlanFlow>,
     /// Legal but suspicious settings found by validation.
     pub warnings: Vec<ScenarioWarning>,
+    /// What applications are validated and built with (scenario-wide defaults).
+    pub env: AppEnv,
 }
 
 impl Scenario {
@@ -558,11 +564,15 @@ impl Scenario {
             ));
         }
         let routes = Routes::compute(b.nodes.len(), &b.links);
+        self.tcp.resolve("tcp")?;
+        let env = AppEnv {
+            tcp: self.tcp.clone(),
+        };
         let end = SimTime::ZERO + run.duration.0;
         let mut flows = Vec::new();
         for (gi, f) in self.flows.iter().enumerate() {
             let field = format!("flow[{gi}]");
-            f.app.validate(&field)?;
+            f.app.validate(&field, &env)?;
             let stop = match f.stop {
                 Some(s) => SimTime::ZERO + s.0,
                 None => end,
@@ -650,6 +660,7 @@ impl Scenario {
             media: b.media,
             flows,
             warnings: b.warnings,
+            env,
         })
     }
 

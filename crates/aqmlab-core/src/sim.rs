@@ -199,7 +199,7 @@ impl Simulator {
                     dst: f.dst,
                     start: f.start,
                     stop: f.stop,
-                    app: f.app.build(),
+                    app: f.app.build(&plan.env),
                     stats: FlowStats::new(warmup, plan.bin),
                     rng: Rng::stream(seed, "flow", i as u64),
                 }

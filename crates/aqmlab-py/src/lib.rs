@@ -309,6 +309,7 @@ fn result_to_dict(py: Python<'_>, r: RunResult) -> PyResult<PyObject> {
     col!(f, rows, "lost_pkts", |x| x.lost_pkts);
     col!(f, rows, "ce_pkts", |x| x.ce_pkts);
     col!(f, rows, "goodput_bps", |x| x.goodput_bps);
+    col!(f, rows, "base_rtt", |x| x.base_rtt);
     let mut extra_keys: Vec<&str> = Vec::new();
     for row in rows {
         for (k, _) in &row.extra {

@@ -2,7 +2,7 @@
 //! regardless of loss. The receiver counts UDP payload (size − 28 bytes of IP+UDP
 //! header) as goodput and keeps a histogram of one-way delay.
 
-use super::{Application, FlowCtx, FlowStats};
+use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
 use crate::scenario::ScenarioError;
@@ -49,7 +49,7 @@ impl CbrConfig {
         },
     ];
 
-    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+    pub fn validate(&self, field: &str, _env: &AppEnv) -> Result<(), ScenarioError> {
         if self.size <= UDP_IP_HEADER || self.size > 65535 {
             return Err(ScenarioError::new(
                 format!("{field}.size"),
@@ -70,7 +70,7 @@ pub struct Cbr {
 }
 
 impl Cbr {
-    pub fn new(c: &CbrConfig) -> Self {
+    pub fn new(c: &CbrConfig, _env: &AppEnv) -> Self {
         Cbr {
             size: c.size,
             gap: Rate::from_bps(c.rate.0).tx_time(c.size),

@@ -7,6 +7,7 @@
 //! defaults, a `validate`), the application implementing [`Application`], and tests; then
 //! add one arm to `workload_registry!` below.
 
+pub mod bulk;
 pub mod cbr;
 pub mod probe;
 pub mod voip;
@@ -19,6 +20,13 @@ use crate::scenario::ScenarioError;
 use crate::sim::Net;
 use crate::time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
+
+/// Scenario-wide settings a workload is validated and built with (the `[tcp]` table's
+/// defaults, which a flow's own `tcp = { ... }` overrides field by field).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AppEnv {
+    pub tcp: crate::tcp::TcpOptions,
+}
 
 /// A time-stamped measurement of a flow (probe RTT, one-way delay, cwnd ...).
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -205,15 +213,16 @@ macro_rules! workload_registry {
                 match self { $( AppConfig::$variant(_) => $name, )* }
             }
             /// Validates the kind-specific fields; `field` is the flow's path (`flow[3]`).
-            pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
-                match self { $( AppConfig::$variant(c) => c.validate(field), )* }
+            pub fn validate(&self, field: &str, env: &AppEnv) -> Result<(), ScenarioError> {
+                match self { $( AppConfig::$variant(c) => c.validate(field, env), )* }
             }
             /// Whether packets must be able to travel back from `to` to `from`.
             pub fn needs_reverse_path(&self) -> bool {
                 match self { $( AppConfig::$variant(_) => $rev, )* }
             }
-            pub fn build(&self) -> AnyApp {
-                match self { $( AppConfig::$variant(c) => AnyApp::$variant(<$app>::new(c)), )* }
+            /// Builds the application (after `validate` succeeded with the same `env`).
+            pub fn build(&self, env: &AppEnv) -> AnyApp {
+                match self { $( AppConfig::$variant(c) => AnyApp::$variant(<$app>::new(c, env)), )* }
             }
         }
 
@@ -238,6 +247,8 @@ macro_rules! workload_registry {
 }
 
 workload_registry! {
+    Bulk: "bulk" => bulk::BulkConfig => bulk::Bulk, reverse = true,
+        "TCP bulk transfer from `from` to `to`, unlimited or `bytes` long";
     Cbr: "cbr" => cbr::CbrConfig => cbr::Cbr, reverse = false,
         "unresponsive UDP constant bit rate (rate, size)";
     Ping: "ping" => probe::PingConfig => probe::Ping, reverse = true,

@@ -3,7 +3,7 @@
 //! reply yields samples `rtt`, `owd_fwd` and `owd_rev` (seconds) at the reply's arrival.
 //! A request or reply that is lost yields no sample and counts in `loss_rate`.
 
-use super::{Application, FlowCtx, FlowStats};
+use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
 use crate::scenario::ScenarioError;
@@ -47,7 +47,7 @@ macro_rules! probe_config {
                     doc: "IP packet size of request and reply in bytes",
                 },
             ];
-            pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+            pub fn validate(&self, field: &str, _env: &AppEnv) -> Result<(), ScenarioError> {
                 if self.interval.0.is_zero() {
                     return Err(ScenarioError::new(
                         format!("{field}.interval"),
@@ -176,7 +176,7 @@ pub struct Ping(Probe);
 pub struct UdpRr(Probe);
 
 impl Ping {
-    pub fn new(c: &PingConfig) -> Self {
+    pub fn new(c: &PingConfig, _env: &AppEnv) -> Self {
         Ping(Probe::with(
             c.interval.0,
             c.size,
@@ -186,7 +186,7 @@ impl Ping {
     }
 }
 impl UdpRr {
-    pub fn new(c: &UdpRrConfig) -> Self {
+    pub fn new(c: &UdpRrConfig, _env: &AppEnv) -> Self {
         UdpRr(Probe::with(
             c.interval.0,
             c.size,

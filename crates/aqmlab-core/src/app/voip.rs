@@ -24,7 +24,7 @@
 //! buffer B, playout is at (minimum one-way delay + B); packets arriving later count as
 //! lost, and d uses min + B.
 
-use super::{Application, FlowCtx, FlowStats};
+use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
 use crate::qdisc::ParamDoc;
@@ -71,7 +71,7 @@ impl VoipConfig {
         ParamDoc { name: "r_model", default: "cole-rosenbluth", doc: "E-model variant: cole-rosenbluth (R = 94.2 - Id - Ie) or g107" },
     ];
 
-    pub fn validate(&self, field: &str) -> Result<(), ScenarioError> {
+    pub fn validate(&self, field: &str, _env: &AppEnv) -> Result<(), ScenarioError> {
         if self.size < 28 || self.size > 65535 {
             return Err(ScenarioError::new(
                 format!("{field}.size"),
@@ -165,7 +165,7 @@ pub struct Voip {
 }
 
 impl Voip {
-    pub fn new(c: &VoipConfig) -> Self {
+    pub fn new(c: &VoipConfig, _env: &AppEnv) -> Self {
         Voip {
             size: c.size,
             interval: c.interval.0,

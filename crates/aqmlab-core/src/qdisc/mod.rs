@@ -27,6 +27,7 @@ pub mod drr;
 pub mod fifo;
 pub mod flow_sched;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod pie;
 pub mod pie_core;
 #[cfg(test)]
@@ -436,6 +437,8 @@ qdisc_registry! {
         "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux)";
     Pie: "pie" => pie::PieConfig => pie::Pie,
         "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
+    FqPie: "fq_pie" => fq_pie::FqPieConfig => fq_pie::FqPie,
+        "flow queueing with per-flow PIE (Linux sch_fq_pie): 1024 flows, quantum 1514, limit 10240, target 15 ms, ECN off";
 }
 
 impl Default for QdiscConfig {

@@ -50,6 +50,7 @@ const CASES: &[Case] = &[
     Case { toml: "{ kind = \"fq_codel\", limit = 20, flows = 8, target = \"1ms\", interval = \"4ms\", drop_batch = 3 }", max_pkts: 20, max_bytes: None },
     Case { toml: "{ kind = \"fq_codel\", limit = 100, flows = 4, memory_limit = \"12KB\", ecn = false, target = \"1ms\", interval = \"4ms\" }", max_pkts: 100, max_bytes: Some((12_000, 14)) },
     Case { toml: "{ kind = \"fq_nocodel\", limit = 15, flows = 1024 }", max_pkts: 15, max_bytes: None },
+    Case { toml: "{ kind = \"fq_pie\", limit = 20, flows = 8, target = \"1ms\", tupdate = \"1ms\", ecn = true }", max_pkts: 20, max_bytes: None },
     Case { toml: "{ kind = \"sfq\", limit = 12, depth = 5, flows = 4, perturb = \"7ms\" }", max_pkts: 12, max_bytes: None },
     Case { toml: "{ kind = \"sfq\", limit = 10, depth = 4, divisor = 16, headdrop = true, quantum = 300 }", max_pkts: 10, max_bytes: None },
     Case { toml: "{ kind = \"drr\", limit = 14, flow_limit = 4, quantum = 600 }", max_pkts: 14, max_bytes: None },

@@ -1,4 +1,37 @@
-//! TCP: connection state machines and congestion controls (see the TCP issue).
+//! TCP: connections, loss recovery and congestion control, as Linux behaves.
+//!
+//! Layers, bottom up:
+//! - [`config`]: the `[tcp]` / `tcp = { ... }` scenario tables and the resolved
+//!   [`TcpConfig`] (Linux defaults).
+//! - [`rtt`]: RTT estimation and the retransmission timeout (RFC 6298, Linux floor).
+//! - [`cc`]: the congestion-control contract; [`newreno`] and [`cubic`] implement it.
+//! - [`scoreboard`]: outstanding segments, SACK tagging, RFC 6675 loss marking.
+//! - [`sender`] / [`receiver`]: the two halves of an endpoint; algorithm cores that take
+//!   `now` and never touch the event queue.
+//! - [`conn`]: [`TcpConn`], a full-duplex connection between the two endpoints of a
+//!   flow: handshake, packets on the wire, timers, events for the application.
+//!
+//! Applications (`app/bulk.rs`, later web and video workloads) embed connections.
+
+pub mod cc;
+pub mod config;
+pub mod conn;
+pub mod cubic;
+pub mod newreno;
+pub mod receiver;
+pub mod rtt;
+pub mod scoreboard;
+pub mod sender;
+
+pub use cc::{CongestionControl, Window};
+pub use config::{CcKind, DelayedAck, TcpConfig, TcpOptions, TCP_PARAMS};
+pub use conn::{
+    decode_timer, timer_kind, Side, TcpConn, TcpEvents, TcpHost, TimerType, APP_TIMER_BIT,
+};
+pub use sender::{SenderStats, UNLIMITED};
 
 /// `(name, one-line description)` of every congestion control, for `aqmlab list cc`.
-pub const CC_KINDS: &[(&str, &str)] = &[];
+pub const CC_KINDS: &[(&str, &str)] = &[
+    ("newreno", "NewReno/Reno (RFC 5681 windows, RFC 6582 / RFC 6675 recovery); alias reno"),
+    ("cubic", "CUBIC (RFC 9438) with Linux's beta 0.7, C 0.4, fast convergence, TCP-friendly region and HyStart (default)"),
+];

@@ -1,0 +1,722 @@
+//! A full-duplex TCP connection between the two endpoints of a flow.
+//!
+//! [`TcpConn`] holds both endpoints (side `A`, the active opener, and side `B`); each
+//! endpoint has a [`Sender`] and a [`Receiver`]. Applications embed one or several
+//! connections, forward `on_packet` / `on_timer` to the right one and act on the
+//! returned [`TcpEvents`]. Data is a byte count (`write`), never a payload.
+//!
+//! ## Wire format
+//! Packets are `PacketKind::Tcp` with a [`TcpHeader`]: absolute 64-bit sequence
+//! numbers, SYN = sequence number 0, data from 1, the FIN after the data. IP packet
+//! sizes are honest: 20 (IP) + 20 (TCP) + 12 (timestamp option, always on as in Linux)
+//! = 52 bytes plus payload, plus the SACK option (2 + 8n bytes padded to 4, RFC 2018)
+//! when blocks are carried; SYN and SYN-ACK are 60 bytes (MSS, SACK-permitted,
+//! timestamps, window scale). Pure ACKs are 52 bytes, 64/72/80 with 1/2/3 SACK blocks.
+//! As Linux does, a data segment that carries SACK blocks has its payload reduced so
+//! the packet still fits `mss + 52`.
+//!
+//! ## Timers
+//! Each endpoint has two timers, retransmission (also used for SYN / SYN-ACK) and
+//! delayed ACK. The RTO deadline moves on almost every ACK; scheduling an event per
+//! move would flood the event queue. Instead each timer keeps its `deadline` and the
+//! time of the one event it has pending (`scheduled`): moving the deadline later costs
+//! nothing; when the pending event fires early it re-schedules itself at the current
+//! deadline; only a deadline moved *earlier* than the pending event schedules an extra
+//! event, and the superseded one is recognised (its time is no longer `scheduled`) and
+//! ignored when it fires. Timer `kind`s encode connection index, side and timer type
+//! (see [`timer_kind`]); kinds with bit 31 set are left to the application.
+
+use super::config::TcpConfig;
+use super::receiver::Receiver;
+use super::sender::{Sender, TxSeg};
+use crate::app::FlowCtx;
+use crate::packet::{tcp_flags, Ecn, NodeId, Packet, PacketKind, SackBlock, TcpHeader};
+use crate::time::{SimDuration, SimTime};
+
+/// IPv4 (20) + TCP (20) + timestamp option (12) bytes.
+pub const HEADER_BYTES: u32 = 52;
+/// SYN / SYN-ACK: 52 + MSS (4) + SACK-permitted (2) + window scale (3) + padding (1).
+pub const SYN_BYTES: u32 = 60;
+/// Linux `tcp_syn_retries`: SYN retransmissions before giving up.
+const SYN_RETRIES: u32 = 6;
+/// Linux `tcp_synack_retries`.
+const SYNACK_RETRIES: u32 = 5;
+/// Application timer kinds have this bit set; TCP's never do.
+pub const APP_TIMER_BIT: u32 = 1 << 31;
+
+/// Bytes of the SACK option carrying `n` blocks: 2 + 8n padded to a multiple of 4.
+pub fn sack_option_bytes(n: usize) -> u32 {
+    if n == 0 {
+        0
+    } else {
+        (2 + 8 * n as u32).div_ceil(4) * 4
+    }
+}
+
+/// One end of the connection. `A` opens it (sends the SYN).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    A = 0,
+    B = 1,
+}
+
+impl Side {
+    pub fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// The timer types of an endpoint.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimerType {
+    Rto = 0,
+    DelAck = 1,
+}
+
+/// Timer `kind` for connection `conn`, side, type: bits 0–1 type, bit 2 side,
+/// bits 3–30 connection index.
+pub fn timer_kind(conn: u32, side: Side, t: TimerType) -> u32 {
+    debug_assert!(conn < (1 << 28));
+    (conn << 3) | ((side as u32) << 2) | t as u32
+}
+
+/// Inverse of [`timer_kind`]; `None` for application timers.
+pub fn decode_timer(kind: u32) -> Option<(u32, Side, TimerType)> {
+    if kind & APP_TIMER_BIT != 0 {
+        return None;
+    }
+    let t = match kind & 3 {
+        0 => TimerType::Rto,
+        1 => TimerType::DelAck,
+        _ => return None,
+    };
+    let side = if kind & 4 != 0 { Side::B } else { Side::A };
+    Some((kind >> 3, side, t))
+}
+
+/// What the network offers a connection. `FlowCtx` implements it; tests can supply
+/// their own network.
+pub trait TcpHost {
+    fn now(&self) -> SimTime;
+    /// A fresh packet of sub-connection `conn` from node `from` to the other endpoint.
+    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32) -> Packet;
+    fn send(&mut self, pkt: Packet);
+    fn timer_at(&mut self, at: SimTime, kind: u32);
+    fn sample(&mut self, metric: &'static str, value: f64);
+}
+
+impl TcpHost for FlowCtx<'_> {
+    #[inline]
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    #[inline]
+    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32) -> Packet {
+        self.packet_conn(from, size, PacketKind::Tcp, conn)
+    }
+    #[inline]
+    fn send(&mut self, pkt: Packet) {
+        FlowCtx::send(self, pkt)
+    }
+    #[inline]
+    fn timer_at(&mut self, at: SimTime, kind: u32) {
+        FlowCtx::timer_at(self, at, kind)
+    }
+    #[inline]
+    fn sample(&mut self, metric: &'static str, value: f64) {
+        FlowCtx::sample(self, metric, value)
+    }
+}
+
+/// A timer with one pending event (see the module doc).
+#[derive(Copy, Clone, Debug)]
+struct Timer {
+    deadline: SimTime,
+    scheduled: SimTime,
+}
+
+impl Timer {
+    const fn new() -> Self {
+        Timer {
+            deadline: SimTime::NEVER,
+            scheduled: SimTime::NEVER,
+        }
+    }
+    fn set<H: TcpHost>(&mut self, h: &mut H, at: SimTime, kind: u32) {
+        self.deadline = at;
+        if at < self.scheduled {
+            h.timer_at(at, kind);
+            self.scheduled = at.max(h.now());
+        }
+    }
+    /// The event scheduled for this timer fired: true if the deadline has come.
+    fn fire<H: TcpHost>(&mut self, h: &mut H, kind: u32) -> bool {
+        let now = h.now();
+        if now != self.scheduled {
+            return false; // superseded by an earlier event
+        }
+        self.scheduled = SimTime::NEVER;
+        if self.deadline == SimTime::NEVER {
+            false
+        } else if self.deadline > now {
+            h.timer_at(self.deadline, kind);
+            self.scheduled = self.deadline;
+            false
+        } else {
+            self.deadline = SimTime::NEVER;
+            true
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Listen,
+    SynSent,
+    SynRcvd,
+    Established,
+    Failed,
+}
+
+/// Events of one `on_packet` / `on_timer` / `write` call, at endpoint `side`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TcpEvents {
+    pub side: Side,
+    /// The handshake completed at this side.
+    pub connected: bool,
+    /// Payload bytes newly delivered in order to this side's application.
+    pub delivered: u64,
+    /// The peer's FIN arrived (in order).
+    pub peer_closed: bool,
+    /// Everything this side wrote so far is now acknowledged.
+    pub all_acked: bool,
+    /// The handshake was abandoned after the SYN retries.
+    pub failed: bool,
+}
+
+impl TcpEvents {
+    fn at(side: Side) -> Self {
+        TcpEvents {
+            side,
+            connected: false,
+            delivered: 0,
+            peer_closed: false,
+            all_acked: false,
+            failed: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Endpoint {
+    phase: Phase,
+    node: NodeId,
+    snd: Sender,
+    rcv: Receiver,
+    rto: Timer,
+    delack: Timer,
+    /// Handshake retransmission state.
+    hs_deadline: SimTime,
+    hs_timeout: SimDuration,
+    hs_retries: u32,
+    /// Data written since the last `all_acked` event.
+    unacked_writes: bool,
+    trace: bool,
+    last_trace: (u32, u32, SimDuration),
+}
+
+impl Endpoint {
+    fn new(cfg: &TcpConfig) -> Self {
+        Endpoint {
+            phase: Phase::Idle,
+            node: 0,
+            snd: Sender::new(cfg),
+            rcv: Receiver::new(cfg.delayed_ack, cfg.mss, cfg.rcv_window),
+            rto: Timer::new(),
+            delack: Timer::new(),
+            hs_deadline: SimTime::NEVER,
+            hs_timeout: cfg.initial_rto,
+            hs_retries: 0,
+            unacked_writes: false,
+            trace: false,
+            last_trace: (0, 0, SimDuration::ZERO),
+        }
+    }
+}
+
+/// A TCP connection (both endpoints). See the module doc.
+#[derive(Clone, Debug)]
+pub struct TcpConn {
+    cfg: TcpConfig,
+    idx: u32,
+    ends: [Endpoint; 2],
+}
+
+impl TcpConn {
+    /// Connection number `idx` of its application (used in timer kinds and as the
+    /// sub-connection of `FlowCtx::packet_conn`).
+    pub fn new(cfg: &TcpConfig, idx: u32) -> Self {
+        let mut ends = [Endpoint::new(cfg), Endpoint::new(cfg)];
+        ends[0].trace = cfg.trace;
+        TcpConn {
+            cfg: *cfg,
+            idx,
+            ends,
+        }
+    }
+
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    pub fn index(&self) -> u32 {
+        self.idx
+    }
+
+    /// Which side's sender records traces (default: `A` when `trace` is on).
+    pub fn set_trace_side(&mut self, side: Option<Side>) {
+        for e in self.ends.iter_mut() {
+            e.trace = false;
+        }
+        if let (Some(s), true) = (side, self.cfg.trace) {
+            self.ends[s.idx()].trace = true;
+        }
+    }
+
+    /// Opens the connection: side `A` at node `a` sends its SYN to side `B` at `b`.
+    pub fn connect<H: TcpHost>(&mut self, h: &mut H, a: NodeId, b: NodeId) {
+        self.ends[0].node = a;
+        self.ends[1].node = b;
+        self.ends[1].phase = Phase::Listen;
+        self.ends[0].phase = Phase::SynSent;
+        self.send_syn(h, Side::A);
+        self.sync_timers(h, Side::A);
+    }
+
+    /// The side whose endpoint is at `node`.
+    pub fn side_at(&self, node: NodeId) -> Side {
+        if self.ends[0].node == node {
+            Side::A
+        } else {
+            Side::B
+        }
+    }
+    pub fn node(&self, side: Side) -> NodeId {
+        self.ends[side.idx()].node
+    }
+
+    pub fn is_established(&self, side: Side) -> bool {
+        self.ends[side.idx()].phase == Phase::Established
+    }
+    /// How often `side` had to resend its SYN (A) or SYN-ACK (B).
+    pub fn handshake_retries(&self, side: Side) -> u32 {
+        self.ends[side.idx()].hs_retries
+    }
+    pub fn has_failed(&self) -> bool {
+        self.ends[0].phase == Phase::Failed
+    }
+    pub fn sender(&self, side: Side) -> &Sender {
+        &self.ends[side.idx()].snd
+    }
+    pub fn receiver(&self, side: Side) -> &Receiver {
+        &self.ends[side.idx()].rcv
+    }
+    /// Payload bytes delivered in order to `side`'s application so far.
+    pub fn bytes_received(&self, side: Side) -> u64 {
+        self.ends[side.idx()].rcv.delivered
+    }
+    /// Both directions are closed and every FIN acknowledged.
+    pub fn is_closed(&self) -> bool {
+        self.ends
+            .iter()
+            .all(|e| e.snd.fin_acked() && e.rcv.fin_received)
+    }
+
+    /// Queues `bytes` of application data at `side` (use [`super::UNLIMITED`] for an
+    /// endless transfer) and sends what the windows allow.
+    pub fn write<H: TcpHost>(&mut self, h: &mut H, side: Side, bytes: u64) {
+        let e = &mut self.ends[side.idx()];
+        e.snd.write(h.now(), bytes);
+        if bytes > 0 {
+            e.unacked_writes = true;
+        }
+        self.transmit(h, side);
+        self.sync_timers(h, side);
+    }
+
+    /// No more data from `side`: its FIN follows the queued data.
+    pub fn close<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        self.ends[side.idx()].snd.close();
+        self.transmit(h, side);
+        self.sync_timers(h, side);
+    }
+
+    /// Drops `side`'s unsent data and closes (the application stops early).
+    pub fn abort_unsent<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        self.ends[side.idx()].snd.truncate_unsent();
+        self.close(h, side);
+    }
+
+    /// Whether a timer `kind` belongs to this connection.
+    pub fn owns_timer(&self, kind: u32) -> bool {
+        decode_timer(kind).is_some_and(|(c, _, _)| c == self.idx)
+    }
+
+    /// A packet of this connection arrived at `pkt.dst`.
+    pub fn on_packet<H: TcpHost>(&mut self, h: &mut H, pkt: &Packet) -> TcpEvents {
+        let side = self.side_at(pkt.dst);
+        let mut ev = TcpEvents::at(side);
+        let hd = pkt.tcp;
+        let now = h.now();
+        let syn = hd.flags & tcp_flags::SYN != 0;
+        let ackf = hd.flags & tcp_flags::ACK != 0;
+        let i = side.idx();
+        match self.ends[i].phase {
+            Phase::Idle | Phase::Failed => return ev,
+            Phase::Listen => {
+                if syn && !ackf {
+                    let ecn = self.cfg.ecn
+                        && hd.flags & (tcp_flags::ECE | tcp_flags::CWR)
+                            == (tcp_flags::ECE | tcp_flags::CWR);
+                    let e = &mut self.ends[i];
+                    e.rcv.on_syn(hd.ts_val, ecn);
+                    e.phase = Phase::SynRcvd;
+                    e.hs_timeout = self.cfg.initial_rto;
+                    self.send_syn(h, side);
+                    self.sync_timers(h, side);
+                }
+                return ev;
+            }
+            Phase::SynSent => {
+                if syn && ackf && hd.ack == 1 {
+                    let ecn = self.cfg.ecn && hd.flags & tcp_flags::ECE != 0;
+                    let e = &mut self.ends[i];
+                    e.rcv.on_syn(hd.ts_val, ecn);
+                    e.phase = Phase::Established;
+                    e.hs_deadline = SimTime::NEVER;
+                    let rtt = (hd.ts_ecr > SimTime::ZERO).then(|| now.saturating_since(hd.ts_ecr));
+                    e.snd.establish(now, rtt, e.hs_retries, ecn);
+                    ev.connected = true;
+                    // The third segment of the handshake, then any queued data.
+                    self.send_ack(h, side);
+                    self.transmit(h, side);
+                    self.sync_timers(h, side);
+                }
+                return ev;
+            }
+            Phase::SynRcvd => {
+                if syn && !ackf {
+                    // Our SYN-ACK was lost: the peer repeats its SYN.
+                    self.ends[i].rcv.ts_recent = hd.ts_val;
+                    self.send_syn(h, side);
+                    self.sync_timers(h, side);
+                    return ev;
+                }
+                if !(ackf && hd.ack >= 1) {
+                    return ev;
+                }
+                let e = &mut self.ends[i];
+                e.phase = Phase::Established;
+                e.hs_deadline = SimTime::NEVER;
+                let rtt = (hd.ts_ecr > SimTime::ZERO).then(|| now.saturating_since(hd.ts_ecr));
+                let ecn = e.rcv.ecn();
+                e.snd.establish(now, rtt, e.hs_retries, ecn);
+                ev.connected = true;
+                // Fall through: the segment may carry data.
+            }
+            Phase::Established => {
+                if syn {
+                    // A repeated SYN-ACK (our ACK was lost): acknowledge again.
+                    self.send_ack(h, side);
+                    return ev;
+                }
+            }
+        }
+        let e = &mut self.ends[i];
+        let fin = hd.flags & tcp_flags::FIN != 0;
+        let carries = hd.len > 0 || fin;
+        if ackf {
+            e.snd.on_ack(now, &hd, carries);
+        }
+        let mut ack_now = false;
+        if carries {
+            let rto = e.snd.rtt.rto();
+            let o = e.rcv.on_segment(now, &hd, pkt.ecn == Ecn::Ce, rto);
+            ev.delivered = o.delivered;
+            ev.peer_closed = o.fin;
+            ack_now = o.ack_now;
+        }
+        if e.unacked_writes && e.snd.all_data_acked() {
+            e.unacked_writes = false;
+            ev.all_acked = true;
+        }
+        self.transmit(h, side);
+        let e = &mut self.ends[i];
+        if ack_now && e.rcv.ack_pending() {
+            self.send_ack(h, side);
+        }
+        self.trace(h, side);
+        self.sync_timers(h, side);
+        ev
+    }
+
+    /// A timer armed by this connection fired (`kind` from [`timer_kind`]).
+    pub fn on_timer<H: TcpHost>(&mut self, h: &mut H, kind: u32) -> TcpEvents {
+        let Some((_, side, t)) = decode_timer(kind) else {
+            return TcpEvents::at(Side::A);
+        };
+        let mut ev = TcpEvents::at(side);
+        let i = side.idx();
+        match t {
+            TimerType::Rto => {
+                if !self.ends[i].rto.fire(h, kind) {
+                    return ev;
+                }
+                let now = h.now();
+                let e = &mut self.ends[i];
+                match e.phase {
+                    Phase::SynSent | Phase::SynRcvd => {
+                        if e.hs_deadline > now {
+                            self.sync_timers(h, side);
+                            return ev;
+                        }
+                        let limit = if e.phase == Phase::SynSent {
+                            SYN_RETRIES
+                        } else {
+                            SYNACK_RETRIES
+                        };
+                        if e.hs_retries >= limit {
+                            e.phase = if e.phase == Phase::SynSent {
+                                Phase::Failed
+                            } else {
+                                Phase::Listen
+                            };
+                            e.hs_deadline = SimTime::NEVER;
+                            ev.failed = side == Side::A;
+                            return ev;
+                        }
+                        e.hs_retries += 1;
+                        e.hs_timeout = (e.hs_timeout * 2).min(super::rtt::MAX_RTO);
+                        self.send_syn(h, side);
+                    }
+                    Phase::Established => {
+                        if e.snd.rto_deadline() > now {
+                            self.sync_timers(h, side);
+                            return ev;
+                        }
+                        e.snd.on_rto(now);
+                        if e.trace {
+                            h.sample("rto", e.snd.rtt.rto().as_secs_f64());
+                        }
+                        self.transmit(h, side);
+                        self.trace(h, side);
+                    }
+                    _ => {}
+                }
+            }
+            TimerType::DelAck => {
+                if !self.ends[i].delack.fire(h, kind) {
+                    return ev;
+                }
+                if self.ends[i].rcv.on_delack_timer() {
+                    self.send_ack(h, side);
+                }
+            }
+        }
+        self.sync_timers(h, side);
+        ev
+    }
+
+    fn sync_timers<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        let e = &mut self.ends[side.idx()];
+        let rto_at = match e.phase {
+            Phase::SynSent | Phase::SynRcvd => e.hs_deadline,
+            Phase::Established => e.snd.rto_deadline(),
+            _ => SimTime::NEVER,
+        };
+        if rto_at != e.rto.deadline {
+            e.rto
+                .set(h, rto_at, timer_kind(self.idx, side, TimerType::Rto));
+        }
+        let d = e.rcv.delack_deadline();
+        if d != e.delack.deadline {
+            e.delack
+                .set(h, d, timer_kind(self.idx, side, TimerType::DelAck));
+        }
+    }
+
+    fn send_syn<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        let now = h.now();
+        let ecn = self.cfg.ecn;
+        let e = &mut self.ends[side.idx()];
+        let mut p = h.new_packet(e.node, SYN_BYTES, self.idx);
+        let (flags, ack) = if side == Side::A {
+            (
+                tcp_flags::SYN
+                    | if ecn {
+                        tcp_flags::ECE | tcp_flags::CWR
+                    } else {
+                        0
+                    },
+                0,
+            )
+        } else {
+            let ece = if e.rcv.ecn() { tcp_flags::ECE } else { 0 };
+            (tcp_flags::SYN | tcp_flags::ACK | ece, 1)
+        };
+        p.tcp = TcpHeader {
+            seq: 0,
+            ack,
+            flags,
+            wnd: e.rcv.wnd,
+            ts_val: now,
+            ts_ecr: if side == Side::B {
+                e.rcv.ts_recent
+            } else {
+                SimTime::ZERO
+            },
+            ..Default::default()
+        };
+        if side == Side::B {
+            e.rcv.ack_sent();
+        }
+        e.hs_deadline = now + e.hs_timeout;
+        h.send(p);
+    }
+
+    /// Sends everything the sender allows now, each segment carrying the current ACK.
+    fn transmit<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        let now = h.now();
+        let idx = self.idx;
+        let mss = self.cfg.mss;
+        let e = &mut self.ends[side.idx()];
+        if e.phase != Phase::Established {
+            return;
+        }
+        loop {
+            let n_sack = e.rcv.sack_blocks().len().min(3);
+            let budget = mss - sack_option_bytes(n_sack);
+            let Some(seg) = e.snd.next_segment(now, budget) else {
+                break;
+            };
+            let pkt = build(h, e, &seg, idx, mss);
+            h.send(pkt);
+        }
+    }
+
+    fn send_ack<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        let e = &mut self.ends[side.idx()];
+        let seq = e.snd.snd_nxt;
+        let n = e.rcv.sack_blocks().len().min(3);
+        let mut p = h.new_packet(e.node, HEADER_BYTES + sack_option_bytes(n), self.idx);
+        p.tcp = header(h.now(), e, seq, 0, tcp_flags::ACK, n);
+        e.rcv.ack_sent();
+        h.send(p);
+    }
+
+    fn trace<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        let e = &mut self.ends[side.idx()];
+        if !e.trace {
+            return;
+        }
+        let cur = (
+            e.snd.w.cwnd,
+            e.snd.w.ssthresh,
+            e.snd.rtt.srtt().unwrap_or(SimDuration::ZERO),
+        );
+        if cur.0 != e.last_trace.0 || cur.1 != e.last_trace.1 {
+            h.sample("cwnd", e.snd.cwnd_bytes() as f64);
+            if let Some(s) = e.snd.ssthresh_bytes() {
+                h.sample("ssthresh", s as f64);
+            }
+        }
+        if cur.2 != e.last_trace.2 {
+            h.sample("srtt", cur.2.as_secs_f64());
+        }
+        e.last_trace = cur;
+    }
+}
+
+fn header(
+    now: SimTime,
+    e: &Endpoint,
+    seq: u64,
+    len: u32,
+    mut flags: u8,
+    n_sack: usize,
+) -> TcpHeader {
+    if e.rcv.ece {
+        flags |= tcp_flags::ECE;
+    }
+    let mut sack = [SackBlock::default(); 3];
+    sack[..n_sack].copy_from_slice(&e.rcv.sack_blocks()[..n_sack]);
+    TcpHeader {
+        seq,
+        ack: e.rcv.rcv_nxt,
+        len,
+        flags,
+        wnd: e.rcv.wnd,
+        sack,
+        n_sack: n_sack as u8,
+        ts_val: now,
+        ts_ecr: e.rcv.ts_recent,
+    }
+}
+
+fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u32) -> Packet {
+    // As many SACK blocks as fit next to this segment's payload.
+    let mut n = e.rcv.sack_blocks().len().min(3);
+    while n > 0 && seg.payload + sack_option_bytes(n) > mss {
+        n -= 1;
+    }
+    let mut flags = tcp_flags::ACK;
+    if seg.fin {
+        flags |= tcp_flags::FIN;
+    }
+    if seg.cwr {
+        flags |= tcp_flags::CWR;
+    }
+    let mut p = h.new_packet(
+        e.node,
+        HEADER_BYTES + seg.payload + sack_option_bytes(n),
+        idx,
+    );
+    p.tcp = header(h.now(), e, seg.seq, seg.payload, flags, n);
+    if seg.ect {
+        p.ecn = Ecn::Ect0;
+    }
+    e.rcv.ack_sent();
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_kinds_round_trip_and_leave_room_for_the_application() {
+        for conn in [0, 1, 77, (1 << 28) - 1] {
+            for side in [Side::A, Side::B] {
+                for t in [TimerType::Rto, TimerType::DelAck] {
+                    let k = timer_kind(conn, side, t);
+                    assert_eq!(k & APP_TIMER_BIT, 0);
+                    assert_eq!(decode_timer(k), Some((conn, side, t)));
+                }
+            }
+        }
+        assert_eq!(decode_timer(APP_TIMER_BIT | 5), None);
+    }
+
+    #[test]
+    fn sack_option_sizes_follow_rfc2018() {
+        // 2 + 8n bytes, padded to 4 (Linux sends NOP, NOP, SACK).
+        assert_eq!([0, 1, 2, 3].map(sack_option_bytes), [0, 12, 20, 28]);
+        assert_eq!(HEADER_BYTES + sack_option_bytes(3), 80);
+    }
+}

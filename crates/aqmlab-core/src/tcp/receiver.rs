@@ -1,0 +1,526 @@
+//! The receiving half of an endpoint: reassembly, cumulative ACK, SACK blocks
+//! (RFC 2018), delayed ACKs, the timestamp echo (RFC 7323) and the ECN echo (RFC 3168).
+//!
+//! The application reads at once, so in-order data is delivered as soon as it arrives
+//! and the advertised window stays at `rcv_window` (no receive-buffer autotuning;
+//! Linux starts smaller and grows the window, a deviation that only matters when the
+//! window, not the network, would limit the first round trips).
+//!
+//! ACK policy, per [`DelayedAck`] mode:
+//! - every mode ACKs at once for out-of-order data, for a segment that fills (part of)
+//!   a hole, for duplicates and for the FIN (RFC 5681 §4.2, Linux `tcp_data_queue`);
+//! - `linux`: at once while in quick-ACK mode (the first min(16, rcv_window / 2·MSS)
+//!   segments, again after an idle period longer than the RTO, two more on the first CE
+//!   mark), or when more than one full segment is unacknowledged
+//!   (`__tcp_ack_snd_check`); otherwise after the delayed-ACK timeout of 40 ms
+//!   (TCP_ATO_MIN; Linux's adaptive `ato` stays at this floor for back-to-back data);
+//! - `ns2`: every second segment, 100 ms timeout;
+//! - `off`: every segment.
+//!
+//! Not modelled: D-SACK (RFC 2883), receiver-side silly window avoidance.
+
+use super::config::DelayedAck;
+use crate::packet::{tcp_flags, SackBlock, TcpHeader};
+use crate::time::{SimDuration, SimTime};
+
+/// Linux TCP_MAX_QUICKACKS.
+const MAX_QUICKACKS: u32 = 16;
+/// Linux TCP_ATO_MIN.
+const LINUX_ATO: SimDuration = SimDuration::from_millis(40);
+/// ns-2 `DelAckSink` interval.
+const NS2_ATO: SimDuration = SimDuration::from_millis(100);
+/// SACK blocks remembered (Linux keeps 4, the option carries at most 3 with timestamps).
+const MAX_SACKS: usize = 4;
+
+/// What one arriving segment did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RcvOutcome {
+    /// Payload bytes newly delivered in order.
+    pub delivered: u64,
+    /// The peer's FIN was reached in order by this segment.
+    pub fin: bool,
+    /// Send an ACK now (or piggyback one on data sent now).
+    pub ack_now: bool,
+}
+
+/// Receiver state of one endpoint.
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    mode: DelayedAck,
+    mss: u32,
+    /// Advertised window in bytes.
+    pub wnd: u32,
+    ecn: bool,
+    /// Next sequence number expected.
+    pub rcv_nxt: u64,
+    /// `rcv_nxt` when the last ACK was sent (Linux `rcv_wup`).
+    rcv_wup: u64,
+    segs_unacked: u32,
+    /// Out-of-order intervals above `rcv_nxt`, sorted and disjoint.
+    ooo: Vec<(u64, u64)>,
+    /// SACK blocks, most recent first.
+    sacks: [SackBlock; MAX_SACKS],
+    n_sacks: usize,
+    fin_seq: Option<u64>,
+    pub fin_received: bool,
+    quick: u32,
+    delack_deadline: SimTime,
+    ack_pending: bool,
+    /// RFC 7323 TS.Recent.
+    pub ts_recent: SimTime,
+    last_ack_sent: u64,
+    /// ECN-Echo: set on a CE mark, cleared by the peer's CWR.
+    pub ece: bool,
+    lrcvtime: Option<SimTime>,
+    /// Total payload bytes delivered in order.
+    pub delivered: u64,
+}
+
+impl Receiver {
+    pub fn new(mode: DelayedAck, mss: u32, wnd: u32) -> Self {
+        Receiver {
+            mode,
+            mss,
+            wnd,
+            ecn: false,
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            segs_unacked: 0,
+            ooo: Vec::new(),
+            sacks: [SackBlock::default(); MAX_SACKS],
+            n_sacks: 0,
+            fin_seq: None,
+            fin_received: false,
+            quick: 0,
+            delack_deadline: SimTime::NEVER,
+            ack_pending: false,
+            ts_recent: SimTime::ZERO,
+            last_ack_sent: 0,
+            ece: false,
+            lrcvtime: None,
+            delivered: 0,
+        }
+    }
+
+    /// The peer's SYN (sequence number 0) was received: data starts at 1.
+    pub fn on_syn(&mut self, ts_val: SimTime, ecn: bool) {
+        self.rcv_nxt = 1;
+        self.rcv_wup = 1;
+        self.last_ack_sent = 1;
+        self.ts_recent = ts_val;
+        self.ecn = ecn;
+    }
+
+    /// ECN was negotiated (the receiver echoes CE marks).
+    pub fn ecn(&self) -> bool {
+        self.ecn
+    }
+
+    /// SACK blocks to report, most recent first.
+    pub fn sack_blocks(&self) -> &[SackBlock] {
+        &self.sacks[..self.n_sacks]
+    }
+
+    /// When the delayed-ACK timer should fire (`NEVER` if no ACK is being delayed).
+    pub fn delack_deadline(&self) -> SimTime {
+        self.delack_deadline
+    }
+
+    /// Whether data has been received since the last ACK.
+    pub fn ack_pending(&self) -> bool {
+        self.ack_pending
+    }
+
+    fn enter_quickack(&mut self, max: u32) {
+        if self.mode != DelayedAck::Linux {
+            return;
+        }
+        let q = (self.wnd / (2 * self.mss)).clamp(2, max);
+        self.quick = self.quick.max(q);
+    }
+
+    /// Processes the sequence part of an arriving segment. `rto` is the local sender's
+    /// current timeout (idle detection for quick-ACK mode); `ce` is the IP CE mark.
+    pub fn on_segment(
+        &mut self,
+        now: SimTime,
+        h: &TcpHeader,
+        ce: bool,
+        rto: SimDuration,
+    ) -> RcvOutcome {
+        let mut out = RcvOutcome::default();
+        // RFC 7323 4.3: remember the timestamp of segments at the left window edge.
+        if h.seq <= self.last_ack_sent {
+            self.ts_recent = h.ts_val;
+        }
+        if self.ecn && h.flags & tcp_flags::CWR != 0 {
+            self.ece = false;
+        }
+        let fin = h.flags & tcp_flags::FIN != 0;
+        let seq_len = h.len as u64 + fin as u64;
+        if seq_len == 0 {
+            return out;
+        }
+        if self.ecn && ce && !self.ece {
+            // RFC 3168 6.1.3; Linux also ACKs the next two segments at once.
+            self.ece = true;
+            self.enter_quickack(2);
+        }
+        let (start, end) = (h.seq, h.seq + seq_len);
+        if fin {
+            self.fin_seq = Some(end - 1);
+        }
+        // Linux tcp_event_data_recv: quick-ACK at the first data and after idle gaps.
+        match self.lrcvtime {
+            None => self.enter_quickack(MAX_QUICKACKS),
+            Some(t) if now.saturating_since(t) > rto => self.enter_quickack(MAX_QUICKACKS),
+            _ => {}
+        }
+        self.lrcvtime = Some(now);
+        self.ack_pending = true;
+        if end <= self.rcv_nxt {
+            // A duplicate: ACK at once (Linux enters quick-ACK mode).
+            self.enter_quickack(MAX_QUICKACKS);
+            out.ack_now = true;
+            return out;
+        }
+        if start > self.rcv_nxt {
+            self.insert_ooo(start, end);
+            out.ack_now = true;
+            return out;
+        }
+        let had_ooo = !self.ooo.is_empty();
+        let old = self.rcv_nxt;
+        self.rcv_nxt = end;
+        let mut merged = 0;
+        while merged < self.ooo.len() && self.ooo[merged].0 <= self.rcv_nxt {
+            self.rcv_nxt = self.rcv_nxt.max(self.ooo[merged].1);
+            merged += 1;
+        }
+        self.ooo.drain(..merged);
+        let rcv_nxt = self.rcv_nxt;
+        let mut k = 0;
+        for i in 0..self.n_sacks {
+            if self.sacks[i].end > rcv_nxt {
+                self.sacks[k] = self.sacks[i];
+                k += 1;
+            }
+        }
+        self.n_sacks = k;
+        let mut advanced = self.rcv_nxt - old;
+        if let Some(f) = self.fin_seq {
+            if !self.fin_received && self.rcv_nxt > f {
+                self.fin_received = true;
+                out.fin = true;
+                advanced -= 1;
+            }
+        }
+        self.delivered += advanced;
+        out.delivered = advanced;
+        self.segs_unacked += 1;
+        out.ack_now = had_ooo
+            || out.fin
+            || match self.mode {
+                DelayedAck::Off => true,
+                DelayedAck::Ns2 => self.segs_unacked >= 2,
+                DelayedAck::Linux => {
+                    self.quick > 0 || self.rcv_nxt - self.rcv_wup > self.mss as u64
+                }
+            };
+        if !out.ack_now && self.delack_deadline == SimTime::NEVER {
+            let ato = if self.mode == DelayedAck::Ns2 {
+                NS2_ATO
+            } else {
+                LINUX_ATO
+            };
+            self.delack_deadline = now + ato;
+        }
+        out
+    }
+
+    fn insert_ooo(&mut self, s: u64, e: u64) {
+        let i = self.ooo.partition_point(|iv| iv.1 < s);
+        let (mut ns, mut ne) = (s, e);
+        while i < self.ooo.len() && self.ooo[i].0 <= ne {
+            ns = ns.min(self.ooo[i].0);
+            ne = ne.max(self.ooo[i].1);
+            self.ooo.remove(i);
+        }
+        self.ooo.insert(i, (ns, ne));
+        // RFC 2018 §4: the block holding the newest segment goes first; blocks it
+        // absorbed disappear; older blocks follow in order of recency.
+        let mut k = 0;
+        let mut list = [SackBlock::default(); MAX_SACKS];
+        list[0] = SackBlock { start: ns, end: ne };
+        k += 1;
+        for j in 0..self.n_sacks {
+            let b = self.sacks[j];
+            let overlaps = b.start <= ne && b.end >= ns;
+            if !overlaps && k < MAX_SACKS {
+                list[k] = b;
+                k += 1;
+            }
+        }
+        self.sacks = list;
+        self.n_sacks = k;
+    }
+
+    /// An ACK (pure or on data) was sent now.
+    pub fn ack_sent(&mut self) {
+        self.rcv_wup = self.rcv_nxt;
+        self.last_ack_sent = self.rcv_nxt;
+        self.segs_unacked = 0;
+        self.delack_deadline = SimTime::NEVER;
+        self.ack_pending = false;
+        self.quick = self.quick.saturating_sub(1);
+    }
+
+    /// The delayed-ACK timer fired: whether an ACK is due.
+    pub fn on_delack_timer(&mut self) -> bool {
+        self.delack_deadline = SimTime::NEVER;
+        self.ack_pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u32 = 1000;
+
+    fn seg(seq_no: u64, len: u32) -> TcpHeader {
+        TcpHeader {
+            seq: 1 + seq_no * MSS as u64,
+            len,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        }
+    }
+    fn ms(x: u64) -> SimTime {
+        SimTime::from_nanos(x * 1_000_000)
+    }
+    fn rx(mode: DelayedAck) -> Receiver {
+        let mut r = Receiver::new(mode, MSS, 64 * MSS);
+        r.on_syn(SimTime::ZERO, true);
+        r
+    }
+    const RTO: SimDuration = SimDuration::from_millis(300);
+
+    #[test]
+    fn linux_quickack_then_every_second_full_segment() {
+        let mut r = rx(DelayedAck::Linux);
+        let mut acks = Vec::new();
+        for i in 0..24 {
+            let o = r.on_segment(ms(i), &seg(i, MSS), false, RTO);
+            assert_eq!(o.delivered, MSS as u64);
+            if o.ack_now {
+                r.ack_sent();
+                acks.push(i);
+            }
+        }
+        // 16 quick ACKs (one per segment), then one per two full segments.
+        let expect: Vec<u64> = (0..16).chain([17, 19, 21, 23]).collect();
+        assert_eq!(acks, expect);
+        assert_eq!(r.delivered, 24 * MSS as u64);
+    }
+
+    #[test]
+    fn lone_segment_waits_for_the_delack_timer() {
+        let mut r = rx(DelayedAck::Linux);
+        r.quick = 0;
+        r.lrcvtime = Some(ms(0));
+        let o = r.on_segment(ms(10), &seg(0, 100), false, RTO);
+        assert!(!o.ack_now);
+        assert_eq!(r.delack_deadline(), ms(50));
+        // A second small segment (200 bytes < one MSS unacknowledged) still waits, and
+        // does not push the deadline back.
+        let o = r.on_segment(
+            ms(20),
+            &TcpHeader {
+                seq: 101,
+                len: 100,
+                ..seg(0, 0)
+            },
+            false,
+            RTO,
+        );
+        assert!(!o.ack_now);
+        assert_eq!(r.delack_deadline(), ms(50));
+        assert!(r.on_delack_timer());
+        r.ack_sent();
+        assert!(!r.on_delack_timer(), "nothing left to acknowledge");
+        // An idle gap longer than the RTO re-enters quick-ACK mode.
+        let o = r.on_segment(
+            ms(1000),
+            &TcpHeader {
+                seq: 201,
+                len: 100,
+                ..seg(0, 0)
+            },
+            false,
+            RTO,
+        );
+        assert!(o.ack_now);
+    }
+
+    #[test]
+    fn ns2_and_off_modes() {
+        let mut r = rx(DelayedAck::Ns2);
+        let a: Vec<bool> = (0..4)
+            .map(|i| r.on_segment(ms(i), &seg(i, 10), false, RTO).ack_now)
+            .collect();
+        assert_eq!(
+            a,
+            vec![false, true, true, true],
+            "2nd segment triggers; no ack_sent() in between"
+        );
+        let mut r = rx(DelayedAck::Ns2);
+        let o = r.on_segment(ms(0), &seg(0, MSS), false, RTO);
+        assert!(!o.ack_now);
+        assert_eq!(r.delack_deadline(), ms(100));
+        let mut r = rx(DelayedAck::Off);
+        r.quick = 0;
+        assert!(r.on_segment(ms(0), &seg(0, MSS), false, RTO).ack_now);
+    }
+
+    #[test]
+    fn out_of_order_sack_blocks_and_hole_filling() {
+        let mut r = rx(DelayedAck::Linux);
+        r.on_segment(ms(0), &seg(0, MSS), false, RTO);
+        r.ack_sent();
+        // Segment 1 lost; 2, 3 arrive: immediate dup ACKs with one block [2, 4).
+        assert!(r.on_segment(ms(1), &seg(2, MSS), false, RTO).ack_now);
+        let o = r.on_segment(ms(2), &seg(3, MSS), false, RTO);
+        assert!(o.ack_now && o.delivered == 0);
+        assert_eq!(
+            r.sack_blocks(),
+            &[SackBlock {
+                start: 2001,
+                end: 4001
+            }]
+        );
+        // Segment 5 (4 lost too): new block first.
+        r.on_segment(ms(3), &seg(5, MSS), false, RTO);
+        assert_eq!(
+            r.sack_blocks(),
+            &[
+                SackBlock {
+                    start: 5001,
+                    end: 6001
+                },
+                SackBlock {
+                    start: 2001,
+                    end: 4001
+                }
+            ]
+        );
+        // Segment 7, then 6 which joins 5..8: merged block first, [2,4) last.
+        r.on_segment(ms(4), &seg(7, MSS), false, RTO);
+        r.on_segment(ms(5), &seg(6, MSS), false, RTO);
+        assert_eq!(
+            r.sack_blocks(),
+            &[
+                SackBlock {
+                    start: 5001,
+                    end: 8001
+                },
+                SackBlock {
+                    start: 2001,
+                    end: 4001
+                }
+            ]
+        );
+        // The retransmission of 1 fills the first hole: 3 segments delivered, ACK at once.
+        let o = r.on_segment(ms(6), &seg(1, MSS), false, RTO);
+        assert_eq!((o.delivered, o.ack_now), (3 * MSS as u64, true));
+        assert_eq!(r.rcv_nxt, 4001);
+        assert_eq!(
+            r.sack_blocks(),
+            &[SackBlock {
+                start: 5001,
+                end: 8001
+            }]
+        );
+        let o = r.on_segment(ms(7), &seg(4, MSS), false, RTO);
+        assert_eq!((o.delivered, o.ack_now), (4 * MSS as u64, true));
+        assert!(r.sack_blocks().is_empty());
+        // A duplicate is acknowledged at once and delivers nothing.
+        r.ack_sent();
+        let o = r.on_segment(ms(8), &seg(2, MSS), false, RTO);
+        assert_eq!((o.delivered, o.ack_now), (0, true));
+    }
+
+    #[test]
+    fn sack_list_keeps_four_most_recent() {
+        let mut r = rx(DelayedAck::Off);
+        for i in [2u64, 4, 6, 8, 10] {
+            r.on_segment(ms(i), &seg(i, MSS), false, RTO);
+        }
+        let starts: Vec<u64> = r
+            .sack_blocks()
+            .iter()
+            .map(|b| (b.start - 1) / MSS as u64)
+            .collect();
+        assert_eq!(starts, vec![10, 8, 6, 4]);
+    }
+
+    #[test]
+    fn ece_until_cwr_and_fin() {
+        let mut r = rx(DelayedAck::Linux);
+        r.quick = 0;
+        r.lrcvtime = Some(ms(0));
+        let o = r.on_segment(ms(1), &seg(0, MSS), true, RTO);
+        assert!(r.ece && o.ack_now, "first CE: ECE and quick ACK");
+        r.ack_sent();
+        r.on_segment(ms(2), &seg(1, MSS), false, RTO);
+        assert!(r.ece, "ECE persists until CWR");
+        let mut h = seg(2, MSS);
+        h.flags |= tcp_flags::CWR;
+        r.on_segment(ms(3), &h, false, RTO);
+        assert!(!r.ece);
+        // FIN after 3 segments: delivered excludes the FIN's sequence number.
+        let mut f = seg(3, 10);
+        f.flags |= tcp_flags::FIN;
+        let o = r.on_segment(ms(4), &f, false, RTO);
+        assert_eq!((o.delivered, o.fin, o.ack_now), (10, true, true));
+        assert_eq!(r.rcv_nxt, 1 + 3 * MSS as u64 + 11);
+    }
+
+    #[test]
+    fn timestamp_echo_follows_rfc7323() {
+        let mut r = rx(DelayedAck::Off);
+        r.on_segment(
+            ms(5),
+            &TcpHeader {
+                ts_val: ms(5),
+                ..seg(0, MSS)
+            },
+            false,
+            RTO,
+        );
+        r.ack_sent();
+        assert_eq!(r.ts_recent, ms(5));
+        // Out-of-order segment: TS.Recent unchanged (its seq is above Last.ACK.sent).
+        r.on_segment(
+            ms(7),
+            &TcpHeader {
+                ts_val: ms(7),
+                ..seg(2, MSS)
+            },
+            false,
+            RTO,
+        );
+        assert_eq!(r.ts_recent, ms(5));
+        // The hole-filling segment updates it.
+        r.on_segment(
+            ms(9),
+            &TcpHeader {
+                ts_val: ms(9),
+                ..seg(1, MSS)
+            },
+            false,
+            RTO,
+        );
+        assert_eq!(r.ts_recent, ms(9));
+    }
+}

@@ -1,0 +1,494 @@
+//! The sender's record of outstanding segments: Linux's retransmission queue with its
+//! SACK scoreboard, and RFC 6675's `IsLost` / `NextSeg` / `SetPipe` on top of it.
+//!
+//! Each transmitted segment keeps `[start, end)` (absolute sequence numbers), its last
+//! transmission time and flags. Segments are never split or merged, so a segment is
+//! cumulatively acknowledged or SACKed as a whole, and each one counts as one packet
+//! in the counters Linux keeps:
+//!
+//! ```text
+//!   in_flight ("pipe") = packets_out − sacked_out − lost_out + retrans_out
+//! ```
+//!
+//! which is RFC 6675's SetPipe() counted in segments: an unSACKed segment counts once
+//! unless it is deemed lost, and once more while a retransmission of it is in flight.
+//!
+//! Loss marking (RFC 6675 IsLost with DupThresh = 3): a segment is lost when at least
+//! DupThresh SACKed segments lie above it (with segments of at most one SMSS this covers
+//! both of IsLost's tests). The marking point only moves forward, so each segment is
+//! examined once. Without SACK the sender emulates SACK by counting duplicate ACKs in
+//! `sacked_out` (Linux `tcp_add_reno_sack`) and marks only the head lost.
+//!
+//! The deque grows to the largest window and is then reused: no allocation per packet.
+
+use crate::packet::SackBlock;
+use crate::time::SimTime;
+use std::collections::VecDeque;
+
+/// The receiver holds this segment (SACKed).
+pub const SACKED: u8 = 1;
+/// Deemed lost and not SACKed since.
+pub const LOST: u8 = 2;
+/// A retransmission of this segment is in flight.
+pub const RETRANS: u8 = 4;
+/// Was retransmitted at least once (Karn: no RTT sample from it).
+pub const EVER_RETRANS: u8 = 8;
+/// The segment carries the FIN (one sequence number, no payload).
+pub const FIN: u8 = 16;
+
+/// RFC 6675 DupThresh (also Linux's default `tcp_reordering`).
+pub const DUP_THRESH: u32 = 3;
+
+/// One transmitted segment.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Seg {
+    pub start: u64,
+    pub end: u64,
+    /// Time of the last (re)transmission.
+    pub sent: SimTime,
+    pub flags: u8,
+}
+
+impl Seg {
+    pub fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+    /// Payload bytes (the FIN occupies a sequence number but no payload).
+    pub fn payload(&self) -> u32 {
+        (self.end - self.start) as u32 - self.has(FIN) as u32
+    }
+}
+
+/// Send times of newly delivered never-retransmitted segments, for RTT samples.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Delivered {
+    /// Segments newly delivered.
+    pub pkts: u32,
+    /// Earliest send time (Linux `first_ackt`: the RTO estimator's sample).
+    pub first_sent: Option<SimTime>,
+    /// Latest send time (Linux `last_ackt`: the congestion control's sample).
+    pub last_sent: Option<SimTime>,
+    /// A retransmitted segment was among them.
+    pub retrans: bool,
+}
+
+impl Delivered {
+    fn note(&mut self, s: &Seg) {
+        self.pkts += 1;
+        if s.has(EVER_RETRANS) {
+            self.retrans = true;
+        } else {
+            if self.first_sent.is_none_or(|f| s.sent < f) {
+                self.first_sent = Some(s.sent);
+            }
+            if self.last_sent.is_none_or(|l| s.sent > l) {
+                self.last_sent = Some(s.sent);
+            }
+        }
+    }
+    pub fn merge(&mut self, o: Delivered) {
+        self.pkts += o.pkts;
+        self.retrans |= o.retrans;
+        self.first_sent = match (self.first_sent, o.first_sent) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_sent = match (self.last_sent, o.last_sent) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// Outstanding segments and the counters derived from them.
+#[derive(Clone, Debug, Default)]
+pub struct Scoreboard {
+    segs: VecDeque<Seg>,
+    /// Id (running index) of `segs[0]`.
+    base: u64,
+    pub packets_out: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    /// Id of the highest SACKed segment.
+    high_sacked: Option<u64>,
+    /// Segments with a lower id have been examined by loss marking.
+    lost_mark: u64,
+    /// Segments with a lower id need no retransmission (RFC 6675 HighRxt, as an index).
+    rtx_hint: u64,
+}
+
+impl Scoreboard {
+    pub fn new() -> Self {
+        Scoreboard {
+            segs: VecDeque::with_capacity(64),
+            ..Default::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.segs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+    pub fn get(&self, idx: usize) -> &Seg {
+        &self.segs[idx]
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &Seg> {
+        self.segs.iter()
+    }
+
+    /// RFC 6675 pipe / Linux `tcp_packets_in_flight`.
+    pub fn in_flight(&self) -> u32 {
+        (self.packets_out + self.retrans_out).saturating_sub(self.sacked_out + self.lost_out)
+    }
+
+    /// Records a newly sent segment.
+    pub fn push(&mut self, start: u64, end: u64, now: SimTime, fin: bool) {
+        debug_assert!(
+            self.segs.back().is_none_or(|b| b.end == start),
+            "segments must be contiguous"
+        );
+        self.segs.push_back(Seg {
+            start,
+            end,
+            sent: now,
+            flags: if fin { FIN } else { 0 },
+        });
+        self.packets_out += 1;
+    }
+
+    fn forget(&mut self, s: &Seg) {
+        self.packets_out -= 1;
+        if s.has(SACKED) {
+            self.sacked_out -= 1;
+        }
+        if s.has(LOST) {
+            self.lost_out -= 1;
+        }
+        if s.has(RETRANS) {
+            self.retrans_out -= 1;
+        }
+    }
+
+    /// Removes every segment below the cumulative acknowledgement `ack`. SACKed segments
+    /// were delivered earlier and are not counted again.
+    pub fn ack_cum(&mut self, ack: u64) -> Delivered {
+        let mut d = Delivered::default();
+        while let Some(&s) = self.segs.front() {
+            if s.end > ack {
+                break;
+            }
+            self.segs.pop_front();
+            self.base += 1;
+            if !s.has(SACKED) {
+                d.note(&s);
+            }
+            self.forget(&s);
+        }
+        self.lost_mark = self.lost_mark.max(self.base);
+        self.rtx_hint = self.rtx_hint.max(self.base);
+        if self.high_sacked.is_some_and(|h| h < self.base) {
+            self.high_sacked = None;
+        }
+        d
+    }
+
+    /// Marks the segments inside one SACK block (RFC 2018) as SACKed.
+    pub fn sack(&mut self, b: SackBlock) -> Delivered {
+        let mut d = Delivered::default();
+        let mut i = self.segs.partition_point(|s| s.start < b.start);
+        while i < self.segs.len() && self.segs[i].end <= b.end {
+            let s = &mut self.segs[i];
+            if !s.has(SACKED) {
+                let before = *s;
+                s.flags = (s.flags | SACKED) & !(LOST | RETRANS);
+                self.sacked_out += 1;
+                if before.has(LOST) {
+                    self.lost_out -= 1;
+                }
+                if before.has(RETRANS) {
+                    self.retrans_out -= 1;
+                }
+                d.note(&before);
+                let id = self.base + i as u64;
+                if self.high_sacked.is_none_or(|h| id > h) {
+                    self.high_sacked = Some(id);
+                }
+            }
+            i += 1;
+        }
+        d
+    }
+
+    fn mark_lost_at(&mut self, i: usize) -> bool {
+        let s = &mut self.segs[i];
+        if s.has(SACKED | LOST) {
+            return false;
+        }
+        s.flags |= LOST;
+        self.lost_out += 1;
+        true
+    }
+
+    /// RFC 6675 loss marking: every unSACKed segment with at least DupThresh SACKed
+    /// segments above it is lost. Returns the number of segments newly marked.
+    pub fn mark_lost_sack(&mut self) -> u32 {
+        let Some(high) = self.high_sacked else {
+            return 0;
+        };
+        // Walk down from the highest SACKed segment to the DupThresh-th SACKed one.
+        let mut idx = (high - self.base) as usize;
+        let mut count = 0;
+        let point = loop {
+            if self.segs[idx].has(SACKED) {
+                count += 1;
+                if count == DUP_THRESH {
+                    break self.base + idx as u64;
+                }
+            }
+            if idx == 0 || self.base + (idx as u64) <= self.lost_mark {
+                return 0;
+            }
+            idx -= 1;
+        };
+        let mut newly = 0;
+        let from = self.lost_mark.max(self.base);
+        for id in from..point {
+            if self.mark_lost_at((id - self.base) as usize) {
+                newly += 1;
+            }
+        }
+        self.lost_mark = self.lost_mark.max(point);
+        newly
+    }
+
+    /// Marks the first outstanding segment lost (recovery without SACK, RFC 6582).
+    pub fn mark_head_lost(&mut self) -> bool {
+        if self.segs.is_empty() {
+            return false;
+        }
+        self.lost_mark = self.lost_mark.max(self.base + 1);
+        self.mark_lost_at(0)
+    }
+
+    /// Retransmission timeout: everything not SACKed is lost and no retransmission is
+    /// in flight any more (Linux `tcp_enter_loss`).
+    pub fn mark_all_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.flags &= !RETRANS;
+            if !s.has(SACKED | LOST) {
+                s.flags |= LOST;
+                self.lost_out += 1;
+            }
+        }
+        self.retrans_out = 0;
+        self.lost_mark = self.base + self.segs.len() as u64;
+        self.rtx_hint = self.base;
+    }
+
+    /// RFC 6675 NextSeg rule (1): the lowest lost segment not yet retransmitted.
+    pub fn next_lost(&mut self) -> Option<usize> {
+        loop {
+            let i = (self.rtx_hint - self.base) as usize;
+            let s = self.segs.get(i)?;
+            if s.has(LOST) && !s.has(RETRANS) {
+                return Some(i);
+            }
+            // Safe to skip: SACKed, already retransmitted, or examined and not lost.
+            if s.has(SACKED) || s.has(RETRANS) || self.rtx_hint < self.lost_mark {
+                self.rtx_hint += 1;
+            } else {
+                return None;
+            }
+        }
+    }
+
+    /// Records the retransmission of segment `idx` at `now`.
+    pub fn on_retransmit(&mut self, idx: usize, now: SimTime) {
+        let s = &mut self.segs[idx];
+        debug_assert!(!s.has(RETRANS));
+        s.flags |= RETRANS | EVER_RETRANS;
+        s.sent = now;
+        self.retrans_out += 1;
+    }
+
+    /// Checks the counters against the flags (tests and debug builds).
+    pub fn check(&self) -> Result<(), String> {
+        let n = |f: u8| self.segs.iter().filter(|s| s.has(f)).count() as u32;
+        let (p, s, l, r) = (self.segs.len() as u32, n(SACKED), n(LOST), n(RETRANS));
+        if (p, s, l, r)
+            != (
+                self.packets_out,
+                self.sacked_out,
+                self.lost_out,
+                self.retrans_out,
+            )
+        {
+            return Err(format!(
+                "counters (out {}, sacked {}, lost {}, retrans {}) != flags ({p}, {s}, {l}, {r})",
+                self.packets_out, self.sacked_out, self.lost_out, self.retrans_out
+            ));
+        }
+        if self
+            .segs
+            .iter()
+            .any(|x| x.has(SACKED) && x.has(LOST | RETRANS))
+        {
+            return Err("a SACKed segment is also lost or in retransmission".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1000;
+
+    /// Segments 0..n of MSS bytes each, starting at sequence number 1.
+    fn board(n: u64) -> Scoreboard {
+        let mut b = Scoreboard::new();
+        for i in 0..n {
+            b.push(
+                1 + i * MSS,
+                1 + (i + 1) * MSS,
+                SimTime::from_nanos(i),
+                false,
+            );
+        }
+        b
+    }
+    fn blk(from_seg: u64, to_seg: u64) -> SackBlock {
+        SackBlock {
+            start: 1 + from_seg * MSS,
+            end: 1 + to_seg * MSS,
+        }
+    }
+    fn lost(b: &Scoreboard) -> Vec<usize> {
+        b.iter()
+            .enumerate()
+            .filter(|(_, s)| s.has(LOST))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    #[test]
+    fn islost_needs_dupthresh_sacked_segments_above() {
+        // Segment 0 lost, 1..=2 SACKed: only 2 SACKed above, not lost yet.
+        let mut b = board(10);
+        assert_eq!(b.sack(blk(1, 3)).pkts, 2);
+        assert_eq!(b.mark_lost_sack(), 0);
+        assert_eq!(b.in_flight(), 8);
+        // Third SACKed segment: segment 0 is lost (RFC 6675 IsLost(HighACK)).
+        b.sack(blk(1, 4));
+        assert_eq!(b.mark_lost_sack(), 1);
+        assert_eq!(lost(&b), vec![0]);
+        // pipe = 10 out − 3 SACKed − 1 lost = 6.
+        assert_eq!(b.in_flight(), 6);
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn multiple_holes_and_discontiguous_blocks() {
+        // Holes at 0, 2, 5; SACKed 1, 3, 4, 6, 7. Segment 5 has 2 SACKed above (6, 7):
+        // not lost; 2 has 4 above: lost; 0 lost.
+        let mut b = board(10);
+        for (f, t) in [(1, 2), (3, 5), (6, 8)] {
+            b.sack(blk(f, t));
+        }
+        b.mark_lost_sack();
+        assert_eq!(lost(&b), vec![0, 2]);
+        // One more SACK (segment 8) makes 5 lost; 9 stays outstanding.
+        b.sack(blk(8, 9));
+        assert_eq!(b.mark_lost_sack(), 1);
+        assert_eq!(lost(&b), vec![0, 2, 5]);
+        // pipe = 10 − 6 SACKed − 3 lost = 1 (segment 9).
+        assert_eq!(b.in_flight(), 1);
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn nextseg_retransmits_lost_in_order_and_pipe_counts_retransmissions() {
+        let mut b = board(10);
+        for (f, t) in [(1, 2), (3, 5), (6, 9)] {
+            b.sack(blk(f, t));
+        }
+        b.mark_lost_sack();
+        assert_eq!(lost(&b), vec![0, 2, 5]);
+        let t = SimTime::from_nanos(1000);
+        let first = b.next_lost().unwrap();
+        assert_eq!(first, 0);
+        b.on_retransmit(first, t);
+        assert_eq!(b.in_flight(), 2, "segment 9 plus the retransmission of 0");
+        assert_eq!(b.next_lost(), Some(2));
+        b.on_retransmit(2, t);
+        assert_eq!(b.next_lost(), Some(5));
+        b.on_retransmit(5, t);
+        assert_eq!(
+            b.next_lost(),
+            None,
+            "segment 9 is not lost: rule (1) yields nothing"
+        );
+        assert_eq!(b.in_flight(), 4);
+        // The retransmission of 0 arrives: cumulative ACK up to 2 (1 was SACKed).
+        let d = b.ack_cum(1 + 2 * MSS);
+        assert_eq!(d.pkts, 1, "only segment 0 is newly delivered");
+        assert!(
+            d.retrans && d.first_sent.is_none(),
+            "Karn: no RTT sample from a retransmission"
+        );
+        // SACK of the retransmitted 5: its retransmission leaves the pipe.
+        b.sack(blk(5, 6));
+        assert_eq!(b.in_flight(), 2, "retransmission of 2 and segment 9");
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn cumulative_ack_rtt_samples_and_sacked_segments() {
+        let mut b = board(6);
+        b.sack(blk(2, 4));
+        let d = b.ack_cum(1 + 5 * MSS);
+        // Segments 0, 1, 4 newly delivered; 2 and 3 were SACKed before.
+        assert_eq!(d.pkts, 3);
+        assert_eq!(d.first_sent, Some(SimTime::from_nanos(0)));
+        assert_eq!(d.last_sent, Some(SimTime::from_nanos(4)));
+        assert_eq!((b.packets_out, b.sacked_out), (1, 0));
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn rto_marks_everything_unsacked_lost() {
+        let mut b = board(5);
+        b.sack(blk(3, 4));
+        b.mark_head_lost();
+        let i = b.next_lost().unwrap();
+        b.on_retransmit(i, SimTime::from_nanos(9));
+        b.mark_all_lost();
+        assert_eq!(lost(&b), vec![0, 1, 2, 4]);
+        assert_eq!(b.retrans_out, 0);
+        assert_eq!(b.in_flight(), 0);
+        assert_eq!(
+            b.next_lost(),
+            Some(0),
+            "the retransmitted head is due again"
+        );
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn head_marking_without_sack() {
+        let mut b = board(4);
+        assert!(b.mark_head_lost());
+        assert!(!b.mark_head_lost(), "already lost");
+        assert_eq!(b.next_lost(), Some(0));
+        b.on_retransmit(0, SimTime::ZERO);
+        assert_eq!(b.next_lost(), None);
+        b.ack_cum(1 + MSS);
+        assert!(b.mark_head_lost(), "NewReno partial ACK: the new head");
+        assert_eq!(b.next_lost(), Some(0));
+        b.check().unwrap();
+    }
+}

@@ -1,0 +1,951 @@
+//! The sending half of an endpoint: sequence space, loss recovery, cwnd control, RTO.
+//!
+//! An algorithm core: it never reads a clock or touches the event queue. The connection
+//! feeds it ACKs (`on_ack`) and timeouts (`on_rto`), pulls segments to transmit
+//! (`next_segment`) and arms the retransmission timer at `rto_deadline()`.
+//!
+//! ## States (Linux `icsk_ca_state`)
+//! - `Open`: growth by the congestion control on ACKs of new data. SACKed or
+//!   duplicate-ACKed segments free room in the pipe, so new data keeps flowing before
+//!   recovery starts (RFC 3042 limited transmit falls out of the pipe accounting).
+//! - `Recovery` (fast retransmit/recovery), entered when the first outstanding segment is
+//!   deemed lost: with SACK by RFC 6675 (DupThresh SACKed segments above it), without
+//!   SACK after three duplicate ACKs, counted as emulated SACKs as Linux does, with
+//!   RFC 6582's `recover` guard. ssthresh comes from the congestion control; cwnd then
+//!   follows PRR (RFC 6937 as Linux `tcp_cwnd_reduction`, with Linux's choice of
+//!   RecoverFS = cwnd before the reduction) or, with `prr = false`, is set to ssthresh
+//!   at once (RFC 6675 §5 step 4.2) with one forced retransmission. Lost segments are
+//!   retransmitted first, lowest first (NextSeg rule 1), then new data. Without SACK a
+//!   partial ACK marks the new first segment lost and retransmits it (RFC 6582 §3.2
+//!   step 3); counting duplicate ACKs as delivered segments makes the pipe estimate
+//!   equal to RFC 6582's inflated-window arithmetic. Recovery ends when everything sent
+//!   before it started is acknowledged; cwnd = ssthresh.
+//! - `Cwr` (RFC 3168 ECN reduction): entered from `Open` on an ACK carrying ECE; same
+//!   reduction as recovery without retransmission; at most one reduction per window of
+//!   data (until everything sent before the reduction is acknowledged); the next new
+//!   data segment carries CWR.
+//! - `Loss` (after an RTO): ssthresh reduced once per episode, cwnd = 1, every
+//!   unSACKed segment deemed lost and resent in order under slow start, backoff doubling
+//!   the timer (RFC 6298 5.5–5.7, Linux `tcp_enter_loss`).
+//!
+//! ## Not modelled (deliberate)
+//! Linux ≥ 4.18 detects losses with RACK-TLP and undoes spurious reductions (F-RTO,
+//! D-SACK, Eifel); the studies' kernels and RFC 6675 use DupThresh, which is what this
+//! model does, so a lost retransmission is recovered by the RTO. NextSeg rules (3) and
+//! (4) are not applied (Linux does not retransmit unmarked holes). No Nagle
+//! (applications write whole messages, as with TCP_NODELAY), no pacing (Linux paces
+//! CUBIC/Reno only under the fq qdisc), no TSO. RFC 2861 cwnd decay while
+//! application-limited is not modelled, but Linux's restart after idle is
+//! (`tcp_slow_start_after_idle`: cwnd halved per RTO idle, down to the initial window).
+
+use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::config::TcpConfig;
+use super::rtt::RttEstimator;
+use super::scoreboard::{Delivered, Scoreboard, DUP_THRESH};
+use crate::packet::{tcp_flags, TcpHeader};
+use crate::time::{SimDuration, SimTime};
+
+/// "Unlimited" application data: a byte count no run reaches.
+pub const UNLIMITED: u64 = u64::MAX / 4;
+
+/// Congestion state (Linux `TCP_CA_*`; `Disorder` is folded into `Open`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CaState {
+    Open,
+    Cwr,
+    Recovery,
+    Loss,
+}
+
+/// A segment the sender wants transmitted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TxSeg {
+    pub seq: u64,
+    /// Sequence number after the segment (includes the FIN).
+    pub end: u64,
+    pub payload: u32,
+    pub fin: bool,
+    /// Set CWR (first new data after a reduction, RFC 3168 6.1.2).
+    pub cwr: bool,
+    /// Send as ECT(0): new data of an ECN connection; never retransmissions (6.1.5).
+    pub ect: bool,
+    pub retrans: bool,
+}
+
+/// Counters of one sender.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SenderStats {
+    /// Segments transmitted (first transmissions and retransmissions).
+    pub segs_sent: u64,
+    pub retransmits: u64,
+    pub rtos: u64,
+    pub fast_recoveries: u64,
+    /// Window reductions caused by ECN-Echo.
+    pub ecn_reductions: u64,
+    /// ACKs that carried ECE.
+    pub ece_acks: u64,
+    /// Payload bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    pub acks: u64,
+    /// Sum of cwnd (segments) over ACKs, for the mean.
+    pub cwnd_sum: f64,
+    pub rtt_samples: u64,
+    /// Sum of SRTT (seconds) after each RTT sample, for the mean.
+    pub srtt_sum: f64,
+}
+
+/// What an ACK did, for the connection.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// Payload bytes newly acknowledged cumulatively.
+    pub newly_acked: u64,
+    /// The ACK advanced `snd_una`.
+    pub advanced: bool,
+    /// An RTT sample was taken.
+    pub rtt_sampled: bool,
+}
+
+/// Sender state of one endpoint.
+#[derive(Clone, Debug)]
+pub struct Sender {
+    mss: u32,
+    sack: bool,
+    prr: bool,
+    init_cwnd: u32,
+    ecn_ok: bool,
+    established: bool,
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// Data occupies sequence numbers [1, write_end).
+    write_end: u64,
+    fin_requested: bool,
+    fin_sent: bool,
+    rwnd: u64,
+    pub sb: Scoreboard,
+    /// Duplicate ACKs counted as delivered segments when SACK is off (Linux reno SACK).
+    reno_sacked: u32,
+    pub w: Window,
+    pub cc: AnyCc,
+    pub state: CaState,
+    /// Recovery point (RFC 6675 RecoveryPoint, RFC 6582 `recover`, Linux `high_seq`).
+    high_seq: u64,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    force_rtx: bool,
+    pub rtt: RttEstimator,
+    rto_deadline: SimTime,
+    /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
+    rto_retrans: u32,
+    is_cwnd_limited: bool,
+    max_packets_out: u32,
+    cwnd_usage_seq: u64,
+    burst_sent: u32,
+    lsndtime: SimTime,
+    queue_cwr: bool,
+    pub stats: SenderStats,
+}
+
+impl Sender {
+    pub fn new(cfg: &TcpConfig) -> Self {
+        Sender {
+            mss: cfg.mss,
+            sack: cfg.sack,
+            prr: cfg.prr,
+            init_cwnd: cfg.init_cwnd,
+            ecn_ok: false,
+            established: false,
+            snd_una: 1,
+            snd_nxt: 1,
+            write_end: 1,
+            fin_requested: false,
+            fin_sent: false,
+            rwnd: cfg.rcv_window as u64,
+            sb: Scoreboard::new(),
+            reno_sacked: 0,
+            w: Window::new(cfg.init_cwnd, cfg.max_cwnd),
+            cc: AnyCc::new(cfg.cc, cfg.hystart),
+            state: CaState::Open,
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            force_rtx: false,
+            rtt: RttEstimator::new(cfg.min_rto, cfg.initial_rto),
+            rto_deadline: SimTime::NEVER,
+            rto_retrans: 0,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            burst_sent: 0,
+            lsndtime: SimTime::ZERO,
+            queue_cwr: false,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// The handshake completed. `rtt` is the handshake's RTT sample; `syn_retrans` how
+    /// often this side had to resend its SYN / SYN-ACK.
+    pub fn establish(
+        &mut self,
+        now: SimTime,
+        rtt: Option<SimDuration>,
+        syn_retrans: u32,
+        ecn_ok: bool,
+    ) {
+        self.established = true;
+        self.ecn_ok = ecn_ok;
+        if let Some(r) = rtt {
+            self.rtt.sample(r);
+        }
+        // RFC 5681 3.1 / RFC 6298 5.7: a window of one segment after a lost SYN. Linux
+        // (tcp_init_transfer) does so only after more than one retransmission.
+        let iw = if syn_retrans > 1 { 1 } else { self.init_cwnd };
+        self.w.cwnd = iw.min(self.w.clamp);
+        self.cc.init(&mut self.w, now, self.snd_nxt);
+        self.lsndtime = now;
+    }
+
+    pub fn is_established(&self) -> bool {
+        self.established
+    }
+    pub fn ecn_ok(&self) -> bool {
+        self.ecn_ok
+    }
+
+    /// Queues `bytes` more bytes of application data.
+    pub fn write(&mut self, now: SimTime, bytes: u64) {
+        debug_assert!(!self.fin_requested, "write after close");
+        if bytes == 0 || self.fin_requested {
+            return;
+        }
+        // Linux tcp_slow_start_after_idle: restart the window after an idle period.
+        if self.established
+            && self.sb.packets_out == 0
+            && now.saturating_since(self.lsndtime) > self.rtt.rto()
+        {
+            self.cwnd_restart(now.saturating_since(self.lsndtime));
+        }
+        self.write_end = self.write_end.saturating_add(bytes).min(UNLIMITED);
+    }
+
+    /// No more data will be written: send a FIN after the queued data.
+    pub fn close(&mut self) {
+        self.fin_requested = true;
+    }
+
+    /// Drops queued data that has not been sent yet (the application stops).
+    pub fn truncate_unsent(&mut self) {
+        if !self.fin_sent {
+            self.write_end = self.snd_nxt.max(1);
+        }
+    }
+
+    /// Bytes written but not yet sent.
+    pub fn unsent(&self) -> u64 {
+        if self.fin_sent {
+            0
+        } else {
+            self.write_end.saturating_sub(self.snd_nxt)
+        }
+    }
+    /// Bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.write_end - 1
+    }
+    /// Every written byte has been acknowledged.
+    pub fn all_data_acked(&self) -> bool {
+        self.snd_una >= self.write_end
+    }
+    /// The FIN was sent and acknowledged.
+    pub fn fin_acked(&self) -> bool {
+        self.fin_sent && self.snd_una > self.write_end
+    }
+    pub fn rto_deadline(&self) -> SimTime {
+        self.rto_deadline
+    }
+    /// Segments in flight (RFC 6675 pipe).
+    pub fn in_flight(&self) -> u32 {
+        self.sb.in_flight().saturating_sub(self.reno_sacked)
+    }
+    /// Linux `tcp_is_cwnd_limited`.
+    pub fn cwnd_limited(&self) -> bool {
+        if self.w.in_slow_start() {
+            self.w.cwnd < 2 * self.max_packets_out
+        } else {
+            self.is_cwnd_limited
+        }
+    }
+    fn in_reduction(&self) -> bool {
+        matches!(self.state, CaState::Cwr | CaState::Recovery)
+    }
+
+    fn cwnd_restart(&mut self, idle: SimDuration) {
+        let restart = self.init_cwnd.min(self.w.cwnd);
+        if !self.in_reduction() {
+            // Linux tcp_current_ssthresh: remember 3/4 of the window.
+            self.w.ssthresh = self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2));
+        }
+        let rto = self.rtt.rto().as_nanos().max(1);
+        let mut cwnd = self.w.cwnd;
+        let mut left = idle.as_nanos() as i128 - rto as i128;
+        while left > 0 && cwnd > restart {
+            cwnd >>= 1;
+            left -= rto as i128;
+        }
+        self.w.cwnd = cwnd.max(restart);
+    }
+
+    fn init_cwnd_reduction(&mut self, now: SimTime, ecn: bool) {
+        self.high_seq = self.snd_nxt;
+        self.w.cnt = 0;
+        self.prior_cwnd = self.w.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.w.ssthresh = if ecn {
+            self.cc.on_ecn(&self.w, now)
+        } else {
+            self.cc.on_loss(&self.w, now)
+        };
+        self.queue_cwr = self.ecn_ok;
+        if !self.prr {
+            self.w.cwnd = self.w.ssthresh.min(self.w.cwnd).max(1);
+        }
+    }
+
+    fn end_cwnd_reduction(&mut self) {
+        if self.w.ssthresh < INFINITE_SSTHRESH {
+            self.w.cwnd = self.w.ssthresh.min(self.w.clamp).max(1);
+        }
+        self.state = CaState::Open;
+    }
+
+    fn enter_recovery(&mut self, now: SimTime) {
+        self.stats.fast_recoveries += 1;
+        if !self.in_reduction() {
+            self.init_cwnd_reduction(now, false);
+        }
+        self.high_seq = self.snd_nxt;
+        self.state = CaState::Recovery;
+        if !self.sack {
+            self.sb.mark_head_lost();
+        }
+        self.force_rtx = !self.prr;
+    }
+
+    fn enter_cwr(&mut self, now: SimTime) {
+        self.stats.ecn_reductions += 1;
+        self.init_cwnd_reduction(now, true);
+        self.state = CaState::Cwr;
+    }
+
+    /// PRR (RFC 6937), as Linux `tcp_cwnd_reduction`.
+    fn cwnd_reduction(&mut self, newly: u32, newly_lost: bool, una_advanced: bool) {
+        if newly == 0 || self.prior_cwnd == 0 {
+            return;
+        }
+        self.prr_delivered += newly;
+        let in_flight = self.in_flight() as i64;
+        let ssthresh = self.w.ssthresh as i64;
+        let delta = ssthresh - in_flight;
+        let mut sndcnt = if delta < 0 {
+            // Proportional part: spread the reduction over one round trip.
+            let dividend =
+                self.w.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
+            (dividend / self.prior_cwnd as u64) as i64 - self.prr_out as i64
+        } else {
+            // Slow-start reduction bound: grow back towards ssthresh.
+            let mut s = (self.prr_delivered as i64 - self.prr_out as i64).max(newly as i64);
+            if una_advanced && !newly_lost {
+                s += 1;
+            }
+            s.min(delta)
+        };
+        // Force the fast retransmission on entering recovery.
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.w.cwnd = (in_flight + sndcnt).clamp(1, self.w.clamp.max(1) as i64) as u32;
+    }
+
+    /// Processes the acknowledgement fields of an arriving segment.
+    pub fn on_ack(&mut self, now: SimTime, h: &TcpHeader, carries_data: bool) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        if !self.established
+            || h.flags & tcp_flags::ACK == 0
+            || h.ack > self.snd_nxt
+            || h.ack < self.snd_una
+        {
+            // Not acceptable / old: ACKs are not reordered on FIFO paths, so an old one
+            // carries nothing new.
+            return out;
+        }
+        self.stats.acks += 1;
+        let prior_una = self.snd_una;
+        let prior_packets = self.sb.packets_out;
+        let prior_sacked = self.sb.sacked_out + self.reno_sacked;
+        let window_changed = h.wnd as u64 != self.rwnd;
+        self.rwnd = h.wnd as u64;
+        let una_advanced = h.ack > self.snd_una;
+
+        // SACK blocks (RFC 2018), then the cumulative ACK.
+        let mut d = Delivered::default();
+        let mut sacked_new = false;
+        if self.sack {
+            for b in &h.sack[..h.n_sack as usize] {
+                if b.end > h.ack {
+                    let s = self.sb.sack(*b);
+                    sacked_new |= s.pkts > 0;
+                    d.merge(s);
+                }
+            }
+        }
+        if una_advanced {
+            let c = self.sb.ack_cum(h.ack);
+            if !self.sack && c.pkts > 0 {
+                // One ACK fills the hole; the rest absorb counted duplicate ACKs.
+                self.reno_sacked -= self.reno_sacked.min(c.pkts - 1);
+            }
+            d.merge(c);
+            self.snd_una = h.ack;
+            self.rto_retrans = 0;
+            let data_end = self.write_end;
+            out.newly_acked = h.ack.min(data_end).saturating_sub(prior_una.min(data_end));
+            self.stats.bytes_acked += out.newly_acked;
+            out.advanced = true;
+        }
+        let is_dupack =
+            !una_advanced && !carries_data && !window_changed && self.sb.packets_out > 0;
+        if is_dupack && !self.sack {
+            // Linux tcp_add_reno_sack, limited so that one hole remains.
+            let holes = self.sb.lost_out.max(1);
+            self.reno_sacked =
+                (self.reno_sacked + 1).min(self.sb.packets_out.saturating_sub(holes));
+        }
+        let delivered = (prior_packets - self.sb.packets_out) as i64
+            + (self.sb.sacked_out + self.reno_sacked) as i64
+            - prior_sacked as i64;
+        let delivered = delivered.max(0) as u32;
+
+        // RTT: Karn's rule on segment send times, falling back on the timestamp echo
+        // (RFC 7323 RTTM) when only retransmitted data was acknowledged (Linux order).
+        let mut rtt = d.first_sent.map(|t| now.saturating_since(t));
+        if rtt.is_none() && una_advanced && h.ts_ecr > SimTime::ZERO {
+            rtt = Some(now.saturating_since(h.ts_ecr));
+        }
+        if let Some(r) = rtt {
+            self.rtt.sample(r);
+            self.stats.rtt_samples += 1;
+            self.stats.srtt_sum += self.rtt.srtt().unwrap_or(r).as_secs_f64();
+            out.rtt_sampled = true;
+        }
+        let ca_rtt = d.last_sent.map(|t| now.saturating_since(t)).or(rtt);
+        let sample = AckSample {
+            now,
+            acked: delivered,
+            rtt: ca_rtt,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            cwnd_limited: self.cwnd_limited(),
+        };
+        if delivered > 0 {
+            self.cc.on_delivery(&mut self.w, &sample);
+        }
+
+        // Loss detection and state transitions (Linux tcp_fastretrans_alert).
+        let newly_lost = if self.sack && sacked_new {
+            self.sb.mark_lost_sack() > 0
+        } else {
+            false
+        };
+        let ece = self.ecn_ok && h.flags & tcp_flags::ECE != 0;
+        if ece {
+            self.stats.ece_acks += 1;
+        }
+        match self.state {
+            CaState::Recovery if self.snd_una >= self.high_seq => {
+                self.reno_sacked = 0;
+                self.end_cwnd_reduction();
+            }
+            CaState::Cwr if self.snd_una > self.high_seq => self.end_cwnd_reduction(),
+            CaState::Loss if self.snd_una >= self.high_seq => {
+                self.reno_sacked = 0;
+                self.state = CaState::Open;
+            }
+            CaState::Recovery if !self.sack && una_advanced => {
+                // RFC 6582 partial ACK: the next segment is lost too.
+                self.sb.mark_head_lost();
+            }
+            _ => {}
+        }
+        if matches!(self.state, CaState::Open | CaState::Cwr) {
+            let time_to_recover = if self.sack {
+                self.sb.lost_out > 0 || self.sb.sacked_out >= DUP_THRESH
+            } else {
+                self.reno_sacked >= DUP_THRESH && self.snd_una >= self.high_seq
+            };
+            if time_to_recover {
+                self.enter_recovery(now);
+            } else if ece && self.state == CaState::Open {
+                self.enter_cwr(now);
+            }
+        }
+
+        // Window: reduce during CWR/Recovery, grow otherwise (Linux tcp_cong_control).
+        if self.in_reduction() {
+            if self.prr {
+                self.cwnd_reduction(delivered, newly_lost, una_advanced);
+            }
+        } else if una_advanced {
+            let sample = AckSample {
+                snd_una: self.snd_una,
+                ..sample
+            };
+            self.cc.on_ack(&mut self.w, &sample);
+        } else if is_dupack {
+            self.cc.on_dup_ack(&mut self.w, now);
+        }
+        self.stats.cwnd_sum += self.w.cwnd as f64;
+
+        // RFC 6298 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
+        if una_advanced {
+            self.rto_deadline = if self.sb.packets_out == 0 {
+                SimTime::NEVER
+            } else {
+                now + self.rtt.rto()
+            };
+        }
+        out
+    }
+
+    /// The retransmission timer expired.
+    pub fn on_rto(&mut self, now: SimTime) {
+        if self.sb.packets_out == 0 {
+            self.rto_deadline = SimTime::NEVER;
+            return;
+        }
+        self.stats.rtos += 1;
+        // ssthresh once per loss episode (Linux tcp_enter_loss).
+        let reduce = self.state == CaState::Open
+            || self.snd_una >= self.high_seq
+            || (self.state == CaState::Loss && self.rto_retrans == 0);
+        if let Some(s) = self.cc.on_rto(&self.w, now, self.snd_nxt, reduce) {
+            self.w.ssthresh = s;
+        }
+        self.sb.mark_all_lost();
+        self.reno_sacked = 0;
+        self.w.cwnd = (self.in_flight() + 1).min(self.w.clamp.max(1));
+        self.w.cnt = 0;
+        self.high_seq = self.snd_nxt;
+        self.state = CaState::Loss;
+        self.force_rtx = false;
+        self.queue_cwr = self.ecn_ok;
+        self.rto_retrans += 1;
+        self.rtt.on_timeout();
+        self.rto_deadline = now + self.rtt.rto();
+    }
+
+    /// The next segment to transmit now, if cwnd and the receive window allow one.
+    /// `max_payload` caps new segments (MSS minus option space on this segment).
+    pub fn next_segment(&mut self, now: SimTime, max_payload: u32) -> Option<TxSeg> {
+        if !self.established {
+            return None;
+        }
+        let in_flight = self.in_flight();
+        let cwnd_ok = in_flight < self.w.cwnd || self.force_rtx;
+        if cwnd_ok {
+            if let Some(i) = self.sb.next_lost() {
+                self.sb.on_retransmit(i, now);
+                let s = *self.sb.get(i);
+                self.stats.retransmits += 1;
+                self.stats.segs_sent += 1;
+                if i == 0 {
+                    // Linux re-arms the timer when it resends the first segment.
+                    self.rto_deadline = now + self.rtt.rto();
+                }
+                self.force_rtx = false;
+                self.sent_one(now);
+                return Some(TxSeg {
+                    seq: s.start,
+                    end: s.end,
+                    payload: s.payload(),
+                    fin: s.has(super::scoreboard::FIN),
+                    cwr: false,
+                    ect: false,
+                    retrans: true,
+                });
+            }
+        }
+        if in_flight < self.w.cwnd && !self.fin_sent {
+            let avail = self.write_end.saturating_sub(self.snd_nxt);
+            let len = avail.min(max_payload.min(self.mss) as u64);
+            let fin = self.fin_requested && self.snd_nxt + len == self.write_end;
+            let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
+            if (len > 0 || fin) && len <= room {
+                if in_flight == 0 {
+                    self.cc
+                        .on_tx_start(now, now.saturating_since(self.lsndtime));
+                }
+                let seq = self.snd_nxt;
+                let end = seq + len + fin as u64;
+                self.sb.push(seq, end, now, fin);
+                self.snd_nxt = end;
+                self.fin_sent |= fin;
+                if self.rto_deadline == SimTime::NEVER {
+                    self.rto_deadline = now + self.rtt.rto();
+                }
+                let ect = self.ecn_ok && len > 0;
+                let cwr = ect && self.queue_cwr;
+                if cwr {
+                    self.queue_cwr = false;
+                }
+                self.stats.segs_sent += 1;
+                self.sent_one(now);
+                return Some(TxSeg {
+                    seq,
+                    end,
+                    payload: len as u32,
+                    fin,
+                    cwr,
+                    ect,
+                    retrans: false,
+                });
+            }
+        }
+        // Nothing (more) to send: Linux tcp_cwnd_validate at the end of a burst.
+        let is_cwnd_limited = in_flight >= self.w.cwnd;
+        let validate = self.burst_sent > 0 || is_cwnd_limited;
+        if validate
+            && (self.snd_una >= self.cwnd_usage_seq
+                || is_cwnd_limited
+                || (!self.is_cwnd_limited && self.sb.packets_out > self.max_packets_out))
+        {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = self.sb.packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+        self.burst_sent = 0;
+        None
+    }
+
+    fn sent_one(&mut self, now: SimTime) {
+        self.burst_sent += 1;
+        self.lsndtime = now;
+        if self.in_reduction() {
+            self.prr_out += 1;
+        }
+    }
+
+    /// Bytes of cwnd and ssthresh (ssthresh `None` while unset), for traces.
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.w.cwnd as u64 * self.mss as u64
+    }
+    pub fn ssthresh_bytes(&self) -> Option<u64> {
+        (self.w.ssthresh < INFINITE_SSTHRESH).then(|| self.w.ssthresh as u64 * self.mss as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Hand-driven sender traces: the test plays the network and the receiver.
+    use super::*;
+    use crate::packet::SackBlock;
+    use crate::tcp::config::{CcKind, TcpOptions};
+
+    const MSS: u64 = 1000;
+
+    fn cfg(f: impl FnOnce(&mut TcpOptions)) -> TcpConfig {
+        let mut o = TcpOptions {
+            mss: Some(MSS as u32),
+            cc: Some(CcKind::NewReno),
+            ..Default::default()
+        };
+        f(&mut o);
+        o.resolve("tcp").unwrap()
+    }
+    fn ms(x: u64) -> SimTime {
+        SimTime::from_nanos(x * 1_000_000)
+    }
+    /// An established sender with an RTT sample of 100 ms and unlimited data.
+    fn sender(c: TcpConfig, ecn: bool) -> Sender {
+        let mut s = Sender::new(&c);
+        s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, ecn);
+        s.write(ms(100), UNLIMITED);
+        s
+    }
+    fn drain(s: &mut Sender, now: SimTime) -> Vec<TxSeg> {
+        std::iter::from_fn(|| s.next_segment(now, MSS as u32)).collect()
+    }
+    fn seq(i: u64) -> u64 {
+        1 + i * MSS
+    }
+    fn ack(a: u64, sacks: &[(u64, u64)]) -> TcpHeader {
+        let mut h = TcpHeader {
+            ack: seq(a),
+            flags: tcp_flags::ACK,
+            wnd: 3 << 20,
+            ..Default::default()
+        };
+        for (i, &(f, t)) in sacks.iter().enumerate() {
+            h.sack[i] = SackBlock {
+                start: seq(f),
+                end: seq(t),
+            };
+        }
+        h.n_sack = sacks.len() as u8;
+        h
+    }
+
+    #[test]
+    fn initial_window_and_slow_start() {
+        let mut s = sender(cfg(|_| {}), false);
+        let out = drain(&mut s, ms(100));
+        assert_eq!(out.len(), 10, "initial window of 10 segments");
+        assert!(out
+            .iter()
+            .all(|t| t.payload == MSS as u32 && !t.retrans && !t.ect));
+        // Each ACK of 2 segments opens 2 + 2 new slots: 4 segments per ACK.
+        s.on_ack(ms(200), &ack(2, &[]), false);
+        assert_eq!(s.w.cwnd, 12);
+        assert_eq!(drain(&mut s, ms(200)).len(), 4);
+        assert_eq!(s.rto_deadline(), ms(200) + s.rtt.rto());
+    }
+
+    #[test]
+    fn sack_fast_recovery_with_prr_hand_trace() {
+        // cwnd 10, segment 0 lost; SACKs for 1, 2, 3 arrive.
+        let mut s = sender(cfg(|_| {}), false);
+        drain(&mut s, ms(100));
+        // First dup ACK (SACK 1): limited transmit sends one new segment (10).
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        assert_eq!(s.state, CaState::Open);
+        assert_eq!(
+            drain(&mut s, ms(200))
+                .iter()
+                .map(|t| t.seq)
+                .collect::<Vec<_>>(),
+            vec![seq(10)]
+        );
+        s.on_ack(ms(201), &ack(0, &[(1, 3)]), false);
+        assert_eq!(drain(&mut s, ms(201)).len(), 1);
+        // Third SACKed segment: segment 0 is lost → recovery, ssthresh = 10/2 = 5.
+        s.on_ack(ms(202), &ack(0, &[(1, 4)]), false);
+        assert_eq!(s.state, CaState::Recovery);
+        assert_eq!(s.w.ssthresh, 5);
+        assert_eq!(s.stats.fast_recoveries, 1);
+        // PRR: pipe = 12 out − 3 SACKed − 1 lost = 8 > ssthresh; prr_delivered = 1:
+        // sndcnt = ⌈5·1/10⌉ − 0 = 1 → cwnd = 9; the one segment is the retransmission.
+        assert_eq!(s.w.cwnd, 9);
+        let out = drain(&mut s, ms(202));
+        assert_eq!(out.len(), 1);
+        assert!(out[0].retrans && out[0].seq == seq(0));
+        // Next SACK (segment 4): prr_delivered = 2 → ⌈10/10⌉ − 1 = 0: nothing sent.
+        s.on_ack(ms(203), &ack(0, &[(1, 5)]), false);
+        assert!(drain(&mut s, ms(203)).is_empty());
+        // Segment 5: prr_delivered = 3 → ⌈15/10⌉ − 1 = 1: one new segment (12).
+        s.on_ack(ms(204), &ack(0, &[(1, 6)]), false);
+        let out = drain(&mut s, ms(204));
+        assert_eq!(
+            out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(),
+            vec![(seq(12), false)]
+        );
+        // The retransmission arrives: cumulative ACK to 6, recovery point (12) not reached.
+        s.on_ack(ms(300), &ack(6, &[]), false);
+        assert_eq!(s.state, CaState::Recovery);
+        // ACK of everything up to the recovery point ends recovery with cwnd = ssthresh
+        // = 5; as in Linux the same ACK then counts for congestion avoidance: its 6
+        // delivered segments (6..=11) exceed one window of 5, so cwnd = 6.
+        s.on_ack(ms(310), &ack(12, &[]), false);
+        assert_eq!(s.state, CaState::Open);
+        assert_eq!(s.w.cwnd, 6);
+        assert_eq!(s.stats.retransmits, 1);
+        assert_eq!(s.stats.rtos, 0);
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn rfc6675_without_prr_sets_cwnd_to_ssthresh() {
+        let mut s = sender(cfg(|o| o.prr = Some(false)), false);
+        drain(&mut s, ms(100));
+        for k in 2..=4 {
+            s.on_ack(ms(200 + k), &ack(0, &[(1, k)]), false);
+            drain(&mut s, ms(200 + k));
+        }
+        assert_eq!(s.state, CaState::Recovery);
+        assert_eq!(s.w.cwnd, 5);
+        // The forced retransmission went out although pipe (12 − 3 − 1 + 1 = 9) > cwnd.
+        assert_eq!(s.stats.retransmits, 1);
+        assert_eq!(s.in_flight(), 9);
+    }
+
+    #[test]
+    fn newreno_without_sack_partial_acks() {
+        let mut s = sender(cfg(|o| o.sack = Some(false)), false);
+        drain(&mut s, ms(100));
+        // Segments 0 and 3 lost. Dup ACKs for 1 and 2 (limited transmit sends 10, 11).
+        for k in 0..2 {
+            s.on_ack(ms(200 + k), &ack(0, &[]), false);
+            assert_eq!(drain(&mut s, ms(200 + k)).len(), 1);
+        }
+        // Third dup ACK (segment 4 arrived): fast retransmit of 0.
+        s.on_ack(ms(202), &ack(0, &[]), false);
+        assert_eq!(s.state, CaState::Recovery);
+        let out = drain(&mut s, ms(202));
+        assert!(out[0].retrans && out[0].seq == seq(0), "{out:?}");
+        // More dup ACKs (5..=11 arrived): pipe shrinks, PRR lets new data out.
+        for k in 0..7 {
+            s.on_ack(ms(203 + k), &ack(0, &[]), false);
+            drain(&mut s, ms(203 + k));
+        }
+        // Partial ACK up to 3 (the retransmitted 0 filled the first hole): retransmit 3.
+        s.on_ack(ms(300), &ack(3, &[]), false);
+        let out = drain(&mut s, ms(300));
+        assert!(out.iter().any(|t| t.retrans && t.seq == seq(3)), "{out:?}");
+        assert_eq!(s.state, CaState::Recovery);
+        assert_eq!(
+            s.stats.fast_recoveries, 1,
+            "one recovery for two losses in a window"
+        );
+        // Full ACK up to the recovery point.
+        let hs = (s.high_seq - 1) / MSS;
+        s.on_ack(ms(400), &ack(hs, &[]), false);
+        assert_eq!(s.state, CaState::Open);
+        assert_eq!(s.w.cwnd, 5);
+    }
+
+    #[test]
+    fn ecn_echo_reduces_once_per_window_without_retransmission() {
+        let mut s = sender(cfg(|o| o.ecn = Some(true)), true);
+        let first = drain(&mut s, ms(100));
+        assert!(first.iter().all(|t| t.ect), "data is ECT(0)");
+        let mut e = ack(2, &[]);
+        e.flags |= tcp_flags::ECE;
+        s.on_ack(ms(200), &e, false);
+        assert_eq!(s.state, CaState::Cwr);
+        assert_eq!(s.stats.ecn_reductions, 1);
+        assert_eq!(s.w.ssthresh, 5);
+        let out = drain(&mut s, ms(200));
+        assert!(out.iter().all(|t| !t.retrans));
+        assert_eq!(
+            out.iter().filter(|t| t.cwr).count(),
+            1,
+            "exactly the first new segment carries CWR"
+        );
+        assert!(out[0].cwr);
+        // More ECE ACKs within the same window: no further reduction.
+        for k in 3..=10 {
+            let mut e = ack(k, &[]);
+            e.flags |= tcp_flags::ECE;
+            s.on_ack(ms(200 + k), &e, false);
+            drain(&mut s, ms(200 + k));
+        }
+        assert_eq!(s.stats.ecn_reductions, 1);
+        assert!(s.w.cwnd <= 6, "cwnd {} reduced towards ssthresh", s.w.cwnd);
+        // Past the reduction point the window is Open again; a new ECE reduces again.
+        let hi = (s.snd_nxt - 1) / MSS;
+        s.on_ack(ms(300), &ack(hi, &[]), false);
+        assert_eq!(s.state, CaState::Open);
+        assert_eq!(
+            s.w.cwnd, 6,
+            "cwnd = ssthresh = 5, plus one for the window acknowledged by this ACK"
+        );
+        drain(&mut s, ms(300));
+        let mut e = ack(hi + 1, &[]);
+        e.flags |= tcp_flags::ECE;
+        s.on_ack(ms(310), &e, false);
+        assert_eq!(s.stats.ecn_reductions, 2);
+        assert_eq!(s.w.ssthresh, 3, "6 / 2");
+        assert_eq!(s.stats.retransmits, 0);
+    }
+
+    #[test]
+    fn rto_backoff_and_go_back() {
+        let mut s = sender(cfg(|_| {}), false);
+        drain(&mut s, ms(100));
+        // RTO = 100 + max(4·50, 200) = 300 ms after the first transmission.
+        assert_eq!(s.rto_deadline(), ms(400));
+        s.on_rto(ms(400));
+        assert_eq!((s.state, s.w.cwnd, s.w.ssthresh), (CaState::Loss, 1, 5));
+        assert_eq!(s.rto_deadline(), ms(400 + 600), "backed off to 600 ms");
+        let out = drain(&mut s, ms(400));
+        assert_eq!(out.len(), 1);
+        assert!(out[0].retrans && out[0].seq == seq(0));
+        // Lost again: second timeout doubles again, ssthresh unchanged.
+        s.on_rto(ms(1000));
+        assert_eq!(s.rto_deadline(), ms(1000 + 1200));
+        assert_eq!(s.w.ssthresh, 5);
+        drain(&mut s, ms(1000));
+        // The retransmission is acknowledged (timestamp echo gives an RTT sample):
+        // backoff cleared, slow start from 1 resends the rest in order.
+        let mut a = ack(1, &[]);
+        a.ts_ecr = ms(1000);
+        s.on_ack(ms(1100), &a, false);
+        assert_eq!(s.rtt.backoff(), 0);
+        assert_eq!(s.w.cwnd, 2);
+        let out = drain(&mut s, ms(1100));
+        assert_eq!(
+            out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(),
+            vec![(seq(1), true), (seq(2), true)]
+        );
+        assert_eq!(s.stats.rtos, 2);
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn window_restarts_after_idle_like_linux() {
+        // cwnd 40, everything acknowledged, RTO = 300 ms. Idle 1 s: the window halves
+        // per elapsed RTO beyond the first (40 → 20 → 10) and stops at the initial window.
+        let mut s = Sender::new(&cfg(|_| {}));
+        s.establish(ms(0), Some(SimDuration::from_millis(100)), 0, false);
+        s.w.cwnd = 40;
+        s.w.ssthresh = 20;
+        s.write(ms(0), 1000);
+        assert_eq!(drain(&mut s, ms(0)).len(), 1);
+        s.on_ack(ms(100), &ack(1, &[]), false);
+        assert_eq!(s.rtt.rto(), SimDuration::from_millis(300));
+        let w = s.w.cwnd;
+        s.write(ms(1100), 1000);
+        assert_eq!(s.w.cwnd, 10, "from {w}");
+        assert_eq!(
+            s.w.ssthresh, 30,
+            "ssthresh = max(ssthresh, 3/4 of the old window)"
+        );
+        // A shorter pause (0.5 s: one RTO beyond the first) halves once.
+        let mut s = Sender::new(&cfg(|_| {}));
+        s.establish(ms(0), Some(SimDuration::from_millis(100)), 0, false);
+        s.w.cwnd = 40;
+        s.write(ms(0), 1000);
+        drain(&mut s, ms(0));
+        s.on_ack(ms(100), &ack(1, &[]), false);
+        s.write(ms(600), 1000);
+        assert_eq!(s.w.cwnd, 20);
+        // Idle for less than one RTO: untouched.
+        s.w.cwnd = 40;
+        drain(&mut s, ms(600));
+        s.on_ack(ms(700), &ack(2, &[]), false);
+        s.write(ms(900), 1000);
+        assert_eq!(s.w.cwnd, 40);
+    }
+
+    #[test]
+    fn receive_window_limits_and_fin() {
+        let mut s = Sender::new(&cfg(|_| {}));
+        s.establish(ms(0), None, 0, false);
+        s.write(ms(0), 2500);
+        s.close();
+        let mut a = ack(0, &[]);
+        a.wnd = 2000;
+        s.on_ack(ms(0), &a, false);
+        let out = drain(&mut s, ms(0));
+        assert_eq!(out.len(), 2, "two segments fit the 2000-byte window");
+        s.on_ack(ms(10), &ack(2, &[]), false);
+        let out = drain(&mut s, ms(10));
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].payload, out[0].fin, out[0].end), (500, true, 2502));
+        assert!(!s.fin_acked());
+        let mut f = ack(0, &[]);
+        f.ack = 2502;
+        s.on_ack(ms(20), &f, false);
+        assert!(s.fin_acked() && s.all_data_acked());
+        assert_eq!(s.stats.bytes_acked, 2500);
+        assert_eq!(s.rto_deadline(), SimTime::NEVER);
+    }
+}

@@ -1,0 +1,117 @@
+"""The study runner: results in the store, resume after kill -9, Dask = local pool."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import aqmlab
+from aqmlab.runner import run_study
+from aqmlab.study import load_study
+
+MINI = Path(__file__).parent / "data" / "mini_study.toml"
+WALL = ["wall_seconds", "sim_wall_seconds"]
+
+
+def _runs(d: Path) -> pd.DataFrame:
+    r = aqmlab.load(d).runs
+    return r.drop(columns=WALL).sort_values("run_id").reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("ref") / "store"
+    s = run_study(load_study(str(MINI)), d, jobs=1, progress=False)
+    assert s.ran == 8 and s.skipped == 0
+    return d
+
+
+def test_store_holds_every_run_with_measures(reference):
+    st = aqmlab.load(reference)
+    assert len(st.runs) == 8 and st.runs["run_id"].is_unique
+    assert set(st.runs["p_qdisc"]) == {"fifo", "fq_codel"} and set(st.runs["p_rate"]) == {"50M", "20M"}
+    # the measures carry the physics: a 300-packet FIFO at 20 Mbit/s adds ~180 ms, fq_codel ~nothing
+    m = st.runs.groupby(["p_qdisc", "p_rate"])["induced_latency"].mean()
+    assert m[("fifo", "20M")] > 0.15 and m[("fq_codel", "20M")] < 0.005
+    assert (st.runs["bottleneck_utilization"] > 0.99).all()
+    assert set(st.flows["run_id"]) == set(st.runs["run_id"])
+    assert len(st.series) and len(st.samples)
+    assert "mini" in st.study_text and st.provenance["study"] == "mini"
+
+
+def test_rerun_skips_finished_runs(reference):
+    s = run_study(load_study(str(MINI)), reference, jobs=1, progress=False)
+    assert s.ran == 0 and s.skipped == 8
+
+
+def test_other_study_in_same_store_is_refused(reference):
+    from aqmlab.runner import StoreMismatch
+
+    with pytest.raises(StoreMismatch):
+        run_study(load_study(str(MINI), quick=True), reference, jobs=1, progress=False)
+
+
+def test_killed_sweep_resumes_without_redoing_or_corrupting(reference, tmp_path):
+    out = tmp_path / "store"
+    cmd = [sys.executable, "-m", "aqmlab", "sweep", str(MINI), "--jobs", "1", "--out", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        done = list((out / "runs").glob("*.parquet")) if (out / "runs").is_dir() else []
+        if len(done) >= 2 or p.poll() is not None:
+            break
+        time.sleep(0.02)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    before = {f.name: f.stat().st_mtime_ns for f in (out / "runs").glob("*.parquet")}
+    assert 2 <= len(before) < 8, f"kill landed after {len(before)} runs"
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    after = {f.name: f.stat().st_mtime_ns for f in (out / "runs").glob("*.parquet")}
+    assert len(after) == 8
+    assert all(after[k] == v for k, v in before.items()), "finished runs were redone"
+    assert not list(out.glob("*/.*.tmp"))
+    pd.testing.assert_frame_equal(_runs(out), _runs(reference))
+    a = aqmlab.load(out).flows.sort_values(["run_id", "name"]).reset_index(drop=True)
+    b = aqmlab.load(reference).flows.sort_values(["run_id", "name"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_dask_local_cluster_matches_local_pool(reference, tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            run_study(load_study(str(MINI)), tmp_path / "d", scheduler=client, progress=False)
+    pd.testing.assert_frame_equal(_runs(tmp_path / "d"), _runs(reference))
+
+
+def test_local_pool_of_two_matches_serial(reference, tmp_path):
+    run_study(load_study(str(MINI)), tmp_path / "p", jobs=2, progress=False)
+    pd.testing.assert_frame_equal(_runs(tmp_path / "p"), _runs(reference))
+
+
+def test_cli_reproduce_a_study_file_writes_report(tmp_path):
+    out = tmp_path / "q"
+    r = subprocess.run([sys.executable, "-m", "aqmlab", "reproduce", str(MINI), "--quick", "--jobs", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    page = out / "report.html"
+    assert page.exists() and "quick" in page.read_text().lower()
+    r = subprocess.run([sys.executable, "-m", "aqmlab", "plot", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert any(p.suffix == ".png" for p in (out / "figures").rglob("*"))
+
+
+def test_cli_bad_study_is_one_line_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[study]\nname = 'x'\n[[experiment]]\nname = 'e'\nbogus = 1\n")
+    r = subprocess.run([sys.executable, "-m", "aqmlab", "sweep", str(bad), "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and "bogus" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "aqmlab", "reproduce", "no-such-study"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown study" in r.stderr
