@@ -57,19 +57,9 @@ impl Net {
         let now = self.now;
         let link = &mut self.links[l as usize];
         link.enqueue(pkt, now, &mut self.events);
-        let medium = link.medium();
         if !link.out.drops.is_empty() {
             self.drain_link_drops(l as usize);
         }
-        if let Some(m) = medium {
-            self.wifi_poke(m);
-        }
-    }
-
-    /// A WiFi interface may have a new aggregate ready: let it contend.
-    #[inline(never)]
-    fn wifi_poke(&mut self, m: usize) {
-        self.media[m].poke(&mut self.links, self.now, &mut self.events);
     }
 
     /// A lower-layer timer of link `l` fired. (Kept out of line: plain wired links
@@ -78,12 +68,14 @@ impl Net {
     pub fn link_timer(&mut self, l: u32, kind: u32) {
         let now = self.now;
         let tag = kind & timer::TAG;
-        if tag == timer::MEDIUM_ACCESS || tag == timer::MEDIUM_END {
+        if tag == timer::MEDIUM_ACCESS || tag == timer::MEDIUM_END || tag == timer::MEDIUM_POKE {
             let m = self.links[l as usize]
                 .medium()
                 .expect("medium timer on a link that is not a WiFi interface");
             let medium = &mut self.media[m];
-            if tag == timer::MEDIUM_ACCESS {
+            if tag == timer::MEDIUM_POKE {
+                medium.poke(&mut self.links, now, &mut self.events);
+            } else if tag == timer::MEDIUM_ACCESS {
                 medium.on_access(&mut self.links, now, &mut self.events);
             } else {
                 medium.on_end(&mut self.links, now, &mut self.events);
@@ -279,7 +271,7 @@ impl Simulator {
             Event::Arrive(l) => {
                 let link = &mut self.net.links[l as usize];
                 let pkt = link.arrive(now, &mut self.net.events);
-                let at = link.next_hop(pkt.dst);
+                let at = link.p.to;
                 self.deliver(at, pkt);
             }
             Event::FlowTimer { flow, kind } => {
@@ -310,8 +302,23 @@ impl Simulator {
                 };
                 f.app.start(&mut cx);
             }
-            Event::LinkTimer { link, kind } => self.net.link_timer(link, kind),
+            Event::LinkTimer { link, kind } => {
+                if kind == crate::link::timer::ARRIVE {
+                    self.arrive_multi(link);
+                } else {
+                    self.net.link_timer(link, kind);
+                }
+            }
         }
+    }
+
+    /// A multi-peer link (DOCSIS downstream, WiFi access point) delivers a packet to the
+    /// peer on its route. Out of line: plain links use `Event::Arrive`.
+    #[inline(never)]
+    fn arrive_multi(&mut self, l: u32) {
+        let now = self.net.now;
+        let (at, pkt) = self.net.links[l as usize].arrive_multi(now, &mut self.net.events);
+        self.deliver(at, pkt);
     }
 
     #[inline]

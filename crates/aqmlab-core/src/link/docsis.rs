@@ -46,7 +46,7 @@ use super::token_bucket::TokenBucket;
 use super::{note_dequeue, timer, to_qdisc, LinkStats};
 use crate::event::{Event, EventQueue};
 use crate::packet::{LinkId, Packet};
-use crate::qdisc::{AnyQdisc, DropReason, Qdisc, QdiscOut};
+use crate::qdisc::{AnyQdisc, DropReason, QdiscOut};
 use crate::time::{Rate, SimDuration, SimTime};
 use std::collections::VecDeque;
 
@@ -281,7 +281,7 @@ impl DocsisDown {
             if self.channels[c].is_some() {
                 continue;
             }
-            let Some(p) = qdisc.dequeue(now, out) else {
+            let Some(p) = super::dequeue_cold(qdisc, now, out) else {
                 break;
             };
             note_dequeue(stats, p.enqueued_at, p.ecn, now);
@@ -332,7 +332,7 @@ impl DocsisDown {
 mod tests {
     use super::*;
     use crate::qdisc::testutil;
-    use crate::qdisc::QdiscConfig;
+    use crate::qdisc::{Qdisc, QdiscConfig};
     use crate::time::SimDuration;
 
     fn stats() -> LinkStats {

@@ -25,7 +25,8 @@
 //!   `Arrive` event per link suffices.
 //! - A link may have several far ends (`LinkParams::peers`: the CMTS downstream channel,
 //!   a WiFi access point); the next hop of a packet is then looked up by its destination
-//!   in a table built from the routes.
+//!   in a table built from the routes, and its arrivals are `LinkTimer { kind: ARRIVE }`
+//!   events (`Event::Arrive` stays the plain far-end case of the hot path).
 //! - Lower layers wake themselves with `Event::LinkTimer { link, kind }`; `kind` carries
 //!   a [`timer`] tag and an index.
 //! - An optional loss model drops packets on the wire (Bernoulli per packet, with
@@ -63,6 +64,11 @@ pub mod timer {
     pub const MEDIUM_ACCESS: u32 = 4 << 28;
     /// WiFi medium: the PPDU(s) on air end.
     pub const MEDIUM_END: u32 = 5 << 28;
+    /// WiFi medium: an interface has a new aggregate ready (it joins the contention).
+    pub const MEDIUM_POKE: u32 = 6 << 28;
+    /// A multi-peer link's oldest packet on the wire reaches its next hop (point-to-point
+    /// links use `Event::Arrive`, whose far end needs no lookup).
+    pub const ARRIVE: u32 = 7 << 28;
     pub const TAG: u32 = 0xF << 28;
     pub const INDEX: u32 = !TAG;
 }
@@ -229,6 +235,19 @@ pub(crate) fn note_dequeue(stats: &mut LinkStats, enqueued_at: SimTime, ecn: Ecn
     }
 }
 
+/// `qdisc.dequeue` for the lower layers other than the wire, kept out of line so the
+/// compiler still inlines the qdisc dispatch into the wire's `kick` (the hot path):
+/// with more inlined call sites it stops inlining it anywhere, which costs a copy of
+/// every packet.
+#[inline(never)]
+pub(crate) fn dequeue_cold(
+    qdisc: &mut AnyQdisc,
+    now: SimTime,
+    out: &mut QdiscOut,
+) -> Option<Packet> {
+    qdisc.dequeue(now, out)
+}
+
 /// Hands a packet to the qdisc, stamping its enqueue time.
 #[inline(always)]
 pub(crate) fn to_qdisc(
@@ -287,8 +306,22 @@ fn carry(
         let at = now + p.delay;
         wire.push_back((at, pkt));
         if wire.len() == 1 {
-            ev.push(at, Event::Arrive(id));
+            ev.push(at, arrival_event(id, !p.peers.is_empty()));
         }
+    }
+}
+
+/// The event that delivers a link's next packet: `Arrive` for a point-to-point link,
+/// `LinkTimer { ARRIVE }` for a multi-peer link.
+#[inline]
+pub(crate) fn arrival_event(link: LinkId, multi_peer: bool) -> Event {
+    if multi_peer {
+        Event::LinkTimer {
+            link,
+            kind: timer::ARRIVE,
+        }
+    } else {
+        Event::Arrive(link)
     }
 }
 
@@ -376,8 +409,8 @@ impl Link {
     /// A packet arrives for transmission on this link. Any drops are left in `self.out`.
     #[inline]
     pub fn enqueue(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
-        if let Lower::Docsis(_) = self.lower {
-            return self.enqueue_docsis(pkt, now, ev);
+        if !matches!(self.lower, Lower::Wire) {
+            return self.enqueue_lower(pkt, now, ev);
         }
         pkt.enqueued_at = now;
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
@@ -386,9 +419,11 @@ impl Link {
         self.kick(now, ev);
     }
 
-    /// DOCSIS: the packet meets its service flow's regulator before the qdisc.
+    /// `enqueue` for the lower layers other than the wire (kept out of line: the wire's
+    /// path stays as small as it was). DOCSIS: the packet meets its service flow's
+    /// regulator before the qdisc.
     #[inline(never)]
-    fn enqueue_docsis(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+    fn enqueue_lower(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
         if let Lower::Docsis(d) = &mut self.lower {
             let peer = peer_index(&self.peer_of, pkt.dst);
             d.arrive(
@@ -402,26 +437,36 @@ impl Link {
                 &mut self.out,
                 &mut self.stats,
             );
+        } else {
+            to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
         }
-        self.kick(now, ev);
+        let was_ready = self.wifi().is_some_and(|w| w.ready());
+        self.kick_lower(now, ev);
+        if !was_ready && self.wifi().is_some_and(|w| w.ready()) {
+            // the interface has its first aggregate ready: it joins the contention (the
+            // medium is shared state the link cannot reach; the simulator pokes it)
+            ev.push(
+                now,
+                Event::LinkTimer {
+                    link: self.id,
+                    kind: timer::MEDIUM_POKE,
+                },
+            );
+        }
     }
 
-    /// Moves packets from the qdisc into the lower layer while it has room, and starts
-    /// the transmitter if it is idle.
+    /// The wire: moves packets from the qdisc to the device queue while it has room, and
+    /// starts the serialiser if it is idle.
     #[inline]
     fn kick(&mut self, now: SimTime, ev: &mut EventQueue) {
-        if let Lower::Wire = self.lower {
-            while self.device.len() < self.p.device_queue as usize {
-                match self.qdisc.dequeue(now, &mut self.out) {
-                    Some(p) => {
-                        note_dequeue(&mut self.stats, p.enqueued_at, p.ecn, now);
-                        self.device.push_back(p);
-                    }
-                    None => break,
+        while self.device.len() < self.p.device_queue as usize {
+            match self.qdisc.dequeue(now, &mut self.out) {
+                Some(p) => {
+                    note_dequeue(&mut self.stats, p.enqueued_at, p.ecn, now);
+                    self.device.push_back(p);
                 }
+                None => break,
             }
-        } else if !self.kick_lower(now, ev) {
-            return;
         }
         if !self.busy {
             if let Some(head) = self.device.front() {
@@ -435,12 +480,26 @@ impl Link {
         }
     }
 
-    /// `kick` for the lower layers other than the wire; true if the device queue and
-    /// serialiser are in use (shaper), false if the lower layer transmits by itself.
+    /// Starts serialising the head of the device queue if the serialiser is idle (the
+    /// shaper's path; the wire's `kick` has the same steps inline).
+    fn start_tx(&mut self, now: SimTime, ev: &mut EventQueue) {
+        if !self.busy {
+            if let Some(head) = self.device.front() {
+                let tx = self.p.rate.tx_time(head.size + self.p.overhead);
+                if now >= self.stats.warmup {
+                    self.stats.busy += tx;
+                }
+                self.busy = true;
+                ev.push(now + tx, Event::TxDone(self.id));
+            }
+        }
+    }
+
+    /// `kick` for the lower layers other than the wire (kept out of line).
     #[inline(never)]
-    fn kick_lower(&mut self, now: SimTime, ev: &mut EventQueue) -> bool {
+    pub(crate) fn kick_lower(&mut self, now: SimTime, ev: &mut EventQueue) {
         match &mut self.lower {
-            Lower::Wire => true,
+            Lower::Wire => unreachable!("the wire is handled by kick"),
             Lower::Shaper(s) => {
                 s.pull(
                     &mut self.qdisc,
@@ -453,7 +512,7 @@ impl Link {
                     now,
                     ev,
                 );
-                true
+                self.start_tx(now, ev);
             }
             Lower::Docsis(d) => {
                 d.pull(
@@ -466,11 +525,10 @@ impl Link {
                     &mut self.out,
                     &mut self.stats,
                 );
-                false
             }
             Lower::Wifi(w) => {
                 while w.has_room() {
-                    match self.qdisc.dequeue(now, &mut self.out) {
+                    match dequeue_cold(&mut self.qdisc, now, &mut self.out) {
                         Some(p) => {
                             note_dequeue(&mut self.stats, p.enqueued_at, p.ecn, now);
                             let peer = peer_index(&self.peer_of, p.dst);
@@ -480,7 +538,6 @@ impl Link {
                     }
                 }
                 w.fill_hw();
-                false
             }
         }
     }
@@ -510,7 +567,11 @@ impl Link {
                 ev.push(at, Event::Arrive(self.id));
             }
         }
-        self.kick(now, ev);
+        if matches!(self.lower, Lower::Wire) {
+            self.kick(now, ev);
+        } else {
+            self.kick_lower(now, ev);
+        }
     }
 
     /// A lower-layer timer of this link fired (shaper, regulator, channel). WiFi medium
@@ -520,7 +581,7 @@ impl Link {
         match (kind & timer::TAG, &mut self.lower) {
             (timer::SHAPER, Lower::Shaper(s)) => {
                 if s.on_timer(now) {
-                    self.kick(now, ev);
+                    self.kick_lower(now, ev);
                 }
             }
             (timer::REGULATOR, Lower::Docsis(d)) => {
@@ -534,7 +595,7 @@ impl Link {
                     &mut self.out,
                     &mut self.stats,
                 );
-                self.kick(now, ev);
+                self.kick_lower(now, ev);
             }
             (timer::CHANNEL, Lower::Docsis(d)) => {
                 let (p, stats, rng, wire, out, id) = (
@@ -548,7 +609,7 @@ impl Link {
                 d.on_channel_done(idx, &self.peer_of, |pkt| {
                     carry(p, stats, rng, wire, out, id, pkt, now, ev)
                 });
-                self.kick(now, ev);
+                self.kick_lower(now, ev);
             }
             (tag, _) => debug_assert!(
                 false,
@@ -558,7 +619,7 @@ impl Link {
         }
     }
 
-    /// The oldest packet on the wire reaches the far end.
+    /// The oldest packet on the wire reaches the far end (point-to-point links).
     pub fn arrive(&mut self, now: SimTime, ev: &mut EventQueue) -> Packet {
         let (t, pkt) = self
             .wire
@@ -569,6 +630,26 @@ impl Link {
             ev.push(next, Event::Arrive(self.id));
         }
         pkt
+    }
+
+    /// The oldest packet on the wire reaches its next hop (multi-peer links): returns
+    /// the node and the packet.
+    pub fn arrive_multi(&mut self, now: SimTime, ev: &mut EventQueue) -> (NodeId, Packet) {
+        let (t, pkt) = self
+            .wire
+            .pop_front()
+            .expect("Arrive with nothing on the wire");
+        debug_assert_eq!(t, now);
+        if let Some(&(next, _)) = self.wire.front() {
+            ev.push(
+                next,
+                Event::LinkTimer {
+                    link: self.id,
+                    kind: timer::ARRIVE,
+                },
+            );
+        }
+        (self.next_hop(pkt.dst), pkt)
     }
 
     /// Counts a drop (qdisc or wire) into the per-bin series; the simulator calls this

@@ -158,7 +158,7 @@ impl Shaper {
                         }
                         break;
                     }
-                    let Some(p) = qdisc.dequeue(now, out) else {
+                    let Some(p) = super::dequeue_cold(qdisc, now, out) else {
                         break;
                     };
                     note_dequeue(stats, p.enqueued_at, p.ecn, now);
@@ -168,7 +168,7 @@ impl Shaper {
                 ShaperKind::Tbf => {
                     let p = match self.stash.take() {
                         Some(p) => p,
-                        None => match qdisc.dequeue(now, out) {
+                        None => match super::dequeue_cold(qdisc, now, out) {
                             Some(p) => {
                                 note_dequeue(stats, p.enqueued_at, p.ecn, now);
                                 p

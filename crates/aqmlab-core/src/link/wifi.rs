@@ -690,10 +690,10 @@ impl Link {
         );
         if was_empty {
             if let Some(&(at, _)) = self.wire.front() {
-                ev.push(at, Event::Arrive(self.id));
+                ev.push(at, super::arrival_event(self.id, !self.p.peers.is_empty()));
             }
         }
-        self.kick(now, ev);
+        self.kick_lower(now, ev);
     }
 }
 
