@@ -295,6 +295,18 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
             series.push(KIND_QUEUE, q, m, i as f64 * bin, v);
         }
         let vars = l.qdisc.trace_vars();
+        if !st.packet_log.is_empty() {
+            let ms = names.id("sojourn");
+            let md = names.id("drop");
+            for &(t, what, v) in &st.packet_log {
+                let m = if what == crate::link::PKT_DROP {
+                    md
+                } else {
+                    ms
+                };
+                samples.push(KIND_QUEUE, q, m, t.as_secs_f64(), v);
+            }
+        }
         for tp in &l.out.trace {
             let name = vars.get(tp.var as usize).copied().unwrap_or("state");
             let m = names.id(name);

@@ -129,6 +129,11 @@ pub struct RunConfig {
     /// Record qdisc state traces (CoDel count, PIE p, ...) on bottleneck links. Default false.
     #[serde(default)]
     pub trace: bool,
+    /// Time windows `[start, stop]` in which every packet leaving a measured queue (the
+    /// dumbbell bottlenecks, the DOCSIS downstream, links with `trace = true`) is recorded
+    /// as a sample `sojourn` (seconds) and every drop there as a sample `drop`. Default none.
+    #[serde(default)]
+    pub packet_trace: Vec<[DurationSpec; 2]>,
 }
 
 impl Default for RunConfig {
@@ -141,6 +146,7 @@ impl Default for RunConfig {
             bin: d_bin(),
             seed: d_seed(),
             trace: false,
+            packet_trace: Vec::new(),
         }
     }
 }
@@ -470,6 +476,8 @@ pub struct Plan {
     pub duration: SimDuration,
     pub warmup: SimDuration,
     pub bin: SimDuration,
+    /// `run.packet_trace` windows.
+    pub packet_trace: Vec<(SimTime, SimTime)>,
     pub nodes: Vec<PlanNode>,
     pub links: Vec<(LinkParams, QdiscConfig)>,
     /// WiFi media (one per BSS); their member links are in `links`.
@@ -651,10 +659,21 @@ impl Scenario {
                 ));
             }
         }
+        let mut packet_trace = Vec::new();
+        for (i, [a, b]) in run.packet_trace.iter().enumerate() {
+            if b.0 <= a.0 {
+                return Err(ScenarioError::new(
+                    format!("run.packet_trace[{i}]"),
+                    "a window is [start, stop] with stop after start",
+                ));
+            }
+            packet_trace.push((SimTime::ZERO + a.0, SimTime::ZERO + b.0));
+        }
         Ok(Plan {
             duration: run.duration.0,
             warmup: run.warmup.0,
             bin: run.bin.0,
+            packet_trace,
             nodes: b.nodes,
             links: b.links,
             media: b.media,

@@ -100,6 +100,9 @@ impl Net {
         let link = &mut self.links[l];
         for d in link.out.drops.drain(..) {
             link.stats.bin_drops.add(now, 1.0);
+            if !link.stats.packet_windows.is_empty() {
+                link.stats.log_packet(now, crate::link::PKT_DROP, 1.0);
+            }
             self.pending_drops.push(d);
         }
     }
@@ -157,14 +160,19 @@ impl Simulator {
                     rng: Rng::stream(seed, "qdisc", i as u64),
                 };
                 let qd = q.build(ctx);
-                Link::new(
+                let mut link = Link::new(
                     i as u32,
                     p.clone(),
                     qd,
                     Rng::stream(seed, "link", i as u64),
                     warmup,
                     plan.bin,
-                )
+                );
+                // Per-packet logging only on the measured queues.
+                if p.trace || p.name.starts_with("bottleneck") || p.name == "docsis_down" {
+                    link.stats.packet_windows = plan.packet_trace.clone();
+                }
+                link
             })
             .collect();
         for (l, t) in routes.peer_tables() {

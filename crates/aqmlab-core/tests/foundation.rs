@@ -405,3 +405,52 @@ fn base_rtt_is_the_round_trip_propagation_delay() {
         );
     }
 }
+
+#[test]
+fn packet_trace_logs_every_packet_and_drop_inside_the_windows() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fifo_overload.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let sc = scenario(&text.replace(
+        "[run]",
+        "[run]\npacket_trace = [[\"5s\", \"6s\"], [\"10s\", \"10.5s\"]]",
+    ));
+    let r = run_scenario(&sc, 1).unwrap();
+    let q = r.queue("bottleneck_up").unwrap().id;
+    let pick = |metric: &str| -> Vec<(f64, f64)> {
+        let m = r.metric_names.iter().position(|n| n == metric).unwrap() as u16;
+        (0..r.samples.len())
+            .filter(|&i| {
+                r.samples.kind[i] == aqmlab_core::metrics::KIND_QUEUE
+                    && r.samples.entity[i] == q
+                    && r.samples.metric[i] == m
+            })
+            .map(|i| (r.samples.t[i], r.samples.value[i]))
+            .collect()
+    };
+    let soj = pick("sojourn");
+    let drops = pick("drop");
+    // 10 Mbit/s of 1514-byte frames = 825.6 packets/s over 1.5 s of windows
+    assert!(
+        (soj.len() as f64 - 1.5 * 825.6).abs() <= 2.0,
+        "{} sojourn samples",
+        soj.len()
+    );
+    assert!(soj.iter().all(
+        |&(t, v)| ((5.0..6.0).contains(&t) || (10.0..10.5).contains(&t))
+            && (v - 0.121).abs() < 0.002
+    ));
+    // half of the 1666.7 arrivals/s are dropped
+    assert!(
+        (drops.len() as f64 - 1.5 * (1666.7 - 825.6)).abs() <= 3.0,
+        "{} drops",
+        drops.len()
+    );
+    // no other link logs anything
+    assert!(!r
+        .samples
+        .kind
+        .iter()
+        .zip(&r.samples.entity)
+        .any(|(&k, &e)| k == aqmlab_core::metrics::KIND_QUEUE && e != q));
+}

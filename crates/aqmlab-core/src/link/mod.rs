@@ -103,6 +103,10 @@ pub struct LinkStats {
     pub bin_sojourn_n: Bins,
     pub bin_drops: Bins,
     pub bin_backlog_max: Bins,
+    /// `run.packet_trace` windows (empty: no per-packet log).
+    pub packet_windows: Vec<(SimTime, SimTime)>,
+    /// Per-packet log inside the windows: (time, PKT_SOJOURN or PKT_DROP, value).
+    pub packet_log: Vec<(SimTime, u8, f64)>,
 }
 
 impl LinkStats {
@@ -121,6 +125,8 @@ impl LinkStats {
             bin_sojourn_n: Bins::new(bin),
             bin_drops: Bins::new(bin),
             bin_backlog_max: Bins::new(bin),
+            packet_windows: Vec::new(),
+            packet_log: Vec::new(),
         }
     }
 }
@@ -145,6 +151,24 @@ impl LowerParams {
             },
             LowerParams::Docsis(_) => "docsis",
             LowerParams::Wifi(_) => "wifi",
+        }
+    }
+}
+
+/// Per-packet log codes.
+pub const PKT_SOJOURN: u8 = 0;
+pub const PKT_DROP: u8 = 1;
+
+impl LinkStats {
+    /// Appends to the per-packet log if `now` falls in a `run.packet_trace` window.
+    #[cold]
+    pub fn log_packet(&mut self, now: SimTime, what: u8, value: f64) {
+        if self
+            .packet_windows
+            .iter()
+            .any(|&(a, b)| now >= a && now < b)
+        {
+            self.packet_log.push((now, what, value));
         }
     }
 }
@@ -230,6 +254,9 @@ pub(crate) fn note_dequeue(stats: &mut LinkStats, enqueued_at: SimTime, ecn: Ecn
     }
     stats.bin_sojourn_sum.add(now, soj as f64);
     stats.bin_sojourn_n.add(now, 1.0);
+    if !stats.packet_windows.is_empty() {
+        stats.log_packet(now, PKT_SOJOURN, soj as f64 * 1e-9);
+    }
     if ecn == Ecn::Ce {
         stats.ce_marked_seen += 1;
     }
