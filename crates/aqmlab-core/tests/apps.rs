@@ -742,3 +742,60 @@ fn workload_list_and_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn closed_connections_are_forgotten() {
+    // Lossy conditions (a 20-packet FIFO shared with an FTP download) for pages with
+    // many connections and for web users: at the end only the current page's or the
+    // in-flight objects' connections may still be open.
+    use aqmlab_core::app::AnyApp;
+    use aqmlab_core::Simulator;
+    let sc = Scenario::from_toml_str(
+        r#"
+        [run]
+        duration = "60s"
+        [dumbbell]
+        pairs = 3
+        rate = "10Mbit"
+        delay = "20ms"
+        qdisc = { kind = "fifo", limit = 30 }
+        [[flow]]
+        kind = "web"
+        page = "heavy"
+        from = "client0"
+        to = "server0"
+        [[flow]]
+        kind = "web_users"
+        count = 5
+        from = "client1"
+        to = "server1"
+        [[flow]]
+        kind = "bulk"
+        from = "server2"
+        to = "client2"
+        "#,
+    )
+    .unwrap();
+    let mut sim = Simulator::new(&sc, 1).unwrap();
+    sim.run();
+    sim.check_conservation().unwrap();
+    let r = sim.results();
+    for f in &sim.flows {
+        match &f.app {
+            AnyApp::Web(w) => {
+                let opened = extra(&r, &f.name, "connections");
+                assert!(opened >= 3.0 * 198.0, "{opened}");
+                assert!(w.open_connections() <= 198, "{}", w.open_connections());
+            }
+            AnyApp::WebUsers(u) => {
+                assert!(
+                    u.open_connections()
+                        <= 1 + extra(&r, &f.name, "objects_unfinished") as usize + 2
+                )
+            }
+            _ => {}
+        }
+    }
+    let lost: u64 = r.flows.iter().map(|f| f.lost_pkts).sum();
+    assert!(lost > 100, "the test needs losses: {lost}");
+}

@@ -362,6 +362,11 @@ pub struct Has {
 }
 
 impl Has {
+    /// TCP connections not yet fully closed (closed ones are forgotten).
+    pub fn open_connections(&self) -> usize {
+        self.http.len()
+    }
+
     pub fn new(c: &HasConfig, env: &AppEnv) -> Self {
         let cfg = c
             .resolve("flow", env)

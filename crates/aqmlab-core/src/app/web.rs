@@ -78,8 +78,6 @@ pub const LOOKUP_TIMEOUT: SimDuration = SimDuration::from_secs(5);
 const T_NEXT_PAGE: u32 = APP_TIMER_BIT | (1 << 24);
 const T_LOOKUP: u32 = APP_TIMER_BIT | (2 << 24);
 const PAYLOAD: u32 = (1 << 24) - 1;
-/// Hosts per page: a lookup key carries the host in 8 bits.
-pub const MAX_HOSTS: usize = 256;
 
 fn d_connections() -> u32 {
     6
@@ -323,6 +321,11 @@ pub struct Web {
 }
 
 impl Web {
+    /// TCP connections not yet fully closed (closed ones are forgotten).
+    pub fn open_connections(&self) -> usize {
+        self.http.len()
+    }
+
     pub fn new(c: &WebConfig, env: &AppEnv) -> Self {
         let cfg = c
             .resolve("flow", env)

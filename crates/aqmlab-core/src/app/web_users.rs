@@ -218,6 +218,11 @@ pub struct WebUsers {
 }
 
 impl WebUsers {
+    /// TCP connections not yet fully closed (closed ones are forgotten).
+    pub fn open_connections(&self) -> usize {
+        self.http.len()
+    }
+
     pub fn new(c: &WebUsersConfig, env: &AppEnv) -> Self {
         let cfg = c
             .resolve("flow", env)

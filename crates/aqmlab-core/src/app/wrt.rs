@@ -126,6 +126,11 @@ pub struct Wrt {
 }
 
 impl Wrt {
+    /// TCP connections not yet fully closed (closed ones are forgotten).
+    pub fn open_connections(&self) -> usize {
+        self.http.len()
+    }
+
     pub fn new(c: &WrtConfig, env: &AppEnv) -> Self {
         let cfg = c
             .resolve("flow", env)
