@@ -5,6 +5,11 @@ function of the run's tables. Conventions: in a dumbbell, flows sent by ``client
 are *upstream* and flows sent by ``server*`` hosts *downstream*; TCP bulk transfers are the
 flows of kind ``bulk``; latency probes are ``ping`` and ``udp_rr``.
 
+Application measures: ``page_time`` (web), ``wrt_mean``/``wrt_sd`` (WRT),
+``web_object_time`` (web users), ``has_playback_rate``, ``has_adaptation_rate``,
+``has_rebuffer`` and ``has_bias`` (HAS; the DOCSIS study's videoPlaybackRate,
+adaptationRate, rebufferTime and applicationBias).
+
 Generic forms are accepted too:
 
 - ``flow:<name>.<column>``: a column of one flow's row (e.g. ``flow:voip0.r_value``);
@@ -71,6 +76,65 @@ def jain_tcp(res: Result) -> float:
     return metrics.jain_index(f["goodput_bps"]) if len(f) else math.nan
 
 
+def _weighted(kind: str, col: str, weight: str) -> Callable[[Result], float]:
+    """Mean of a per-flow mean column over the flows of `kind`, weighted by their counts
+    (`weight`): the mean over all events (pages, responses, objects) of those flows."""
+
+    def g(res: Result) -> float:
+        f = res.flows
+        f = f[f["kind"] == kind]
+        if f.empty or col not in f.columns or weight not in f.columns:
+            return math.nan
+        v, w = f[col].astype(float).to_numpy(), f[weight].astype(float).to_numpy()
+        ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
+        return float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else math.nan
+
+    return g
+
+
+def _pooled_sd(kind: str, mean: str, sd: str, count: str) -> Callable[[Result], float]:
+    """Standard deviation over all events of the flows of `kind`, pooled from each flow's
+    count, mean and sample standard deviation (equal to the sd of the pooled values)."""
+
+    def g(res: Result) -> float:
+        f = res.flows
+        f = f[f["kind"] == kind]
+        if f.empty or not {mean, sd, count} <= set(f.columns):
+            return math.nan
+        n = f[count].astype(float).to_numpy()
+        m = f[mean].astype(float).to_numpy()
+        s = np.nan_to_num(f[sd].astype(float).to_numpy())  # one event: no spread
+        ok = (n > 0) & np.isfinite(m)
+        n, m, s = n[ok], m[ok], s[ok]
+        total = n.sum()
+        if total < 2:
+            return math.nan
+        grand = float(np.sum(n * m) / total)
+        ss = np.sum((n - 1) * s**2) + np.sum(n * (m - grand) ** 2)
+        return float(math.sqrt(ss / (total - 1)))
+
+    return g
+
+
+def has_application_bias(res: Result) -> float:
+    """The DOCSIS study's applicationBias of the HAS flows: percent by which their summed
+    goodput lies above (+) or below (-) their max-min fair share of the bandwidth that the
+    HAS flows and the TCP bulk flows carrying data in the same direction actually consumed.
+    A HAS flow's demand is capped at its top bitrate (`max_bitrate`); bulk flows are greedy."""
+    f = res.flows
+    has = f[f["kind"] == "has"]
+    if has.empty:
+        return math.nan
+    # HAS data flows server -> player (dst -> src); bulk data flows src -> dst.
+    data_dir = has["dst"].map(_direction).iloc[0]
+    bulk = _tcp(res)
+    bulk = bulk[bulk["src"].map(_direction) == data_dir]
+    tput = np.concatenate([has["goodput_bps"].to_numpy(float), bulk["goodput_bps"].to_numpy(float)])
+    caps = list(has["max_bitrate"].astype(float)) + [math.inf] * len(bulk)
+    shares = metrics.max_min_fair(float(tput.sum()), demands=caps)
+    return metrics.application_bias(float(tput[: len(has)].sum()), float(shares[: len(has)].sum()))
+
+
 def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
     def g(res: Result) -> float:
         f = res.flows
@@ -116,6 +180,14 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "voip_owd": (_flow_kind_col("voip", "owd_mean", "mean"), "VoIP mean one-way delay (s)"),
     "voip_r": (_flow_kind_col("voip", "r_value", "mean"), "VoIP E-model R-value"),
     "cbr_goodput": (_flow_kind_col("cbr", "goodput_bps", "sum"), "sum of CBR goodput (bit/s)"),
+    "page_time": (_weighted("web", "page_time_mean", "pages"), "web: mean page fetch time over all pages after warm-up (s)"),
+    "wrt_mean": (_weighted("wrt", "response_time_mean", "responses"), "WRT: mean response time (s)"),
+    "wrt_sd": (_pooled_sd("wrt", "response_time_mean", "response_time_sd", "responses"), "WRT: standard deviation of the response time (s)"),
+    "web_object_time": (_weighted("web_users", "object_time_mean", "objects"), "web users: mean object response time (s)"),
+    "has_playback_rate": (_flow_kind_col("has", "video_playback_rate", "mean"), "HAS: videoPlaybackRate, mean over HAS flows (Mbit/s)"),
+    "has_adaptation_rate": (_flow_kind_col("has", "adaptation_rate", "mean"), "HAS: adaptationRate, mean over HAS flows (changes per hour)"),
+    "has_rebuffer": (_flow_kind_col("has", "rebuffer_time", "mean"), "HAS: rebufferTime, mean over HAS flows (% of time stalled)"),
+    "has_bias": (has_application_bias, "HAS: applicationBias vs the max-min fair share (%)"),
     "bottleneck_utilization": (
         lambda r: float(r.queues[r.queues["name"].str.startswith("bottleneck")]["utilization"].max()),
         "utilisation of the busiest bottleneck direction",

@@ -95,7 +95,8 @@ pub struct Packet {
     pub ecn: Ecn,
     /// Stand-in for the 5-tuple hash (unsalted); qdiscs that hash add their own salt.
     pub hash: u32,
-    /// Datagram/probe sequence number (UDP and ICMP); unused for TCP.
+    /// Datagram/probe sequence number (UDP and ICMP); for TCP the sub-connection number
+    /// of a multi-connection application (`FlowCtx::packet_conn`).
     pub seq: u64,
     /// When the application created the packet (for one-way delay).
     pub sent_at: SimTime,

@@ -349,10 +349,11 @@ impl<'de> Deserialize<'de> for FlowConfig {
         let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
             let m = e.message().trim().to_string();
             // "unknown field `x`, expected one of `a`, `b`" → name the kind's keys and the common keys.
+            let unknown_key = m.contains("unknown field");
             let m = m
                 .replace("unknown field", "unknown field for this kind")
                 .replace("expected one of", "allowed for this kind:");
-            de::Error::custom(if m.contains("allowed for this kind:") {
+            de::Error::custom(if unknown_key && m.contains("allowed for this kind:") {
                 format!("{m}; common keys: {}", FLOW_COMMON.join(", "))
             } else {
                 m
@@ -388,16 +389,16 @@ pub(crate) fn from_tagged_table<T: serde::de::DeserializeOwned>(
     let Some(kind) = t.get("kind").and_then(|k| k.as_str()).map(str::to_string) else {
         return Err(format!("field `kind`: {err}"));
     };
-    if err.starts_with("unknown variant") {
-        return Err(format!("field `kind`: {err}"));
-    }
     let mut rest = t;
     rest.remove("kind");
+    // A known kind re-reads its own fields, so an unknown variant *inside* them (e.g.
+    // `tcp = { cc = "bbr" }`) is located there; only an unknown kind is the kind's fault.
     match locate(&kind, toml::Value::Table(rest)) {
         Some((path, msg)) if !path.is_empty() && path != "." => {
             Err(format!("field `{path}`: {msg}"))
         }
         Some((_, msg)) => Err(msg),
+        None if err.starts_with("unknown variant") => Err(format!("field `kind`: {err}")),
         None => Err(err),
     }
 }
@@ -466,6 +467,9 @@ pub struct PlanFlow {
     pub app: AppConfig,
     /// Index of the `[[flow]]` table this instance comes from.
     pub group: u32,
+    /// Instance number within the table (`0..count`); the flows a composite workload
+    /// expands into share their instance's number (and its start time).
+    pub instance: u32,
     /// Sum of the propagation delays from `src` to `dst` and back (no serialisation).
     pub base_rtt: SimDuration,
 }
@@ -631,16 +635,27 @@ impl Scenario {
                 };
                 let base_rtt =
                     routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
-                flows.push(PlanFlow {
+                let flow = |name: String, src, dst, app| PlanFlow {
                     base_rtt,
                     name,
                     src,
                     dst,
                     start: SimTime::ZERO + f.start.0,
                     stop: stop.min(end),
-                    app: f.app.clone(),
+                    app,
                     group: gi as u32,
-                });
+                    instance: i,
+                };
+                match f.app.expand() {
+                    // A composite (rrul) becomes ordinary flows named `NAME.SUFFIX`.
+                    Some(subs) => {
+                        for sub in subs {
+                            let (s, d) = if sub.reversed { (dst, src) } else { (src, dst) };
+                            flows.push(flow(format!("{name}.{}", sub.suffix), s, d, sub.app));
+                        }
+                    }
+                    None => flows.push(flow(name, src, dst, f.app.clone())),
+                }
             }
             if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0
             {
@@ -684,16 +699,25 @@ impl Scenario {
     }
 
     /// Draws the random start times of flows with `start_spread` (from the run seed).
+    /// Every instance of a table draws one offset, in instance order; the flows a
+    /// composite instance expands into share it (they start together).
     pub fn spread_starts(&self, plan: &mut Plan, seed: u64) {
         let mut k = 0usize;
         for (gi, f) in self.flows.iter().enumerate() {
             let mut rng = Rng::stream(seed, "flow-start", gi as u64);
-            for _ in 0..f.count {
-                if !f.start_spread.0.is_zero() {
-                    let off = rng.below(f.start_spread.0.as_nanos());
-                    plan.flows[k].start = plan.flows[k].start + SimDuration::from_nanos(off);
+            for i in 0..f.count {
+                let off = if f.start_spread.0.is_zero() {
+                    0
+                } else {
+                    rng.below(f.start_spread.0.as_nanos())
+                };
+                while k < plan.flows.len()
+                    && plan.flows[k].group == gi as u32
+                    && plan.flows[k].instance == i
+                {
+                    plan.flows[k].start += SimDuration::from_nanos(off);
+                    k += 1;
                 }
-                k += 1;
             }
         }
     }

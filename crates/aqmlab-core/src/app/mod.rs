@@ -9,8 +9,14 @@
 
 pub mod bulk;
 pub mod cbr;
+pub mod has;
+pub mod http;
 pub mod probe;
+pub mod rrul;
 pub mod voip;
+pub mod web;
+pub mod web_users;
+pub mod wrt;
 
 use crate::event::Event;
 use crate::metrics::Bins;
@@ -94,8 +100,9 @@ impl FlowCtx<'_> {
     pub fn packet(&mut self, from: NodeId, size: u32, kind: PacketKind) -> Packet {
         self.packet_conn(from, size, kind, 0)
     }
-    /// Like [`packet`](Self::packet) for sub-connection `conn` of a multi-connection app
-    /// (each sub-connection hashes like its own 5-tuple).
+    /// Like [`packet`](Self::packet) for sub-connection `conn` of a multi-connection app:
+    /// each sub-connection hashes like its own 5-tuple, and `seq` carries `conn` so the
+    /// application can demultiplex (TCP packets do not use `seq` otherwise).
     pub fn packet_conn(&mut self, from: NodeId, size: u32, kind: PacketKind, conn: u32) -> Packet {
         let to = if from == self.src { self.dst } else { self.src };
         let uid = self.net.next_uid();
@@ -106,7 +113,10 @@ impl FlowCtx<'_> {
             dst: to,
             size,
             kind,
-            hash: flow_hash(self.id ^ (conn << 20), from.min(to), from.max(to)),
+            // rotate, not shift: connection numbers above 4095 keep distinct hashes
+            // (identical to `conn << 20` below 4096).
+            hash: flow_hash(self.id ^ conn.rotate_left(20), from.min(to), from.max(to)),
+            seq: conn as u64,
             sent_at: self.now,
             ..Default::default()
         }
@@ -221,6 +231,8 @@ macro_rules! workload_registry {
                 match self { $( AppConfig::$variant(_) => $rev, )* }
             }
             /// Builds the application (after `validate` succeeded with the same `env`).
+            /// Composites (`rrul`) have no running form: `Scenario::validate` expands them.
+            #[allow(unreachable_code)]
             pub fn build(&self, env: &AppEnv) -> AnyApp {
                 match self { $( AppConfig::$variant(c) => AnyApp::$variant(<$app>::new(c, env)), )* }
             }
@@ -249,12 +261,45 @@ macro_rules! workload_registry {
 workload_registry! {
     Bulk: "bulk" => bulk::BulkConfig => bulk::Bulk, reverse = true,
         "TCP bulk transfer from `from` to `to`, unlimited or `bytes` long";
+    Rrul: "rrul" => rrul::RrulConfig => rrul::Composite, reverse = true,
+        "Flent RRUL: 4 TCP up + 4 TCP down + UDP and ICMP latency probes (expands into bulk/udp_rr/ping flows; no DSCP, = rrul_be)";
+    RrulBe: "rrul_be" => rrul::RrulConfig => rrul::Composite, reverse = true,
+        "Flent RRUL best effort: 4 TCP up + 4 TCP down + UDP and ICMP latency probes (expands into bulk/udp_rr/ping flows)";
+    Voip: "voip" => voip::VoipConfig => voip::Voip, reverse = false,
+        "isochronous UDP voice stream (G.711 64 kbit/s, 20 ms) with one-way delay, jitter, loss and E-model R";
+    Web: "web" => web::WebConfig => web::Web, reverse = true,
+        "browser page fetches repeated for the whole run (lookup, main document, objects over 6 connections); sample page_time";
+    Wrt: "wrt" => wrt::WrtConfig => wrt::Wrt, reverse = true,
+        "web response time client: GET a fixed-size object on a new connection, think, repeat; sample response_time";
+    WebUsers: "web_users" => web_users::WebUsersConfig => web_users::WebUsers, reverse = true,
+        "Feldmann-style heavy-tailed web user (Pareto pages, objects, think times, sizes); sample object_time";
+    Has: "has" => has::HasConfig => has::Has, reverse = true,
+        "HTTP adaptive streaming client (4 s segments, capacity-based adaptation or max_always); playback rate, stalls";
     Cbr: "cbr" => cbr::CbrConfig => cbr::Cbr, reverse = false,
         "unresponsive UDP constant bit rate (rate, size)";
     Ping: "ping" => probe::PingConfig => probe::Ping, reverse = true,
         "ICMP echo latency probe at a fixed interval (Flent: 0.2 s)";
     UdpRr: "udp_rr" => probe::UdpRrConfig => probe::UdpRr, reverse = true,
         "UDP request/response latency probe at a fixed interval";
-    Voip: "voip" => voip::VoipConfig => voip::Voip, reverse = false,
-        "isochronous UDP voice stream (G.711 64 kbit/s, 20 ms) with one-way delay, jitter, loss and E-model R";
+}
+
+/// One flow instance a composite workload (`rrul`) expands into.
+#[derive(Clone, Debug)]
+pub struct SubFlow {
+    /// Appended to the instance's name with a dot (`rrul0.tcp_up0`).
+    pub suffix: String,
+    /// True if the sub-flow runs from the instance's `to` host to its `from` host.
+    pub reversed: bool,
+    pub app: AppConfig,
+}
+
+impl AppConfig {
+    /// The ordinary flows a composite workload stands for (validated already), or None
+    /// for an ordinary workload. `Scenario::validate` replaces composites by these.
+    pub fn expand(&self) -> Option<Vec<SubFlow>> {
+        match self {
+            AppConfig::Rrul(c) | AppConfig::RrulBe(c) => Some(c.expand()),
+            _ => None,
+        }
+    }
 }

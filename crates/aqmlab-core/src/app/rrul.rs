@@ -1,0 +1,224 @@
+//! `rrul` / `rrul_be`: Flent's Realtime Response Under Load test as a *composite*
+//! workload. `Scenario::validate` expands each instance into ordinary flows, started
+//! together, so every per-flow table, measure and the Flent export treat them like
+//! hand-written flows:
+//!
+//! | flow | kind | direction |
+//! |---|---|---|
+//! | `NAME.tcp_up0` … `tcp_up{n-1}` | `bulk` | `from` → `to` |
+//! | `NAME.tcp_down0` … `tcp_down{n-1}` | `bulk` | `to` → `from` |
+//! | `NAME.udp` | `udp_rr` | request `from` → `to` |
+//! | `NAME.icmp` | `ping` | request `from` → `to` |
+//!
+//! `NAME` is the flow's `name` or `rrul<table index>` (`rrul_be<table index>`), with the
+//! instance number appended when `count > 1`, as for any flow.
+//!
+//! Flent's `rrul` marks its flows with four DSCP classes (BE, BK, CS5, EF) so that a
+//! diffserv-aware qdisc treats them differently; `rrul_be` sends everything best effort.
+//! aqmlab's qdiscs do not classify by DSCP, so both names expand to the same flows
+//! (deviation from Flent: no DSCP marks, because nothing here would read them).
+
+use super::bulk::BulkConfig;
+use super::probe::{PingConfig, UdpRrConfig};
+use super::{AppConfig, AppEnv, Application, FlowCtx, SubFlow};
+use crate::packet::Packet;
+use crate::qdisc::ParamDoc;
+use crate::scenario::ScenarioError;
+use crate::tcp::TcpOptions;
+use crate::time::SimDuration;
+use crate::units::DurationSpec;
+use serde::{Deserialize, Serialize};
+
+fn d_flows() -> u32 {
+    4
+}
+fn d_interval() -> DurationSpec {
+    DurationSpec(SimDuration::from_millis(200))
+}
+fn d_ping_size() -> u32 {
+    84
+}
+fn d_udp_size() -> u32 {
+    29
+}
+
+/// The `[[flow]]` keys of `rrul` / `rrul_be`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RrulConfig {
+    /// TCP bulk flows per direction. Default 4 (Flent rrul).
+    #[serde(default = "d_flows")]
+    pub flows: u32,
+    /// Time between latency probes (UDP and ICMP). Default 200 ms (Flent's step).
+    #[serde(default = "d_interval")]
+    pub interval: DurationSpec,
+    /// IP size of the ICMP probe. Default 84 (Linux ping).
+    #[serde(default = "d_ping_size")]
+    pub ping_size: u32,
+    /// IP size of the UDP request/response probe. Default 29 (netperf UDP_RR).
+    #[serde(default = "d_udp_size")]
+    pub udp_size: u32,
+    /// TCP settings of the bulk flows, overriding `[tcp]` field by field.
+    #[serde(default, skip_serializing_if = "TcpOptions::is_empty")]
+    pub tcp: TcpOptions,
+}
+
+impl RrulConfig {
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc {
+            name: "flows",
+            default: "4",
+            doc: "TCP bulk flows per direction (Flent rrul: 4 up + 4 down)",
+        },
+        ParamDoc {
+            name: "interval",
+            default: "200ms",
+            doc: "time between UDP and ICMP latency probes (Flent step size)",
+        },
+        ParamDoc {
+            name: "ping_size",
+            default: "84",
+            doc: "IP size of the ICMP echo probe (Linux ping)",
+        },
+        ParamDoc {
+            name: "udp_size",
+            default: "29",
+            doc: "IP size of the UDP request/response probe (netperf UDP_RR)",
+        },
+        ParamDoc {
+            name: "tcp",
+            default: "{}",
+            doc: "TCP settings of the bulk flows, overriding [tcp]",
+        },
+    ];
+
+    fn bulk(&self) -> BulkConfig {
+        BulkConfig {
+            bytes: None,
+            tcp: self.tcp.clone(),
+        }
+    }
+    fn udp(&self) -> UdpRrConfig {
+        UdpRrConfig {
+            interval: self.interval,
+            size: self.udp_size,
+        }
+    }
+    fn ping(&self) -> PingConfig {
+        PingConfig {
+            interval: self.interval,
+            size: self.ping_size,
+        }
+    }
+
+    pub fn validate(&self, field: &str, env: &AppEnv) -> Result<(), ScenarioError> {
+        if self.flows < 1 || self.flows > 1000 {
+            return Err(ScenarioError::new(
+                format!("{field}.flows"),
+                format!("{} is not allowed (1 to 1000 per direction)", self.flows),
+            ));
+        }
+        if self.interval.0.is_zero() {
+            return Err(ScenarioError::new(
+                format!("{field}.interval"),
+                "must be positive",
+            ));
+        }
+        for (key, size) in [("ping_size", self.ping_size), ("udp_size", self.udp_size)] {
+            if !(28..=65535).contains(&size) {
+                return Err(ScenarioError::new(
+                    format!("{field}.{key}"),
+                    format!("{size} is not allowed (28 to 65535 bytes)"),
+                ));
+            }
+        }
+        self.bulk().validate(field, env)
+    }
+
+    /// The flows one instance stands for (see the module doc).
+    pub fn expand(&self) -> Vec<SubFlow> {
+        let mut v = Vec::with_capacity(2 * self.flows as usize + 2);
+        for (dir, reversed) in [("up", false), ("down", true)] {
+            for i in 0..self.flows {
+                v.push(SubFlow {
+                    suffix: format!("tcp_{dir}{i}"),
+                    reversed,
+                    app: AppConfig::Bulk(self.bulk()),
+                });
+            }
+        }
+        v.push(SubFlow {
+            suffix: "udp".into(),
+            reversed: false,
+            app: AppConfig::UdpRr(self.udp()),
+        });
+        v.push(SubFlow {
+            suffix: "icmp".into(),
+            reversed: false,
+            app: AppConfig::Ping(self.ping()),
+        });
+        v
+    }
+}
+
+/// The running form of a composite: there is none. `Scenario::validate` replaces every
+/// composite by its sub-flows, so a value of this (empty) type never exists.
+#[derive(Debug)]
+pub enum Composite {}
+
+impl Composite {
+    pub fn new(_c: &RrulConfig, _env: &AppEnv) -> Self {
+        unreachable!("composite workloads are expanded by Scenario::validate before building")
+    }
+}
+
+impl Application for Composite {
+    fn start(&mut self, _cx: &mut FlowCtx) {
+        match *self {}
+    }
+    fn on_packet(&mut self, _cx: &mut FlowCtx, _pkt: Packet) {
+        match *self {}
+    }
+    fn on_timer(&mut self, _cx: &mut FlowCtx, _kind: u32) {
+        match *self {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_into_bulk_probe_flows() {
+        let c: RrulConfig =
+            toml::from_str("flows = 2\ninterval = \"100ms\"\ntcp = { cc = \"newreno\" }").unwrap();
+        let subs = c.expand();
+        let names: Vec<_> = subs.iter().map(|s| s.suffix.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "tcp_up0",
+                "tcp_up1",
+                "tcp_down0",
+                "tcp_down1",
+                "udp",
+                "icmp"
+            ]
+        );
+        assert_eq!(
+            subs.iter().map(|s| s.reversed).collect::<Vec<_>>(),
+            [false, false, true, true, false, false]
+        );
+        match &subs[2].app {
+            AppConfig::Bulk(b) => assert_eq!(b.tcp.cc, Some(crate::tcp::CcKind::NewReno)),
+            other => panic!("{other:?}"),
+        }
+        match &subs[4].app {
+            AppConfig::UdpRr(u) => assert_eq!(u.interval.0, SimDuration::from_millis(100)),
+            other => panic!("{other:?}"),
+        }
+        let bad: RrulConfig = toml::from_str("flows = 0").unwrap();
+        let e = bad.validate("flow[0]", &AppEnv::default()).unwrap_err();
+        assert_eq!(e.field, "flow[0].flows");
+    }
+}

@@ -1,0 +1,165 @@
+"""Run-level measures: hand-computed values on small tables, then a real run of the
+application workloads (web, WRT, web users, HAS, RRUL) through aqmlab.run."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import aqmlab
+from aqmlab import measures
+
+
+def _res(rows: list[dict], warmup: float = 0.0) -> SimpleNamespace:
+    flows = pd.DataFrame(rows)
+    for c in ("goodput_bps", "base_rtt"):
+        if c not in flows.columns:
+            flows[c] = 0.0
+    samples = pd.DataFrame({"kind": [], "entity": [], "metric": [], "t": [], "value": []})
+    return SimpleNamespace(flows=flows, samples=samples, warmup=warmup, queues=pd.DataFrame({"name": []}))
+
+
+def _summary(values: list[float]) -> dict:
+    v = np.asarray(values, dtype=float)
+    return {
+        "responses": float(len(v)),
+        "response_time_mean": float(v.mean()) if len(v) else math.nan,
+        "response_time_sd": float(v.std(ddof=1)) if len(v) > 1 else math.nan,
+    }
+
+
+def test_page_time_is_the_mean_over_all_pages():
+    r = _res([
+        {"name": "w0", "kind": "web", "src": "client0", "dst": "server0", "pages": 3.0, "page_time_mean": 1.0},
+        {"name": "w1", "kind": "web", "src": "client1", "dst": "server1", "pages": 1.0, "page_time_mean": 5.0},
+        {"name": "w2", "kind": "web", "src": "client2", "dst": "server2", "pages": 0.0, "page_time_mean": math.nan},
+        {"name": "b", "kind": "bulk", "src": "client0", "dst": "server0", "pages": math.nan, "page_time_mean": math.nan},
+    ])
+    # (3·1 + 1·5) / 4 pages; the flow without a page does not count.
+    assert measures.compute(r, ["page_time"])["page_time"] == pytest.approx(2.0)
+    assert math.isnan(measures.compute(_res([{"name": "b", "kind": "bulk", "src": "client0", "dst": "server0"}]), ["page_time"])["page_time"])
+
+
+def test_wrt_sd_pools_flows_exactly():
+    a, b, c = [0.1, 0.2, 0.4], [1.0, 1.5], [0.3]
+    rows = [{"name": f"wrt{i}", "kind": "wrt", "src": "client0", "dst": "server0", **_summary(v)} for i, v in enumerate((a, b, c))]
+    out = measures.compute(_res(rows), ["wrt_mean", "wrt_sd"])
+    everything = np.array(a + b + c)
+    assert out["wrt_mean"] == pytest.approx(everything.mean())
+    assert out["wrt_sd"] == pytest.approx(everything.std(ddof=1))
+    # One flow, one response: no spread to report.
+    out = measures.compute(_res([rows[2]]), ["wrt_sd"])
+    assert math.isnan(out["wrt_sd"])
+
+
+def test_has_application_bias_by_hand():
+    # Consumed: HAS 3 + 5 Mbit/s (each capped at 5), FTP 12 + 10: 30 Mbit/s in all.
+    # Water-filling 30 over demands {5, 5, inf, inf}: 7.5 each would exceed the caps, so
+    # HAS gets 5 + 5 and FTP 10 + 10. HAS got 8 of its 10: bias -20 %.
+    rows = [
+        {"name": "v0", "kind": "has", "src": "client0", "dst": "server0", "goodput_bps": 3e6, "max_bitrate": 5e6, "video_playback_rate": 2.5, "rebuffer_time": 1.0, "adaptation_rate": 10.0},
+        {"name": "v1", "kind": "has", "src": "client1", "dst": "server1", "goodput_bps": 5e6, "max_bitrate": 5e6, "video_playback_rate": 4.5, "rebuffer_time": 0.0, "adaptation_rate": 20.0},
+        {"name": "f0", "kind": "bulk", "src": "server2", "dst": "client2", "goodput_bps": 12e6},
+        {"name": "f1", "kind": "bulk", "src": "server3", "dst": "client3", "goodput_bps": 10e6},
+        # An upstream bulk flow does not share the HAS flows' direction.
+        {"name": "up", "kind": "bulk", "src": "client4", "dst": "server4", "goodput_bps": 50e6},
+    ]
+    out = measures.compute(_res(rows), ["has_bias", "has_playback_rate", "has_rebuffer", "has_adaptation_rate"])
+    assert out["has_bias"] == pytest.approx(-20.0)
+    assert out["has_playback_rate"] == pytest.approx(3.5)
+    assert out["has_rebuffer"] == pytest.approx(0.5)
+    assert out["has_adaptation_rate"] == pytest.approx(15.0)
+    # All HAS demand satisfied below the fair share: bias 0.
+    rows[0]["goodput_bps"] = 5e6
+    rows[2]["goodput_bps"] = rows[3]["goodput_bps"] = 20e6
+    assert measures.compute(_res(rows), ["has_bias"])["has_bias"] == pytest.approx(0.0)
+
+
+def test_new_measures_are_registered():
+    names = ["page_time", "wrt_mean", "wrt_sd", "web_object_time", "has_playback_rate", "has_adaptation_rate", "has_rebuffer", "has_bias"]
+    measures.validate(names)
+    assert set(names) <= set(measures.describe())
+
+
+SCENARIO = """
+[run]
+duration = "40s"
+warmup = "5s"
+
+[dumbbell]
+pairs = 4
+rate = "20Mbit"
+delay = "20ms"
+qdisc = { kind = "fq_codel" }
+
+[[flow]]
+kind = "rrul_be"
+from = "client0"
+to = "server0"
+flows = 1
+
+[[flow]]
+kind = "web"
+name = "web"
+from = "client1"
+to = "server1"
+
+[[flow]]
+kind = "wrt"
+name = "wrt"
+from = "client2"
+to = "server2"
+think = "1s"
+
+[[flow]]
+kind = "web_users"
+name = "user"
+count = 2
+from = "client3"
+to = "server3"
+start_spread = "1s"
+
+[[flow]]
+kind = "has"
+name = "video"
+from = "client3"
+to = "server3"
+"""
+
+
+@pytest.fixture(scope="module")
+def apps():
+    return aqmlab.run(SCENARIO, seed=1)
+
+
+def test_workloads_listed_in_order():
+    names = [k for k, _ in aqmlab.kinds("workloads")]
+    assert names == ["bulk", "rrul", "rrul_be", "voip", "web", "wrt", "web_users", "has", "cbr", "ping", "udp_rr"]
+
+
+def test_measures_of_a_real_run(apps):
+    r = apps
+    f = r.flows.set_index("name")
+    assert list(r.flows["name"][:4]) == ["rrul_be0.tcp_up0", "rrul_be0.tcp_down0", "rrul_be0.udp", "rrul_be0.icmp"]
+    out = measures.compute(r, ["page_time", "wrt_mean", "wrt_sd", "web_object_time", "has_playback_rate", "has_rebuffer", "has_bias", "goodput_up", "goodput_down", "induced_latency"])
+    assert out["page_time"] == pytest.approx(f.loc["web", "page_time_mean"])
+    assert 0.2 < out["page_time"] < 2.0
+    assert out["wrt_mean"] == pytest.approx(f.loc["wrt", "response_time_mean"])
+    assert out["wrt_sd"] == pytest.approx(f.loc["wrt", "response_time_sd"])
+    assert 0.1 < out["wrt_mean"] < 1.0
+    assert 0.05 < out["web_object_time"] < 2.0
+    assert 0.5 <= out["has_playback_rate"] <= 5.0
+    assert 0.0 <= out["has_rebuffer"] < 100.0
+    assert math.isfinite(out["has_bias"])
+    # RRUL's bulk flows are ordinary bulk flows: the direction measures see them.
+    assert out["goodput_up"] == pytest.approx(f.loc["rrul_be0.tcp_up0", "goodput_bps"])
+    assert out["goodput_down"] == pytest.approx(f.loc["rrul_be0.tcp_down0", "goodput_bps"])
+    assert 0 <= out["induced_latency"] < 0.01
+    # The per-event samples are in the long table.
+    s = r.samples
+    for entity, metric in [("web", "page_time"), ("wrt", "response_time"), ("user0", "object_time"), ("video", "bitrate"), ("video", "buffer")]:
+        assert ((s["entity"] == entity) & (s["metric"] == metric)).any(), (entity, metric)
