@@ -44,6 +44,7 @@ A study file is TOML and is data only (loading one never executes code)::
       when = { link = "10/1", qdisc = "codel" }
       patch = { dumbbell = { up = { qdisc = { kind = "codel", target = "13ms" } } } }
 
+      quick_duration = "60s"     # this experiment's cap in quick mode (default: [quick] duration)
       keep_series = false        # store per-bin time series (flows + bottlenecks); default false
       keep_samples = true        # store time-stamped samples (probe RTTs, VoIP delays); default true
       flent = "rrul_be"          # Flent test for `aqmlab export --flent` (default: recognised
@@ -357,7 +358,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     names = set()
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
-        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent"}
+        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent", "quick_duration"}
         bad = set(e) - ok
         if bad:
             raise StudyError(f"{key}: unknown key(s) {sorted(bad)} (allowed: {', '.join(sorted(ok))})")
@@ -366,7 +367,9 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
             raise StudyError(f"{key}.name: experiments need unique names")
         names.add(name)
         scen = deep_merge(base, e.get("patch", {}))
-        if cap is not None:
+        if quick and "quick_duration" in e:
+            scen = _cap_durations(scen, _parse_duration(e["quick_duration"], f"{key}.quick_duration"))
+        elif cap is not None:
             scen = _cap_durations(scen, cap)
         axes = [_axis(a, f"{key}.axis[{j}]") for j, a in enumerate(e.get("axis", []))]
         overrides = []

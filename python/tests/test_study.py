@@ -99,3 +99,10 @@ def test_deep_merge_replaces_arrays():
 def test_bad_studies_name_the_key(text, needle):
     with pytest.raises(StudyError, match=needle):
         parse_study(text)
+
+
+def test_experiment_quick_duration_overrides_the_study_cap():
+    text = STUDY.replace('measures = ["induced_latency"]', 'measures = ["induced_latency"]\nquick_duration = "30s"')
+    s = parse_study(text, quick=True)
+    assert s.runs()[0].scenario["run"]["duration"] == "30s"
+    assert parse_study(text).runs()[0].scenario["run"]["duration"] == "60s"
