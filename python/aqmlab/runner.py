@@ -158,8 +158,9 @@ def run_study(
     t0 = time.perf_counter()
     for e in study.experiments:
         M.validate(e.measures)
-    _prepare(study, out)
     specs = study.runs(only)
+    _validate_all(specs)
+    _prepare(study, out)
     done = finished_runs(out)
     todo = [s for s in specs if s.run_id not in done]
     exp = {e.name: e for e in study.experiments}
@@ -181,6 +182,26 @@ def run_study(
     finally:
         bar.close()
     return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo), time.perf_counter() - t0)
+
+
+def _validate_all(specs: list[RunSpec]) -> None:
+    """Checks every distinct scenario before anything runs, so a bad study fails at once
+    (naming the experiment and axis values) instead of part-way through a sweep."""
+    import aqmlab
+    from aqmlab.errors import ScenarioError
+    from aqmlab.study import StudyError
+
+    seen: set[str] = set()
+    for s in specs:
+        key = json.dumps(s.scenario, sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            aqmlab.validate(s.scenario)
+        except ScenarioError as e:
+            where = ", ".join(f"{k}={v}" for k, v in s.params.items())
+            raise StudyError(f"experiment {s.experiment} ({where}): {e}") from None
 
 
 def _run_local(jobs, args, out, bar, on_done) -> None:

@@ -183,6 +183,8 @@ class Experiment:
     repetitions: int
     keep_series: bool = False
     keep_samples: bool = True
+    #: quick mode: longest run duration in seconds (applied after axes and overrides)
+    cap: float | None = None
     flent: str | None = None
 
     def combinations(self) -> list[dict[str, str]]:
@@ -197,6 +199,8 @@ class Experiment:
         for when, patch in self.overrides:
             if all(params.get(k) == v for k, v in when.items()):
                 doc = deep_merge(doc, patch)
+        if self.cap is not None:
+            doc = _cap_durations(doc, self.cap)
         return doc
 
 
@@ -367,10 +371,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
             raise StudyError(f"{key}.name: experiments need unique names")
         names.add(name)
         scen = deep_merge(base, e.get("patch", {}))
-        if quick and "quick_duration" in e:
-            scen = _cap_durations(scen, _parse_duration(e["quick_duration"], f"{key}.quick_duration"))
-        elif cap is not None:
-            scen = _cap_durations(scen, cap)
+        e_cap = _parse_duration(e["quick_duration"], f"{key}.quick_duration") if quick and "quick_duration" in e else cap
         axes = [_axis(a, f"{key}.axis[{j}]") for j, a in enumerate(e.get("axis", []))]
         overrides = []
         for j, o in enumerate(e.get("override", [])):
@@ -400,6 +401,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 figures=list(e.get("figure", [])),
                 tables=list(e.get("table", [])),
                 repetitions=r,
+                cap=e_cap,
                 keep_series=bool(e.get("keep_series", False)),
                 keep_samples=bool(e.get("keep_samples", True)),
                 flent=_flent_test(e.get("flent"), f"{key}.flent"),

@@ -115,3 +115,12 @@ def test_cli_bad_study_is_one_line_error(tmp_path):
     assert "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "aqmlab", "reproduce", "no-such-study"], capture_output=True, text=True)
     assert r.returncode == 2 and "unknown study" in r.stderr
+
+
+def test_bad_scenario_in_a_study_fails_before_any_run(tmp_path):
+    from aqmlab.study import StudyError, parse_study
+
+    text = MINI.read_text().replace('{ kind = "fq_codel" }', '{ kind = "fq_codel", target = "-5ms" }')
+    with pytest.raises(StudyError, match="experiment load .*qdisc=fq_codel.*target"):
+        run_study(parse_study(text), tmp_path / "s", jobs=1, progress=False)
+    assert not (tmp_path / "s").exists()

@@ -106,3 +106,14 @@ def test_experiment_quick_duration_overrides_the_study_cap():
     s = parse_study(text, quick=True)
     assert s.runs()[0].scenario["run"]["duration"] == "30s"
     assert parse_study(text).runs()[0].scenario["run"]["duration"] == "60s"
+
+
+def test_quick_cap_applies_to_flows_given_by_axis_patches():
+    text = STUDY.replace('''  [[experiment.axis.values]]
+  label = "10/10"
+  patch = {}''', '''  [[experiment.axis.values]]
+  label = "10/10"
+  patch = { flow = [ { kind = "cbr", from = "client0", to = "server0", rate = "1Mbit", start = "30s", stop = "45s" } ] }''')
+    s = parse_study(text, quick=True)
+    r = next(r for r in s.runs() if r.params["link"] == "10/10")
+    assert r.scenario["flow"][0]["start"] == "2.5s" and r.scenario["flow"][0]["stop"] == "3.75s"
