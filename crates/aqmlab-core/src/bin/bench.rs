@@ -21,8 +21,12 @@ fn main() {
         prefixes = list.split(',').map(|s| s.trim().to_string()).collect();
         args.drain(i..i + 2);
     }
+    // --summary: also print the first counted link's utilisation and sojourn (collected
+    // after the timed run), for the ns-3 cross-check
+    let summary = args.iter().any(|a| a == "--summary");
+    args.retain(|a| a != "--summary");
     if args.len() < 2 || args[1] == "--help" || args[1] == "-h" {
-        eprintln!("usage: aqmlab-bench SCENARIO.toml [SEED] [--links PREFIX,...]\n  runs the scenario and prints a JSON line of speed figures");
+        eprintln!("usage: aqmlab-bench SCENARIO.toml [SEED] [--links PREFIX,...] [--summary]\n  runs the scenario and prints a JSON line of speed figures");
         std::process::exit(if args.len() < 2 { 2 } else { 0 });
     }
     let sc = match Scenario::from_file(std::path::Path::new(&args[1])) {
@@ -55,6 +59,19 @@ fn main() {
         .map(|l| l.qdisc.stats().dequeued)
         .sum();
     let sim_s = sim.end.as_secs_f64();
+    if summary {
+        let r = sim.results();
+        if let Some(q) = r
+            .queues
+            .iter()
+            .find(|q| prefixes.iter().any(|p| q.name.starts_with(p.as_str())))
+        {
+            println!(
+                "{{\"link\":\"{}\",\"utilization\":{:.4},\"sojourn_mean\":{:.6},\"sojourn_p99\":{:.6}}}",
+                q.name, q.utilization, q.sojourn_mean, q.sojourn_p99
+            );
+        }
+    }
     println!(
         "{{\"scenario\":\"{}\",\"sim_seconds\":{},\"events\":{},\"bottleneck_packets\":{},\"packets_created\":{},\"build_seconds\":{:.4},\"wall_seconds\":{:.4},\"packets_per_second\":{:.0},\"events_per_second\":{:.0}}}",
         args[1],
