@@ -257,6 +257,13 @@ impl Simulator {
         if t > self.net.now {
             self.net.now = t;
         }
+        let now = self.net.now;
+        for l in 0..self.net.links.len() {
+            self.net.links[l].settle(now);
+            if !self.net.links[l].out.drops.is_empty() {
+                self.net.drain_link_drops(l);
+            }
+        }
         self.wall += started.elapsed();
     }
 

@@ -1,14 +1,32 @@
-//! `aqmlab-bench SCENARIO.toml [SEED]`: runs a scenario in release mode and prints one JSON
-//! line with simulated seconds, events, bottleneck packets, wall seconds and rates.
-//! The benchmark suite in `benchmarks/` drives it.
+//! `aqmlab-bench SCENARIO.toml [SEED] [--links NAME,...]`: runs a scenario in release mode
+//! and prints one JSON line with simulated seconds, events, bottleneck packets, wall seconds
+//! and rates. The benchmark suite in `benchmarks/` drives it.
+//!
+//! "Bottleneck packets" are the packets dequeued by the counted links' qdiscs. By default
+//! those are the links named `bottleneck*` (dumbbell) and `docsis_down` (the CMTS
+//! downstream); `--links` replaces that set by a comma-separated list of name prefixes
+//! (e.g. `--links bottleneck,wifi` to also count WiFi interfaces).
 
 use aqmlab_core::qdisc::Qdisc;
 use aqmlab_core::{Scenario, Simulator};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let mut prefixes: Vec<String> = vec!["bottleneck".into(), "docsis_down".into()];
+    if let Some(i) = args.iter().position(|a| a == "--links") {
+        let Some(list) = args.get(i + 1).cloned() else {
+            eprintln!("error: --links needs a comma-separated list of link name prefixes");
+            std::process::exit(2);
+        };
+        prefixes = list.split(',').map(|s| s.trim().to_string()).collect();
+        args.drain(i..i + 2);
+    }
+    // --summary: also print the first counted link's utilisation and sojourn (collected
+    // after the timed run), for the ns-3 cross-check
+    let summary = args.iter().any(|a| a == "--summary");
+    args.retain(|a| a != "--summary");
     if args.len() < 2 || args[1] == "--help" || args[1] == "-h" {
-        eprintln!("usage: aqmlab-bench SCENARIO.toml [SEED]\n  runs the scenario and prints a JSON line of speed figures");
+        eprintln!("usage: aqmlab-bench SCENARIO.toml [SEED] [--links PREFIX,...] [--summary]\n  runs the scenario and prints a JSON line of speed figures");
         std::process::exit(if args.len() < 2 { 2 } else { 0 });
     }
     let sc = match Scenario::from_file(std::path::Path::new(&args[1])) {
@@ -37,10 +55,23 @@ fn main() {
         .net
         .links
         .iter()
-        .filter(|l| l.p.name.starts_with("bottleneck"))
+        .filter(|l| prefixes.iter().any(|p| l.p.name.starts_with(p.as_str())))
         .map(|l| l.qdisc.stats().dequeued)
         .sum();
     let sim_s = sim.end.as_secs_f64();
+    if summary {
+        let r = sim.results();
+        if let Some(q) = r
+            .queues
+            .iter()
+            .find(|q| prefixes.iter().any(|p| q.name.starts_with(p.as_str())))
+        {
+            println!(
+                "{{\"link\":\"{}\",\"utilization\":{:.4},\"sojourn_mean\":{:.6},\"sojourn_p99\":{:.6}}}",
+                q.name, q.utilization, q.sojourn_mean, q.sojourn_p99
+            );
+        }
+    }
     println!(
         "{{\"scenario\":\"{}\",\"sim_seconds\":{},\"events\":{},\"bottleneck_packets\":{},\"packets_created\":{},\"build_seconds\":{:.4},\"wall_seconds\":{:.4},\"packets_per_second\":{:.0},\"events_per_second\":{:.0}}}",
         args[1],

@@ -235,6 +235,22 @@ pub struct Link {
     pub out: QdiscOut,
     device: VecDeque<Packet>,
     busy: bool,
+    /// Lazy serialiser (see [`Link::enqueue_lazy`]): a lossless point-to-point wire with a
+    /// one-packet device queue. Such a link schedules no `TxDone` while its qdisc is empty.
+    lazy: bool,
+    /// Lazy mode: the instant the serialiser finishes the packet it last started.
+    busy_until: SimTime,
+    /// Lazy mode: a `TxDone` is scheduled at `busy_until` (the qdisc had packets waiting).
+    txdone_pending: bool,
+    /// Lazy mode: the qdisc was empty when the last transmission started, so the eager
+    /// model's `TxDone` at `busy_until` would have found it empty; that (state-changing,
+    /// e.g. CoDel leaves its dropping state) empty dequeue is owed and runs, stamped
+    /// `busy_until`, before the qdisc's next operation.
+    idle_deq: bool,
+    /// Lazy mode: IP size of the packet that ends at `busy_until` and is not yet counted
+    /// in the transmit statistics (0: none). It is counted once its end has passed, so a
+    /// transmission the run stops in the middle of is not counted, as in the eager model.
+    uncounted: u32,
     wire: VecDeque<(SimTime, Packet)>,
     rng: Rng,
     pub stats: LinkStats,
@@ -375,10 +391,20 @@ impl Link {
         bin: SimDuration,
     ) -> Self {
         let trace = p.trace;
+        let lazy = matches!(p.lower, LowerParams::Wire)
+            && p.device_queue == 1
+            && p.loss == 0.0
+            && p.loss_periods.is_empty()
+            && p.peers.is_empty();
         Link {
             id,
             device: VecDeque::with_capacity(p.device_queue as usize + 1),
             busy: false,
+            lazy,
+            busy_until: SimTime::ZERO,
+            txdone_pending: false,
+            idle_deq: false,
+            uncounted: 0,
             wire: VecDeque::with_capacity(64),
             qdisc,
             out: QdiscOut::new(trace),
@@ -436,6 +462,9 @@ impl Link {
     /// A packet arrives for transmission on this link. Any drops are left in `self.out`.
     #[inline]
     pub fn enqueue(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if self.lazy {
+            return self.enqueue_lazy(pkt, now, ev);
+        }
         if !matches!(self.lower, Lower::Wire) {
             return self.enqueue_lower(pkt, now, ev);
         }
@@ -444,6 +473,98 @@ impl Link {
         let backlog = self.qdisc.len() as f64;
         self.stats.bin_backlog_max.max(now, backlog);
         self.kick(now, ev);
+    }
+
+    /// The lazy wire (lossless, point-to-point, device queue of one packet). It gives the
+    /// same results as the eager wire (`kick`/`tx_done`) with fewer events:
+    /// - a packet is put on the wire when its serialisation *starts*, stamped with the
+    ///   instant it will have left (`busy_until`) — that instant is known then, and a
+    ///   lossless wire has nothing left to decide at the end;
+    /// - `TxDone` is scheduled only when a packet waits in the qdisc for the serialiser,
+    ///   so an idle access link costs one `Arrive` per packet instead of two events;
+    /// - the dequeue the eager model makes on an empty qdisc when a transmission ends is
+    ///   made later with its original timestamp (`idle_deq`), before the qdisc is touched
+    ///   again or the run stops (`settle`).
+    #[inline]
+    fn enqueue_lazy(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if self.idle_deq && now >= self.busy_until {
+            self.idle_deq = false;
+            let none = self.qdisc.dequeue(self.busy_until, &mut self.out);
+            debug_assert!(none.is_none(), "owed dequeue found a packet");
+        }
+        pkt.enqueued_at = now;
+        let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
+        let backlog = self.qdisc.len() as f64;
+        self.stats.bin_backlog_max.max(now, backlog);
+        if self.txdone_pending {
+            return;
+        }
+        if now < self.busy_until {
+            // the serialiser is busy: wake when it ends (the eager model's TxDone, which
+            // then dequeues; no empty dequeue is owed any more)
+            self.idle_deq = false;
+            self.txdone_pending = true;
+            ev.push(self.busy_until, Event::TxDone(self.id));
+            return;
+        }
+        self.start_lazy(now, ev);
+    }
+
+    /// Lazy wire: the serialiser is free at `now`; dequeue and transmit one packet.
+    #[inline]
+    fn start_lazy(&mut self, now: SimTime, ev: &mut EventQueue) {
+        let Some(pkt) = self.qdisc.dequeue(now, &mut self.out) else {
+            return;
+        };
+        note_dequeue(&mut self.stats, pkt.enqueued_at, pkt.ecn, now);
+        let tx = self.p.rate.tx_time(pkt.size + self.p.overhead);
+        if now >= self.stats.warmup {
+            self.stats.busy += tx;
+        }
+        self.count_tx();
+        let done = now + tx;
+        self.busy_until = done;
+        self.uncounted = pkt.size;
+        let at = done + self.p.delay;
+        self.wire.push_back((at, pkt));
+        if self.wire.len() == 1 {
+            ev.push(at, Event::Arrive(self.id));
+        }
+        if self.qdisc.len() > 0 {
+            self.txdone_pending = true;
+            ev.push(done, Event::TxDone(self.id));
+        } else {
+            self.idle_deq = true;
+        }
+    }
+
+    /// Lazy wire: the eager model's end-of-transmission accounting of the packet that
+    /// ended at `busy_until` (called once that instant has passed).
+    #[inline]
+    fn count_tx(&mut self) {
+        if self.uncounted > 0 {
+            let (done, size) = (self.busy_until, self.uncounted);
+            self.uncounted = 0;
+            if done >= self.stats.warmup {
+                self.stats.tx_pkts += 1;
+                self.stats.tx_bytes += size as u64;
+            }
+            self.stats.bin_tx_bytes.add(done, size as f64);
+        }
+    }
+
+    /// Makes an owed empty dequeue (lazy wire) that falls at or before `t`, so the qdisc's
+    /// state at `t` is what the eager model leaves. The simulator calls this when
+    /// `run_until(t)` returns.
+    pub fn settle(&mut self, t: SimTime) {
+        if self.busy_until <= t {
+            self.count_tx();
+        }
+        if self.idle_deq && self.busy_until <= t {
+            self.idle_deq = false;
+            let none = self.qdisc.dequeue(self.busy_until, &mut self.out);
+            debug_assert!(none.is_none(), "owed dequeue found a packet");
+        }
     }
 
     /// `enqueue` for the lower layers other than the wire (kept out of line: the wire's
@@ -571,6 +692,10 @@ impl Link {
 
     /// The serialiser finished the head packet: put it on the wire (or lose it).
     pub fn tx_done(&mut self, now: SimTime, ev: &mut EventQueue) {
+        if self.lazy {
+            self.txdone_pending = false;
+            return self.start_lazy(now, ev);
+        }
         self.busy = false;
         // (the body of `carry`, written out: moving the packet through one more call
         // costs a 176-byte copy on the hottest path)

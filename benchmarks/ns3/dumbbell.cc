@@ -1,0 +1,132 @@
+// ns-3 equivalent of benchmarks/scenarios/tcp16_codel.toml (the aqmlab headline), written
+// against the public ns-3 3.44 API: N NewReno bulk flows, client_i -- router_a ==
+// bottleneck == router_b -- server_i, CoDel (Linux defaults) on both bottleneck egresses,
+// 1 Gbit/s 0.1 ms access links, 10 Mbit/s 5 ms bottleneck, random starts within 1 s.
+// Prints one JSON line: wall seconds, bottleneck packets (both directions, dequeued by
+// the bottleneck qdiscs), utilisation of the up direction and mean/p99 CoDel sojourn
+// after the warm-up.
+//   usage: ns3-dumbbell [--flows=16] [--duration=100] [--warmup=10] [--rate=10Mbps]
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+using namespace ns3;
+
+static std::vector<double> g_sojourn;
+static double g_warmup = 10.0;
+static uint64_t g_txBytesUp = 0;
+
+static void Sojourn(Time t)
+{
+    if (Simulator::Now().GetSeconds() >= g_warmup)
+        g_sojourn.push_back(t.GetSeconds());
+}
+
+static void PhyTxEnd(Ptr<const Packet> p)
+{
+    if (Simulator::Now().GetSeconds() >= g_warmup)
+        g_txBytesUp += p->GetSize();
+}
+
+int main(int argc, char* argv[])
+{
+    uint32_t flows = 16;
+    double duration = 100.0;
+    std::string rate = "10Mbps";
+    CommandLine cmd;
+    cmd.AddValue("flows", "bulk flows", flows);
+    cmd.AddValue("duration", "simulated seconds", duration);
+    cmd.AddValue("warmup", "warm-up seconds", g_warmup);
+    cmd.AddValue("rate", "bottleneck rate", rate);
+    cmd.Parse(argc, argv);
+
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::TcpNewReno"));
+    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 22));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 22));
+    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
+    // Linux-like: no ns-3 "drop tail" device queue beneath the qdisc beyond one packet
+    Config::SetDefault("ns3::DropTailQueue<Packet>::MaxSize", StringValue("1p"));
+
+    NodeContainer clients, servers, routers;
+    clients.Create(flows);
+    servers.Create(flows);
+    routers.Create(2);
+    InternetStackHelper stack;
+    stack.InstallAll();
+
+    PointToPointHelper access;
+    access.SetDeviceAttribute("DataRate", StringValue("1Gbps"));
+    access.SetChannelAttribute("Delay", StringValue("0.1ms"));
+    PointToPointHelper neck;
+    neck.SetDeviceAttribute("DataRate", StringValue(rate));
+    neck.SetChannelAttribute("Delay", StringValue("5ms"));
+
+    TrafficControlHelper fifo;
+    fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue("1000p"));
+    TrafficControlHelper codel;
+    codel.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", StringValue("1000p"));
+
+    Ipv4AddressHelper addr;
+    NetDeviceContainer nb = neck.Install(routers.Get(0), routers.Get(1));
+    QueueDiscContainer qd = codel.Install(nb);
+    addr.SetBase("10.255.0.0", "255.255.255.0");
+    addr.Assign(nb);
+    std::vector<Ipv4Address> serverAddr;
+    for (uint32_t i = 0; i < flows; i++)
+    {
+        NetDeviceContainer c = access.Install(clients.Get(i), routers.Get(0));
+        NetDeviceContainer s = access.Install(routers.Get(1), servers.Get(i));
+        fifo.Install(c);
+        fifo.Install(s);
+        char base[32];
+        std::snprintf(base, sizeof base, "10.%u.%u.0", 1 + i / 250, i % 250);
+        addr.SetBase(base, "255.255.255.0");
+        addr.Assign(c);
+        std::snprintf(base, sizeof base, "10.%u.%u.0", 101 + i / 250, i % 250);
+        addr.SetBase(base, "255.255.255.0");
+        serverAddr.push_back(addr.Assign(s).GetAddress(1));
+    }
+    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+
+    Ptr<UniformRandomVariable> start = CreateObject<UniformRandomVariable>();
+    for (uint32_t i = 0; i < flows; i++)
+    {
+        PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), 5000));
+        sink.Install(servers.Get(i)).Start(Seconds(0));
+        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(serverAddr[i], 5000));
+        bulk.SetAttribute("MaxBytes", UintegerValue(0));
+        ApplicationContainer a = bulk.Install(clients.Get(i));
+        a.Start(Seconds(start->GetValue(0.0, 1.0)));
+    }
+    qd.Get(0)->TraceConnectWithoutContext("SojournTime", MakeCallback(&Sojourn));
+    nb.Get(0)->TraceConnectWithoutContext("PhyTxEnd", MakeCallback(&PhyTxEnd));
+
+    Simulator::Stop(Seconds(duration));
+    auto t0 = std::chrono::steady_clock::now();
+    Simulator::Run();
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    uint64_t pkts = qd.Get(0)->GetStats().nTotalDequeuedPackets + qd.Get(1)->GetStats().nTotalDequeuedPackets;
+    std::sort(g_sojourn.begin(), g_sojourn.end());
+    double mean = 0;
+    for (double s : g_sojourn)
+        mean += s;
+    mean = g_sojourn.empty() ? 0 : mean / g_sojourn.size();
+    double p99 = g_sojourn.empty() ? 0 : g_sojourn[std::min(g_sojourn.size() - 1, (size_t)(0.99 * g_sojourn.size()))];
+    // the up device's PhyTxEnd sees the PPP frame (IP + 2 bytes PPP header)
+    double util = g_txBytesUp * 8.0 / (DataRate(rate).GetBitRate() * (duration - g_warmup));
+    std::printf("{\"simulator\":\"ns-3.44\",\"sim_seconds\":%g,\"bottleneck_packets\":%llu,\"wall_seconds\":%.4f,"
+                "\"packets_per_second\":%.0f,\"utilization\":%.4f,\"sojourn_mean\":%.6f,\"sojourn_p99\":%.6f}\n",
+                duration, (unsigned long long)pkts, wall, pkts / wall, util, mean, p99);
+    Simulator::Destroy();
+    return 0;
+}

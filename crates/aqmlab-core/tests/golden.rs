@@ -1,0 +1,145 @@
+//! Golden fingerprints: hot-path optimisations must keep results bit-identical.
+//!
+//! Each case runs a small scenario and hashes the whole `RunResult` (flows, queues with
+//! their histograms, the series and samples tables, event and packet counters) through
+//! its `Debug` text, which prints every `f64` exactly (shortest round-trip form). The
+//! wall-clock time and the event count are zeroed first. The constants were recorded before the optimisations
+//! of the `perf` branch; a change that legitimately alters event order must explain why
+//! in its commit and re-record them (`GOLDEN_PRINT=1 cargo test --test golden -- --nocapture`).
+
+use aqmlab_core::{run_scenario, Scenario};
+
+/// FNV-1a 64: stable across Rust versions and platforms (unlike `DefaultHasher`).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+fn fingerprint(text: &str, seed: u64) -> (u64, u64, u64) {
+    let sc = Scenario::from_toml_str(text).unwrap();
+    let mut r = run_scenario(&sc, seed).unwrap();
+    // not results: the wall clock, and the number of events (an implementation figure
+    // that event-saving optimisations change on purpose)
+    r.wall_seconds = 0.0;
+    r.events = 0;
+    let dbg = format!("{r:?}");
+    // GOLDEN_DUMP=DIR writes the pretty-printed results, to diff a failing case
+    if let Some(dir) = std::env::var_os("GOLDEN_DUMP") {
+        let path = std::path::Path::new(&dir).join(format!("{:016x}.txt", fnv1a(text.as_bytes())));
+        std::fs::write(path, format!("{r:#?}")).unwrap();
+    }
+    (
+        fnv1a(dbg.as_bytes()),
+        r.packets_created,
+        r.packets_delivered,
+    )
+}
+
+fn check(name: &str, text: &str, seed: u64, want: (u64, u64, u64)) {
+    let got = fingerprint(text, seed);
+    if std::env::var_os("GOLDEN_PRINT").is_some() {
+        println!("{name}: ({:#018x}, {}, {})", got.0, got.1, got.2);
+    }
+    assert_eq!(
+        got, want,
+        "{name}: results changed (fingerprint, packets created, packets delivered)"
+    );
+}
+
+#[test]
+fn fifo_cbr_overload() {
+    check(
+        "fifo_cbr",
+        r#"
+[run]
+duration = "3s"
+warmup = "0.5s"
+[dumbbell]
+pairs = 2
+rate = "10Mbit"
+delay = "10ms"
+qdisc = { kind = "fifo", limit = 100 }
+[[flow]]
+kind = "cbr"
+from = "client0"
+to = "server0"
+rate = "8Mbit"
+size = 1500
+[[flow]]
+kind = "cbr"
+from = "client1"
+to = "server1"
+rate = "5Mbit"
+size = 700
+"#,
+        3,
+        (0x21fdf2975471a2d7, 4679, 3549),
+    );
+}
+
+#[test]
+fn codel_tcp16() {
+    check(
+        "codel_tcp16",
+        r#"
+[run]
+duration = "4s"
+warmup = "1s"
+[dumbbell]
+pairs = 16
+rate = "10Mbit"
+delay = "5ms"
+access_delay = "0.1ms"
+access_rate = "1Gbit"
+qdisc = { kind = "codel" }
+[tcp]
+cc = "newreno"
+[[flow]]
+kind = "bulk"
+count = 16
+from = "client{i}"
+to = "server{i}"
+start_spread = "1s"
+"#,
+        11,
+        (0x5c36f501ac9850a3, 6416, 6049),
+    );
+}
+
+#[test]
+fn fq_codel_tcp_ping() {
+    check(
+        "fq_codel_tcp_ping",
+        r#"
+[run]
+duration = "4s"
+warmup = "1s"
+bin = "0.1s"
+[dumbbell]
+pairs = 5
+rate = "10Mbit"
+delay = "10ms"
+qdisc = { kind = "fq_codel" }
+[tcp]
+cc = "cubic"
+[[flow]]
+kind = "bulk"
+count = 4
+from = "client{i}"
+to = "server{i}"
+start_spread = "0.5s"
+[[flow]]
+name = "ping"
+kind = "ping"
+from = "client4"
+to = "server4"
+interval = "20ms"
+"#,
+        5,
+        (0x5a962036e95f96da, 6147, 5973),
+    );
+}
