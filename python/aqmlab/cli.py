@@ -277,8 +277,40 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
         return
     con.print(f"runs: {summary.ran} simulated, {summary.skipped} already in the store; wall {summary.wall_seconds:.1f} s")
     if outputs:
+        _print_numbers(out_dir, study)
         page = rep.write_report(out_dir, study)
         con.print(f"report: {page}")
+
+
+def _print_numbers(out_dir: Path, study) -> None:
+    """The headline numbers of a finished sweep: each experiment's first table and the
+    findings with what this run shows (the report has everything)."""
+    from rich.table import Table as RichTable
+
+    from aqmlab import findings, tables
+    from aqmlab.store import load
+
+    st = load(out_dir)
+    con = _console()
+    for e in study.experiments:
+        if not e.tables:
+            continue
+        try:
+            t = tables.table(st, e.tables[0], e)
+        except Exception:  # a table that cannot be computed is shown in the report instead
+            continue
+        rt = RichTable(title=t.title, title_justify="left")
+        rt.add_column(t.cells.index.name or "")
+        for c in t.cells.columns:
+            rt.add_column(str(c), justify="right")
+        for idx, row in t.cells.iterrows():
+            rt.add_row(str(idx), *[str(v) for v in row])
+        con.print(rt)
+    ev = findings.evaluate_all(st, study)
+    if ev:
+        con.print("[bold]Findings[/bold] (✓ shown by this run, ✗ not shown, – compare by eye in the report)")
+        for e in ev:
+            con.print(f" {e.symbol} {e.text}")
 
 
 @cli.command("reproduce", short_help="Run one of the shipped studies end to end: runs, tables, figures, HTML report.")
