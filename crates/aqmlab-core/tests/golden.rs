@@ -77,7 +77,8 @@ rate = "5Mbit"
 size = 700
 "#,
         3,
-        (0x21fdf2975471a2d7, 4679, 3549),
+        // re-recorded when utilisation was capped at 1 (this saturated link read 1.000006)
+        (0xb884ed317d73f633, 4679, 3549),
     );
 }
 
