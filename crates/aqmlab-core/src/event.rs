@@ -22,28 +22,56 @@ pub enum Event {
     FlowStart(FlowId),
 }
 
+/// A heap entry. `key` packs (time, seq) into one integer, `time << 64 | seq`, so the
+/// heap's comparisons are a single (branch-free) 128-bit compare with the same order as
+/// comparing time, then seq.
 #[derive(Copy, Clone, Debug)]
 struct Entry {
-    time: SimTime,
-    seq: u64,
+    key: u128,
     ev: Event,
 }
 
+impl Entry {
+    #[inline(always)]
+    fn time(&self) -> SimTime {
+        SimTime::from_nanos((self.key >> 64) as u64)
+    }
+}
+
 impl PartialEq for Entry {
+    #[inline(always)]
     fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
+        self.key == o.key
     }
 }
 impl Eq for Entry {}
 impl PartialOrd for Entry {
+    #[inline(always)]
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
+    }
+    #[inline(always)]
+    fn le(&self, o: &Self) -> bool {
+        o.key <= self.key
+    }
+    #[inline(always)]
+    fn lt(&self, o: &Self) -> bool {
+        o.key < self.key
+    }
+    #[inline(always)]
+    fn ge(&self, o: &Self) -> bool {
+        o.key >= self.key
+    }
+    #[inline(always)]
+    fn gt(&self, o: &Self) -> bool {
+        o.key > self.key
     }
 }
 impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap, we want the earliest (then lowest seq) first.
+    #[inline(always)]
     fn cmp(&self, o: &Self) -> Ordering {
-        o.time.cmp(&self.time).then_with(|| o.seq.cmp(&self.seq))
+        o.key.cmp(&self.key)
     }
 }
 
@@ -73,20 +101,20 @@ impl EventQueue {
         );
         self.seq += 1;
         self.heap.push(Entry {
-            time,
-            seq: self.seq,
+            key: (time.as_nanos() as u128) << 64 | self.seq as u128,
             ev,
         });
     }
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|e| e.time)
+        self.heap.peek().map(|e| e.time())
     }
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
         let e = self.heap.pop()?;
-        self.last = e.time;
-        Some((e.time, e.ev))
+        let t = e.time();
+        self.last = t;
+        Some((t, e.ev))
     }
     pub fn len(&self) -> usize {
         self.heap.len()
@@ -117,5 +145,38 @@ mod tests {
                 Event::TxDone(3)
             ]
         );
+    }
+    /// Interleaved pushes and pops against a sorted reference: every pop returns the
+    /// smallest pending (time, insertion order), also with many equal times.
+    #[test]
+    fn matches_sorted_reference() {
+        let mut q = EventQueue::new();
+        let mut reference: Vec<(u64, u64, u32)> = Vec::new();
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut seq = 0u64;
+        let mut now = 0u64;
+        for step in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 3 != 0 || reference.is_empty() {
+                let t = now + (x >> 20) % 50;
+                seq += 1;
+                q.push(SimTime::from_nanos(t), Event::TxDone(step));
+                reference.push((t, seq, step));
+            } else {
+                reference.sort();
+                let (t, _, id) = reference.remove(0);
+                let (gt, ge) = q.pop().unwrap();
+                assert_eq!((gt.as_nanos(), ge), (t, Event::TxDone(id)));
+                now = t;
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+        reference.sort();
+        for (t, _, id) in reference {
+            assert_eq!(q.pop(), Some((SimTime::from_nanos(t), Event::TxDone(id))));
+        }
+        assert!(q.pop().is_none());
     }
 }

@@ -493,6 +493,16 @@ impl Link {
             debug_assert!(none.is_none(), "owed dequeue found a packet");
         }
         pkt.enqueued_at = now;
+        if !self.txdone_pending && now >= self.busy_until {
+            if let AnyQdisc::Fifo(f) = &mut self.qdisc {
+                // fast path: an empty FIFO and a free serialiser — the packet would be
+                // dequeued at once, so skip the queue (same stats, same backlog record)
+                if f.pass_through(&pkt) {
+                    self.stats.bin_backlog_max.max(now, 1.0);
+                    return self.transmit_lazy(pkt, now, ev);
+                }
+            }
+        }
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
         let backlog = self.qdisc.len() as f64;
         self.stats.bin_backlog_max.max(now, backlog);
@@ -516,6 +526,12 @@ impl Link {
         let Some(pkt) = self.qdisc.dequeue(now, &mut self.out) else {
             return;
         };
+        self.transmit_lazy(pkt, now, ev);
+    }
+
+    /// Lazy wire: `pkt` has left the qdisc at `now` and the serialiser is free.
+    #[inline(always)]
+    fn transmit_lazy(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
         note_dequeue(&mut self.stats, pkt.enqueued_at, pkt.ecn, now);
         let tx = self.p.rate.tx_time(pkt.size + self.p.overhead);
         if now >= self.stats.warmup {

@@ -116,6 +116,12 @@ impl Histogram {
 pub struct Bins {
     pub width: SimDuration,
     pub values: Vec<f64>,
+    /// The last bin touched: its index and its time range `[lo, hi)` in ns (`lo == hi`
+    /// until the first record). Records mostly fall in the same bin as the previous one,
+    /// so this skips the 64-bit division; `values` only grows, so `idx` stays valid.
+    lo: u64,
+    hi: u64,
+    idx: usize,
 }
 
 impl Bins {
@@ -123,22 +129,40 @@ impl Bins {
         Bins {
             width,
             values: Vec::new(),
+            lo: 0,
+            hi: 0,
+            idx: 0,
         }
     }
-    #[inline]
-    pub fn add(&mut self, t: SimTime, v: f64) {
-        let i = (t.as_nanos() / self.width.as_nanos().max(1)) as usize;
+    /// Index of the bin holding `t`, growing `values` to hold it.
+    #[inline(always)]
+    fn slot(&mut self, t: SimTime) -> usize {
+        let t = t.as_nanos();
+        if t >= self.lo && t < self.hi {
+            return self.idx;
+        }
+        self.locate(t)
+    }
+    #[inline(never)]
+    fn locate(&mut self, t: u64) -> usize {
+        let w = self.width.as_nanos().max(1);
+        let i = (t / w) as usize;
         if i >= self.values.len() {
             self.values.resize(i + 1, 0.0);
         }
+        self.lo = (i as u64) * w;
+        self.hi = self.lo.saturating_add(w);
+        self.idx = i;
+        i
+    }
+    #[inline]
+    pub fn add(&mut self, t: SimTime, v: f64) {
+        let i = self.slot(t);
         self.values[i] += v;
     }
     #[inline]
     pub fn max(&mut self, t: SimTime, v: f64) {
-        let i = (t.as_nanos() / self.width.as_nanos().max(1)) as usize;
-        if i >= self.values.len() {
-            self.values.resize(i + 1, 0.0);
-        }
+        let i = self.slot(t);
         if v > self.values[i] {
             self.values[i] = v;
         }
@@ -239,5 +263,42 @@ mod tests {
     fn jain() {
         assert!((jain_index(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
         assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+    }
+
+    /// The cached bin gives the same sums and maxima as dividing every time, with times
+    /// that jump forward, step back into earlier bins and land on bin edges.
+    #[test]
+    fn bins_cache_matches_direct_division() {
+        let w = 200_000_000u64;
+        let mut b = Bins::new(SimDuration::from_nanos(w));
+        let mut sum = vec![0.0f64; 0];
+        let mut mx = Bins::new(SimDuration::from_nanos(w));
+        let mut mref = vec![0.0f64; 0];
+        let mut x: u64 = 12345;
+        let mut t: u64 = 0;
+        for k in 0..50_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            t = match (x >> 60) % 4 {
+                0 => t.saturating_sub((x >> 8) % (3 * w)), // back, possibly across bins
+                1 => (t / w + 1) * w,                      // exactly on the next edge
+                _ => t + (x >> 20) % (w / 3),
+            };
+            let v = (k % 97) as f64;
+            b.add(SimTime::from_nanos(t), v);
+            mx.max(SimTime::from_nanos(t), v);
+            let i = (t / w) as usize;
+            if i >= sum.len() {
+                sum.resize(i + 1, 0.0);
+                mref.resize(i + 1, 0.0);
+            }
+            sum[i] += v;
+            if v > mref[i] {
+                mref[i] = v;
+            }
+        }
+        assert_eq!(b.values, sum);
+        assert_eq!(mx.values, mref);
     }
 }

@@ -75,6 +75,29 @@ impl Fifo {
     }
 }
 
+impl Fifo {
+    /// An arrival that finds the queue empty and the link free to send it at once: counts
+    /// the enqueue and the dequeue the link would make right after, without moving the
+    /// packet through the queue (the link's lazy-wire fast path). False (nothing done)
+    /// unless the queue is empty and the packet fits.
+    #[inline]
+    pub(crate) fn pass_through(&mut self, pkt: &Packet) -> bool {
+        if !self.q.is_empty() {
+            return false;
+        }
+        let full = match self.limit {
+            Limit::Packets(n) => n == 0,
+            Limit::Bytes(b) => pkt.size as u64 > b,
+        };
+        if full {
+            return false;
+        }
+        self.stats.on_enqueue(pkt);
+        self.stats.on_dequeue(pkt);
+        true
+    }
+}
+
 impl Qdisc for Fifo {
     fn enqueue(&mut self, pkt: Packet, _now: SimTime, out: &mut QdiscOut) -> Verdict {
         let full = match self.limit {
