@@ -122,6 +122,41 @@ pub struct FlowSlot {
     pub rng: Rng,
 }
 
+impl FlowSlot {
+    /// The slot's application and the context it runs in (borrowing the slot's stats
+    /// and random stream next to the network).
+    #[inline]
+    fn split<'a>(
+        &'a mut self,
+        id: FlowId,
+        now: SimTime,
+        net: &'a mut Net,
+    ) -> (&'a mut AnyApp, FlowCtx<'a>) {
+        let FlowSlot {
+            app,
+            stats,
+            rng,
+            src,
+            dst,
+            stop,
+            ..
+        } = self;
+        (
+            app,
+            FlowCtx {
+                now,
+                id,
+                src: *src,
+                dst: *dst,
+                stop: *stop,
+                net,
+                stats,
+                rng,
+            },
+        )
+    }
+}
+
 /// A running simulation. A run is a pure function of (scenario, seed).
 pub struct Simulator {
     pub net: Net,
@@ -290,32 +325,12 @@ impl Simulator {
                 self.deliver(at, pkt);
             }
             Event::FlowTimer { flow, kind } => {
-                let f = &mut self.flows[flow as usize];
-                let mut cx = FlowCtx {
-                    now,
-                    id: flow,
-                    src: f.src,
-                    dst: f.dst,
-                    stop: f.stop,
-                    net: &mut self.net,
-                    stats: &mut f.stats,
-                    rng: &mut f.rng,
-                };
-                f.app.on_timer(&mut cx, kind);
+                let (app, mut cx) = self.flows[flow as usize].split(flow, now, &mut self.net);
+                app.on_timer(&mut cx, kind);
             }
             Event::FlowStart(flow) => {
-                let f = &mut self.flows[flow as usize];
-                let mut cx = FlowCtx {
-                    now,
-                    id: flow,
-                    src: f.src,
-                    dst: f.dst,
-                    stop: f.stop,
-                    net: &mut self.net,
-                    stats: &mut f.stats,
-                    rng: &mut f.rng,
-                };
-                f.app.start(&mut cx);
+                let (app, mut cx) = self.flows[flow as usize].split(flow, now, &mut self.net);
+                app.start(&mut cx);
             }
             Event::LinkTimer { link, kind } => {
                 if kind == crate::link::timer::ARRIVE {
@@ -344,17 +359,8 @@ impl Simulator {
             if pkt.ecn == crate::packet::Ecn::Ce {
                 f.stats.ce_pkts += 1;
             }
-            let mut cx = FlowCtx {
-                now: self.net.now,
-                id: pkt.flow,
-                src: f.src,
-                dst: f.dst,
-                stop: f.stop,
-                net: &mut self.net,
-                stats: &mut f.stats,
-                rng: &mut f.rng,
-            };
-            f.app.on_packet(&mut cx, pkt);
+            let (app, mut cx) = f.split(pkt.flow, self.net.now, &mut self.net);
+            app.on_packet(&mut cx, pkt);
         } else {
             self.net.send(at, pkt);
         }
