@@ -275,6 +275,9 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
     except StoreMismatch as e:
         _fail(str(e), EXIT_BAD_INPUT)
         return
+    if summary.repaired:
+        con.print(f"[yellow]{len(summary.repaired)} finished run(s) were damaged on disk (checksum mismatch) and were run again; "
+                  "see provenance.json and the report[/yellow]")
     con.print(f"runs: {summary.ran} simulated, {summary.skipped} already in the store; wall {summary.wall_seconds:.1f} s")
     if outputs:
         _print_numbers(out_dir, study)

@@ -156,7 +156,9 @@ def evaluate(finding: Any, store: Any, study: Any = None) -> Evidence:
     text, see, c = finding["text"], finding.get("see"), finding.get("check")
     if c is None:
         return Evidence(text, "unchecked", "not machine-checked: compare with the figures and tables", see)
-    runs = getattr(store, "runs", pd.DataFrame())
+    from aqmlab.store import runs_of
+
+    runs = runs_of(store)
     exp = c.get("experiment")
     if exp is None and study is not None and len(study.experiments) == 1:
         exp = study.experiments[0].name

@@ -333,17 +333,12 @@ def export_flent(store_dir: str | pathlib.Path, out_dir: str | pathlib.Path, stu
         study = None
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runs = store.runs if isinstance(store.runs, pd.DataFrame) else pd.DataFrame()
+    from aqmlab.store import iter_runs, runs_of
+
+    runs = runs_of(store)
     if runs.empty:
         return []
     t0 = _t0(getattr(store, "provenance", {}) or {})
-
-    def by_run(df: Any) -> dict:
-        if not isinstance(df, pd.DataFrame) or df.empty:
-            return {}
-        return {k: g for k, g in df.groupby("run_id", sort=False)}
-
-    flows, samples, series = by_run(store.flows), by_run(store.samples), by_run(store.series)
     empty = pd.DataFrame(columns=["kind", "entity", "metric", "t", "value"])
     declared: dict[str, str | None] = {}
     axis_orders: dict[str, list[str]] = {}
@@ -353,31 +348,62 @@ def export_flent(store_dir: str | pathlib.Path, out_dir: str | pathlib.Path, stu
             axis_orders[e.name] = [a.name for a in e.axes]
     reps_width = max(2, len(str(int(runs["repetition"].max()) + 1)))
     paths = []
-    for _, run in runs.iterrows():
-        rid = run["run_id"]
-        f = flows.get(rid)
-        if f is None:
+    # one run at a time: its flows, samples and series stream in run-id order together
+    for exp, eruns in runs.groupby("experiment", sort=True):
+        test_of_exp = declared.get(exp)
+        if test_of_exp is not None and str(test_of_exp).lower() in ("none", "false", "off"):
             continue
-        test = declared.get(run["experiment"]) or flent_test_for(f)
-        if test is None or str(test).lower() in ("none", "false", "off"):
-            continue
-        obj = run_to_flent(run, f, samples.get(rid, empty), series.get(rid, empty), test, t0,
-                           getattr(study, "name", ""), axis_orders.get(run["experiment"]))
-        params = obj["metadata"]["TEST_PARAMETERS"]
-        keys = sorted(params, key=lambda k: (k != "qdisc", axis_orders.get(run["experiment"], []).index(k) if k in axis_orders.get(run["experiment"], []) else 99, k))
-        group = "_".join(_sanitise(params[k]) for k in keys) or "run"
-        if group.isdigit():
-            group = f"{_sanitise(keys[0])}{group}"
-        name = f"{test}-{_sanitise(run['experiment'])}-{group}-{int(run['repetition']) + 1:0{reps_width}d}.flent.gz"
-        obj["metadata"]["DATA_FILENAME"] = name
-        path = out / name
-        data = json.dumps(obj, sort_keys=True, indent=1, allow_nan=False, default=_json_default).encode("utf-8")
-        tmp = path.with_name(f".{name}.tmp")
-        with open(tmp, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
-            gz.write(data)
-        tmp.replace(path)
-        paths.append(path)
+        eruns = eruns.sort_values("run_id")
+        ids = [str(r) for r in eruns["run_id"]]
+        streams = {name: iter_runs(store, name, _FLENT_COLUMNS.get(name), None, run_ids=ids) for name in ("flows", "samples", "series")}
+        heads: dict[str, tuple | None] = {name: next(it, None) for name, it in streams.items()}
+
+        def take(name: str, rid: str):
+            h = heads[name]
+            while h is not None and h[0] < rid:
+                h = next(streams[name], None)
+            heads[name] = h
+            if h is not None and h[0] == rid:
+                heads[name] = next(streams[name], None)
+                return h[1]
+            return None
+
+        for _, run in eruns.iterrows():
+            rid = str(run["run_id"])
+            f, smp, ser = take("flows", rid), take("samples", rid), take("series", rid)
+            if f is None:
+                continue
+            test = test_of_exp or flent_test_for(f)
+            if test is None or str(test).lower() in ("none", "false", "off"):
+                continue
+            paths.append(_write_flent(out, run, f, smp if smp is not None else empty, ser if ser is not None else empty,
+                                      test, t0, study, axis_orders, reps_width))
     return sorted(paths)
+
+
+#: the columns of each table a Flent file is made of (None = all)
+_FLENT_COLUMNS = {"flows": None, "samples": ["kind", "entity", "metric", "t", "value"],
+                  "series": ["kind", "entity", "metric", "t", "value"]}
+
+
+def _write_flent(out: pathlib.Path, run: pd.Series, f: pd.DataFrame, samples: pd.DataFrame, series: pd.DataFrame,
+                 test: str, t0: datetime.datetime, study: Any, axis_orders: dict, reps_width: int) -> pathlib.Path:
+    obj = run_to_flent(run, f, samples, series, test, t0,
+                       getattr(study, "name", ""), axis_orders.get(run["experiment"]))
+    params = obj["metadata"]["TEST_PARAMETERS"]
+    keys = sorted(params, key=lambda k: (k != "qdisc", axis_orders.get(run["experiment"], []).index(k) if k in axis_orders.get(run["experiment"], []) else 99, k))
+    group = "_".join(_sanitise(params[k]) for k in keys) or "run"
+    if group.isdigit():
+        group = f"{_sanitise(keys[0])}{group}"
+    name = f"{test}-{_sanitise(run['experiment'])}-{group}-{int(run['repetition']) + 1:0{reps_width}d}.flent.gz"
+    obj["metadata"]["DATA_FILENAME"] = name
+    path = out / name
+    data = json.dumps(obj, sort_keys=True, indent=1, allow_nan=False, default=_json_default).encode("utf-8")
+    tmp = path.with_name(f".{name}.tmp")
+    with open(tmp, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+        gz.write(data)
+    tmp.replace(path)
+    return path
 
 
 def _json_default(o: Any) -> Any:

@@ -130,6 +130,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
 from aqmlab import metrics
+from aqmlab import store as store_data
 from aqmlab._fmt import axis_label, label_value, natural_key, unit_for
 
 __all__ = [
@@ -203,8 +204,11 @@ def validate_spec(spec: dict, where: str = "figure") -> None:
 
 
 def _table(store: Any, name: str) -> pd.DataFrame:
-    df = getattr(store, name, None)
-    return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
+    """A whole (small) table: ``runs`` with its axis labels as stored; other tables are
+    read through :meth:`_Ctx.rows` (only the experiment's runs, columns and rows needed)."""
+    if name == "runs":
+        return store_data.runs_of(store)
+    return store_data.scan(store, name)
 
 
 @dataclasses.dataclass
@@ -235,6 +239,59 @@ class _Ctx:
             vals = val if isinstance(val, list) else [val]
             df = df[df[col].astype(str).isin([str(v) for v in vals])]
         return df
+
+    def runs(self) -> pd.DataFrame:
+        """This experiment's runs that match `where` (the runs table is small)."""
+        return self.select(store_data.runs_of(self.store))
+
+    def _selection(self, table: str) -> tuple[list[str] | None, list[str], bool]:
+        """(run ids, axis columns, ok): the runs of this experiment matching `where`. A
+        `where` naming an unknown axis is an error only if the table has rows for the
+        experiment (as when the rows themselves were filtered)."""
+        runs = store_data.runs_of(self.store)
+        if runs.empty:
+            return [], [], True
+        base = _drop_foreign_axes(runs[runs["experiment"] == self.exp]) if self.exp is not None and "experiment" in runs.columns else runs
+        axes = [c for c in base.columns if c.startswith("p_")]
+        try:
+            sel = self.select(runs)
+        except FigureSpecError:
+            if base.empty:
+                return [], axes, True
+            probe = store_data.scan(self.store, table, ["run_id"], run_ids=list(base["run_id"]))
+            if not probe.empty:
+                raise
+            return [], axes, True
+        return [str(r) for r in sel["run_id"]], axes, True
+
+    def _columns(self, columns: Iterable[str] | None, axes: list[str]) -> list[str] | None:
+        if columns is None:
+            return None
+        return list(dict.fromkeys(["run_id", "experiment", "repetition", "seed", *axes, *columns]))
+
+    def rows(self, table: str, columns: Iterable[str] | None = None, filters: list | None = None) -> pd.DataFrame:
+        """Rows of `table` of this experiment's runs matching `where` and `filters`, with
+        only `columns` (plus the run's identity and axis columns; None = all)."""
+        ids, axes, _ = self._selection(table)
+        if not ids:
+            return pd.DataFrame()
+        df = store_data.scan(self.store, table, self._columns(columns, axes), filters, run_ids=ids)
+        return _drop_foreign_axes(df) if not df.empty else df
+
+    def per_run(self, table: str, columns: Iterable[str] | None, filters: list | None,
+                fn: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
+        """Like :meth:`rows`, but streams one run at a time through `fn` (which reduces
+        it) and concatenates the results: a table's rows are never all in memory."""
+        ids, axes, _ = self._selection(table)
+        if not ids:
+            return pd.DataFrame()
+        out = []
+        for _, df in store_data.iter_runs(self.store, table, self._columns(columns, axes), filters, run_ids=ids):
+            df = _drop_foreign_axes(df)
+            r = fn(df)
+            if r is not None and not r.empty:
+                out.append(r)
+        return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 
     def axis_names(self, df: pd.DataFrame) -> list[str]:
         return [c[2:] for c in df.columns if c.startswith("p_")]
@@ -314,35 +371,58 @@ def _pick_flows(ctx: _Ctx, flows: pd.DataFrame) -> pd.DataFrame:
     return flows
 
 
-def _entity_samples(ctx: _Ctx, table: str, metric: str | Iterable[str], of: str | None = None) -> pd.DataFrame:
+_SAMPLE_COLUMNS = ("kind", "entity", "metric", "t", "value")
+
+
+def _entity_samples(ctx: _Ctx, table: str, metric: str | Iterable[str], of: str | None = None,
+                    per_run: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+                    filters: list | None = None) -> pd.DataFrame:
     """Samples (or series rows) of `metric` for the selected entities, with the flow's
-    base RTT joined in (column base_rtt, NaN for queues)."""
-    df = ctx.select(_table(ctx.store, table))
-    if df.empty:
-        return df
+    base RTT joined in (column base_rtt, NaN for queues). Only the experiment's runs and
+    the rows of `metric` (and the time window) are read; with `per_run` each run's rows
+    go through that reduction as they stream and only its results are kept."""
     of = of or ctx.get("of", "flow")
     mets = _as_list(metric)
-    df = df[(df["kind"].astype(str) == of) & (df["metric"].astype(str).isin(mets))]
-    for k, op in (("after", "ge"), ("before", "le")):
+    flt = [("kind", "==", of), ("metric", "in", [str(m) for m in mets])] + list(filters or [])
+    for k, op in (("after", ">="), ("before", "<=")):
         if ctx.get(k) is not None:
-            df = df[getattr(df["t"], op)(float(ctx.get(k)))]
+            flt.append(("t", op, float(ctx.get(k))))
+    keep = base = None
     if of == "flow":
-        flows = _pick_flows(ctx, ctx.select(_table(ctx.store, "flows")))
+        flows = _pick_flows(ctx, ctx.rows("flows"))
         if ctx.get("flow_kind") is not None or ctx.get("direction") is not None or ctx.get("entity") is not None:
-            keep = flows[["run_id", "name"]].astype({"name": str}).rename(columns={"name": "entity"}).drop_duplicates()
-            df = df.assign(entity=df["entity"].astype(str)).merge(keep, on=["run_id", "entity"], how="inner")
+            keep = flows[["run_id", "name"]].astype({"name": str}).rename(columns={"name": "entity"}).drop_duplicates() if not flows.empty else pd.DataFrame(columns=["run_id", "entity"])
         if not flows.empty and "base_rtt" in flows.columns:
             base = flows[["run_id", "name", "base_rtt"]].rename(columns={"name": "entity"})
             base = base.assign(entity=base["entity"].astype(str))
-            df = df.assign(entity=df["entity"].astype(str)).merge(base, on=["run_id", "entity"], how="left")
+    ents = _as_list(ctx.get("entity")) if of != "flow" else []
+    if keep is not None:
+        keep_by_run = {rid: g for rid, g in keep.groupby("run_id", sort=False)}
+    if base is not None:
+        base_by_run = {rid: g for rid, g in base.groupby("run_id", sort=False)}
+
+    def one(df: pd.DataFrame) -> pd.DataFrame:
+        if df.empty:
+            return df
+        rid = df["run_id"].iloc[0]
+        if of == "flow":
+            if keep is not None:
+                k = keep_by_run.get(rid, keep.iloc[0:0])
+                df = df.assign(entity=df["entity"].astype(str)).merge(k, on=["run_id", "entity"], how="inner")
+            if base is not None:
+                b = base_by_run.get(rid, base.iloc[0:0])
+                df = df.assign(entity=df["entity"].astype(str)).merge(b, on=["run_id", "entity"], how="left")
+            else:
+                df = df.assign(base_rtt=np.nan)
         else:
+            if ents:
+                df = df[df["entity"].astype(str).map(lambda n: any(fnmatch.fnmatchcase(n, p) for p in ents))]
             df = df.assign(base_rtt=np.nan)
-    else:
-        ents = _as_list(ctx.get("entity"))
-        if ents:
-            df = df[df["entity"].astype(str).map(lambda n: any(fnmatch.fnmatchcase(n, p) for p in ents))]
-        df = df.assign(base_rtt=np.nan)
-    return df
+        if per_run is not None and not df.empty:
+            df = per_run(df)
+        return df
+
+    return ctx.per_run(table, _SAMPLE_COLUMNS, flt, one)
 
 
 def _minus_base(df: pd.DataFrame, how: Any, metric: str) -> pd.DataFrame:
@@ -431,7 +511,7 @@ def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
     if len(xs) > 1 and len(ys) > 1:
         raise FigureSpecError("x, y: only one of them may be a list")
     pairs = [(x, y) for x in xs for y in ys]
-    runs = ctx.select(_table(store, "runs"))
+    runs = ctx.runs()
     title = f"{ctx.exp}: {' / '.join(ys)} vs {' / '.join(xs)}"
     if runs.empty:
         return _empty_figure(ctx, title, f"no runs of experiment {ctx.exp!r}")
@@ -508,13 +588,15 @@ def plot_cdf(store: Any, spec: dict, experiment: Any = None) -> Figure:
     """CDF of a sample metric per group; see the module doc for the keys."""
     ctx = _ctx(store, spec, experiment)
     metric = spec["metric"]
-    df = _entity_samples(ctx, "samples", metric)
+
+    def reduce(d: pd.DataFrame) -> pd.DataFrame:  # per run, as the samples stream
+        d = _minus_base(d, spec.get("minus_base"), metric)
+        return _resample(d, float(spec["resample"])) if spec.get("resample") else d
+
+    df = _entity_samples(ctx, "samples", metric, per_run=reduce)
     title = f"{ctx.exp}: CDF of {'induced ' if spec.get('minus_base') else ''}{metric}"
     if df.empty:
         return _empty_figure(ctx, title, f"no {ctx.get('of', 'flow')} samples of {metric!r} in experiment {ctx.exp!r}")
-    df = _minus_base(df, spec.get("minus_base"), metric)
-    if spec.get("resample"):
-        df = _resample(df, float(spec["resample"]))
     gcol = ctx.group_col(df)
     fcol, facets = _facets(ctx, df)
     groups = ctx.levels(df, gcol)
@@ -563,13 +645,19 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
     agg = spec.get("agg", "mean")
     if agg not in ("mean", "sum"):
         raise FigureSpecError(f"agg: {agg!r} is not allowed (\"mean\", \"sum\")")
-    df = _entity_samples(ctx, source, metric)
+    width = float(spec.get("bin", 0.2)) if source == "samples" else (float(spec["bin"]) if "bin" in spec else None)
+
+    def reduce(d: pd.DataFrame) -> pd.DataFrame:  # per run, as the rows stream: its bins
+        d = _minus_base(d, spec.get("minus_base"), metric)
+        b = _per_run_bins(d, width, agg)
+        ident = [c for c in d.columns if c.startswith("p_") or c in ("experiment", "repetition", "seed")]
+        return b.assign(**{c: d[c].iloc[0] for c in ident})
+
+    df = _entity_samples(ctx, source, metric, per_run=reduce)
     title = f"{ctx.exp}: {metric} over time (mean of repetitions)"
     if df.empty:
         return _empty_figure(ctx, title, f"no {ctx.get('of', 'flow')} {source} of {metric!r} in experiment {ctx.exp!r}"
                              + (" (does the experiment set keep_series = true?)" if source == "series" else ""))
-    df = _minus_base(df, spec.get("minus_base"), metric)
-    width = float(spec.get("bin", 0.2)) if source == "samples" else (float(spec["bin"]) if "bin" in spec else None)
     gcol = ctx.group_col(df)
     fcol, facets = _facets(ctx, df)
     groups = ctx.levels(df, gcol)
@@ -583,7 +671,7 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
             gs = _match(sub, gcol, g)
             if gs.empty:
                 continue
-            bins = _per_run_bins(gs, width, agg)
+            bins = gs[["run_id", "t", "value"]]
             wide = bins.pivot(index="t", columns="run_id", values="value").sort_index()
             with np.errstate(all="ignore"):
                 mean = np.nanmean(wide.to_numpy(dtype=float), axis=1) * sc
@@ -611,7 +699,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
     source = spec.get("source", "runs")
     if source not in ("runs", "flows"):
         raise FigureSpecError(f"source: {source!r} is not allowed (\"runs\", \"flows\")")
-    df = ctx.select(_table(store, source))
+    df = ctx.runs() if source == "runs" else ctx.rows(source)
     if source == "flows":
         df = _pick_flows(ctx, df)
     title = f"{ctx.exp}: {y} (mean ± sd over repetitions)"
@@ -656,7 +744,7 @@ def plot_flows_vs_rtt(store: Any, spec: dict, experiment: Any = None) -> Figure:
     """Per-flow throughput vs base RTT per group; see the module doc."""
     ctx = _ctx(store, {"flow_kind": "bulk", **spec}, experiment)
     x, y = spec.get("x", "base_rtt"), spec.get("y", "goodput_bps")
-    flows = _pick_flows(ctx, ctx.select(_table(store, "flows")))
+    flows = _pick_flows(ctx, ctx.rows("flows"))
     title = f"{ctx.exp}: per-flow {y} vs {x}"
     if flows.empty or x not in flows.columns or y not in flows.columns:
         return _empty_figure(ctx, title, f"no {ctx.get('flow_kind')} flows with {x!r} and {y!r} in experiment {ctx.exp!r}")
@@ -693,6 +781,21 @@ def _pick_rep(ctx: _Ctx, df: pd.DataFrame) -> pd.DataFrame:
     return df[df["repetition"] == int(rep)]
 
 
+def _one_rep_samples(ctx: _Ctx, table: str, metric: Any, of: str) -> pd.DataFrame:
+    """:func:`_entity_samples` of one repetition (the spec's, else the first that has
+    rows) without reading the other repetitions' rows."""
+    rep = ctx.get("repetition")
+    if rep is None:
+        runs = ctx.runs()
+        if "repetition" in runs.columns and not runs.empty:
+            first = int(runs["repetition"].min())
+            df = _entity_samples(ctx, table, metric, of=of, filters=[("repetition", "==", first)])
+            if not df.empty:
+                return df
+        return _pick_rep(ctx, _entity_samples(ctx, table, metric, of=of))
+    return _entity_samples(ctx, table, metric, of=of, filters=[("repetition", "==", int(rep))])
+
+
 def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
     """Queue delay of consecutive packets with drops marked; see the module doc."""
     ctx = _ctx(store, {"of": "queue", "entity": "bottleneck_down", **spec}, experiment)
@@ -700,13 +803,13 @@ def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
     windows = [float(w) for w in _as_list(spec.get("windows", [5.0]))]
     wlen = float(spec.get("window", 1.0))
     title = f"{ctx.exp}: queue delay of {ctx.get('entity')} with drops"
-    pk = _pick_rep(ctx, _entity_samples(ctx, "samples", [metric, dmetric], of="queue"))
+    pk = _one_rep_samples(ctx, "samples", [metric, dmetric], of="queue")
     per_packet = not pk.empty and (pk["metric"] == metric).any()
     if per_packet:
         data = pk
         note = "per-packet samples"
     else:
-        data = _pick_rep(ctx, _entity_samples(ctx, "series", ["sojourn_mean", "drops"], of="queue"))
+        data = _one_rep_samples(ctx, "series", ["sojourn_mean", "drops"], of="queue")
         note = "per-bin mean sojourn and drop counts (per-packet samples not stored)"
         if data.empty:
             return _empty_figure(ctx, title, f"no per-packet {metric!r} samples and no sojourn_mean/drops series for {ctx.get('entity')!r}")
@@ -750,7 +853,7 @@ def plot_state_trace(store: Any, spec: dict, experiment: Any = None) -> Figure:
     """Qdisc state variables (count, p, …) vs time; see the module doc."""
     ctx = _ctx(store, {"of": "queue", "entity": "bottleneck_down", **spec}, experiment)
     wanted = _as_list(spec.get("metrics", ["count", "p"]))
-    df = _pick_rep(ctx, _entity_samples(ctx, "samples", wanted, of="queue"))
+    df = _one_rep_samples(ctx, "samples", wanted, of="queue")
     title = f"{ctx.exp}: state of {ctx.get('entity')}"
     present = [m for m in wanted if not df.empty and (df["metric"] == m).any()]
     if not present:
@@ -823,7 +926,7 @@ def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
     """A measure vs a numeric axis, one line per group (mean ± sd); see the module doc."""
     ctx = _ctx(store, spec, experiment)
     x, y = spec["x"], spec["y"]
-    runs = ctx.select(_table(store, "runs"))
+    runs = ctx.runs()
     title = f"{ctx.exp}: {y} vs {x}"
     if runs.empty or y not in runs.columns:
         return _empty_figure(ctx, title, f"no values of {y!r} in experiment {ctx.exp!r}")

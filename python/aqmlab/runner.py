@@ -1,21 +1,26 @@
 """Running a study's runs: a local process pool (default) or a Dask cluster, with a
 resumable Parquet store.
 
-Store layout under the output directory ``OUT``::
+Store layout under the output directory ``OUT`` (details and reading: :mod:`aqmlab.store`)::
 
     OUT/study.toml            the exact study text (provenance)
-    OUT/provenance.json       aqmlab version, study name, quick flag, start time
+    OUT/provenance.json       aqmlab version, study name, quick flag, start time, repaired runs
     OUT/runs/<run_id>.parquet one row: run id, experiment, axis values (``p_<axis>``),
                               repetition, seed, the experiment's measures, wall time
     OUT/flows/<run_id>.parquet, OUT/queues/<run_id>.parquet,
     OUT/samples/<run_id>.parquet, OUT/series/<run_id>.parquet (if the experiment keeps them)
+    OUT/checksums/<run_id>.json  SHA-256 of each of the run's files
+    OUT/<table>/part-*.parquet + OUT/parts.json   compacted runs (after a sweep)
 
-Every file is written to a temporary name and renamed into place (atomic on POSIX), and
-a run's ``runs/`` row is written last: a run is finished exactly when its ``runs/`` file
-exists. An interrupted sweep (Ctrl-C, kill -9, a lost worker) therefore resumes by
-skipping finished runs; the other files of an unfinished run are simply overwritten.
-Workers only compute; the coordinating process does all writing, so a Dask cluster needs
-no shared file system.
+Every file is written to a temporary name, fsynced and renamed into place (atomic on
+POSIX) and its directory fsynced; a run's ``runs/`` row is written last: a run is finished
+exactly when its ``runs`` row exists. An interrupted sweep (Ctrl-C, kill -9, a lost worker,
+a power cut) therefore resumes by skipping finished runs; the other files of an unfinished
+run are simply overwritten. On resume every finished run is checked against its checksums
+and a damaged one is run again (recorded under ``repaired`` in ``provenance.json``, shown
+by the report). After the runs, the store merges its per-run files into a few large files
+per table (:func:`aqmlab.store.compact`). Workers only compute; the coordinating process
+does all writing, so a Dask cluster needs no shared file system.
 """
 from __future__ import annotations
 
@@ -46,6 +51,8 @@ class SweepSummary:
     skipped: int
     ran: int
     wall_seconds: float
+    #: finished runs found damaged on resume and run again (aqmlab.store.Damaged)
+    repaired: list = dataclasses.field(default_factory=list)
 
 
 def _spec_to_dict(spec: RunSpec) -> dict:
@@ -86,24 +93,30 @@ def execute_run(spec: dict, measures: list[str], keep_series: bool, keep_samples
     return out
 
 
-def _write_atomic(df, path: pathlib.Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-
-
 def _store(out: pathlib.Path, tables: dict[str, Any]) -> None:
-    rid = tables["runs"]["run_id"].iloc[0]
-    for name in TABLES:
-        if name in tables:
-            _write_atomic(tables[name], out / name / f"{rid}.parquet")
-    _write_atomic(tables["runs"], out / "runs" / f"{rid}.parquet")  # last: marks the run finished
+    from aqmlab.store import write_run
+
+    write_run(out, tables)
 
 
 def finished_runs(out: pathlib.Path) -> set[str]:
-    d = out / "runs"
-    return {p.stem for p in d.glob("*.parquet")} if d.is_dir() else set()
+    from aqmlab.store import finished_runs as f
+
+    return f(out)
+
+
+def _record_repaired(out: pathlib.Path, damaged: list) -> None:
+    """Appends the damaged runs found on resume to provenance.json (atomically)."""
+    from aqmlab.store import _fsync_dir, _write_bytes_durably
+
+    if not damaged:
+        return
+    prov = out / "provenance.json"
+    doc = json.loads(prov.read_text()) if prov.exists() else {}
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    doc.setdefault("repaired", []).extend({"run_id": d.run_id, "file": d.file, "reason": d.reason, "found": when} for d in damaged)
+    _write_bytes_durably(json.dumps(doc, indent=2).encode(), prov)
+    _fsync_dir(out)
 
 
 def _prepare(study: Study, out: pathlib.Path) -> None:
@@ -122,8 +135,10 @@ def _prepare(study: Study, out: pathlib.Path) -> None:
                 "choose another --out or delete it"
             )
         return
-    text.write_text(study.text)
-    prov.write_text(
+    from aqmlab.store import _fsync_dir, _write_bytes_durably
+
+    # provenance first: the study text is what marks the folder as this study's store
+    _write_bytes_durably(
         json.dumps(
             {
                 "study": study.name,
@@ -133,8 +148,11 @@ def _prepare(study: Study, out: pathlib.Path) -> None:
                 "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             },
             indent=2,
-        )
+        ).encode(),
+        prov,
     )
+    _write_bytes_durably(study.text.encode(), text)
+    _fsync_dir(out)
 
 
 def run_study(
@@ -145,12 +163,15 @@ def run_study(
     only: list[str] | None = None,
     progress: bool = True,
     on_done: Callable[[dict], None] | None = None,
+    compact_after: bool = True,
 ) -> SweepSummary:
     """Runs every unfinished run of `study` and stores it under `out`.
 
     jobs: local worker processes (default: all cores). scheduler: address of a Dask
     scheduler (``tcp://host:8786``) or a ``dask.distributed.Client``/``LocalCluster``
-    object; then the runs execute on that cluster.
+    object; then the runs execute on that cluster. Finished runs are verified against
+    their checksums first (damaged ones run again: ``SweepSummary.repaired``); with
+    compact_after the per-run files are merged into a few large files at the end.
     """
     from aqmlab import measures as M
 
@@ -161,6 +182,10 @@ def run_study(
     specs = study.runs(only)
     _validate_all(specs)
     _prepare(study, out)
+    from aqmlab.store import compact, verify
+
+    damaged = verify(out)
+    _record_repaired(out, damaged)
     done = finished_runs(out)
     todo = [s for s in specs if s.run_id not in done]
     exp = {e.name: e for e in study.experiments}
@@ -181,7 +206,10 @@ def run_study(
             _run_local(jobs, args, out, bar, on_done)
     finally:
         bar.close()
-    return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo), time.perf_counter() - t0)
+    if compact_after:
+        compact(out)
+    repaired = sorted({d.run_id for d in damaged})
+    return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo), time.perf_counter() - t0, repaired)
 
 
 def _validate_all(specs: list[RunSpec]) -> None:

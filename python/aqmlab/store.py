@@ -1,59 +1,775 @@
-"""Reading a study's result store (see :mod:`aqmlab.runner` for the layout)."""
+"""The result store of a study: writing runs durably, verifying them, compacting them, and
+reading them lazily (only the columns and rows a caller needs).
+
+Layout under the output directory ``OUT`` (see also :mod:`aqmlab.runner`)::
+
+    OUT/study.toml, OUT/provenance.json
+    OUT/<table>/<run_id>.parquet    one file per finished run and table ("loose" files):
+                                    runs (the marker), flows, queues, samples, series
+    OUT/checksums/<run_id>.json     SHA-256 of each of the run's files (runs row included)
+    OUT/<table>/part-NNNNNN.parquet compacted files: many runs each, sorted by
+                                    (experiment, run_id), a run never split across files
+    OUT/parts.json                  the manifest of compacted files: per table, each part's
+                                    file, SHA-256 and the run ids it holds
+
+Durability rules
+----------------
+- A run is finished exactly when its ``runs`` row exists: a loose ``runs/<id>.parquet`` or
+  a listed run of a ``runs`` part in ``parts.json``.
+- :func:`write_run` writes every data file and the checksum file to temporary names,
+  fsyncs each file, renames it into place and fsyncs the directories, and only then writes
+  (the same way) the ``runs`` row. After a crash at any instant a run is either finished
+  with all its files on disk or absent (its leftovers are overwritten by the rerun).
+- :func:`verify` (called when a sweep resumes) checks every finished run against its
+  checksums; a damaged run is removed so the sweep runs it again, and the sweep records it
+  in ``provenance.json`` (``repaired``), which the report shows.
+- :func:`compact` merges loose files into parts; ``parts.json`` (written atomically) is the
+  commit point, loose files are deleted after it. Files not yet (or no longer) listed are
+  ignored by readers and cleaned up by the next :func:`compact` or sweep.
+
+Reading
+-------
+:func:`load` returns a :class:`Store` that reads nothing but the small ``runs`` table up
+front. ``Store.flows`` etc. load a whole table on first access (cached). The report, figures,
+tables, findings and the Flent export use :meth:`Store.scan` (projection + filters, rows in
+run-id order) and :meth:`Store.iter_runs` (one run at a time, streamed), through the
+module functions :func:`scan`, :func:`iter_runs` and :func:`runs_of`, which also accept any
+object with DataFrame attributes (``runs``, ``flows``, …) such as a test's namespace.
+
+Filters are lists of ``(column, op, value)`` with op ``==``, ``!=``, ``in``, ``not in``,
+``<``, ``<=``, ``>``, ``>=`` (all must hold); a row whose file lacks the column does not
+match. Reading uses pyarrow (already a dependency): per-file projection and filtering, and
+for compacted files ``pyarrow.dataset`` scans with filter pushdown onto row-group statistics.
+"""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import heapq
 import json
+import os
 import pathlib
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-__all__ = ["Store", "load"]
+__all__ = [
+    "Store",
+    "load",
+    "scan",
+    "iter_runs",
+    "runs_of",
+    "write_run",
+    "finished_runs",
+    "verify",
+    "compact",
+    "Damaged",
+    "TABLES",
+    "DATA_TABLES",
+]
+
+#: every table of the store; ``runs`` is the marker of a finished run
+TABLES = ("runs", "flows", "queues", "samples", "series")
+DATA_TABLES = ("flows", "queues", "samples", "series")
+MANIFEST = "parts.json"
+CHECKSUMS = "checksums"
+#: rows per row group in compacted files (and the unit of streaming reads)
+ROW_GROUP_ROWS = 262_144
+#: a part file is closed after this many rows (then a new one starts at a run boundary)
+PART_ROWS = 8 * ROW_GROUP_ROWS
+
+Filter = list[tuple[str, str, Any]]
+
+
+# ---------------------------------------------------------------------------------------
+# durable writing
+
+
+def _fsync_dir(d: pathlib.Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_bytes_durably(data: bytes, path: pathlib.Path) -> None:
+    """Writes `data` to a temporary file, fsyncs it and renames it to `path` (the caller
+    fsyncs the directory)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _parquet_bytes(df: Any) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sha256_file(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_run(out: pathlib.Path, tables: dict[str, Any]) -> None:
+    """Stores one run's tables (pandas DataFrames; ``runs`` is its one-row table) durably:
+    data files, then the checksum file, then the ``runs`` row, each fsynced with its
+    directory before the next step."""
+    out = pathlib.Path(out)
+    rid = str(tables["runs"]["run_id"].iloc[0])
+    sums: dict[str, str] = {}
+    dirs = set()
+    for name in DATA_TABLES:
+        if name in tables and tables[name] is not None:
+            data = _parquet_bytes(tables[name])
+            _write_bytes_durably(data, out / name / f"{rid}.parquet")
+            sums[name] = _sha256(data)
+            dirs.add(out / name)
+    runs_data = _parquet_bytes(tables["runs"])
+    sums["runs"] = _sha256(runs_data)
+    _write_bytes_durably(json.dumps(sums, sort_keys=True).encode(), out / CHECKSUMS / f"{rid}.json")
+    dirs.add(out / CHECKSUMS)
+    for d in sorted(dirs):
+        _fsync_dir(d)
+    _write_bytes_durably(runs_data, out / "runs" / f"{rid}.parquet")  # last: marks the run finished
+    _fsync_dir(out / "runs")
+
+
+# ---------------------------------------------------------------------------------------
+# the manifest of compacted parts
+
+
+def _read_manifest(out: pathlib.Path) -> dict:
+    p = out / MANIFEST
+    if not p.exists():
+        return {"version": 1, "next": 1, "parts": {t: [] for t in TABLES}}
+    m = json.loads(p.read_text())
+    for t in TABLES:
+        m.setdefault("parts", {}).setdefault(t, [])
+    return m
+
+
+def _write_manifest(out: pathlib.Path, m: dict) -> None:
+    _write_bytes_durably(json.dumps(m, indent=1, sort_keys=True).encode(), out / MANIFEST)
+    _fsync_dir(out)
+
+
+def _manifest_runs(m: dict, table: str = "runs") -> set[str]:
+    return {rid for p in m["parts"].get(table, []) for rid in p["runs"]}
+
+
+def _loose_ids(out: pathlib.Path, table: str) -> set[str]:
+    d = out / table
+    if not d.is_dir():
+        return set()
+    return {n[: -len(".parquet")] for n in os.listdir(d) if n.endswith(".parquet") and not n.startswith(("part-", "."))}
+
+
+def finished_runs(out: pathlib.Path) -> set[str]:
+    """Run ids whose ``runs`` row exists (loose or in a listed part)."""
+    out = pathlib.Path(out)
+    try:
+        m = _read_manifest(out)
+    except (OSError, ValueError):
+        m = {"parts": {t: [] for t in TABLES}}
+    return _loose_ids(out, "runs") | _manifest_runs(m)
 
 
 @dataclasses.dataclass
+class Damaged:
+    """A finished run whose files did not match their checksums (it was removed to be rerun)."""
+
+    run_id: str
+    file: str
+    reason: str
+
+
+def _remove_loose_run(out: pathlib.Path, rid: str) -> None:
+    (out / "runs" / f"{rid}.parquet").unlink(missing_ok=True)  # first: unmark
+    _fsync_dir(out / "runs")
+    for t in DATA_TABLES:
+        (out / t / f"{rid}.parquet").unlink(missing_ok=True)
+    (out / CHECKSUMS / f"{rid}.json").unlink(missing_ok=True)
+
+
+def verify(out: pathlib.Path) -> list[Damaged]:
+    """Checks every finished run against its checksums and removes damaged ones (so that a
+    sweep reruns them). Loose runs written before checksums existed (no checksum file) are
+    kept. A damaged compacted part drops every run it holds from the manifest."""
+    out = pathlib.Path(out)
+    damaged: list[Damaged] = []
+    m = _read_manifest(out) if (out / MANIFEST).exists() else None
+    in_parts = _manifest_runs(m) if m else set()
+    for rid in sorted(_loose_ids(out, "runs") - in_parts):
+        cs = out / CHECKSUMS / f"{rid}.json"
+        if not cs.exists():
+            continue
+        bad = None
+        try:
+            sums = json.loads(cs.read_text())
+            if not isinstance(sums, dict) or "runs" not in sums:
+                raise ValueError("no runs entry")
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            bad = (str(cs.relative_to(out)), f"unreadable checksum file ({e})")
+            sums = {}
+        for t, digest in sums.items():
+            if bad:
+                break
+            f = out / t / f"{rid}.parquet"
+            if not f.exists():
+                bad = (str(f.relative_to(out)), "missing")
+            elif _sha256_file(f) != digest:
+                bad = (str(f.relative_to(out)), "checksum mismatch")
+        if bad:
+            damaged.append(Damaged(rid, *bad))
+            _remove_loose_run(out, rid)
+    if m:
+        drop: set[str] = set()
+        keep_parts: dict[str, list] = {}
+        for t in TABLES:
+            keep_parts[t] = []
+            for p in m["parts"][t]:
+                f = out / p["file"]
+                why = "missing" if not f.exists() else ("checksum mismatch" if _sha256_file(f) != p["sha256"] else None)
+                if why:
+                    damaged.extend(Damaged(rid, p["file"], why) for rid in p["runs"])
+                    drop |= set(p["runs"])
+                else:
+                    keep_parts[t].append(p)
+        if drop:
+            for t in TABLES:
+                for p in keep_parts[t]:
+                    if drop & set(p["runs"]):
+                        p["runs"] = [r for r in p["runs"] if r not in drop]
+                        p["filtered"] = True
+                keep_parts[t] = [p for p in keep_parts[t] if p["runs"]]
+            m["parts"] = keep_parts
+            _write_manifest(out, m)
+            for rid in drop:  # any loose leftovers of those runs are stale as well
+                _remove_loose_run(out, rid)
+    return damaged
+
+
+# ---------------------------------------------------------------------------------------
+# compaction
+
+
+def _cleanup(out: pathlib.Path, m: dict) -> None:
+    """Removes temporary files, part files the manifest does not list, and loose files of
+    runs that already live in parts (left by a crash between commit and deletion)."""
+    listed = {p["file"] for t in TABLES for p in m["parts"][t]}
+    in_parts = _manifest_runs(m)
+    for t in (*TABLES, CHECKSUMS):
+        d = out / t
+        if not d.is_dir():
+            continue
+        for n in os.listdir(d):
+            rel = f"{t}/{n}"
+            if n.startswith(".") and n.endswith(".tmp"):
+                (d / n).unlink(missing_ok=True)
+            elif n.startswith("part-") and rel not in listed:
+                (d / n).unlink(missing_ok=True)
+    for rid in in_parts & _loose_ids(out, "runs"):
+        _remove_loose_run(out, rid)
+
+
+def _unified(schemas: list) -> Any:
+    import pyarrow as pa
+
+    s = pa.unify_schemas([x.remove_metadata() for x in schemas], promote_options="permissive")
+    return s
+
+
+def _conform(tbl: Any, schema: Any) -> Any:
+    import pyarrow as pa
+
+    cols = []
+    for f in schema:
+        if f.name in tbl.column_names:
+            c = tbl.column(f.name)
+            cols.append(c if c.type == f.type else c.cast(f.type))
+        else:
+            cols.append(pa.nulls(tbl.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int = ROW_GROUP_ROWS) -> int:
+    """Merges the loose files of finished runs into part files (per table and experiment,
+    sorted by run id, at most about `part_rows` rows each) and returns how many runs were
+    merged. Memory stays within about one row group per table. Safe to interrupt at any
+    instant: ``parts.json`` is the commit point."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = pathlib.Path(out)
+    m = _read_manifest(out)
+    _cleanup(out, m)
+    loose = sorted(_loose_ids(out, "runs") - _manifest_runs(m))
+    if not loose:
+        return 0
+    exp_of: dict[str, str] = {}
+    for rid in loose:
+        t = pq.read_table(out / "runs" / f"{rid}.parquet", columns=["experiment"])
+        exp_of[rid] = str(t.column("experiment")[0].as_py())
+    order = sorted(loose, key=lambda r: (exp_of[r], r))
+    new_parts: dict[str, list] = {t: [] for t in TABLES}
+    written: list[pathlib.Path] = []
+    for table in TABLES:
+        files = [(rid, out / table / f"{rid}.parquet") for rid in order if (out / table / f"{rid}.parquet").exists()]
+        by_exp: dict[str, list] = {}
+        for rid, f in files:
+            by_exp.setdefault(exp_of[rid], []).append((rid, f))
+        for exp in sorted(by_exp):
+            items = by_exp[exp]
+            schema = _unified([pq.read_schema(f) for _, f in items])
+            writer = None
+            part_path = None
+            part_ids: list[str] = []
+            part_n = 0
+            buf: list = []
+            buf_n = 0
+
+            def flush_group() -> None:
+                nonlocal buf, buf_n
+                if buf:
+                    writer.write_table(pa.concat_tables(buf), row_group_size=max(row_group_rows, buf_n))
+                buf, buf_n = [], 0
+
+            def close_part() -> None:
+                nonlocal writer, part_path, part_ids, part_n
+                flush_group()
+                if writer is None:
+                    return
+                writer.close()
+                with open(part_path, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                final = part_path.with_name(part_path.name[1:].removesuffix(".tmp"))
+                os.replace(part_path, final)
+                written.append(final)
+                new_parts[table].append({"file": f"{table}/{final.name}", "experiment": exp, "rows": part_n,
+                                         "runs": list(part_ids), "sha256": _sha256_file(final)})
+                writer, part_path, part_ids, part_n = None, None, [], 0
+
+            for rid, f in items:
+                tbl = _conform(pq.read_table(f).replace_schema_metadata(None), schema)
+                if writer is None:
+                    part_path = out / table / f".part-{m['next']:06d}.parquet.tmp"
+                    m["next"] += 1
+                    writer = pq.ParquetWriter(part_path, schema, compression="snappy")
+                buf.append(tbl)
+                buf_n += tbl.num_rows
+                part_ids.append(rid)
+                part_n += tbl.num_rows
+                if buf_n >= row_group_rows:
+                    flush_group()
+                if part_n >= part_rows:
+                    close_part()
+            close_part()
+    for d in {p.parent for p in written}:
+        _fsync_dir(d)
+    for t in TABLES:
+        m["parts"][t].extend(new_parts[t])
+    _write_manifest(out, m)  # commit
+    for rid in loose:
+        _remove_loose_run(out, rid)
+    for t in (*TABLES, CHECKSUMS):
+        if (out / t).is_dir():
+            _fsync_dir(out / t)
+    return len(loose)
+
+
+# ---------------------------------------------------------------------------------------
+# reading
+
+
+def _expr(filters: Filter | None) -> Any:
+    import pyarrow.compute as pc
+
+    e = None
+    for col, op, val in filters or []:
+        f = pc.field(col)
+        if op in ("==", "="):
+            x = f == val
+        elif op == "!=":
+            x = f != val
+        elif op == "in":
+            x = f.isin(list(val))
+        elif op == "not in":
+            x = ~f.isin(list(val))
+        elif op == "<":
+            x = f < val
+        elif op == "<=":
+            x = f <= val
+        elif op == ">":
+            x = f > val
+        elif op == ">=":
+            x = f >= val
+        else:
+            raise ValueError(f"filter op {op!r} is not supported")
+        e = x if e is None else (e & x)
+    return e
+
+
+def _filter_cols(filters: Filter | None) -> set[str]:
+    return {c for c, _, _ in filters or []}
+
+
+def _split_runs(tbl: Any) -> Iterator[tuple[str, Any]]:
+    """(run_id, rows) for each contiguous run of a table sorted by run."""
+    import pyarrow.compute as pc
+
+    if tbl.num_rows == 0:
+        return
+    ids = tbl.column("run_id")
+    ree = pc.run_end_encode(ids.combine_chunks() if hasattr(ids, "combine_chunks") else ids)
+    ends = ree.run_ends.to_pylist()
+    vals = ree.values.to_pylist()
+    start = 0
+    for end, v in zip(ends, vals):
+        yield str(v), tbl.slice(start, end - start)
+        start = end
+
+
 class Store:
-    """The tables of a study's output directory as pandas DataFrames (empty if absent).
+    """A study's result store, read lazily.
 
-    Only finished runs (those with a ``runs/`` row) are included in every table."""
+    ``runs`` (one row per finished run, sorted by experiment and run id; axis columns
+    ``p_<axis>`` keep the type of the study's axis values: numbers are numbers) is read on
+    first use; ``flows``, ``queues``, ``samples`` and ``series`` are whole tables loaded on
+    first access (and cached). For large stores use :meth:`scan` / :meth:`iter_runs`, which
+    read only the columns and rows asked for."""
 
-    path: pathlib.Path
-    runs: "object"
-    flows: "object"
-    queues: "object"
-    samples: "object"
-    series: "object"
-    study_text: str
-    provenance: dict
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = pathlib.Path(path)
+        if not (self.path / "runs").is_dir():
+            raise FileNotFoundError(f"{self.path} is not an aqmlab result store (no runs/ folder)")
+        prov = self.path / "provenance.json"
+        text = self.path / "study.toml"
+        self.study_text: str = text.read_text() if text.exists() else ""
+        self.provenance: dict = json.loads(prov.read_text()) if prov.exists() else {}
+        self._manifest = _read_manifest(self.path)
+        self._cache: dict[str, Any] = {}
+        self._raw_runs = None
+        self._loose: dict[str, set[str]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Store {str(self.path)!r}: {len(self.raw_runs)} finished runs>"
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def _loose_of(self, table: str) -> set[str]:
+        if table not in self._loose:
+            ids = _loose_ids(self.path, table)
+            if table != "runs":
+                ids &= self._finished()
+            self._loose[table] = ids - _manifest_runs(self._manifest, table)
+        return self._loose[table]
+
+    def _finished(self) -> set[str]:
+        if "_finished" not in self._cache:
+            self._cache["_finished"] = (_loose_ids(self.path, "runs") | _manifest_runs(self._manifest))
+        return self._cache["_finished"]
+
+    def _sources(self, table: str, columns: list[str] | None, filters: Filter | None,
+                 run_ids: set[str] | None, batch_rows: int) -> list[Iterator[tuple[str, Any]]]:
+        """Iterators of (run_id, pyarrow table) in run-id order, one per file group."""
+        srcs: list[Iterator[tuple[str, Any]]] = []
+        loose = sorted(self._loose_of(table) if run_ids is None else (self._loose_of(table) & run_ids))
+        if loose:
+            srcs.append(self._iter_loose(table, loose, columns, filters))
+        finished = self._finished()
+        for p in self._manifest["parts"].get(table, []):
+            ids = set(p["runs"]) & finished
+            if run_ids is not None:
+                ids &= run_ids
+            if not ids:
+                continue
+            restrict = ids if (run_ids is not None or p.get("filtered") or len(ids) < len(p["runs"])) else None
+            srcs.append(self._iter_part(self.path / p["file"], restrict, columns, filters, batch_rows))
+        return srcs
+
+    def _iter_loose(self, table: str, ids: list[str], columns, filters) -> Iterator[tuple[str, Any]]:
+        import pyarrow.parquet as pq
+
+        need = _filter_cols(filters)
+        e = _expr(filters)
+        for rid in ids:
+            f = self.path / table / f"{rid}.parquet"
+            try:
+                pf = pq.ParquetFile(f)
+            except FileNotFoundError:
+                continue
+            names = pf.schema_arrow.names
+            if not need <= set(names):
+                continue
+            cols = None if columns is None else [c for c in names if c in set(columns) | need | {"run_id"}]
+            tbl = pf.read(columns=cols).replace_schema_metadata(None)
+            if e is not None:
+                tbl = tbl.filter(e)
+            if columns is not None:
+                tbl = tbl.select([c for c in tbl.column_names if c in set(columns) | {"run_id"}])
+            if tbl.num_rows:
+                yield rid, tbl
+
+    def _iter_part(self, f: pathlib.Path, ids: set[str] | None, columns, filters, batch_rows: int) -> Iterator[tuple[str, Any]]:
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        d = ds.dataset(f, format="parquet")
+        names = d.schema.names
+        if not _filter_cols(filters) <= set(names):
+            return
+        flt = list(filters or [])
+        if ids is not None:
+            flt.append(("run_id", "in", sorted(ids)))
+        cols = None if columns is None else [c for c in names if c in set(columns) | {"run_id"}]
+        pending: list = []
+        pending_id = None
+        for batch in d.to_batches(columns=cols, filter=_expr(flt), batch_size=batch_rows):
+            if batch.num_rows == 0:
+                continue
+            tbl = pa.Table.from_batches([batch])
+            for rid, part in _split_runs(tbl):
+                if pending_id is not None and rid != pending_id:
+                    yield pending_id, pa.concat_tables(pending)
+                    pending = []
+                pending_id = rid
+                pending.append(part)
+        if pending:
+            yield pending_id, pa.concat_tables(pending)
+
+    # -- public reading -------------------------------------------------------------------
+
+    def iter_runs(self, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+                  run_ids: Iterable[str] | None = None, batch_rows: int = ROW_GROUP_ROWS) -> Iterator[tuple[str, Any]]:
+        """Streams (run_id, pandas DataFrame) of `table`, one finished run at a time in
+        run-id order, with only `columns` (plus run_id) and the rows matching `filters`;
+        runs without matching rows are skipped."""
+        for rid, tbl in self._iter_arrow(table, columns, filters, run_ids, batch_rows):
+            yield rid, tbl.to_pandas()
+
+    def _iter_arrow(self, table, columns, filters, run_ids, batch_rows=ROW_GROUP_ROWS):
+        if table not in TABLES:
+            raise ValueError(f"unknown table {table!r} (tables: {', '.join(TABLES)})")
+        cols = None if columns is None else list(columns)
+        ids = None if run_ids is None else {str(r) for r in run_ids}
+        srcs = self._sources(table, cols, filters, ids, batch_rows)
+        if len(srcs) == 1:
+            yield from srcs[0]
+        else:
+            yield from heapq.merge(*srcs, key=lambda x: x[0])
+
+    def scan(self, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+             run_ids: Iterable[str] | None = None) -> Any:
+        """`table` restricted to `columns` (plus run_id) and to rows matching `filters` (and
+        to `run_ids`), as one pandas DataFrame in run-id order."""
+        import pandas as pd
+        import pyarrow as pa
+
+        if table == "runs":
+            df = self.raw_runs
+            if run_ids is not None:
+                df = df[df["run_id"].isin(set(map(str, run_ids)))]
+            df = _apply_filters(df, filters)
+            if columns is not None:
+                df = df[[c for c in df.columns if c in set(columns) | {"run_id"}]]
+            return df.sort_values("run_id", kind="stable").reset_index(drop=True)
+        parts = [t for _, t in self._iter_arrow(table, columns, filters, run_ids)]
+        if not parts:
+            return pd.DataFrame()
+        return pa.concat_tables(parts, promote_options="permissive").to_pandas()
+
+    @property
+    def raw_runs(self) -> Any:
+        """The runs table with axis labels as stored (strings), sorted by experiment and run id."""
+        if self._raw_runs is None:
+            import pandas as pd
+            import pyarrow as pa
+
+            parts = [t for _, t in self._iter_arrow("runs", None, None, None)]
+            if not parts:
+                self._raw_runs = pd.DataFrame()
+            else:
+                df = pa.concat_tables(parts, promote_options="permissive").to_pandas()
+                self._raw_runs = df.sort_values(["experiment", "run_id"]).reset_index(drop=True)
+        return self._raw_runs
+
+    @property
+    def runs(self) -> Any:
+        if "runs" not in self._cache:
+            self._cache["runs"] = _typed_axes(self.raw_runs, self.study_text, self.provenance)
+        return self._cache["runs"]
+
+    def _full(self, table: str) -> Any:
+        if table not in self._cache:
+            self._cache[table] = self.scan(table)
+        return self._cache[table]
+
+    @property
+    def flows(self) -> Any:
+        return self._full("flows")
+
+    @property
+    def queues(self) -> Any:
+        return self._full("queues")
+
+    @property
+    def samples(self) -> Any:
+        return self._full("samples")
+
+    @property
+    def series(self) -> Any:
+        return self._full("series")
 
 
-def _read(d: pathlib.Path, ids: set[str] | None):
+def _apply_filters(df: Any, filters: Filter | None) -> Any:
+    import numpy as np
+
+    for col, op, val in filters or []:
+        if df.empty:
+            return df
+        if col not in df.columns:
+            return df.iloc[0:0]
+        s = df[col]
+        if op in ("==", "="):
+            m = s == val
+        elif op == "!=":
+            m = s != val
+        elif op == "in":
+            m = s.isin(list(val))
+        elif op == "not in":
+            m = ~s.isin(list(val))
+        elif op == "<":
+            m = s < val
+        elif op == "<=":
+            m = s <= val
+        elif op == ">":
+            m = s > val
+        elif op == ">=":
+            m = s >= val
+        else:
+            raise ValueError(f"filter op {op!r} is not supported")
+        df = df[np.asarray(m.fillna(False), dtype=bool)]
+    return df
+
+
+def _typed_axes(runs: Any, study_text: str, provenance: dict) -> Any:
+    """Axis columns whose study values are all integers (or all floats) become nullable
+    Int64 (Float64) columns, so they sort as numbers; labels stay strings otherwise."""
     import pandas as pd
 
-    if not d.is_dir():
-        return pd.DataFrame()
-    files = sorted(p for p in d.glob("*.parquet") if ids is None or p.stem in ids)
-    if not files:
-        return pd.DataFrame()
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    if runs.empty or not study_text:
+        return runs
+    try:
+        from aqmlab.study import parse_study
+
+        study = parse_study(study_text, quick=bool(provenance.get("quick")))
+    except Exception:  # noqa: BLE001 - an unreadable study text leaves the labels as they are
+        return runs
+    kinds: dict[str, set[str]] = {}
+    for e in study.experiments:
+        raw = _raw_axis_values(study_text, e.name)
+        for a in e.axes:
+            vals = raw.get(a.name)
+            if vals is None:
+                kinds.setdefault(a.name, set()).add("str")
+                continue
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+                kinds.setdefault(a.name, set()).add("int")
+            elif all(isinstance(v, float) and str(v) == lab for v, lab in zip(vals, [x.label for x in a.values])):
+                kinds.setdefault(a.name, set()).add("float")
+            else:
+                kinds.setdefault(a.name, set()).add("str")
+    out = runs.copy()
+    for name, ks in kinds.items():
+        col = f"p_{name}"
+        if col not in out.columns or len(ks) != 1 or ks == {"str"}:
+            continue
+        try:
+            num = pd.to_numeric(out[col], errors="raise")
+        except (ValueError, TypeError):
+            continue
+        out[col] = num.astype("Int64" if ks == {"int"} else "Float64")
+    return out
 
 
-def load(path: str | pathlib.Path) -> Store:
-    """Loads the result store written by ``aqmlab reproduce``/``sweep`` (or
-    :func:`aqmlab.runner.run_study`)."""
-    p = pathlib.Path(path)
-    if not (p / "runs").is_dir():
-        raise FileNotFoundError(f"{p} is not an aqmlab result store (no runs/ folder)")
-    runs = _read(p / "runs", None)
-    ids = set(runs["run_id"]) if len(runs) else set()
-    if len(runs):
-        runs = runs.sort_values(["experiment", "run_id"]).reset_index(drop=True)
-    prov = p / "provenance.json"
-    text = p / "study.toml"
-    return Store(
-        path=p,
-        runs=runs,
-        flows=_read(p / "flows", ids),
-        queues=_read(p / "queues", ids),
-        samples=_read(p / "samples", ids),
-        series=_read(p / "series", ids),
-        study_text=text.read_text() if text.exists() else "",
-        provenance=json.loads(prov.read_text()) if prov.exists() else {},
-    )
+def _raw_axis_values(text: str, exp: str) -> dict[str, list]:
+    """The values of the `path` axes of experiment `exp` as written (without labels)."""
+    import tomllib
+
+    doc = tomllib.loads(text)
+    for e in doc.get("experiment", []):
+        if e.get("name") != exp:
+            continue
+        return {a["name"]: list(a["values"]) for a in e.get("axis", []) if "path" in a and "labels" not in a}
+    return {}
+
+
+def load(path: str | os.PathLike) -> Store:
+    """Opens the result store written by ``aqmlab reproduce``/``sweep`` (or
+    :func:`aqmlab.runner.run_study`) for lazy reading."""
+    return Store(path)
+
+
+# ---------------------------------------------------------------------------------------
+# the data-access functions the report, figures, tables, findings and export use
+
+
+def runs_of(store: Any) -> Any:
+    """The runs table with axis labels as stored (strings)."""
+    import pandas as pd
+
+    if isinstance(store, Store):
+        return store.raw_runs
+    df = getattr(store, "runs", None)
+    return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
+
+
+def scan(store: Any, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+         run_ids: Iterable[str] | None = None) -> Any:
+    """:meth:`Store.scan` for a :class:`Store`; the same selection of an in-memory table
+    for any other object with DataFrame attributes."""
+    import pandas as pd
+
+    if isinstance(store, Store):
+        return store.scan(table, columns, filters, run_ids)
+    df = runs_of(store) if table == "runs" else getattr(store, table, None)
+    if not isinstance(df, pd.DataFrame) or df.empty:
+        return pd.DataFrame()
+    if run_ids is not None:
+        df = df[df["run_id"].isin(set(map(str, run_ids)))]
+    df = _apply_filters(df, filters)
+    if columns is not None:
+        df = df[[c for c in df.columns if c in set(columns) | {"run_id"}]]
+    return df
+
+
+def iter_runs(store: Any, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+              run_ids: Iterable[str] | None = None) -> Iterator[tuple[str, Any]]:
+    """:meth:`Store.iter_runs` for a :class:`Store`; per run of the in-memory table otherwise."""
+    if isinstance(store, Store):
+        yield from store.iter_runs(table, columns, filters, run_ids)
+        return
+    df = scan(store, table, columns, filters, run_ids)
+    if df.empty:
+        return
+    for rid, g in df.groupby("run_id", sort=True):
+        yield str(rid), g

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from aqmlab._fmt import fmt_num, natural_key, unit_for
+from aqmlab.store import runs_of
 
 __all__ = ["TableSpecError", "Table", "table", "summary_table", "render_tables", "render_table_records", "validate_spec", "STATS"]
 
@@ -179,8 +180,7 @@ def table(store: Any, spec: dict, experiment: Any = None) -> Table:
     :class:`aqmlab.study.Experiment` (default experiment and axis order) or a name."""
     validate_spec(spec)
     exp_name, axes = _exp(spec, experiment)
-    runs = getattr(store, "runs", pd.DataFrame())
-    runs = _select(runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(), exp_name, spec.get("where"))
+    runs = _select(runs_of(store), exp_name, spec.get("where"))
     value, stat = spec["value"], _stat(spec.get("stat", "mean"))
     s0, u0 = unit_for(value)
     scale, unit = float(spec.get("scale", s0 if stat != "count" else 1.0)), str(spec.get("unit", u0 if stat != "count" else ""))
@@ -227,8 +227,7 @@ def table(store: Any, spec: dict, experiment: Any = None) -> Table:
 def summary_table(store: Any, experiment: Any) -> Table:
     """Every measure of an experiment as mean ± sd per combination of axis values."""
     exp_name, axes = _exp({}, experiment)
-    runs = getattr(store, "runs", pd.DataFrame())
-    runs = _select(runs if isinstance(runs, pd.DataFrame) else pd.DataFrame(), exp_name, None)
+    runs = _select(runs_of(store), exp_name, None)
     title = f"{exp_name}: all measures, mean ± sd over repetitions"
     if runs.empty:
         empty = pd.DataFrame()

@@ -199,7 +199,7 @@ def test_queue_delay_marks_drops_and_falls_back_to_bins(synth, synth_study):
     ax = fig.axes[0]
     drops = next(ln for ln in ax.lines if ln.get_label().startswith("drops"))
     runs = synth.runs
-    rid = runs[(runs.experiment == "saturated") & (runs.p_qdisc == "codel") & (runs.p_flows == "4") & (runs.repetition == 0)].run_id.iloc[0]
+    rid = runs[(runs.experiment == "saturated") & (runs.p_qdisc == "codel") & (runs.p_flows == 4) & (runs.repetition == 0)].run_id.iloc[0]
     want = s[(s.run_id == rid) & (s.metric == "drop") & (s.t >= 2) & (s.t < 2.5)]
     assert sorted(drops.get_xdata()) == pytest.approx(sorted(want.t))
     # without per-packet samples: per-bin series, and the figure says so

@@ -51,7 +51,7 @@ def test_table_without_cols_and_pooled_axes(synth, synth_study):
     assert t.numeric.iloc[:, 0].tolist() == [6, 6]
     t = tables.table(synth, {"value": "bottleneck_utilization", "rows": "flows", "where": {"qdisc": "pie"}, "stat": "max"}, e)
     assert list(t.numeric.index) == ["1", "4", "16"], "axis order of the study, not string order"
-    r = synth.runs[(synth.runs.experiment == "saturated") & (synth.runs.p_qdisc == "pie") & (synth.runs.p_flows == "16")]
+    r = synth.runs[(synth.runs.experiment == "saturated") & (synth.runs.p_qdisc == "pie") & (synth.runs.p_flows == 16)]
     assert t.numeric.loc["16"].iloc[0] == pytest.approx(r.bottleneck_utilization.max() * 100)
 
 

@@ -69,11 +69,13 @@ def test_killed_sweep_resumes_without_redoing_or_corrupting(reference, tmp_path)
         time.sleep(0.02)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
-    before = {f.name: f.stat().st_mtime_ns for f in (out / "runs").glob("*.parquet")}
+    # a finished run's wall time identifies the attempt that produced it
+    before = dict(zip(*[aqmlab.load(out).runs[c] for c in ("run_id", "wall_seconds")]))
     assert 2 <= len(before) < 8, f"kill landed after {len(before)} runs"
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    after = {f.name: f.stat().st_mtime_ns for f in (out / "runs").glob("*.parquet")}
+    assert f"{8 - len(before)} simulated, {len(before)} already in the store" in r.stderr
+    after = dict(zip(*[aqmlab.load(out).runs[c] for c in ("run_id", "wall_seconds")]))
     assert len(after) == 8
     assert all(after[k] == v for k, v in before.items()), "finished runs were redone"
     assert not list(out.glob("*/.*.tmp"))
@@ -124,3 +126,24 @@ def test_bad_scenario_in_a_study_fails_before_any_run(tmp_path):
     with pytest.raises(StudyError, match="experiment load .*qdisc=fq_codel.*target"):
         run_study(parse_study(text), tmp_path / "s", jobs=1, progress=False)
     assert not (tmp_path / "s").exists()
+
+
+def test_damaged_finished_run_is_rerun_and_reported(reference, tmp_path):
+    from aqmlab import report, store
+
+    out = tmp_path / "s"
+    run_study(load_study(str(MINI)), out, jobs=1, progress=False, compact_after=False)
+    rid = sorted(store.finished_runs(out))[3]
+    f = out / "samples" / f"{rid}.parquet"
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one flipped bit in the middle of the file
+    f.write_bytes(bytes(data))
+    s = run_study(load_study(str(MINI)), out, jobs=1, progress=False)
+    assert s.repaired == [rid] and s.ran == 1 and s.skipped == 7
+    pd.testing.assert_frame_equal(_runs(out), _runs(reference))
+    a = aqmlab.load(out).samples.sort_values(["run_id", "t"], kind="stable").reset_index(drop=True)
+    b = aqmlab.load(reference).samples.sort_values(["run_id", "t"], kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert [r["run_id"] for r in aqmlab.load(out).provenance["repaired"]] == [rid]
+    page = report.write_report(out).read_text()
+    assert "found damaged" in page and rid in page

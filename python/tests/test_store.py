@@ -1,0 +1,243 @@
+"""The result store: lazy reading equals eager reading, compaction keeps content and
+resume, checksums catch damaged runs, axis values keep their types."""
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthstore
+from aqmlab import findings, flent, plots, store, tables
+from aqmlab.store import TABLES
+
+WALL = ["wall_seconds", "sim_wall_seconds"]
+
+
+def _eager(st: store.Store) -> types.SimpleNamespace:
+    """Every table fully in memory: what the store held before it was read lazily."""
+    return types.SimpleNamespace(path=st.path, runs=st.raw_runs, flows=st.flows, queues=st.queues,
+                                 samples=st.samples, series=st.series, study_text=st.study_text,
+                                 provenance=st.provenance)
+
+
+def _fig_signature(fig) -> list:
+    """Everything a figure draws, as plain values (exact floats)."""
+    out = [fig._suptitle.get_text() if fig._suptitle else None]
+    for ax in fig.axes:
+        out.append(("axes", ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xlim(), ax.get_ylim(),
+                    [t.get_text() for t in ax.get_xticklabels()]))
+        for ln in ax.lines:
+            out.append(("line", ln.get_label(), np.asarray(ln.get_xydata(), float).tolist()))
+        for c in ax.collections:
+            out.append(("coll", np.asarray(c.get_offsets(), float).tolist(),
+                        [np.asarray(p.vertices, float).tolist() for p in c.get_paths()]))
+        for p in ax.patches:
+            out.append(("patch", type(p).__name__, np.asarray(p.get_path().transformed(p.get_patch_transform()).vertices).round(12).tolist()))
+        for t in ax.texts:
+            out.append(("text", t.get_text()))
+        leg = ax.get_legend()
+        if leg is not None:
+            out.append(("legend", [t.get_text() for t in leg.get_texts()]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """The same synthetic study as loose per-run files and compacted into parts (tiny
+    parts and row groups, so that runs span row groups and experiments span parts)."""
+    base = tmp_path_factory.mktemp("store")
+    loose = base / "loose"
+    study = synthstore.write_store(loose)
+    packed = base / "packed"
+    shutil.copytree(loose, packed)
+    n = store.compact(packed, part_rows=20_000, row_group_rows=3_000)
+    assert n == len(study.runs())
+    return study, loose, packed
+
+
+def test_compaction_merges_files_and_keeps_every_table(stores):
+    study, loose, packed = stores
+    assert not list((packed / "samples").glob("[0-9a-f]*.parquet")), "loose files remain after compaction"
+    parts = json.loads((packed / "parts.json").read_text())["parts"]
+    assert 1 < len(parts["samples"]) < len(study.runs()) and len(parts["runs"]) == 4  # one per experiment
+    a, b = store.load(loose), store.load(packed)
+    assert store.finished_runs(loose) == store.finished_runs(packed) == {s.run_id for s in study.runs()}
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    for t in ("flows", "queues", "samples", "series"):
+        x = getattr(a, t).sort_values(["run_id"], kind="stable").reset_index(drop=True)
+        y = getattr(b, t).sort_values(["run_id"], kind="stable").reset_index(drop=True)
+        pd.testing.assert_frame_equal(x, y, check_like=True)
+
+
+@pytest.mark.parametrize("layout", ["loose", "packed"])
+def test_lazy_figures_tables_findings_equal_eager(stores, layout):
+    study, loose, packed = stores
+    lazy = store.load(loose if layout == "loose" else packed)
+    eager = _eager(store.load(loose))
+    for e in study.experiments:
+        for spec in e.figures:
+            a = plots.figure(lazy, spec, e)
+            b = plots.figure(eager, spec, e)
+            assert _fig_signature(a) == _fig_signature(b), f"{e.name}: {spec.get('name', spec['type'])}"
+        for spec in e.tables:
+            ta, tb = tables.table(lazy, spec, e), tables.table(eager, spec, e)
+            pd.testing.assert_frame_equal(ta.numeric, tb.numeric)
+            assert ta.to_markdown() == tb.to_markdown()
+        assert tables.summary_table(lazy, e).to_markdown() == tables.summary_table(eager, e).to_markdown()
+    ea = [(x.status, x.detail) for x in findings.evaluate_all(lazy, study)]
+    eb = [(x.status, x.detail) for x in findings.evaluate_all(eager, study)]
+    assert ea == eb and {s for s, _ in ea} >= {"pass", "fail", "unchecked"}
+
+
+def test_lazy_flent_export_equals_eager(stores, tmp_path):
+    study, loose, packed = stores
+    a = flent.export_flent(store.load(packed), tmp_path / "a", study)
+    b = flent.export_flent(_eager(store.load(loose)), tmp_path / "b", study)
+    assert a and [p.name for p in a] == [p.name for p in b]
+    for x, y in zip(a, b):
+        assert x.read_bytes() == y.read_bytes(), x.name
+
+
+def test_scan_reads_only_what_is_asked(stores):
+    _, _, packed = stores
+    st = store.load(packed)
+    ids = list(st.raw_runs.query("experiment == 'saturated'")["run_id"])[:3]
+    df = st.scan("samples", ["t", "value"], [("metric", "==", "drop"), ("t", "<", 5.0)], run_ids=ids)
+    assert set(df.columns) == {"run_id", "t", "value"}
+    assert set(df["run_id"]) == set(ids) and (df["t"] < 5.0).all() and (df["value"] == 1.0).all()
+    full = st.samples
+    want = full[full["run_id"].isin(ids) & (full["metric"] == "drop") & (full["t"] < 5.0)]
+    assert len(df) == len(want)
+    # streamed runs arrive one at a time, in run-id order, each run whole
+    got = [(rid, len(g)) for rid, g in st.iter_runs("samples", ["t"], run_ids=ids)]
+    assert [r for r, _ in got] == sorted(ids)
+    assert [n for _, n in got] == [int((full["run_id"] == r).sum()) for r in sorted(ids)]
+    # a filter on a column the table does not have matches nothing
+    assert st.scan("flows", None, [("no_such_column", "==", 1)]).empty
+
+
+def test_axis_values_keep_their_types(stores):
+    _, loose, _ = stores
+    runs = store.load(loose).runs
+    sat = runs[runs["experiment"] == "saturated"]
+    assert str(sat["p_flows"].dtype) == "Int64"
+    assert sorted(sat["p_flows"].dropna().unique().tolist()) == [1, 4, 16]
+    assert sat.sort_values("p_flows")["p_flows"].tolist()[-1] == 16  # 16 after 4, not after 1
+    assert runs["p_qdisc"].dropna().map(type).eq(str).all()  # labels of tables stay strings
+
+
+def test_load_is_lazy(stores, monkeypatch):
+    _, loose, _ = stores
+    read = []
+    import pyarrow.parquet as pq
+
+    orig = pq.ParquetFile.read
+
+    def spy(self, *a, **k):
+        read.append(1)
+        return orig(self, *a, **k)
+
+    st = store.load(loose)
+    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    assert st._raw_runs is None and not st._cache  # nothing read yet
+    st.runs
+    n_runs = len(read)
+    assert n_runs == len(st.runs)  # the runs table only
+    st.flows
+    assert len(read) > n_runs and "samples" not in st._cache
+
+
+def _flip_byte(path: pathlib.Path, at: int | None = None) -> None:
+    data = bytearray(path.read_bytes())
+    i = len(data) // 2 if at is None else at
+    data[i] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def _sums(out: pathlib.Path, rid: str) -> dict:
+    return json.loads((out / "checksums" / f"{rid}.json").read_text())
+
+
+def test_write_run_checksums_and_order(tmp_path):
+    out = tmp_path / "s"
+    runs = pd.DataFrame([{"run_id": "abc", "experiment": "e", "x": 1.0}])
+    flows = pd.DataFrame({"run_id": ["abc"], "name": ["f"], "goodput_bps": [1.0]})
+    store.write_run(out, {"runs": runs, "flows": flows})
+    sums = _sums(out, "abc")
+    assert set(sums) == {"runs", "flows"}
+    assert store.verify(out) == [] and store.finished_runs(out) == {"abc"}
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_checksum_catches_a_flipped_byte_in_a_loose_run(stores, tmp_path):
+    _, loose, _ = stores
+    out = tmp_path / "s"
+    shutil.copytree(loose, out)
+    st = store.load(out)
+    rid = st.raw_runs["run_id"].iloc[5]
+    # the synthetic writer has no checksums: give every run one, as write_run does
+    for r in st.raw_runs["run_id"]:
+        sums = {t: store._sha256_file(out / t / f"{r}.parquet") for t in TABLES if (out / t / f"{r}.parquet").exists()}
+        (out / "checksums").mkdir(exist_ok=True)
+        (out / "checksums" / f"{r}.json").write_text(json.dumps(sums))
+    assert store.verify(out) == []
+    victim = next(out / t / f"{rid}.parquet" for t in ("samples", "flows") if (out / t / f"{rid}.parquet").exists())
+    _flip_byte(victim)
+    bad = store.verify(out)
+    assert [(d.run_id, d.reason) for d in bad] == [(rid, "checksum mismatch")]
+    assert rid not in store.finished_runs(out)
+    assert not (out / "runs" / f"{rid}.parquet").exists() and not victim.exists()
+    assert store.verify(out) == []  # the others are intact
+
+
+def test_checksum_catches_a_flipped_byte_in_a_part(stores, tmp_path):
+    _, _, packed = stores
+    out = tmp_path / "s"
+    shutil.copytree(packed, out)
+    m = json.loads((out / "parts.json").read_text())
+    victim = m["parts"]["samples"][1]
+    _flip_byte(out / victim["file"])
+    bad = store.verify(out)
+    assert {d.run_id for d in bad} == set(victim["runs"]) and all(d.reason == "checksum mismatch" for d in bad)
+    assert not set(victim["runs"]) & store.finished_runs(out)
+    st = store.load(out)
+    assert not set(victim["runs"]) & set(st.raw_runs["run_id"])
+    assert not set(victim["runs"]) & set(st.flows["run_id"])  # dropped from every table
+    assert len(st.raw_runs) == len(store.load(packed).raw_runs) - len(victim["runs"])
+
+
+def test_compaction_interrupted_before_commit_leaves_store_readable(stores, tmp_path):
+    _, loose, _ = stores
+    out = tmp_path / "s"
+    shutil.copytree(loose, out)
+    before = store.load(out).samples
+    # a crash before parts.json is written leaves orphan part files: they are ignored ...
+    (out / "samples" / "part-000099.parquet").write_bytes(b"garbage")
+    assert len(store.load(out).samples) == len(before)
+    # ... and removed by the next compaction, which then commits
+    store.compact(out)
+    assert not (out / "samples" / "part-000099.parquet").exists()
+    after = store.load(out).samples
+    pd.testing.assert_frame_equal(before.sort_values("run_id", kind="stable").reset_index(drop=True),
+                                  after.sort_values("run_id", kind="stable").reset_index(drop=True), check_like=True)
+
+
+def test_loose_duplicates_after_commit_are_ignored(stores, tmp_path):
+    """A crash after parts.json but before the loose files are deleted: each run is read once."""
+    study, loose, packed = stores
+    out = tmp_path / "s"
+    shutil.copytree(packed, out)
+    for t in TABLES:
+        for f in (loose / t).glob("*.parquet"):
+            shutil.copy(f, out / t / f.name)
+    st = store.load(out)
+    assert len(st.raw_runs) == len(study.runs())
+    assert len(st.flows) == len(store.load(loose).flows)
+    store.compact(out)  # cleans them up without merging them again
+    assert not list((out / "runs").glob("[0-9a-f]*.parquet"))
+    assert len(store.load(out).raw_runs) == len(study.runs())
