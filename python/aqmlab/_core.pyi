@@ -51,11 +51,12 @@ class ParamDoc(TypedDict):
     default: str
     doc: str
 
-class KindDoc(TypedDict):
+class KindDoc(TypedDict, total=False):
     kind: str
     category: str
     about: str
     params: list[ParamDoc]
+    profiles: list[tuple[str, str]]  # only for kind "tcp": TCP stack profiles
 
 def run(toml_text: str, seed: int | None = None, progress: Callable[[float], object] | None = None) -> RawResult:
     """Parses, validates and runs a scenario (GIL released); results as columns."""

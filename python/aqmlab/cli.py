@@ -216,17 +216,25 @@ def list_cmd(category: str, verbose: bool) -> None:
 @cli.command("describe", short_help="Show a qdisc's or workload's parameters and defaults.")
 @click.argument("kind")
 def describe_cmd(kind: str) -> None:
-    """Show the parameters of a queue discipline or workload, with defaults.
+    """Show the parameters of a queue discipline or workload, with defaults;
+    `tcp` shows the [tcp] keys and the TCP stack profiles.
 
     \b
     Examples:
       aqmlab describe fifo
       aqmlab describe ping
+      aqmlab describe tcp
     """
     import aqmlab
 
     d = aqmlab.describe(kind)
     click.echo(f"{d['kind']} ({d['category']}): {d['about']}")
+    if d.get("profiles"):
+        click.echo("stack profiles (stack = NAME):")
+        for name, about in d["profiles"]:
+            click.echo(f"  {name}")
+            for line in textwrap.wrap(about, width=88):
+                click.echo(f"      {line}")
     if not d["params"]:
         click.echo("no parameters")
         return

@@ -145,6 +145,12 @@ def test_list_and_describe(cli):
     assert d.returncode == 0 and "limit = 1000" in d.stdout
     d = cli("describe", "cbr")
     assert "rate = required" in d.stdout
+    d = cli("describe", "tcp")
+    assert d.returncode == 0, d.stderr
+    for key in ("stack = linux", "ss_growth = segments", "ca_growth = segments", "recovery = prr"):
+        assert key in d.stdout, d.stdout
+    for profile in ("linux-3.14", "linux-2.6.29", "ns2-sack1", "ns3"):
+        assert f"\n  {profile}\n" in d.stdout, d.stdout
     bad = cli("describe", "fiffo")
     assert bad.returncode == 2 and bad.stderr.startswith("error: kind: unknown kind 'fiffo'")
     bad = cli("list", "colours")

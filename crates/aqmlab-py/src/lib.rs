@@ -218,10 +218,16 @@ fn describe(py: Python<'_>, kind: &str) -> PyResult<PyObject> {
         )
     } else if let Some(a) = find(aqmlab_core::tcp::CC_KINDS) {
         ("cc", a, &[])
+    } else if kind == "tcp" {
+        (
+            "tcp",
+            "the [tcp] table and a flow's tcp = { ... }: TCP stack profile and settings",
+            aqmlab_core::tcp::TCP_PARAMS,
+        )
     } else {
         let names = |l: &[(&str, &str)]| l.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
         let msg = format!(
-            "unknown kind '{kind}' (qdiscs: {}; workloads: {}; congestion controls: {})",
+            "unknown kind '{kind}' (qdiscs: {}; workloads: {}; congestion controls: {}; or tcp)",
             names(aqmlab_core::qdisc::QDISC_KINDS),
             names(aqmlab_core::app::WORKLOAD_KINDS),
             if aqmlab_core::tcp::CC_KINDS.is_empty() {
@@ -245,6 +251,9 @@ fn describe(py: Python<'_>, kind: &str) -> PyResult<PyObject> {
         ps.append(pd)?;
     }
     d.set_item("params", ps)?;
+    if category == "tcp" {
+        d.set_item("profiles", aqmlab_core::tcp::STACKS.to_vec())?;
+    }
     Ok(d.into_any().unbind())
 }
 

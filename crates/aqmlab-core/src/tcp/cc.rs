@@ -20,7 +20,7 @@
 //!
 //! Controls are statically dispatched through [`AnyCc`].
 
-use super::config::CcKind;
+use super::config::{CaGrowth, CcKind, SsGrowth};
 use super::cubic::Cubic;
 use super::newreno::NewReno;
 use crate::time::{SimDuration, SimTime};
@@ -38,6 +38,10 @@ pub struct Window {
     pub cnt: u32,
     /// Upper bound of `cwnd` (`max_window`).
     pub clamp: u32,
+    /// Slow-start counting (`ss_growth`).
+    pub ss: SsGrowth,
+    /// Congestion-avoidance counting (`ca_growth`).
+    pub ca: CaGrowth,
 }
 
 impl Window {
@@ -47,25 +51,88 @@ impl Window {
             ssthresh: INFINITE_SSTHRESH,
             cnt: 0,
             clamp,
+            ss: SsGrowth::Segments,
+            ca: CaGrowth::Segments,
         }
     }
+    /// A window with the given growth rules (stack profiles).
+    pub fn with_growth(cwnd: u32, clamp: u32, ss: SsGrowth, ca: CaGrowth) -> Self {
+        Window {
+            ss,
+            ca,
+            ..Window::new(cwnd, clamp)
+        }
+    }
+    /// Linux before 4.3 (and with it every kernel of the per-ACK era) tests
+    /// `snd_cwnd <= snd_ssthresh`; Linux since (`tcp_in_slow_start`), RFC 5681, ns-2 and
+    /// ns-3 test `cwnd < ssthresh`.
     pub fn in_slow_start(&self) -> bool {
-        self.cwnd < self.ssthresh
+        if self.ca == CaGrowth::AcksLinux {
+            self.cwnd <= self.ssthresh
+        } else {
+            self.cwnd < self.ssthresh
+        }
     }
-    /// Slow start (RFC 5681 3.1 with RFC 3465 counting, as Linux `tcp_slow_start`): one
-    /// segment per segment acknowledged, up to ssthresh. Returns the acknowledged
-    /// segments left over for congestion avoidance. Deviation: RFC 3465's per-ACK limit
-    /// L = 2 segments is not applied, as Linux does not apply it.
+    /// Slow start (RFC 5681 3.1). Returns the acknowledged segments left over for
+    /// congestion avoidance.
+    /// - `segments` (RFC 3465 counting, Linux `tcp_slow_start`): one segment per segment
+    ///   acknowledged, up to ssthresh; Linux 3.13–3.19 (`acks-linux` era) stops at
+    ///   ssthresh + 1 and drops the rest. Deviation: RFC 3465's per-ACK limit L = 2 is not
+    ///   applied, as Linux does not apply it.
+    /// - `acks`: one segment per ACK (Linux ≤ 3.12 with `tcp_abc = 0`, ns-2 `opencwnd`,
+    ///   ns-3 `TcpNewReno::SlowStart`); nothing is left over.
     pub fn slow_start(&mut self, acked: u32) -> u32 {
-        let target = self.cwnd.saturating_add(acked).min(self.ssthresh);
-        let used = target.saturating_sub(self.cwnd);
-        self.cwnd = target.min(self.clamp);
-        acked - used.min(acked)
+        match (self.ss, self.ca) {
+            (SsGrowth::Acks, _) => {
+                if acked > 0 {
+                    self.cwnd = self.cwnd.saturating_add(1).min(self.clamp);
+                }
+                0
+            }
+            (SsGrowth::Segments, CaGrowth::AcksLinux) => {
+                let cap = self.ssthresh.saturating_add(1);
+                self.cwnd = self.cwnd.saturating_add(acked).min(cap).min(self.clamp);
+                0
+            }
+            (SsGrowth::Segments, _) => {
+                let target = self.cwnd.saturating_add(acked).min(self.ssthresh);
+                let used = target.saturating_sub(self.cwnd);
+                self.cwnd = target.min(self.clamp);
+                acked - used.min(acked)
+            }
+        }
     }
-    /// Additive increase (RFC 5681 3.1 with RFC 3465 byte counting; Linux
-    /// `tcp_cong_avoid_ai`): one segment per `w` segments acknowledged.
+    /// Additive increase (RFC 5681 3.1): one segment per `w` units, where a unit is
+    /// - `segments`: a segment acknowledged (RFC 3465; Linux ≥ 4.0 `tcp_cong_avoid_ai`);
+    /// - `acks`: an ACK (ns-2 `cwnd_ += 1/cwnd_`, ns-3 NewReno MSS²/cWnd per ACK);
+    /// - `acks-linux`: an ACK, Linux < 4.0 style: the ACK that finds the counter at `w`
+    ///   only raises cwnd and zeroes the counter, so w + 1 ACKs per segment.
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
         let w = w.max(1);
+        match self.ca {
+            CaGrowth::Segments => {}
+            CaGrowth::Acks => {
+                if acked > 0 {
+                    self.cnt += 1;
+                    if self.cnt >= w {
+                        self.cnt -= w;
+                        self.cwnd = self.cwnd.saturating_add(1).min(self.clamp);
+                    }
+                }
+                return;
+            }
+            CaGrowth::AcksLinux => {
+                if acked > 0 {
+                    if self.cnt >= w {
+                        self.cwnd = self.cwnd.saturating_add(1).min(self.clamp);
+                        self.cnt = 0;
+                    } else {
+                        self.cnt += 1;
+                    }
+                }
+                return;
+            }
+        }
         if self.cnt >= w {
             self.cnt = 0;
             self.cwnd = self.cwnd.saturating_add(1);
@@ -207,5 +274,89 @@ mod tests {
         c.ssthresh = 1;
         c.cong_avoid_ai(1, 5);
         assert_eq!(c.cwnd, 11, "clamped");
+    }
+
+    /// Window of a resolved stack profile.
+    fn profile(stack: &str, cwnd: u32, ssthresh: u32) -> Window {
+        let o: crate::tcp::TcpOptions = toml::from_str(&format!("stack = \"{stack}\"")).unwrap();
+        let c = o.resolve("tcp").unwrap();
+        let mut w = Window::with_growth(cwnd, 100_000, c.ss_growth, c.ca_growth);
+        w.ssthresh = ssthresh;
+        w
+    }
+    /// `rounds` round trips of delayed ACKs (one ACK per 2 segments, cwnd/2 ACKs per
+    /// round) through Reno's window rules.
+    fn reno_rounds(w: &mut Window, rounds: u32) -> Vec<u32> {
+        let mut out = vec![];
+        for _ in 0..rounds {
+            for _ in 0..w.cwnd / 2 {
+                let mut acked = 2;
+                if w.in_slow_start() {
+                    acked = w.slow_start(acked);
+                }
+                if acked > 0 {
+                    let cw = w.cwnd;
+                    w.cong_avoid_ai(cw, acked);
+                }
+            }
+            out.push(w.cwnd);
+        }
+        out
+    }
+
+    #[test]
+    fn slow_start_per_profile_with_delayed_acks() {
+        // From 16 segments, 8 / 12 / 18 delayed ACKs per round. Per segment acknowledged
+        // (Linux >= 3.13) the window doubles per round; per ACK (Linux 2.6.29 with
+        // tcp_abc = 0, ns-2 opencwnd, ns-3 TcpNewReno) it grows by half: +8, +12, +18.
+        for stack in ["linux", "linux-3.14"] {
+            let mut w = profile(stack, 16, INFINITE_SSTHRESH);
+            assert_eq!(reno_rounds(&mut w, 3), vec![32, 64, 128], "{stack}");
+        }
+        for stack in ["linux-2.6.29", "ns2-sack1", "ns3"] {
+            let mut w = profile(stack, 16, INFINITE_SSTHRESH);
+            assert_eq!(reno_rounds(&mut w, 3), vec![24, 36, 54], "{stack}");
+        }
+    }
+
+    #[test]
+    fn congestion_avoidance_per_profile_with_delayed_acks() {
+        // cwnd 10 above ssthresh 5, 30 ACKs of 2 segments each.
+        let run = |stack: &str| {
+            let mut w = profile(stack, 10, 5);
+            for _ in 0..30 {
+                let cw = w.cwnd;
+                w.cong_avoid_ai(cw, 2);
+            }
+            (w.cwnd, w.cnt)
+        };
+        // Per segment (Linux >= 4.0): 10 segments at cwnd 10 (ACK 5), 11 more (ACK 11,
+        // remainder 1), 12 (ACK 17, remainder 1), 13 (ACK 23, remainder 0), 14 (ACK 30).
+        assert_eq!(run("linux"), (15, 0));
+        // ns-2 / ns-3 NewReno, 1/cwnd per ACK: +1 at ACK 10 (cwnd 10), next at ACK 21
+        // (cwnd 11); 9 ACKs counted towards 12.
+        assert_eq!(run("ns2-sack1"), (12, 9));
+        assert_eq!(run("ns3"), (12, 9));
+        // Linux < 4.0 tcp_cong_avoid_ai(tp, w): ACKs 1–10 count to 10, ACK 11 raises cwnd
+        // and zeroes the counter; ACKs 12–22 count to 11, ACK 23 raises; ACKs 24–30 count 7.
+        assert_eq!(run("linux-3.14"), (12, 7));
+        assert_eq!(run("linux-2.6.29"), (12, 7));
+    }
+
+    #[test]
+    fn slow_start_boundary_of_each_era() {
+        // Linux < 4.3 tests cwnd <= ssthresh: at cwnd = ssthresh = 10 one more slow-start
+        // step (2.6.29: +1 per ACK); today's Linux, ns-2 and ns-3 are in avoidance there.
+        let w = profile("linux-2.6.29", 10, 10);
+        assert!(w.in_slow_start());
+        assert!(!profile("linux", 10, 10).in_slow_start());
+        assert!(!profile("ns2-sack1", 10, 10).in_slow_start());
+        // Linux 3.13–3.19: one stretch ACK of 4 segments from 10 with ssthresh 11 stops at
+        // ssthresh + 1 = 12 and drops the rest; today's Linux stops at 11 and hands the 3
+        // remaining segments to congestion avoidance.
+        let mut w = profile("linux-3.14", 10, 11);
+        assert_eq!((w.slow_start(4), w.cwnd), (0, 12));
+        let mut w = profile("linux", 10, 11);
+        assert_eq!((w.slow_start(4), w.cwnd), (3, 11));
     }
 }

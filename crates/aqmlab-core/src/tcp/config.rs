@@ -44,14 +44,241 @@ pub enum DelayedAck {
     /// ns-2 `DelAckSink` style: ACK every 2nd segment, 100 ms timeout, immediate ACK
     /// for out-of-order data; no quick-ACK mode (the DOCSIS study's setting).
     Ns2,
+    /// ns-3 `TcpSocketBase` (3.44): ACK every 2nd segment (`DelAckCount = 2`), 200 ms
+    /// timeout (`DelAckTimeout`), immediate ACK for out-of-order data; no quick-ACK mode.
+    Ns3,
     /// ACK every segment.
     Off,
+}
+
+/// How the congestion window grows in slow start.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SsGrowth {
+    /// One segment per segment acknowledged (RFC 3465 counting without the L limit):
+    /// Linux since 3.13 (`tcp_slow_start(tp, acked)`, commit "tcp: properly handle stretch
+    /// acks in slow start"), ns-3 `TcpLinuxReno::SlowStart`.
+    Segments,
+    /// One segment per ACK of new data, however many segments it acknowledges: Linux up to
+    /// 3.12 with `tcp_abc = 0` (`tcp_slow_start(tp)`: `snd_cwnd_cnt += snd_cwnd` per call),
+    /// ns-2 `TcpAgent::opencwnd` (`cwnd_ += 1`), ns-3 `TcpNewReno::SlowStart`.
+    Acks,
+}
+
+/// How the congestion window grows in congestion avoidance.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CaGrowth {
+    /// One segment per window of segments acknowledged (RFC 3465 byte counting): Linux since
+    /// 4.0 (`tcp_cong_avoid_ai(tp, w, acked)`, N. Cardwell, "tcp: fix the timid additive
+    /// increase on stretch ACKs"), ns-3 `TcpLinuxReno::CongestionAvoidance`.
+    Segments,
+    /// 1/cwnd of a segment per ACK of new data: ns-2 `TcpAgent::opencwnd` (`windowOption_ 1`:
+    /// `cwnd_ += increase_num_ / cwnd_`), ns-3 `TcpNewReno::CongestionAvoidance`
+    /// (`cWnd += max(1, MSS²/cWnd)` bytes per ACK). Modelled as one segment per cwnd ACKs.
+    Acks,
+    /// Linux before 4.0 (`tcp_cong_avoid_ai(tp, w)`): `snd_cwnd_cnt` counts ACKs, and the ACK
+    /// that finds `snd_cwnd_cnt >= w` raises cwnd and zeroes the counter, so one segment per
+    /// w + 1 ACKs. With it go that era's slow-start test `snd_cwnd <= snd_ssthresh` (Linux
+    /// before 4.3), slow start stopping at ssthresh + 1 (3.13–3.19), and CUBIC's per-ACK
+    /// `cnt` scaled by the measured delayed-ACK ratio (`bictcp_acked`, `ACK_RATIO_SHIFT`).
+    AcksLinux,
+}
+
+/// Window reduction during fast recovery and ECN reaction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Recovery {
+    /// Proportional rate reduction (RFC 6937), Linux since 3.2 (`tcp_cwnd_reduction`).
+    Prr,
+    /// cwnd = ssthresh on entering recovery, then pipe-limited transmission (RFC 6675 §5
+    /// step 4.2 / RFC 3517; ns-2 `Sack1TcpAgent`, ns-3 `TcpClassicRecovery`).
+    Rfc6675,
+    /// Linux before 3.2 "rate halving" (`tcp_cwnd_down`): cwnd − 1 every second ACK that
+    /// makes progress, down to the congestion control's floor (ssthresh/2 for Reno's
+    /// `tcp_reno_min_cwnd`, ssthresh for CUBIC), never above in-flight + 1; recovery ends
+    /// with cwnd = min(cwnd, ssthresh) (`tcp_complete_cwr`).
+    RateHalving,
+}
+
+/// Where the minimum RTO applies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoFloor {
+    /// Linux `tcp_set_rto` / `tcp_rtt_estimator`: RTO = SRTT + max(4·RTTVAR, min_rto).
+    Variance,
+    /// RFC 6298 (2.4): RTO = max(min_rto, SRTT + 4·RTTVAR) (ns-2 `rtt_timeout` with
+    /// `rfc2988_ true`, ns-3 `TcpSocketBase` with `MinRto`).
+    Sum,
+}
+
+/// A named TCP stack profile: the defaults of one real implementation. Every field a
+/// profile sets is an ordinary `[tcp]` key, so single keys override the profile.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Stack {
+    /// Today's Linux (≥ 4.18 without RACK; see `tcp/mod.rs`): the default.
+    #[serde(rename = "linux")]
+    Linux,
+    /// Linux 3.14 (residential and edge-router studies).
+    #[serde(rename = "linux-3.14")]
+    Linux3_14,
+    /// Linux 2.6.29 (saturated-TCP study, via the Network Simulation Cradle).
+    #[serde(rename = "linux-2.6.29")]
+    Linux2_6_29,
+    /// ns-2 `Agent/TCP/Sack1` + `DelAckSink` as the DOCSIS study configured it.
+    #[serde(rename = "ns2-sack1")]
+    Ns2Sack1,
+    /// ns-3.44 `TcpNewReno` with `TcpClassicRecovery` and ns-3's socket defaults.
+    #[serde(rename = "ns3")]
+    Ns3,
+}
+
+/// `(name, one-line description)` of every stack profile, for `aqmlab describe tcp`.
+pub const STACKS: &[(&str, &str)] = &[
+    ("linux", "modern Linux (default): CUBIC, IW 10, per-segment growth, PRR, HyStart, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms"),
+    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, IW 10"),
+    ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, IW 3 (RFC 3390), initial RTO 3 s"),
+    ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum"),
+    ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, receive buffer 128 KiB"),
+];
+
+impl Stack {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Linux => "linux",
+            Stack::Linux3_14 => "linux-3.14",
+            Stack::Linux2_6_29 => "linux-2.6.29",
+            Stack::Ns2Sack1 => "ns2-sack1",
+            Stack::Ns3 => "ns3",
+        }
+    }
+
+    /// The profile's settings as a `[tcp]` table (every behavioural key set).
+    ///
+    /// Sources, per profile:
+    /// - `linux`: the built-in defaults documented on each [`TcpOptions`] field.
+    /// - `linux-3.14`: `net/ipv4/tcp_cong.c` (`tcp_slow_start(tp, acked)` since 3.13,
+    ///   `tcp_cong_avoid_ai(tp, w)` counting ACKs), `tcp_cubic.c` (`bictcp_acked`
+    ///   delayed-ACK ratio, HyStart on), `include/net/tcp.h` (`TCP_INIT_CWND 10` since
+    ///   2.6.39, `TCP_TIMEOUT_INIT` 1 s since 3.1, `TCP_RTO_MIN` 200 ms), PRR since 3.2
+    ///   (`tcp_cwnd_reduction`), CUBIC the default since 2.6.19; receive window 3 MiB
+    ///   (`tcp_rmem[2]` 6 MiB, `tcp_adv_win_scale` 1).
+    /// - `linux-2.6.29`: `tcp_cong.c` with `sysctl_tcp_abc = 0` (`tcp_slow_start(tp)` +1
+    ///   per ACK; `tcp_cong_avoid_ai(tp, w)`), `tcp_input.c` `tcp_init_cwnd` (3 segments
+    ///   for MSS 1096–1460, RFC 3390) and `tcp_cwnd_down` (rate halving; PRR only came in
+    ///   3.2), `TCP_TIMEOUT_INIT = 3*HZ` (RFC 2988), `TCP_RTO_MIN = HZ/5`; HyStart was
+    ///   merged into CUBIC in 2.6.29; receive window 3 MiB (`tcp_rmem[2]` 4 MiB,
+    ///   `tcp_adv_win_scale` 2).
+    /// - `ns2-sack1`: ns-2.35 `tcl/lib/ns-default.tcl` (`windowInit_ 2`, `minrto_ 0.2`,
+    ///   `rtxcur_init_ 3.0`, `rfc2988_ true`, `windowOption_ 1`), `tcp/tcp.cc`
+    ///   (`opencwnd`, `rtt_timeout`), `tcp/tcp-sack1.cc` (cwnd = ssthresh on the third
+    ///   duplicate ACK, pipe-limited sending), `tcp/tcp-sink.cc` `DelAckSink`
+    ///   (`interval_ 100ms`, every 2nd segment); `window_ 10000` as the DOCSIS study set it.
+    /// - `ns3`: ns-3.44 `src/internet/model/tcp-socket.cc` (`InitialCwnd 10`,
+    ///   `DelAckCount 2`, `DelAckTimeout 200ms`, `RcvBufSize 131072`),
+    ///   `tcp-socket-base.cc` (`MinRto 1s`, RTO = max(MinRto, SRTT + max(G, 4·RTTVAR))),
+    ///   `rtt-estimator.cc` (`InitialEstimation 1s`), `tcp-congestion-ops.cc`
+    ///   (`TcpNewReno::SlowStart` +1 segment per ACK, `CongestionAvoidance`
+    ///   MSS²/cWnd per ACK), `tcp-recovery-ops.cc` (`TcpClassicRecovery`: cwnd = ssthresh).
+    pub fn options(self) -> TcpOptions {
+        use Limit::{Bytes, Packets};
+        let ms = |x: u64| Some(DurationSpec(SimDuration::from_millis(x)));
+        let base =
+            |cc, iw, ss, ca, rec, da, min_rto: u64, init_rto: u64, floor, hy, rwnd| TcpOptions {
+                cc: Some(cc),
+                init_cwnd: Some(iw),
+                ss_growth: Some(ss),
+                ca_growth: Some(ca),
+                recovery: Some(rec),
+                delayed_ack: Some(da),
+                min_rto: ms(min_rto),
+                initial_rto: ms(init_rto),
+                rto_floor: Some(floor),
+                hystart: Some(hy),
+                rcv_window: Some(rwnd),
+                sack: Some(true),
+                ..Default::default()
+            };
+        let linux_rwnd = Bytes(DEFAULT_RCV_WINDOW as u64);
+        match self {
+            Stack::Linux => base(
+                CcKind::Cubic,
+                10,
+                SsGrowth::Segments,
+                CaGrowth::Segments,
+                Recovery::Prr,
+                DelayedAck::Linux,
+                200,
+                1000,
+                RtoFloor::Variance,
+                true,
+                linux_rwnd,
+            ),
+            Stack::Linux3_14 => base(
+                CcKind::Cubic,
+                10,
+                SsGrowth::Segments,
+                CaGrowth::AcksLinux,
+                Recovery::Prr,
+                DelayedAck::Linux,
+                200,
+                1000,
+                RtoFloor::Variance,
+                true,
+                linux_rwnd,
+            ),
+            Stack::Linux2_6_29 => base(
+                CcKind::Cubic,
+                3,
+                SsGrowth::Acks,
+                CaGrowth::AcksLinux,
+                Recovery::RateHalving,
+                DelayedAck::Linux,
+                200,
+                3000,
+                RtoFloor::Variance,
+                true,
+                linux_rwnd,
+            ),
+            Stack::Ns2Sack1 => base(
+                CcKind::NewReno,
+                2,
+                SsGrowth::Acks,
+                CaGrowth::Acks,
+                Recovery::Rfc6675,
+                DelayedAck::Ns2,
+                200,
+                3000,
+                RtoFloor::Sum,
+                false,
+                Packets(10_000),
+            ),
+            Stack::Ns3 => base(
+                CcKind::NewReno,
+                10,
+                SsGrowth::Acks,
+                CaGrowth::Acks,
+                Recovery::Rfc6675,
+                DelayedAck::Ns3,
+                1000,
+                1000,
+                RtoFloor::Sum,
+                false,
+                Bytes(131_072),
+            ),
+        }
+    }
 }
 
 /// The `[tcp]` table / a flow's `tcp = { ... }`: every field optional.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpOptions {
+    /// Stack profile ([`Stack`]): "linux" (default), "linux-3.14", "linux-2.6.29",
+    /// "ns2-sack1" or "ns3". It supplies the defaults of every other key; keys set
+    /// alongside it (or in a flow's table) override single settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Stack>,
     /// Congestion control: "cubic" (default, Linux's default) or "newreno" (alias "reno").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cc: Option<CcKind>,
@@ -70,7 +297,7 @@ pub struct TcpOptions {
     /// `tcp_ecn = 2` answers ECN but does not ask for it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ecn: Option<bool>,
-    /// "linux" (default), "ns2" or "off"; see [`DelayedAck`].
+    /// "linux" (default), "ns2", "ns3" or "off"; see [`DelayedAck`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delayed_ack: Option<DelayedAck>,
     /// Floor of the retransmission timeout's variance term. Default 200 ms (Linux TCP_RTO_MIN);
@@ -97,6 +324,19 @@ pub struct TcpOptions {
     /// Default true (Linux); false gives RFC 6675's cwnd = ssthresh at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prr: Option<bool>,
+    /// Slow-start growth: "segments" (per segment acknowledged) or "acks" (per ACK).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ss_growth: Option<SsGrowth>,
+    /// Congestion-avoidance growth: "segments", "acks" or "acks-linux"; see [`CaGrowth`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_growth: Option<CaGrowth>,
+    /// Window reduction in recovery: "prr", "rfc6675" or "rate-halving". `prr = false` is
+    /// the older spelling of "rfc6675".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+    /// Where `min_rto` applies: "variance" (Linux) or "sum" (RFC 6298, ns-2, ns-3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rto_floor: Option<RtoFloor>,
     /// Record samples `cwnd` and `ssthresh` (bytes), `srtt` and `rto` (seconds) of the
     /// data sender. Default false.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,6 +345,11 @@ pub struct TcpOptions {
 
 /// Parameter documentation for `aqmlab describe tcp`.
 pub const TCP_PARAMS: &[ParamDoc] = &[
+    ParamDoc {
+        name: "stack",
+        default: "linux",
+        doc: "stack profile: linux, linux-3.14, linux-2.6.29, ns2-sack1 or ns3; it sets the defaults of the keys below (the defaults shown are linux's), keys set next to it override",
+    },
     ParamDoc {
         name: "cc",
         default: "cubic",
@@ -133,7 +378,7 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
     ParamDoc {
         name: "delayed_ack",
         default: "linux",
-        doc: "linux (2 segments / 40 ms, quick-ack), ns2 (2 segments / 100 ms) or off",
+        doc: "linux (2 segments / 40 ms, quick-ack), ns2 (2 segments / 100 ms), ns3 (2 segments / 200 ms) or off",
     },
     ParamDoc {
         name: "min_rto",
@@ -166,6 +411,26 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "proportional rate reduction (RFC 6937, Linux)",
     },
     ParamDoc {
+        name: "ss_growth",
+        default: "segments",
+        doc: "slow start: segments (+1 per segment acknowledged, Linux >= 3.13) or acks (+1 per ACK: Linux <= 3.12, ns-2, ns-3 NewReno)",
+    },
+    ParamDoc {
+        name: "ca_growth",
+        default: "segments",
+        doc: "congestion avoidance: segments (Linux >= 4.0), acks (1/cwnd per ACK: ns-2, ns-3 NewReno) or acks-linux (Linux < 4.0: +1 per cwnd+1 ACKs, CUBIC delayed-ACK ratio)",
+    },
+    ParamDoc {
+        name: "recovery",
+        default: "prr",
+        doc: "prr (RFC 6937, Linux >= 3.2), rfc6675 (cwnd = ssthresh; ns-2 Sack1, ns-3 classic) or rate-halving (Linux < 3.2)",
+    },
+    ParamDoc {
+        name: "rto_floor",
+        default: "variance",
+        doc: "min_rto floors the variance term (Linux) or the whole RTO (sum: RFC 6298, ns-2, ns-3)",
+    },
+    ParamDoc {
         name: "trace",
         default: "false",
         doc: "record cwnd, ssthresh (bytes), srtt, rto (s) samples of the sender",
@@ -188,7 +453,13 @@ pub struct TcpConfig {
     /// Advertised receive window in bytes.
     pub rcv_window: u32,
     pub hystart: bool,
+    /// `recovery == Recovery::Prr`.
     pub prr: bool,
+    pub recovery: Recovery,
+    pub stack: Stack,
+    pub ss_growth: SsGrowth,
+    pub ca_growth: CaGrowth,
+    pub rto_floor: RtoFloor,
     pub trace: bool,
 }
 
@@ -213,6 +484,7 @@ impl TcpOptions {
     /// `over`'s fields where set, else `self`'s.
     pub fn merged(&self, over: &TcpOptions) -> TcpOptions {
         TcpOptions {
+            stack: over.stack.or(self.stack),
             cc: over.cc.or(self.cc),
             mss: over.mss.or(self.mss),
             init_cwnd: over.init_cwnd.or(self.init_cwnd),
@@ -225,6 +497,10 @@ impl TcpOptions {
             rcv_window: over.rcv_window.or(self.rcv_window),
             hystart: over.hystart.or(self.hystart),
             prr: over.prr.or(self.prr),
+            ss_growth: over.ss_growth.or(self.ss_growth),
+            ca_growth: over.ca_growth.or(self.ca_growth),
+            recovery: over.recovery.or(self.recovery),
+            rto_floor: over.rto_floor.or(self.rto_floor),
             trace: over.trace.or(self.trace),
         }
     }
@@ -238,11 +514,39 @@ impl TcpOptions {
                 format!("{v} is not allowed ({allowed})"),
             )
         };
-        let mss = self.mss.unwrap_or(1448);
+        // `prr` is the older spelling of `recovery`: an explicit key beats the profile.
+        let recovery = match (self.recovery, self.prr) {
+            (Some(r), Some(p)) if (r == Recovery::Prr) != p => {
+                return Err(bad(
+                    "prr",
+                    p.to_string(),
+                    &format!(
+                        "contradicts recovery = \"{}\"; set only one of the two",
+                        match r {
+                            Recovery::Prr => "prr",
+                            Recovery::Rfc6675 => "rfc6675",
+                            Recovery::RateHalving => "rate-halving",
+                        }
+                    ),
+                ))
+            }
+            (Some(r), _) => Some(r),
+            (None, Some(true)) => Some(Recovery::Prr),
+            (None, Some(false)) => Some(Recovery::Rfc6675),
+            (None, None) => None,
+        };
+        let stack = self.stack.unwrap_or(Stack::Linux);
+        let o = stack.options().merged(&TcpOptions {
+            recovery,
+            prr: None,
+            ..self.clone()
+        });
+        let recovery = o.recovery.unwrap_or(Recovery::Prr);
+        let mss = o.mss.unwrap_or(1448);
         if !(64..=65_000).contains(&mss) {
             return Err(bad("mss", mss.to_string(), "64 to 65000 bytes"));
         }
-        let init_cwnd = self.init_cwnd.unwrap_or(10);
+        let init_cwnd = o.init_cwnd.unwrap_or(10);
         if !(1..=10_000).contains(&init_cwnd) {
             return Err(bad(
                 "init_cwnd",
@@ -250,21 +554,21 @@ impl TcpOptions {
                 "1 to 10000 segments",
             ));
         }
-        let min_rto = self
+        let min_rto = o
             .min_rto
             .map(|d| d.0)
             .unwrap_or(SimDuration::from_millis(200));
         if min_rto < SimDuration::from_millis(1) || min_rto > SimDuration::from_secs(60) {
             return Err(bad("min_rto", min_rto.to_string(), "1ms to 60s"));
         }
-        let initial_rto = self
+        let initial_rto = o
             .initial_rto
             .map(|d| d.0)
             .unwrap_or(SimDuration::from_secs(1));
         if initial_rto < SimDuration::from_millis(1) || initial_rto > SimDuration::from_secs(120) {
             return Err(bad("initial_rto", initial_rto.to_string(), "1ms to 120s"));
         }
-        let max_cwnd = match self.max_window {
+        let max_cwnd = match o.max_window {
             None => NO_CWND_CAP,
             Some(Limit::Packets(n)) => n.min(NO_CWND_CAP),
             Some(Limit::Bytes(b)) => {
@@ -285,7 +589,7 @@ impl TcpOptions {
                 "at least 1 segment",
             ));
         }
-        let rcv_window = match self.rcv_window {
+        let rcv_window = match o.rcv_window {
             None => DEFAULT_RCV_WINDOW as u64,
             Some(Limit::Packets(n)) => n as u64 * mss as u64,
             Some(Limit::Bytes(b)) => b,
@@ -298,19 +602,24 @@ impl TcpOptions {
             ));
         }
         Ok(TcpConfig {
-            cc: self.cc.unwrap_or(CcKind::Cubic),
+            cc: o.cc.unwrap_or(CcKind::Cubic),
             mss,
             init_cwnd,
-            sack: self.sack.unwrap_or(true),
-            ecn: self.ecn.unwrap_or(false),
-            delayed_ack: self.delayed_ack.unwrap_or(DelayedAck::Linux),
+            sack: o.sack.unwrap_or(true),
+            ecn: o.ecn.unwrap_or(false),
+            delayed_ack: o.delayed_ack.unwrap_or(DelayedAck::Linux),
             min_rto,
             initial_rto,
             max_cwnd,
             rcv_window: rcv_window as u32,
-            hystart: self.hystart.unwrap_or(true),
-            prr: self.prr.unwrap_or(true),
-            trace: self.trace.unwrap_or(false),
+            hystart: o.hystart.unwrap_or(true),
+            prr: recovery == Recovery::Prr,
+            recovery,
+            stack,
+            ss_growth: o.ss_growth.unwrap_or(SsGrowth::Segments),
+            ca_growth: o.ca_growth.unwrap_or(CaGrowth::Segments),
+            rto_floor: o.rto_floor.unwrap_or(RtoFloor::Variance),
+            trace: o.trace.unwrap_or(false),
         })
     }
 }
@@ -360,5 +669,84 @@ mod tests {
         .resolve("tcp")
         .unwrap_err();
         assert_eq!(e.field, "tcp.rcv_window");
+    }
+
+    #[test]
+    fn stack_profiles_and_single_key_overrides() {
+        let r = |t: &str| toml::from_str::<TcpOptions>(t).unwrap().resolve("tcp");
+        // The default profile is today's behaviour.
+        let d = r("").unwrap();
+        assert_eq!(d, r("stack = \"linux\"").unwrap());
+        assert_eq!(
+            (d.ss_growth, d.ca_growth, d.recovery, d.rto_floor, d.prr),
+            (
+                SsGrowth::Segments,
+                CaGrowth::Segments,
+                Recovery::Prr,
+                RtoFloor::Variance,
+                true
+            )
+        );
+        let o = r("stack = \"linux-2.6.29\"").unwrap();
+        assert_eq!(
+            (o.cc, o.init_cwnd, o.initial_rto),
+            (CcKind::Cubic, 3, SimDuration::from_secs(3))
+        );
+        assert_eq!(
+            (o.ss_growth, o.ca_growth, o.recovery),
+            (SsGrowth::Acks, CaGrowth::AcksLinux, Recovery::RateHalving)
+        );
+        assert!(!o.prr);
+        let n = r("stack = \"ns2-sack1\"\nmss = 1460").unwrap();
+        assert_eq!(
+            (n.cc, n.init_cwnd, n.delayed_ack, n.rcv_window),
+            (CcKind::NewReno, 2, DelayedAck::Ns2, 10_000 * 1460)
+        );
+        assert_eq!(
+            (n.min_rto, n.rto_floor, n.hystart),
+            (SimDuration::from_millis(200), RtoFloor::Sum, false)
+        );
+        let t = r("stack = \"ns3\"").unwrap();
+        assert_eq!(
+            (t.delayed_ack, t.min_rto, t.rcv_window, t.recovery),
+            (
+                DelayedAck::Ns3,
+                SimDuration::from_secs(1),
+                131_072,
+                Recovery::Rfc6675
+            )
+        );
+        let l = r("stack = \"linux-3.14\"").unwrap();
+        assert_eq!(
+            (l.ss_growth, l.ca_growth, l.recovery, l.init_cwnd),
+            (SsGrowth::Segments, CaGrowth::AcksLinux, Recovery::Prr, 10)
+        );
+        // A single key overrides its profile setting and nothing else.
+        let o2 = r("stack = \"linux-2.6.29\"\ninit_cwnd = 4").unwrap();
+        assert_eq!(o2, TcpConfig { init_cwnd: 4, ..o });
+        // `prr = true` is the older spelling of recovery = "prr" and beats the profile.
+        let p = r("stack = \"linux-2.6.29\"\nprr = true").unwrap();
+        assert_eq!((p.recovery, p.prr), (Recovery::Prr, true));
+        // A flow table's profile applies under the scenario's single keys.
+        let scen: TcpOptions = toml::from_str("init_cwnd = 5").unwrap();
+        let flow: TcpOptions = toml::from_str("stack = \"ns3\"").unwrap();
+        let c = scen.merged(&flow).resolve("flow[0].tcp").unwrap();
+        assert_eq!(
+            (c.stack, c.init_cwnd, c.delayed_ack),
+            (Stack::Ns3, 5, DelayedAck::Ns3)
+        );
+        // Contradictions and unknown profiles are errors naming the key.
+        let e = r("recovery = \"rfc6675\"\nprr = true").unwrap_err();
+        assert_eq!(e.field, "tcp.prr");
+        assert!(e.message.contains("rfc6675"), "{}", e.message);
+        let e = toml::from_str::<TcpOptions>("stack = \"linux-4.19\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("linux-2.6.29") && e.contains("ns2-sack1"), "{e}");
+        // Every profile is listed for `aqmlab describe tcp` and resolves.
+        for (name, _) in STACKS {
+            let c = r(&format!("stack = \"{name}\"")).unwrap();
+            assert_eq!(c.stack.name(), *name);
+        }
     }
 }

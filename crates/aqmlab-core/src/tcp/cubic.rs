@@ -23,6 +23,7 @@
 //! segmentation offload is modelled.
 
 use super::cc::{AckSample, CongestionControl, Window};
+use super::config::CaGrowth;
 use crate::time::{SimDuration, SimTime};
 
 /// β scaled by 1024 (Linux `beta = 717`).
@@ -35,6 +36,10 @@ pub const CUBE_FACTOR: u64 = (1u64 << 40) / C_SCALED;
 /// ack_cnt per emulated Reno increment, ×8 (Linux `beta_scale`): 8(1+β)/3/(1−β) = 15.
 const FRIENDLY_SCALE: u32 = 8 * (BETA_SCALE + BETA) / 3 / (BETA_SCALE - BETA);
 const HZ: u64 = 1000;
+/// Linux < 4.0 `ACK_RATIO_SHIFT`: the delayed-ACK ratio is kept ×16.
+const ACK_RATIO_SHIFT: u32 = 4;
+/// Linux `ACK_RATIO_LIMIT` (32 segments per ACK, ×16).
+const ACK_RATIO_LIMIT: i32 = 32 << ACK_RATIO_SHIFT;
 const HYSTART_LOW_WINDOW: u32 = 16;
 const HYSTART_ACK_DELTA_US: u64 = 2000;
 const HYSTART_MIN_SAMPLES: u8 = 8;
@@ -92,6 +97,9 @@ pub struct Cubic {
     last_ack: u64,
     curr_rtt: u32,
     sample_cnt: u8,
+    /// Segments per ACK ×16, a 1/16-gain average (Linux < 4.0 `delayed_ack`, kept by
+    /// `bictcp_acked`); used only with per-ACK counting (`ca_growth = "acks-linux"`).
+    pub delayed_ack: i32,
 }
 
 impl Cubic {
@@ -114,6 +122,7 @@ impl Cubic {
             last_ack: 0,
             curr_rtt: u32::MAX,
             sample_cnt: 0,
+            delayed_ack: 2 << ACK_RATIO_SHIFT,
         }
     }
 
@@ -145,10 +154,13 @@ impl Cubic {
         }
     }
 
-    /// Linux `bictcp_update`: recomputes `cnt` for the current window.
-    fn update(&mut self, cwnd: u32, acked: u32, now: SimTime) {
+    /// Linux `bictcp_update`: recomputes `cnt` for the current window. With per-ACK
+    /// counting (Linux < 4.0) `ack_cnt` counts ACKs, and `cnt` is divided by the measured
+    /// delayed-ACK ratio with a floor of 1 instead of the later floor of 2.
+    fn update(&mut self, cwnd: u32, acked: u32, now: SimTime, growth: CaGrowth) {
         let now_j = jiffies(now);
-        self.ack_cnt = self.ack_cnt.saturating_add(acked);
+        let per_ack = growth != CaGrowth::Segments;
+        self.ack_cnt = self.ack_cnt.saturating_add(if per_ack { 1 } else { acked });
         if self.last_cwnd == cwnd && now_j.saturating_sub(self.last_time) <= HZ / 32 {
             return;
         }
@@ -193,7 +205,12 @@ impl Cubic {
             let max_cnt = cwnd / (self.tcp_cwnd - cwnd);
             self.cnt = self.cnt.min(max_cnt);
         }
-        self.cnt = self.cnt.max(2);
+        if per_ack {
+            let ratio = self.delayed_ack.max(1) as u64;
+            self.cnt = (((self.cnt as u64) << ACK_RATIO_SHIFT) / ratio).max(1) as u32;
+        } else {
+            self.cnt = self.cnt.max(2);
+        }
     }
 
     /// Linux `cubictcp_recalc_ssthresh`.
@@ -262,6 +279,11 @@ impl CongestionControl for Cubic {
     }
 
     fn on_ack(&mut self, w: &mut Window, a: &AckSample) {
+        if w.ca != CaGrowth::Segments && a.acked > 0 {
+            // Linux < 4.0 `bictcp_acked` (open state): ratio += acked − ratio/16.
+            let d = self.delayed_ack + a.acked as i32 - (self.delayed_ack >> ACK_RATIO_SHIFT);
+            self.delayed_ack = d.clamp(1, ACK_RATIO_LIMIT);
+        }
         if !a.cwnd_limited {
             return;
         }
@@ -272,7 +294,7 @@ impl CongestionControl for Cubic {
                 return;
             }
         }
-        self.update(w.cwnd, acked, a.now);
+        self.update(w.cwnd, acked, a.now, w.ca);
         let cnt = self.cnt;
         w.cong_avoid_ai(cnt, acked);
     }
@@ -473,5 +495,42 @@ mod tests {
             c2.on_delivery(&mut w2, &s);
         }
         assert!(!c2.found);
+    }
+
+    #[test]
+    fn per_ack_cubic_scales_cnt_by_the_delayed_ack_ratio() {
+        use crate::tcp::config::SsGrowth;
+        // bictcp_acked: ratio += acked − ratio/16 from 2·16 = 32. ACKs of 2 keep it at 32;
+        // ACKs of 4 raise it by 4 − 2, 4 − 2, ... until ratio/16 = 4 at 64; ACKs of one
+        // segment settle at 31 (31/16 = 1 in integer arithmetic), as in the kernel.
+        let ratio_after = |acked: u32, n: usize| {
+            let mut c = Cubic::new(false);
+            let mut w = Window::with_growth(10, 100_000, SsGrowth::Acks, CaGrowth::AcksLinux);
+            w.ssthresh = 5;
+            for i in 0..n {
+                let mut a = ack(at_ms(i as u64), acked);
+                a.cwnd_limited = false;
+                c.on_ack(&mut w, &a);
+            }
+            c.delayed_ack
+        };
+        assert_eq!(ratio_after(2, 50), 32);
+        assert_eq!(ratio_after(4, 100), 64);
+        assert_eq!(ratio_after(1, 100), 31);
+        // Same state, same ACK of 2 segments: the per-ACK control divides cnt by the ratio
+        // (32/16 = 2), so per ACK it grows as fast as the per-segment control per segment.
+        let mut seg = Cubic::new(false);
+        let mut old = Cubic::new(false);
+        let mut ws = Window::new(100, 100_000);
+        let mut wo = Window::with_growth(100, 100_000, SsGrowth::Acks, CaGrowth::AcksLinux);
+        for (c, w) in [(&mut seg, &mut ws), (&mut old, &mut wo)] {
+            c.init(w, SimTime::ZERO, 0);
+            w.ssthresh = c.on_loss(w, SimTime::ZERO);
+            w.cwnd = 80;
+            c.delay_min = 100_000;
+            c.on_ack(w, &ack(at_ms(1000), 2));
+        }
+        assert!(seg.cnt >= 4, "cnt {}", seg.cnt);
+        assert_eq!(old.cnt, seg.cnt * 16 / 32);
     }
 }

@@ -24,7 +24,10 @@ pub mod scoreboard;
 pub mod sender;
 
 pub use cc::{CongestionControl, Window};
-pub use config::{CcKind, DelayedAck, TcpConfig, TcpOptions, TCP_PARAMS};
+pub use config::{
+    CaGrowth, CcKind, DelayedAck, Recovery, RtoFloor, SsGrowth, Stack, TcpConfig, TcpOptions,
+    STACKS, TCP_PARAMS,
+};
 pub use conn::{
     decode_timer, timer_kind, Side, TcpConn, TcpEvents, TcpHost, TimerType, APP_TIMER_BIT,
 };

@@ -15,6 +15,7 @@
 //!   (`__tcp_ack_snd_check`); otherwise after the delayed-ACK timeout of 40 ms
 //!   (TCP_ATO_MIN; Linux's adaptive `ato` stays at this floor for back-to-back data);
 //! - `ns2`: every second segment, 100 ms timeout;
+//! - `ns3`: every second segment, 200 ms timeout (ns-3 `DelAckCount`, `DelAckTimeout`);
 //! - `off`: every segment.
 //!
 //! Not modelled: D-SACK (RFC 2883), receiver-side silly window avoidance.
@@ -29,6 +30,8 @@ const MAX_QUICKACKS: u32 = 16;
 const LINUX_ATO: SimDuration = SimDuration::from_millis(40);
 /// ns-2 `DelAckSink` interval.
 const NS2_ATO: SimDuration = SimDuration::from_millis(100);
+/// ns-3 `TcpSocket::DelAckTimeout` default (3.44).
+const NS3_ATO: SimDuration = SimDuration::from_millis(200);
 /// SACK blocks remembered (Linux keeps 4, the option carries at most 3 with timestamps).
 const MAX_SACKS: usize = 4;
 
@@ -222,16 +225,16 @@ impl Receiver {
             || out.fin
             || match self.mode {
                 DelayedAck::Off => true,
-                DelayedAck::Ns2 => self.segs_unacked >= 2,
+                DelayedAck::Ns2 | DelayedAck::Ns3 => self.segs_unacked >= 2,
                 DelayedAck::Linux => {
                     self.quick > 0 || self.rcv_nxt - self.rcv_wup > self.mss as u64
                 }
             };
         if !out.ack_now && self.delack_deadline == SimTime::NEVER {
-            let ato = if self.mode == DelayedAck::Ns2 {
-                NS2_ATO
-            } else {
-                LINUX_ATO
+            let ato = match self.mode {
+                DelayedAck::Ns2 => NS2_ATO,
+                DelayedAck::Ns3 => NS3_ATO,
+                _ => LINUX_ATO,
             };
             self.delack_deadline = now + ato;
         }

@@ -30,6 +30,8 @@ pub struct RttEstimator {
     min_rto: SimDuration,
     initial_rto: SimDuration,
     backoff: u32,
+    /// `rto_floor = "sum"`: RFC 6298 (2.4) max(min_rto, SRTT + 4·RTTVAR).
+    floor_on_sum: bool,
 }
 
 impl RttEstimator {
@@ -42,7 +44,14 @@ impl RttEstimator {
             min_rto,
             initial_rto,
             backoff: 0,
+            floor_on_sum: false,
         }
+    }
+
+    /// RFC 6298 (2.4) form: `min_rto` bounds the whole timeout (ns-2, ns-3).
+    pub fn with_floor_on_sum(mut self, on_sum: bool) -> Self {
+        self.floor_on_sum = on_sum;
+        self
     }
 
     /// Takes one RTT measurement (RFC 6298 2.2 / 2.3) and clears the backoff.
@@ -88,6 +97,7 @@ impl RttEstimator {
     pub fn base_rto(&self) -> SimDuration {
         match self.srtt {
             None => self.initial_rto,
+            Some(s) if self.floor_on_sum => (s + self.rttvar * 4).max(self.min_rto).min(MAX_RTO),
             Some(s) => (s + (self.rttvar * 4).max(self.min_rto)).min(MAX_RTO),
         }
     }
@@ -159,5 +169,13 @@ mod tests {
         let mut r = RttEstimator::new(ms(1000), ms(1000));
         r.sample(ms(50));
         assert_eq!(r.rto(), ms(1050));
+        // RFC 6298 (2.4) / ns-3: the floor bounds the sum: max(1 s, 50 + 4·25) = 1 s;
+        // with a 400 ms sample (RTTVAR 200): 400 + 800 = 1.2 s is above the floor.
+        let mut r = RttEstimator::new(ms(1000), ms(1000)).with_floor_on_sum(true);
+        r.sample(ms(50));
+        assert_eq!(r.rto(), ms(1000));
+        let mut r = RttEstimator::new(ms(1000), ms(1000)).with_floor_on_sum(true);
+        r.sample(ms(400));
+        assert_eq!(r.rto(), ms(1200));
     }
 }

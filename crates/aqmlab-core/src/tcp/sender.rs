@@ -39,7 +39,7 @@
 //! (`tcp_slow_start_after_idle`: cwnd halved per RTO idle, down to the initial window).
 
 use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
-use super::config::TcpConfig;
+use super::config::{CcKind, Recovery, RtoFloor, TcpConfig};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Delivered, Scoreboard, DUP_THRESH};
 use crate::packet::{tcp_flags, TcpHeader};
@@ -110,7 +110,9 @@ pub struct AckOutcome {
 pub struct Sender {
     mss: u32,
     sack: bool,
-    prr: bool,
+    recovery: Recovery,
+    /// Rate halving's floor is ssthresh/2 for Reno (`tcp_reno_min_cwnd`), else ssthresh.
+    reno_floor: bool,
     init_cwnd: u32,
     ecn_ok: bool,
     established: bool,
@@ -151,7 +153,8 @@ impl Sender {
         Sender {
             mss: cfg.mss,
             sack: cfg.sack,
-            prr: cfg.prr,
+            recovery: cfg.recovery,
+            reno_floor: cfg.cc == CcKind::NewReno,
             init_cwnd: cfg.init_cwnd,
             ecn_ok: false,
             established: false,
@@ -163,7 +166,7 @@ impl Sender {
             rwnd: cfg.rcv_window as u64,
             sb: Scoreboard::new(),
             reno_sacked: 0,
-            w: Window::new(cfg.init_cwnd, cfg.max_cwnd),
+            w: Window::with_growth(cfg.init_cwnd, cfg.max_cwnd, cfg.ss_growth, cfg.ca_growth),
             cc: AnyCc::new(cfg.cc, cfg.hystart),
             state: CaState::Open,
             high_seq: 0,
@@ -171,7 +174,8 @@ impl Sender {
             prr_delivered: 0,
             prr_out: 0,
             force_rtx: false,
-            rtt: RttEstimator::new(cfg.min_rto, cfg.initial_rto),
+            rtt: RttEstimator::new(cfg.min_rto, cfg.initial_rto)
+                .with_floor_on_sum(cfg.rto_floor == RtoFloor::Sum),
             rto_deadline: SimTime::NEVER,
             rto_retrans: 0,
             is_cwnd_limited: false,
@@ -308,16 +312,48 @@ impl Sender {
             self.cc.on_loss(&self.w, now)
         };
         self.queue_cwr = self.ecn_ok;
-        if !self.prr {
-            self.w.cwnd = self.w.ssthresh.min(self.w.cwnd).max(1);
+        match self.recovery {
+            Recovery::Prr => {}
+            Recovery::Rfc6675 => self.w.cwnd = self.w.ssthresh.min(self.w.cwnd).max(1),
+            // Linux < 3.2 tcp_enter_cwr: cwnd = min(cwnd, in_flight + 1); recovery entry
+            // leaves cwnd to the first tcp_cwnd_down of the same ACK.
+            Recovery::RateHalving if ecn => {
+                self.w.cwnd = self.w.cwnd.min(self.in_flight() + 1).max(1)
+            }
+            Recovery::RateHalving => {}
         }
     }
 
     fn end_cwnd_reduction(&mut self) {
         if self.w.ssthresh < INFINITE_SSTHRESH {
-            self.w.cwnd = self.w.ssthresh.min(self.w.clamp).max(1);
+            let target = if self.recovery == Recovery::RateHalving {
+                // Linux < 3.2 tcp_complete_cwr: never raise cwnd on leaving recovery.
+                self.w.cwnd.min(self.w.ssthresh)
+            } else {
+                self.w.ssthresh
+            };
+            self.w.cwnd = target.min(self.w.clamp).max(1);
         }
         self.state = CaState::Open;
+    }
+
+    /// Linux < 3.2 rate halving (`tcp_input.c` `tcp_cwnd_down`), run on every ACK in
+    /// CWR/Recovery that makes progress (new data acknowledged or SACKed, or a duplicate
+    /// ACK without SACK): cwnd − 1 on every second such ACK while above the floor, and
+    /// never more than in-flight + 1.
+    fn cwnd_down(&mut self) {
+        let decr = self.w.cnt + 1;
+        self.w.cnt = decr & 1;
+        let decr = decr >> 1;
+        let floor = if self.reno_floor {
+            self.w.ssthresh / 2
+        } else {
+            self.w.ssthresh
+        };
+        if decr > 0 && self.w.cwnd > floor {
+            self.w.cwnd -= decr;
+        }
+        self.w.cwnd = self.w.cwnd.min(self.in_flight() + 1).max(1);
     }
 
     fn enter_recovery(&mut self, now: SimTime) {
@@ -330,7 +366,7 @@ impl Sender {
         if !self.sack {
             self.sb.mark_head_lost();
         }
-        self.force_rtx = !self.prr;
+        self.force_rtx = self.recovery == Recovery::Rfc6675;
     }
 
     fn enter_cwr(&mut self, now: SimTime) {
@@ -491,8 +527,10 @@ impl Sender {
 
         // Window: reduce during CWR/Recovery, grow otherwise (Linux tcp_cong_control).
         if self.in_reduction() {
-            if self.prr {
-                self.cwnd_reduction(delivered, newly_lost, una_advanced);
+            match self.recovery {
+                Recovery::Prr => self.cwnd_reduction(delivered, newly_lost, una_advanced),
+                Recovery::RateHalving if delivered > 0 => self.cwnd_down(),
+                _ => {}
             }
         } else if una_advanced {
             let sample = AckSample {
@@ -774,6 +812,55 @@ mod tests {
         // The forced retransmission went out although pipe (12 − 3 − 1 + 1 = 9) > cwnd.
         assert_eq!(s.stats.retransmits, 1);
         assert_eq!(s.in_flight(), 9);
+    }
+
+    #[test]
+    fn linux_2_6_29_rate_halving_hand_trace() {
+        // Linux 2.6.29 profile (Reno, IW overridden to 10), segment 0 lost, SACKs arrive.
+        let mut s = sender(
+            cfg(|o| {
+                o.stack = Some(crate::tcp::Stack::Linux2_6_29);
+                o.init_cwnd = Some(10);
+            }),
+            false,
+        );
+        drain(&mut s, ms(100));
+        for k in 2..=3 {
+            s.on_ack(ms(200 + k), &ack(0, &[(1, k)]), false);
+            assert_eq!(drain(&mut s, ms(200 + k)).len(), 1, "limited transmit");
+        }
+        // Third SACKed segment: recovery, ssthresh 5, floor ssthresh/2 = 2. tcp_cwnd_down
+        // on this ACK: counter 0 -> 1, no decrement; cwnd = min(10, in_flight + 1) with
+        // in_flight = 12 − 3 SACKed − 1 lost = 8 -> 9: room for the retransmission only.
+        s.on_ack(ms(204), &ack(0, &[(1, 4)]), false);
+        assert_eq!((s.state, s.w.ssthresh, s.w.cwnd), (CaState::Recovery, 5, 9));
+        let out = drain(&mut s, ms(204));
+        assert_eq!(out.len(), 1);
+        assert!(out[0].retrans && out[0].seq == seq(0));
+        // Second ACK: decrement 9 -> 8; in_flight 8 + 1 = 9 does not bind: nothing sent.
+        s.on_ack(ms(205), &ack(0, &[(1, 5)]), false);
+        assert_eq!(s.w.cwnd, 8);
+        assert!(drain(&mut s, ms(205)).is_empty());
+        // Third: no decrement, in_flight 7: one new segment. Fourth: 8 -> 7, nothing.
+        s.on_ack(ms(206), &ack(0, &[(1, 6)]), false);
+        assert_eq!(s.w.cwnd, 8);
+        assert_eq!(
+            drain(&mut s, ms(206))
+                .iter()
+                .map(|t| t.seq)
+                .collect::<Vec<_>>(),
+            vec![seq(12)]
+        );
+        s.on_ack(ms(207), &ack(0, &[(1, 7)]), false);
+        assert_eq!(s.w.cwnd, 7);
+        assert!(drain(&mut s, ms(207)).is_empty());
+        // Everything up to the recovery point: cwnd = min(cwnd, ssthresh) = 5
+        // (tcp_complete_cwr); the same ACK then counts as slow start, since 2.6.29 tests
+        // cwnd <= ssthresh and grows +1 per ACK: 6.
+        s.on_ack(ms(300), &ack(12, &[]), false);
+        assert_eq!((s.state, s.w.cwnd), (CaState::Open, 6));
+        assert_eq!(s.stats.retransmits, 1);
+        s.sb.check().unwrap();
     }
 
     #[test]
