@@ -144,3 +144,101 @@ interval = "20ms"
         (0x5a962036e95f96da, 6147, 5973),
     );
 }
+
+/// PIE in each specification (and fq_pie, ARED), recorded before the PIE core was split
+/// into one file per specification (the split must not change a bit).
+#[test]
+fn pie_variants_tcp() {
+    let cases: &[(&str, &str, (u64, u64, u64))] = &[
+        (
+            "linux",
+            r#"{ kind = "pie", ecn = true }"#,
+            (0x8f9c4ace05219506, 7953, 7543),
+        ),
+        (
+            "linux_dq",
+            r#"{ kind = "pie", estimator = "dq_rate", bytemode = true }"#,
+            (0x3fbd8f8a9cd0775c, 8100, 7751),
+        ),
+        (
+            "linux-3.14",
+            r#"{ kind = "pie", variant = "linux-3.14" }"#,
+            (0x261d0a6cbc4b068e, 8216, 7893),
+        ),
+        (
+            "rfc8033",
+            r#"{ kind = "pie", variant = "rfc8033", ecn = true }"#,
+            (0x5472bf0d5665d3b2, 7976, 7587),
+        ),
+        (
+            "rfc8033_dq",
+            r#"{ kind = "pie", variant = "rfc8033", estimator = "dq_rate" }"#,
+            (0x1e14d328ce2cd3fc, 8107, 7757),
+        ),
+        (
+            "draft00",
+            r#"{ kind = "pie", variant = "draft00", limit = 200 }"#,
+            (0xe01b138a657465fc, 7982, 7634),
+        ),
+        (
+            "docsis",
+            r#"{ kind = "pie", variant = "docsis", limit = 150 }"#,
+            (0xce25ad182351608d, 8153, 7792),
+        ),
+        (
+            "docsis_dq",
+            r#"{ kind = "pie", variant = "docsis", limit = 150, estimator = "dq_rate" }"#,
+            (0x2e7f750490ecd43d, 8069, 7759),
+        ),
+        (
+            "ns2",
+            r#"{ kind = "pie", variant = "ns2", bytemode = true }"#,
+            (0x85cc6593a37621a5, 8032, 7759),
+        ),
+        (
+            "fq_pie",
+            r#"{ kind = "fq_pie", ecn = true }"#,
+            (0x12818502bb37a4c7, 8321, 7611),
+        ),
+        (
+            "ared",
+            r#"{ kind = "ared" }"#,
+            (0x4df3d5df6eab8c4a, 7718, 7532),
+        ),
+    ];
+    for (name, qdisc, want) in cases {
+        let text = format!(
+            r#"
+[run]
+duration = "6s"
+warmup = "1s"
+[dumbbell]
+pairs = 5
+rate = "10Mbit"
+delay = "10ms"
+qdisc = {qdisc}
+[tcp]
+ecn = true
+[[flow]]
+kind = "bulk"
+count = 4
+from = "client{{i}}"
+to = "server{{i}}"
+start_spread = "0.5s"
+[[flow]]
+kind = "cbr"
+from = "client4"
+to = "server4"
+rate = "3Mbit"
+size = 1000
+start = "2s"
+"#
+        );
+        if std::env::var_os("GOLDEN_PRINT").is_some() {
+            let g = fingerprint(&text, 7);
+            println!("pie_{name}: ({:#018x}, {}, {})", g.0, g.1, g.2);
+            continue;
+        }
+        check(&format!("pie_{name}"), &text, 7, *want);
+    }
+}
