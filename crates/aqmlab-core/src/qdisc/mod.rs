@@ -28,6 +28,7 @@ pub mod fifo;
 pub mod flow_sched;
 pub mod fq_codel;
 pub mod fq_pie;
+pub mod pi_core;
 pub mod pie;
 pub mod pie_core;
 #[cfg(test)]

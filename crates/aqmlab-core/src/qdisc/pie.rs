@@ -174,7 +174,7 @@ impl PieConfig {
             beta: weights[1].1,
             ecn: self.ecn,
             ecn_prob,
-            bytemode: self.bytemode.unwrap_or(v == PieVariant::Docsis),
+            bytemode: self.bytemode.unwrap_or(v.default_bytemode()),
             estimator: self.estimator.unwrap_or(v.default_estimator()),
             dq_threshold,
             mean_pktsize,

@@ -34,7 +34,7 @@
 //!
 //! Trace variables: `avg` (average queue, bytes or packets) and `max_p`.
 
-use super::pie_core::UpdateTimer;
+use super::pi_core::UpdateTimer;
 use super::{
     BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict,
 };
