@@ -12,25 +12,7 @@ use crate::time::SimDuration;
 use crate::units::{DurationSpec, Limit};
 use serde::{Deserialize, Serialize};
 
-/// The congestion control algorithm.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CcKind {
-    /// RFC 5681 slow start / congestion avoidance, halving on loss (Linux `reno`).
-    #[serde(alias = "reno")]
-    NewReno,
-    /// CUBIC (RFC 9438) with Linux's constants and HyStart.
-    Cubic,
-}
-
-impl CcKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            CcKind::NewReno => "newreno",
-            CcKind::Cubic => "cubic",
-        }
-    }
-}
+pub use super::cc::CcKind;
 
 /// How the receiver delays ACKs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]

@@ -22,7 +22,7 @@
 //! within 0.2 %); HyStart's TSO/GRO cushion (`hystart_ack_delay`) is zero because no
 //! segmentation offload is modelled.
 
-use super::cc::{AckSample, CongestionControl, Window};
+use super::cc::{AckSample, CcBuild, CcParams, CongestionControl, Window};
 use super::config::CaGrowth;
 use crate::time::{SimDuration, SimTime};
 
@@ -250,6 +250,12 @@ impl Cubic {
                 w.ssthresh = w.cwnd;
             }
         }
+    }
+}
+
+impl CcBuild for Cubic {
+    fn build(p: &CcParams) -> Self {
+        Cubic::new(p.hystart)
     }
 }
 

@@ -23,18 +23,12 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 
-pub use cc::{CongestionControl, Window};
+pub use cc::{CcKind, CongestionControl, Window, CC_KINDS};
 pub use config::{
-    CaGrowth, CcKind, DelayedAck, Recovery, RtoFloor, SsGrowth, Stack, TcpConfig, TcpOptions,
-    STACKS, TCP_PARAMS,
+    CaGrowth, DelayedAck, Recovery, RtoFloor, SsGrowth, Stack, TcpConfig, TcpOptions, STACKS,
+    TCP_PARAMS,
 };
 pub use conn::{
     decode_timer, timer_kind, Side, TcpConn, TcpEvents, TcpHost, TimerType, APP_TIMER_BIT,
 };
 pub use sender::{SenderStats, UNLIMITED};
-
-/// `(name, one-line description)` of every congestion control, for `aqmlab list cc`.
-pub const CC_KINDS: &[(&str, &str)] = &[
-    ("newreno", "NewReno/Reno (RFC 5681 windows, RFC 6582 / RFC 6675 recovery); alias reno"),
-    ("cubic", "CUBIC (RFC 9438) with Linux's beta 0.7, C 0.4, fast convergence, TCP-friendly region and HyStart (default)"),
-];

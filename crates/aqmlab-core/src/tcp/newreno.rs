@@ -5,7 +5,7 @@
 //! halves FlightSize; Linux halves cwnd (`tcp_reno_ssthresh`), which is followed here.
 //! The NewReno part (RFC 6582, partial ACKs) is loss recovery and lives in the sender.
 
-use super::cc::{AckSample, CongestionControl, Window};
+use super::cc::{AckSample, CcBuild, CcParams, CongestionControl, Window};
 use crate::time::SimTime;
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -14,6 +14,12 @@ pub struct NewReno;
 impl NewReno {
     fn ssthresh(w: &Window) -> u32 {
         (w.cwnd / 2).max(2)
+    }
+}
+
+impl CcBuild for NewReno {
+    fn build(_: &CcParams) -> Self {
+        NewReno
     }
 }
 

@@ -38,7 +38,7 @@
 //! application-limited is not modelled, but Linux's restart after idle is
 //! (`tcp_slow_start_after_idle`: cwnd halved per RTO idle, down to the initial window).
 
-use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::cc::{AckSample, AnyCc, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
 use super::config::{CcKind, Recovery, RtoFloor, TcpConfig};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Delivered, Scoreboard, DUP_THRESH};
@@ -167,7 +167,12 @@ impl Sender {
             sb: Scoreboard::new(),
             reno_sacked: 0,
             w: Window::with_growth(cfg.init_cwnd, cfg.max_cwnd, cfg.ss_growth, cfg.ca_growth),
-            cc: AnyCc::new(cfg.cc, cfg.hystart),
+            cc: AnyCc::new(
+                cfg.cc,
+                &CcParams {
+                    hystart: cfg.hystart,
+                },
+            ),
             state: CaState::Open,
             high_seq: 0,
             prior_cwnd: 0,
