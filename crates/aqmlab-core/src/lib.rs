@@ -23,6 +23,7 @@ pub mod event;
 pub mod link;
 pub mod metrics;
 pub mod packet;
+pub mod params;
 pub mod qdisc;
 pub mod result;
 pub mod rng;

@@ -14,8 +14,8 @@
 
 use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::packet::Packet;
-use crate::qdisc::ParamDoc;
-use crate::scenario::ScenarioError;
+use crate::params::ParamDoc;
+use crate::params::ScenarioError;
 use crate::tcp::{Side, TcpConfig, TcpConn, TcpOptions, APP_TIMER_BIT, UNLIMITED};
 use crate::time::{SimDuration, SimTime};
 use crate::units::SizeSpec;

@@ -5,7 +5,7 @@
 use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
-use crate::scenario::ScenarioError;
+use crate::params::ScenarioError;
 use crate::time::{Rate, SimDuration};
 use crate::units::RateSpec;
 use serde::{Deserialize, Serialize};
@@ -31,18 +31,18 @@ pub struct CbrConfig {
 }
 
 impl CbrConfig {
-    pub const PARAMS: &'static [crate::qdisc::ParamDoc] = &[
-        crate::qdisc::ParamDoc {
+    pub const PARAMS: &'static [crate::params::ParamDoc] = &[
+        crate::params::ParamDoc {
             name: "rate",
             default: "required",
             doc: "sending rate at the IP layer, e.g. \"12Mbit\"",
         },
-        crate::qdisc::ParamDoc {
+        crate::params::ParamDoc {
             name: "size",
             default: "1500",
             doc: "IP packet size in bytes (payload = size - 28)",
         },
-        crate::qdisc::ParamDoc {
+        crate::params::ParamDoc {
             name: "record_delay",
             default: "false",
             doc: "record every packet's one-way delay as sample `owd`",

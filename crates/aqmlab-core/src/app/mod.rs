@@ -21,8 +21,8 @@ pub mod wrt;
 use crate::event::Event;
 use crate::metrics::Bins;
 use crate::packet::{flow_hash, FlowId, NodeId, Packet, PacketKind};
+use crate::params::ScenarioError;
 use crate::rng::Rng;
-use crate::scenario::ScenarioError;
 use crate::sim::Net;
 use crate::time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
@@ -194,11 +194,11 @@ macro_rules! workload_registry {
                 }
                 fn locate(kind: &str, v: toml::Value) -> Option<(String, String)> {
                     match kind {
-                        $( $name => crate::scenario::locate_error::<$cfg>(v), )*
+                        $( $name => crate::params::locate_error::<$cfg>(v), )*
                         _ => None,
                     }
                 }
-                Ok(match crate::scenario::from_tagged_table::<Repr>(t, locate)? {
+                Ok(match crate::params::from_tagged_table::<Repr>(t, locate)? {
                     $( Repr::$variant(c) => AppConfig::$variant(c), )*
                 })
             }
@@ -214,7 +214,7 @@ macro_rules! workload_registry {
         }
 
         /// Parameter documentation of a workload kind (None if unknown).
-        pub fn workload_params(kind: &str) -> Option<&'static [crate::qdisc::ParamDoc]> {
+        pub fn workload_params(kind: &str) -> Option<&'static [crate::params::ParamDoc]> {
             match kind { $( $name => Some(<$cfg>::PARAMS), )* _ => None }
         }
 

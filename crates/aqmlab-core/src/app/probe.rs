@@ -6,7 +6,7 @@
 use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
-use crate::scenario::ScenarioError;
+use crate::params::ScenarioError;
 use crate::time::SimDuration;
 use crate::units::DurationSpec;
 use serde::{Deserialize, Serialize};
@@ -35,13 +35,13 @@ macro_rules! probe_config {
             pub size: u32,
         }
         impl $name {
-            pub const PARAMS: &'static [crate::qdisc::ParamDoc] = &[
-                crate::qdisc::ParamDoc {
+            pub const PARAMS: &'static [crate::params::ParamDoc] = &[
+                crate::params::ParamDoc {
                     name: "interval",
                     default: "200ms",
                     doc: "time between requests (Flent samples every 0.2 s)",
                 },
-                crate::qdisc::ParamDoc {
+                crate::params::ParamDoc {
                     name: "size",
                     default: $sizedoc,
                     doc: "IP packet size of request and reply in bytes",

@@ -27,8 +27,8 @@
 use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::metrics::Histogram;
 use crate::packet::{Packet, PacketKind};
-use crate::qdisc::ParamDoc;
-use crate::scenario::ScenarioError;
+use crate::params::ParamDoc;
+use crate::params::ScenarioError;
 use crate::time::SimDuration;
 use crate::units::DurationSpec;
 use serde::{Deserialize, Serialize};

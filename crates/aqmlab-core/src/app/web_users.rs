@@ -28,8 +28,8 @@
 use super::http::{HttpConns, Outcome, Values, DEFAULT_REQUEST_BYTES};
 use super::{AppEnv, Application, FlowCtx, FlowStats};
 use crate::packet::{Packet, PacketKind};
-use crate::qdisc::ParamDoc;
-use crate::scenario::ScenarioError;
+use crate::params::ParamDoc;
+use crate::params::ScenarioError;
 use crate::tcp::{TcpConfig, TcpOptions, APP_TIMER_BIT};
 use crate::time::{SimDuration, SimTime};
 use crate::units::{DurationSpec, SizeSpec};

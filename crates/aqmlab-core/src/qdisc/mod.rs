@@ -43,6 +43,8 @@ use crate::rng::Rng;
 use crate::time::{Rate, SimTime};
 use serde::{Deserialize, Serialize};
 
+pub use crate::params::{ParamDoc, ParamError};
+
 /// Why a packet was dropped.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DropReason {
@@ -288,16 +290,6 @@ pub trait Qdisc {
     }
 }
 
-/// Documentation of one configuration parameter, for `aqmlab describe KIND`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct ParamDoc {
-    pub name: &'static str,
-    /// The default as written in a scenario file ("1000", "5ms", "required").
-    pub default: &'static str,
-    /// Meaning, unit and where the default comes from (e.g. "Linux sch_codel").
-    pub doc: &'static str,
-}
-
 /// What a qdisc may know about where it is installed when it is built.
 #[derive(Clone, Debug)]
 pub struct BuildCtx {
@@ -309,24 +301,6 @@ pub struct BuildCtx {
     pub overhead: u32,
     /// The qdisc's own random stream.
     pub rng: Rng,
-}
-
-/// A scenario-level error in a qdisc's parameters (field relative to the qdisc table).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamError {
-    pub field: &'static str,
-    pub value: String,
-    pub allowed: String,
-}
-
-impl ParamError {
-    pub fn new(field: &'static str, value: impl ToString, allowed: impl ToString) -> Self {
-        ParamError {
-            field,
-            value: value.to_string(),
-            allowed: allowed.to_string(),
-        }
-    }
 }
 
 /// Generates `QdiscConfig` (the scenario-file table, tagged by `kind`), `AnyQdisc` (static
@@ -352,11 +326,11 @@ macro_rules! qdisc_registry {
                 }
                 fn locate(kind: &str, v: toml::Value) -> Option<(String, String)> {
                     match kind {
-                        $( $name => crate::scenario::locate_error::<$cfg>(v), )*
+                        $( $name => crate::params::locate_error::<$cfg>(v), )*
                         _ => None,
                     }
                 }
-                Ok(match crate::scenario::from_tagged_table::<Repr>(t, locate)? {
+                Ok(match crate::params::from_tagged_table::<Repr>(t, locate)? {
                     $( Repr::$variant(c) => QdiscConfig::$variant(c), )*
                 })
             }

@@ -26,7 +26,8 @@
 //! access = { cwmin = 31 }
 //! ```
 
-use super::{check_qdisc, d_mtu, d_zero, Builder, NodeKind, ScenarioError, ScenarioWarning};
+use super::build::{check_qdisc, Builder, LinkSpec};
+use super::{d_mtu, d_zero, NodeKind, ScenarioError, ScenarioWarning};
 use crate::link::docsis::{DocsisParams, ServiceFlowParams};
 use crate::link::wifi::{Access, MediumParams, WifiPhy, WifiPortParams, SUBFRAME_OVERHEAD};
 use crate::link::{LinkParams, LowerParams, ShaperConfig};
@@ -505,49 +506,49 @@ impl Builder {
         self.links.push((p, dq.clone()));
         for (i, &cm) in cms.iter().enumerate() {
             self.link(
-                format!("cm{i}_up"),
-                cm,
-                cmts,
-                up,
-                d.delay.0,
-                d.upstream_qdisc.clone(),
-                d.overhead,
-                d.mtu,
-                1,
-                0.0,
-                vec![],
-                false,
+                LinkSpec {
+                    overhead: d.overhead,
+                    mtu: d.mtu,
+                    ..LinkSpec::new(
+                        format!("cm{i}_up"),
+                        cm,
+                        cmts,
+                        up,
+                        d.delay.0,
+                        d.upstream_qdisc.clone(),
+                    )
+                },
                 "docsis.upstream",
             )?;
         }
         self.link(
-            "cmts->core".into(),
-            cmts,
-            core,
-            core_rate,
-            SimDuration::ZERO,
-            d.core_qdisc.clone(),
-            d.overhead,
-            d.mtu,
-            1,
-            0.0,
-            vec![],
-            false,
+            LinkSpec {
+                overhead: d.overhead,
+                mtu: d.mtu,
+                ..LinkSpec::new(
+                    "cmts->core".into(),
+                    cmts,
+                    core,
+                    core_rate,
+                    SimDuration::ZERO,
+                    d.core_qdisc.clone(),
+                )
+            },
             "docsis.core",
         )?;
         self.link(
-            "core->cmts".into(),
-            core,
-            cmts,
-            core_rate,
-            SimDuration::ZERO,
-            d.core_qdisc.clone(),
-            d.overhead,
-            d.mtu,
-            1,
-            0.0,
-            vec![],
-            false,
+            LinkSpec {
+                overhead: d.overhead,
+                mtu: d.mtu,
+                ..LinkSpec::new(
+                    "core->cmts".into(),
+                    core,
+                    cmts,
+                    core_rate,
+                    SimDuration::ZERO,
+                    d.core_qdisc.clone(),
+                )
+            },
             "docsis.core",
         )?;
         for j in 0..servers {
@@ -558,33 +559,33 @@ impl Builder {
                 .map(|v| v[j].0)
                 .unwrap_or(d.server_delay.0);
             self.link(
-                format!("server{j}->core"),
-                s,
-                core,
-                core_rate,
-                delay,
-                d.core_qdisc.clone(),
-                d.overhead,
-                d.mtu,
-                1,
-                0.0,
-                vec![],
-                false,
+                LinkSpec {
+                    overhead: d.overhead,
+                    mtu: d.mtu,
+                    ..LinkSpec::new(
+                        format!("server{j}->core"),
+                        s,
+                        core,
+                        core_rate,
+                        delay,
+                        d.core_qdisc.clone(),
+                    )
+                },
                 "docsis.core",
             )?;
             self.link(
-                format!("core->server{j}"),
-                core,
-                s,
-                core_rate,
-                delay,
-                d.core_qdisc.clone(),
-                d.overhead,
-                d.mtu,
-                1,
-                0.0,
-                vec![],
-                false,
+                LinkSpec {
+                    overhead: d.overhead,
+                    mtu: d.mtu,
+                    ..LinkSpec::new(
+                        format!("core->server{j}"),
+                        core,
+                        s,
+                        core_rate,
+                        delay,
+                        d.core_qdisc.clone(),
+                    )
+                },
                 "docsis.core",
             )?;
         }

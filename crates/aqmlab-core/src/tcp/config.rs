@@ -6,8 +6,8 @@
 //! default. The built-in defaults are Linux's (the studies ran Linux hosts) unless the
 //! doc comment says otherwise.
 
-use crate::qdisc::ParamDoc;
-use crate::scenario::ScenarioError;
+use crate::params::ParamDoc;
+use crate::params::ScenarioError;
 use crate::time::SimDuration;
 use crate::units::{DurationSpec, Limit};
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,432 @@
+//! The scenario file schema (TOML), its defaults, and validation into a resolved [`Plan`].
+//!
+//! A scenario has these parts:
+//! - `[run]`: duration, warm-up, time-series bin width, default seed, tracing.
+//! - a topology: either the `[dumbbell]` builder, or explicit `[[node]]` + `[[link]]`
+//!   tables (or both: explicit tables add to the dumbbell).
+//! - `[[flow]]`: traffic, each with a `kind` (see `aqmlab list workloads`).
+//! - `[tcp]` (optional): scenario-wide TCP defaults (see `crate::tcp::TcpOptions`).
+//!
+//! Access-network models (see [`access`] and `docs/link-models.md`): a `shaper` on a
+//! link or dumbbell direction, the `[docsis]` topology builder, and WiFi BSSes
+//! (`[[wifi]]`, or `[dumbbell.wifi]` to put the dumbbell's clients behind a WiFi hop).
+//!
+//! Validation may also produce [`ScenarioWarning`]s (in [`Plan::warnings`]): legal but
+//! probably unintended combinations, such as a shaper or service-flow rate above the
+//! rate of the link it sits on.
+//!
+//! Every field has a documented default. Parsing and validation errors are
+//! [`ScenarioError`]s whose `field` is the dotted path of the offending key (for example
+//! `dumbbell.qdisc.kind` or `flow[2].to`) and whose message names the bad value and what
+//! is allowed. See `docs/scenario.md` for the reference with examples.
+
+pub mod access;
+mod build;
+mod routes;
+mod validate;
+
+pub use crate::params::{ScenarioError, ScenarioWarning};
+pub use routes::Routes;
+
+use crate::app::{AppConfig, AppEnv};
+use crate::link::{LinkParams, MediumParams, ShaperConfig};
+use crate::packet::NodeId;
+use crate::params::split_field_prefixes;
+use crate::qdisc::QdiscConfig;
+use crate::time::{SimDuration, SimTime};
+use crate::units::{DurationSpec, RateSpec};
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+
+fn d_duration_10s() -> DurationSpec {
+    DurationSpec(SimDuration::from_secs(10))
+}
+fn d_zero() -> DurationSpec {
+    DurationSpec(SimDuration::ZERO)
+}
+fn d_bin() -> DurationSpec {
+    DurationSpec(SimDuration::from_millis(200))
+}
+fn d_seed() -> u64 {
+    1
+}
+fn d_overhead() -> u32 {
+    14
+}
+fn d_mtu() -> u32 {
+    1500
+}
+fn d_devq() -> u32 {
+    1
+}
+fn d_true() -> bool {
+    true
+}
+fn d_pairs() -> u32 {
+    1
+}
+
+/// `[run]`: how long and how to measure.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Simulated duration. Default 10 s.
+    #[serde(default = "d_duration_10s")]
+    pub duration: DurationSpec,
+    /// Summary statistics (goodput means, sojourn percentiles, utilisation) ignore what
+    /// happens before this. Time series and samples cover the whole run. Default 0.
+    #[serde(default = "d_zero")]
+    pub warmup: DurationSpec,
+    /// Width of time-series bins. Default 200 ms (Flent's sampling interval).
+    #[serde(default = "d_bin")]
+    pub bin: DurationSpec,
+    /// Seed used when none is given on the command line / API call. Default 1.
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    /// Record qdisc state traces (CoDel count, PIE p, ...) on bottleneck links. Default false.
+    #[serde(default)]
+    pub trace: bool,
+    /// Time windows `[start, stop]` in which every packet leaving a measured queue (the
+    /// dumbbell bottlenecks, the DOCSIS downstream, links with `trace = true`) is recorded
+    /// as a sample `sojourn` (seconds) and every drop there as a sample `drop`. Default none.
+    #[serde(default)]
+    pub packet_trace: Vec<[DurationSpec; 2]>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            name: None,
+            description: None,
+            duration: d_duration_10s(),
+            warmup: d_zero(),
+            bin: d_bin(),
+            seed: d_seed(),
+            trace: false,
+            packet_trace: Vec::new(),
+        }
+    }
+}
+
+/// A scheduled loss period on a link, e.g. an outage: `{ start = "10s", stop = "11s", loss = 1.0 }`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossPeriodConfig {
+    pub start: DurationSpec,
+    pub stop: DurationSpec,
+    /// Loss probability in [0, 1] during the period. Default 1 (outage).
+    #[serde(default = "d_one")]
+    pub loss: f64,
+}
+fn d_one() -> f64 {
+    1.0
+}
+
+/// Per-direction overrides of the dumbbell bottleneck (`[dumbbell.up]`, `[dumbbell.down]`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirConfig {
+    pub rate: Option<RateSpec>,
+    pub qdisc: Option<QdiscConfig>,
+    /// Bernoulli loss probability on the wire. Default 0.
+    pub loss: Option<f64>,
+    #[serde(default)]
+    pub loss_periods: Vec<LossPeriodConfig>,
+    /// Token-bucket shaper between this direction's qdisc and the bottleneck wire, e.g.
+    /// `shaper = { rate = "14Mbit" }` on a faster `rate`. Default: none.
+    pub shaper: Option<ShaperConfig>,
+}
+
+/// `[dumbbell]`: N clients ↔ router_a ⇄ bottleneck ⇄ router_b ↔ N servers.
+///
+/// "up" is client → server (router_a → router_b), "down" is server → client.
+/// Hosts are named `client0..`, `server0..`; routers `router_a` (client side) and
+/// `router_b`; the bottleneck links `bottleneck_up` and `bottleneck_down`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumbbellConfig {
+    /// Number of client/server host pairs. Default 1.
+    #[serde(default = "d_pairs")]
+    pub pairs: u32,
+    /// Bottleneck rate in both directions (overridden by `up.rate` / `down.rate`).
+    pub rate: Option<RateSpec>,
+    /// One-way propagation delay of the bottleneck. Default 0.
+    #[serde(default = "d_zero")]
+    pub delay: DurationSpec,
+    /// Bottleneck qdisc in both directions (overridden per direction). Default fifo 1000.
+    pub qdisc: Option<QdiscConfig>,
+    #[serde(default)]
+    pub up: DirConfig,
+    #[serde(default)]
+    pub down: DirConfig,
+    /// Access link rate. Default: 10 × the faster bottleneck direction, at least 1 Gbit/s.
+    pub access_rate: Option<RateSpec>,
+    /// One-way delay of every access link unless given per host. Default 0.
+    #[serde(default = "d_zero")]
+    pub access_delay: DurationSpec,
+    /// Per-client one-way access delays (length = pairs), so each flow can have its own RTT.
+    pub client_delays: Option<Vec<DurationSpec>>,
+    /// Per-server one-way access delays (length = pairs).
+    pub server_delays: Option<Vec<DurationSpec>>,
+    /// Qdisc on access links (hosts' and routers' egress towards hosts). Default fifo 1000.
+    pub access_qdisc: Option<QdiscConfig>,
+    /// Framing bytes added per packet on the wire (Ethernet header = 14). Default 14.
+    #[serde(default = "d_overhead")]
+    pub overhead: u32,
+    /// Largest IP packet. Default 1500.
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    /// Device queue below the bottleneck qdisc, in packets, counting the one being sent. Default 1.
+    #[serde(default = "d_devq")]
+    pub device_queue: u32,
+    /// Replaces the client access links by one WiFi BSS with `router_a` as the access
+    /// point and every client as a station (`[dumbbell.wifi]`). Default: wired clients.
+    pub wifi: Option<access::WifiConfig>,
+}
+
+#[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    Host,
+    Router,
+}
+
+/// `[[node]]`: a host (runs applications) or a router (forwards).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+/// `[[link]]`: a link between two nodes; `duplex = true` (default) also creates the reverse.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub name: Option<String>,
+    pub from: String,
+    pub to: String,
+    pub rate: RateSpec,
+    #[serde(default = "d_zero")]
+    pub delay: DurationSpec,
+    #[serde(default)]
+    pub qdisc: QdiscConfig,
+    #[serde(default = "d_overhead")]
+    pub overhead: u32,
+    #[serde(default = "d_mtu")]
+    pub mtu: u32,
+    #[serde(default = "d_devq")]
+    pub device_queue: u32,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default)]
+    pub loss_periods: Vec<LossPeriodConfig>,
+    #[serde(default = "d_true")]
+    pub duplex: bool,
+    /// Record qdisc state traces on this link. Default false (or `run.trace`).
+    #[serde(default)]
+    pub trace: bool,
+    /// Token-bucket shaper between the qdisc and the wire (each direction of a duplex
+    /// link gets its own). Default: none.
+    pub shaper: Option<ShaperConfig>,
+}
+
+/// `[[flow]]`: one traffic source. Common keys: `kind`, `from`, `to`, `start`, `stop`,
+/// `start_spread`, `count`, `name`; the rest depends on `kind`.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowConfig {
+    pub name: Option<String>,
+    /// Sending host; with `count > 1`, `{i}` is replaced by the instance number.
+    pub from: String,
+    /// Receiving host; `{i}` as for `from`.
+    pub to: String,
+    /// Start time. Default 0.
+    pub start: DurationSpec,
+    /// Each instance starts at a uniformly random time in [start, start + start_spread).
+    pub start_spread: DurationSpec,
+    /// Stop time. Default: end of run.
+    pub stop: Option<DurationSpec>,
+    /// Number of identical instances. Default 1.
+    pub count: u32,
+    #[serde(flatten)]
+    pub app: AppConfig,
+}
+
+const FLOW_COMMON: &[&str] = &[
+    "name",
+    "from",
+    "to",
+    "start",
+    "start_spread",
+    "stop",
+    "count",
+];
+
+impl<'de> Deserialize<'de> for FlowConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut t = toml::Table::deserialize(d)?;
+        fn take<T: serde::de::DeserializeOwned, E: de::Error>(
+            t: &mut toml::Table,
+            k: &str,
+        ) -> Result<Option<T>, E> {
+            match t.remove(k) {
+                None => Ok(None),
+                Some(v) => v.try_into().map(Some).map_err(|e: toml::de::Error| {
+                    E::custom(format!("field `{k}`: {}", e.message().trim()))
+                }),
+            }
+        }
+        let from: Option<String> = take(&mut t, "from")?;
+        let to: Option<String> = take(&mut t, "to")?;
+        let name = take(&mut t, "name")?;
+        let start = take(&mut t, "start")?.unwrap_or(d_zero());
+        let start_spread = take(&mut t, "start_spread")?.unwrap_or(d_zero());
+        let stop = take(&mut t, "stop")?;
+        let count: i64 = take(&mut t, "count")?.unwrap_or(1);
+        if !t.contains_key("kind") {
+            return Err(de::Error::custom(format!(
+                "missing field `kind` (allowed: {})",
+                crate::app::WORKLOAD_KINDS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let (Some(from), Some(to)) = (from, to) else {
+            return Err(de::Error::custom(
+                "missing field `from` or `to` (host names)",
+            ));
+        };
+        if count < 1 || count > 1_000_000 {
+            return Err(de::Error::custom(format!(
+                "field `count`: {count} is not allowed (1 to 1000000)"
+            )));
+        }
+        let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
+            let m = e.message().trim().to_string();
+            // "unknown field `x`, expected one of `a`, `b`" → name the kind's keys and the common keys.
+            let unknown_key = m.contains("unknown field");
+            let m = m
+                .replace("unknown field", "unknown field for this kind")
+                .replace("expected one of", "allowed for this kind:");
+            de::Error::custom(if unknown_key && m.contains("allowed for this kind:") {
+                format!("{m}; common keys: {}", FLOW_COMMON.join(", "))
+            } else {
+                m
+            })
+        })?;
+        Ok(FlowConfig {
+            name,
+            from,
+            to,
+            start,
+            start_spread,
+            stop,
+            count: count as u32,
+            app,
+        })
+    }
+}
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub run: RunConfig,
+    pub dumbbell: Option<DumbbellConfig>,
+    #[serde(default, rename = "node")]
+    pub nodes: Vec<NodeConfig>,
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkConfig>,
+    /// `[docsis]`: a DOCSIS cable access network (CMTS, cable modems, servers).
+    pub docsis: Option<access::DocsisConfig>,
+    /// `[[wifi]]`: WiFi BSSes joining an access point to stations.
+    #[serde(default, rename = "wifi")]
+    pub wifi: Vec<access::WifiConfig>,
+    #[serde(default, rename = "flow")]
+    pub flows: Vec<FlowConfig>,
+    /// `[tcp]`: scenario-wide TCP defaults; a flow's `tcp = { ... }` overrides fields.
+    #[serde(default, skip_serializing_if = "crate::tcp::TcpOptions::is_empty")]
+    pub tcp: crate::tcp::TcpOptions,
+}
+
+/// A resolved node.
+#[derive(Clone, Debug)]
+pub struct PlanNode {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+/// A resolved flow instance.
+#[derive(Clone, Debug)]
+pub struct PlanFlow {
+    pub name: String,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub start: SimTime,
+    pub stop: SimTime,
+    pub app: AppConfig,
+    /// Index of the `[[flow]]` table this instance comes from.
+    pub group: u32,
+    /// Instance number within the table (`0..count`); the flows a composite workload
+    /// expands into share their instance's number (and its start time).
+    pub instance: u32,
+    /// Sum of the propagation delays from `src` to `dst` and back (no serialisation).
+    pub base_rtt: SimDuration,
+}
+
+/// A validated scenario with names resolved to indices, ready to build.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub duration: SimDuration,
+    pub warmup: SimDuration,
+    pub bin: SimDuration,
+    /// `run.packet_trace` windows.
+    pub packet_trace: Vec<(SimTime, SimTime)>,
+    pub nodes: Vec<PlanNode>,
+    pub links: Vec<(LinkParams, QdiscConfig)>,
+    /// WiFi media (one per BSS); their member links are in `links`.
+    pub media: Vec<MediumParams>,
+    pub flows: Vec<PlanFlow>,
+    /// Legal but suspicious settings found by validation.
+    pub warnings: Vec<ScenarioWarning>,
+    /// What applications are validated and built with (scenario-wide defaults).
+    pub env: AppEnv,
+}
+
+impl Scenario {
+    /// Parses TOML text. Errors carry the dotted path of the offending key and the line.
+    pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
+        let de = toml::Deserializer::new(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let line = inner
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let path = if path == "." { String::new() } else { path };
+            let (path, msg) =
+                split_field_prefixes(path, &inner.message().trim().replace('\n', " "));
+            let msg = match line {
+                Some(l) => format!("{msg} (line {l})"),
+                None => msg,
+            };
+            ScenarioError::new(path, msg)
+        })
+    }
+
+    /// Reads and parses a scenario file.
+    pub fn from_file(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new("", format!("cannot read {}: {e}", path.display())))?;
+        Self::from_toml_str(&text)
+    }
+
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}

@@ -1,0 +1,204 @@
+//! `Scenario::validate`: everything that can be checked before a run, and the resolution
+//! of names into the [`Plan`] the simulator builds from (topology through
+//! [`super::build`], routes through [`super::routes`]).
+
+use super::build::Builder;
+use super::routes::Routes;
+use super::{Plan, PlanFlow, Scenario};
+use crate::app::AppEnv;
+use crate::params::ScenarioError;
+use crate::rng::Rng;
+use crate::time::{SimDuration, SimTime};
+use std::collections::HashMap;
+
+impl Scenario {
+    /// Checks everything that can be checked before running and resolves names.
+    pub fn validate(&self) -> Result<Plan, ScenarioError> {
+        let run = &self.run;
+        if run.duration.0.is_zero() {
+            return Err(ScenarioError::new("run.duration", "must be positive"));
+        }
+        if run.bin.0.is_zero() {
+            return Err(ScenarioError::new("run.bin", "must be positive"));
+        }
+        if run.warmup.0 >= run.duration.0 {
+            return Err(ScenarioError::new(
+                "run.warmup",
+                format!(
+                    "{} must be shorter than run.duration ({})",
+                    run.warmup.0, run.duration.0
+                ),
+            ));
+        }
+        let mut b = Builder::new(run.trace);
+        if let Some(d) = &self.dumbbell {
+            b.dumbbell(d)?;
+        }
+        if let Some(d) = &self.docsis {
+            if self.dumbbell.is_some() {
+                return Err(ScenarioError::new("docsis", "use either [dumbbell] or [docsis], not both (both create hosts named server0..)"));
+            }
+            b.docsis(d)?;
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            b.add_node(&n.name, n.kind, &format!("node[{i}].name"))?;
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            b.explicit_link(l, &format!("link[{i}]"))?;
+        }
+        for (i, w) in self.wifi.iter().enumerate() {
+            b.explicit_wifi(w, &format!("wifi[{i}]"))?;
+        }
+        if b.nodes.is_empty() {
+            return Err(ScenarioError::new(
+                "",
+                "no topology: add a [dumbbell] table or [[node]] and [[link]] tables",
+            ));
+        }
+        let routes = Routes::compute(b.nodes.len(), &b.links);
+        self.tcp.resolve("tcp")?;
+        let env = AppEnv {
+            tcp: self.tcp.clone(),
+        };
+        let end = SimTime::ZERO + run.duration.0;
+        let mut flows = Vec::new();
+        for (gi, f) in self.flows.iter().enumerate() {
+            let field = format!("flow[{gi}]");
+            f.app.validate(&field, &env)?;
+            let stop = match f.stop {
+                Some(s) => SimTime::ZERO + s.0,
+                None => end,
+            };
+            if f.start.0 >= run.duration.0 {
+                return Err(ScenarioError::new(
+                    format!("{field}.start"),
+                    format!(
+                        "{} is not before the end of the run ({})",
+                        f.start.0, run.duration.0
+                    ),
+                ));
+            }
+            if stop <= SimTime::ZERO + f.start.0 {
+                return Err(ScenarioError::new(
+                    format!("{field}.stop"),
+                    "must be after start",
+                ));
+            }
+            for i in 0..f.count {
+                let from = f.from.replace("{i}", &i.to_string());
+                let to = f.to.replace("{i}", &i.to_string());
+                let src = b.host(&from, &format!("{field}.from"))?;
+                let dst = b.host(&to, &format!("{field}.to"))?;
+                if src == dst {
+                    return Err(ScenarioError::new(
+                        format!("{field}.to"),
+                        format!("'{to}' is the same host as `from`"),
+                    ));
+                }
+                if !routes.reachable(src, dst) {
+                    return Err(ScenarioError::new(
+                        format!("{field}.to"),
+                        format!("no route from '{from}' to '{to}'"),
+                    ));
+                }
+                if f.app.needs_reverse_path() && !routes.reachable(dst, src) {
+                    return Err(ScenarioError::new(
+                        format!("{field}.from"),
+                        format!("no route back from '{to}' to '{from}' (this kind needs replies)"),
+                    ));
+                }
+                let name = match (&f.name, f.count) {
+                    (Some(n), 1) => n.clone(),
+                    (Some(n), _) => format!("{n}{i}"),
+                    (None, 1) => format!("{}{}", f.app.kind_name(), gi),
+                    (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
+                };
+                let base_rtt =
+                    routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
+                let flow = |name: String, src, dst, app| PlanFlow {
+                    base_rtt,
+                    name,
+                    src,
+                    dst,
+                    start: SimTime::ZERO + f.start.0,
+                    stop: stop.min(end),
+                    app,
+                    group: gi as u32,
+                    instance: i,
+                };
+                match f.app.expand() {
+                    // A composite (rrul) becomes ordinary flows named `NAME.SUFFIX`.
+                    Some(subs) => {
+                        for sub in subs {
+                            let (s, d) = if sub.reversed { (dst, src) } else { (src, dst) };
+                            flows.push(flow(format!("{name}.{}", sub.suffix), s, d, sub.app));
+                        }
+                    }
+                    None => flows.push(flow(name, src, dst, f.app.clone())),
+                }
+            }
+            if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0
+            {
+                return Err(ScenarioError::new(
+                    format!("{field}.start_spread"),
+                    "start + start_spread goes past the end of the run",
+                ));
+            }
+        }
+        let mut names: HashMap<&str, usize> = HashMap::new();
+        for (i, f) in flows.iter().enumerate() {
+            if let Some(j) = names.insert(&f.name, i) {
+                return Err(ScenarioError::new(
+                    format!("flow[{}].name", flows[i].group),
+                    format!("'{}' is used twice (also by flow instance {j})", f.name),
+                ));
+            }
+        }
+        let mut packet_trace = Vec::new();
+        for (i, [a, b]) in run.packet_trace.iter().enumerate() {
+            if b.0 <= a.0 {
+                return Err(ScenarioError::new(
+                    format!("run.packet_trace[{i}]"),
+                    "a window is [start, stop] with stop after start",
+                ));
+            }
+            packet_trace.push((SimTime::ZERO + a.0, SimTime::ZERO + b.0));
+        }
+        Ok(Plan {
+            duration: run.duration.0,
+            warmup: run.warmup.0,
+            bin: run.bin.0,
+            packet_trace,
+            nodes: b.nodes,
+            links: b.links,
+            media: b.media,
+            flows,
+            warnings: b.warnings,
+            env,
+        })
+    }
+
+    /// Draws the random start times of flows with `start_spread` (from the run seed).
+    /// Every instance of a table draws one offset, in instance order; the flows a
+    /// composite instance expands into share it (they start together).
+    pub fn spread_starts(&self, plan: &mut Plan, seed: u64) {
+        let mut k = 0usize;
+        for (gi, f) in self.flows.iter().enumerate() {
+            let mut rng = Rng::stream(seed, "flow-start", gi as u64);
+            for i in 0..f.count {
+                let off = if f.start_spread.0.is_zero() {
+                    0
+                } else {
+                    rng.below(f.start_spread.0.as_nanos())
+                };
+                while k < plan.flows.len()
+                    && plan.flows[k].group == gi as u32
+                    && plan.flows[k].instance == i
+                {
+                    plan.flows[k].start += SimDuration::from_nanos(off);
+                    k += 1;
+                }
+            }
+        }
+    }
+}
