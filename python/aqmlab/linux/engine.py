@@ -1,0 +1,502 @@
+"""The Linux engine: runs a scenario on a real kernel in a qemu VM and returns a
+:class:`aqmlab.Result` with the simulator's tables and columns.
+
+Measurement (docs/linux-engine.md lists every column and where it comes from):
+
+- flows: iperf3's JSON (receiver intervals for goodput, sender totals for retransmits and
+  RTT), ping's replies, irtt's round trips;
+- queues: ``tc -s -j qdisc show`` of the qdisc under test (the child ``10:`` of the
+  shaper), snapshots at the end of the warm-up and at the end of the run for the counters,
+  sampled every ``sample_period`` in the routers' namespaces for the time series; the kernel
+  has no per-packet sojourn time, so ``sojourn_*`` are estimated per sample as the queue's
+  backlog (bytes) divided by the link rate (the time a packet arriving then would wait in a
+  FIFO), and their statistics are over samples, not packets;
+- columns the kernel cannot give (packet counts of TCP flows, ``enqueued``, ``rtos``,
+  the sojourn histogram ...) are NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aqmlab.errors import AqmlabError
+from aqmlab.linux import vm
+from aqmlab.linux.translate import FlowMap, QueueMap, Translation, translate
+from aqmlab.result import Result
+from aqmlab.scenario import Scenario, load_scenario
+
+__all__ = ["run_linux", "collect", "CPU_SATURATED"]
+
+#: A guest CPU busier than this in any bin after warm-up means the VM could not keep up.
+CPU_SATURATED = 0.9
+
+NAN = float("nan")
+
+FLOW_BASE = ["id", "name", "kind", "group", "src", "dst", "start", "stop", "sent_pkts", "sent_bytes", "delivered_pkts", "delivered_bytes", "lost_pkts", "ce_pkts", "goodput_bps", "base_rtt"]
+FLOW_EXTRA = {
+    "bulk": ["retransmits", "rtos", "fast_recoveries", "ecn_reductions", "bytes_acked", "segments_sent", "syn_retransmits", "srtt_mean", "rtt_min", "cwnd_mean", "completion_time"],
+    "ping": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
+    "udp_rr": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
+    "cbr": ["datagrams_sent", "loss_rate", "owd_mean", "owd_p99"],
+}
+QUEUE_COLS = ["id", "name", "from", "to", "qdisc", "rate_bps", "delay", "arrivals", "enqueued", "dequeued", "dropped", "marked", "tx_pkts", "tx_bytes", "utilization", "sojourn_n", "sojourn_mean", "sojourn_p50", "sojourn_p90", "sojourn_p99", "sojourn_max"]
+DROP_REASONS = ["overlimit", "early", "forced", "codel", "fat_flow", "memory", "wire", "lower_layer"]
+MARK_REASONS = ["early", "forced", "codel", "ce_threshold"]
+
+
+# ---------------------------------------------------------------------------------------
+# parsing guest output
+
+
+def parse_tc_samples(text: str) -> list[tuple[float, list[dict]]]:
+    """``T <uptime>`` lines each followed by one ``tc -s -j qdisc show`` JSON array."""
+    out = []
+    t = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("T "):
+            t = float(line.split()[1])
+        elif line.startswith("[") and t is not None:
+            try:
+                out.append((t, json.loads(line)))
+            except json.JSONDecodeError:
+                pass  # a sample cut off at shutdown
+            t = None
+    return out
+
+
+def _child(entries: list[dict], dev: str) -> dict | None:
+    for e in entries:
+        if e.get("dev") == dev and e.get("handle") == "10:":
+            return e
+    return None
+
+
+_PING = re.compile(r"icmp_seq=(\d+).*time=([0-9.]+) ms")
+
+
+def parse_ping(text: str) -> tuple[int, dict[int, float]]:
+    """(packets transmitted, {seq: rtt seconds}) from iputils ping output."""
+    rtts: dict[int, float] = {}
+    sent = 0
+    for line in text.splitlines():
+        m = _PING.search(line)
+        if m:
+            rtts.setdefault(int(m.group(1)), float(m.group(2)) * 1e-3)
+        m = re.match(r"(\d+) packets transmitted", line)
+        if m:
+            sent = int(m.group(1))
+    if not sent and rtts:
+        sent = max(rtts)
+    return sent, rtts
+
+
+def _read(d: Path, name: str) -> str:
+    p = d / name
+    return p.read_text(errors="replace") if p.is_file() else ""
+
+
+def _json(d: Path, name: str) -> dict | None:
+    try:
+        return json.loads(_read(d, name))
+    except json.JSONDecodeError:
+        return None
+
+
+def _cpu_busy(text: str) -> list[tuple[float, float]]:
+    """[(t, busy fraction since the previous sample)] from ``T <uptime> cpu ...`` lines."""
+    prev = None
+    out = []
+    for line in text.splitlines():
+        p = line.split()
+        if len(p) < 7 or p[0] != "T" or p[2] != "cpu":
+            continue
+        t = float(p[1])
+        v = [int(x) for x in p[3:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        total = sum(v[:8])
+        if prev is not None and total > prev[1]:
+            out.append((t, 1.0 - (idle - prev[0]) / (total - prev[1])))
+        prev = (idle, total)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# building the result
+
+
+class _Long:
+    def __init__(self, metric_names: list[str]) -> None:
+        self.names = metric_names
+        self.rows: list[tuple[int, int, int, float, float]] = []
+
+    def push(self, kind: int, entity: int, metric: str, t: float, v: float) -> None:
+        if metric not in self.names:
+            self.names.append(metric)
+        self.rows.append((kind, entity, self.names.index(metric), t, v))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        a = np.array(self.rows, dtype=float).reshape(-1, 5)
+        return {"kind": a[:, 0].astype(np.uint8), "entity": a[:, 1].astype(np.uint32), "metric": a[:, 2].astype(np.uint16), "t": a[:, 3], "value": a[:, 4]}
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    if not xs:
+        return {"mean": NAN, "p50": NAN, "p90": NAN, "p99": NAN, "min": NAN, "max": NAN}
+    a = np.asarray(xs, dtype=float)
+    return {"mean": float(a.mean()), "p50": float(np.quantile(a, 0.5)), "p90": float(np.quantile(a, 0.9)), "p99": float(np.quantile(a, 0.99)), "min": float(a.min()), "max": float(a.max())}
+
+
+def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Turns the guest's output directory into the raw result dict that
+    :class:`aqmlab.Result` takes, and the engine's own information."""
+    times = {ln.split()[0]: float(ln.split()[1]) for ln in _read(out, "times").splitlines() if len(ln.split()) == 2}
+    if "t0" not in times:
+        raise vm.VmError(f"the guest did not start the experiment (guest log: {_read(out, 'guest.log')[-800:]!r})")
+    t0 = times["t0"]
+    starts = {int(ln.split()[0]): float(ln.split()[1]) - t0 for ln in _read(out, "starts").splitlines() if len(ln.split()) == 2}
+    dur, warm, binw = tr.duration, tr.warmup, tr.bin
+    nbins = max(1, math.ceil(dur / binw - 1e-9))
+    names = ["goodput_bps", "rtt", "owd_fwd", "owd_rev", "tx_bps", "drops", "backlog_max", "sojourn_mean"]
+    series, samples = _Long(names), _Long(names)
+
+    # -- flows
+    kinds = []
+    for f in tr.flows:
+        if f.kind not in kinds:
+            kinds.append(f.kind)
+    cols = list(FLOW_BASE)
+    for k in kinds:
+        cols += [c for c in FLOW_EXTRA.get(k, []) if c not in cols]
+    fl: dict[str, list] = {c: [] for c in cols}
+    for i, f in enumerate(tr.flows):
+        row: dict[str, Any] = {c: NAN for c in cols}
+        row.update(id=i, name=f.name, kind=f.kind, group=0, src=f.src, dst=f.dst, start=f.start, stop=f.stop)
+        st = starts.get(f.port, f.start)
+        bins = np.zeros(nbins)
+        if f.tool == "iperf3":
+            _iperf_flow(out, f, st, warm, dur, binw, bins, row)
+        elif f.tool == "ping":
+            _ping_flow(out, f, st, warm, row, samples, i)
+        else:
+            _irtt_flow(out, f, st, warm, row, samples, i)
+        for b in range(nbins):
+            series.push(0, i, "goodput_bps", b * binw, bins[b] * 8 / binw)
+        for c in cols:
+            fl[c].append(row[c])
+    groups = _groups(tr)
+    fl["group"] = [groups.get(f.name, 0) for f in tr.flows]
+
+    # -- queues
+    sampled = {ns: parse_tc_samples(_read(out, f"tc.{ns}")) for ns in tr.sampled_ns}
+    qcols = QUEUE_COLS + [f"drops_{r}" for r in DROP_REASONS] + [f"marks_{r}" for r in MARK_REASONS] + ["trace_vars", "lower"]
+    q: dict[str, list] = {c: [] for c in qcols}
+    for j, qm in enumerate(tr.queues):
+        row = _queue_row(out, qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), series, j)
+        row.update(id=j, name=qm.name, **{"from": qm.src}, to=qm.dst, qdisc=qm.qdisc, rate_bps=int(qm.rate_bps), delay=qm.delay, trace_vars="", lower="wire")
+        for c in qcols:
+            q[c].append(row.get(c, NAN))
+
+    # -- VM health
+    busy = [(t - t0, b) for t, b in _cpu_busy(_read(out, "cpu"))]
+    after = [b for t, b in busy if t > warm + 1e-9 and t <= dur + 1e-9]
+    virt = times.get("end", t0 + dur) - times.get("boot", 0.0)
+    info = {
+        "engine": "linux",
+        "cpu_busy_mean": float(np.mean(after)) if after else NAN,
+        "cpu_busy_max": float(np.max(after)) if after else NAN,
+        "virtual_seconds": virt,
+        "wall_seconds": wall_seconds,
+        "overhead": wall_seconds / virt if virt > 0 else NAN,
+        "notes": list(tr.notes),
+    }
+    warnings = [f"linux engine: {n}" for n in tr.notes]
+    if after and info["cpu_busy_max"] > CPU_SATURATED:
+        hot = sum(1 for b in after if b > CPU_SATURATED)
+        warnings.append(
+            f"linux engine: the VM's CPU was saturated ({hot} of {len(after)} bins above {CPU_SATURATED:.0%} busy, peak {info['cpu_busy_max']:.0%}): "
+            "the kernel could not keep up, so results reflect the emulated CPU and not only the network; use fewer flows or a larger icount shift"
+        )
+    raw = {
+        "version": _version(),
+        "seed": seed,
+        "duration": dur,
+        "warmup": warm,
+        "bin": binw,
+        "flows": fl,
+        "queues": q,
+        "sojourn_hist": {"queue": np.zeros(0, np.uint32), "low": np.zeros(0), "high": np.zeros(0), "count": np.zeros(0, np.uint64)},
+        "series": series.arrays(),
+        "samples": samples.arrays(),
+        "metric_names": series.names if len(series.names) >= len(samples.names) else samples.names,
+        "events": 0,
+        "packets_created": 0,
+        "packets_delivered": 0,
+        "packets_dropped": int(np.nansum([x for x in q["dropped"] if x == x])) if q["dropped"] else 0,
+        "wall_seconds": wall_seconds,
+        "warnings": warnings,
+    }
+    # one list of metric names for both long tables
+    allnames = list(dict.fromkeys(series.names + samples.names))
+    raw["metric_names"] = allnames
+    return raw, info
+
+
+def _version() -> str:
+    from aqmlab import __version__
+
+    return __version__
+
+
+def _groups(tr: Translation) -> dict[str, int]:
+    return getattr(tr, "groups", {})
+
+
+def _iperf_flow(out: Path, f: FlowMap, st: float, warm: float, dur: float, binw: float, bins: np.ndarray, row: dict) -> None:
+    srv = _json(out, f"srv.{f.port}.json") or {}
+    cli = _json(out, f"cli.{f.port}.json") or {}
+    got = 0.0
+    span_from, span_to = max(f.start, warm), min(f.stop, dur)
+    total = 0.0
+    for iv in srv.get("intervals", []):
+        s = iv.get("sum", {})
+        a, b = st + s.get("start", 0.0), st + s.get("end", 0.0)
+        by = float(s.get("bytes", 0))
+        total += by
+        mid = (a + b) / 2
+        if span_from <= mid <= span_to:
+            got += by
+        if b > a:  # spread the interval's bytes over the bins it covers
+            k0, k1 = int(a // binw), int(min(b, dur - 1e-9) // binw)
+            for k in range(max(k0, 0), min(k1, len(bins) - 1) + 1):
+                lo, hi = max(a, k * binw), min(b, (k + 1) * binw)
+                if hi > lo:
+                    bins[k] += by * (hi - lo) / (b - a)
+    span = span_to - span_from
+    row["goodput_bps"] = got * 8 / span if span > 0 else 0.0
+    row["delivered_bytes"] = total if srv else NAN
+    end = cli.get("end", {})
+    if f.kind == "bulk":
+        streams = end.get("streams") or [{}]
+        snd = streams[0].get("sender", {})
+        row["sent_bytes"] = float(snd["bytes"]) if "bytes" in snd else NAN
+        row["retransmits"] = float(snd["retransmits"]) if "retransmits" in snd else NAN
+        row["srtt_mean"] = snd["mean_rtt"] * 1e-6 if "mean_rtt" in snd else NAN
+        row["rtt_min"] = snd["min_rtt"] * 1e-6 if "min_rtt" in snd else NAN
+        cw = [iv["streams"][0]["snd_cwnd"] for iv in cli.get("intervals", []) if iv.get("streams") and "snd_cwnd" in iv["streams"][0]]
+        row["cwnd_mean"] = float(np.mean(cw)) if cw else NAN
+        if f.bytes and "sum_received" in (srv.get("end") or {}):
+            row["completion_time"] = srv["end"]["sum_received"].get("end", NAN)
+    else:
+        s = (srv.get("end") or {}).get("sum", {})
+        c = end.get("sum", {})
+        row["datagrams_sent"] = float(c["packets"]) if "packets" in c else NAN
+        row["sent_bytes"] = float(c["bytes"]) if "bytes" in c else NAN
+        row["loss_rate"] = s["lost_percent"] / 100 if "lost_percent" in s else NAN
+
+
+def _ping_flow(out: Path, f: FlowMap, st: float, warm: float, row: dict, samples: _Long, i: int) -> None:
+    sent, rtts = parse_ping(_read(out, f"ping.{f.port}"))
+    assert f.interval is not None
+    keep = []
+    for seq, rtt in sorted(rtts.items()):
+        t_send = st + (seq - 1) * f.interval
+        samples.push(0, i, "rtt", t_send + rtt, rtt)
+        if t_send >= warm:
+            keep.append(rtt)
+    sent_warm = sum(1 for s in range(1, sent + 1) if st + (s - 1) * f.interval >= warm)
+    got_warm = sum(1 for s in rtts if 1 <= s <= sent and st + (s - 1) * f.interval >= warm)
+    s = _stats(keep)
+    row.update(probes_sent=float(sent), loss_rate=(1 - got_warm / sent_warm) if sent_warm else NAN, rtt_mean=s["mean"], rtt_p50=s["p50"], rtt_p90=s["p90"], rtt_p99=s["p99"], rtt_min=s["min"], rtt_max=s["max"])
+    row["sent_pkts"] = float(sent)
+    row["delivered_pkts"] = float(len(rtts))
+
+
+def _irtt_flow(out: Path, f: FlowMap, st: float, warm: float, row: dict, samples: _Long, i: int) -> None:
+    d = _json(out, f"irtt.{f.port}.json") or {}
+    rts = d.get("round_trips", [])
+    keep = []
+    t_first = None
+    for rt in rts:
+        ts = rt.get("timestamps", {}).get("client", {}).get("send", {}).get("wall")
+        if ts is None:
+            continue
+        if t_first is None:
+            t_first = ts
+        t_send = st + (ts - t_first) * 1e-9
+        dl = rt.get("delay") or {}
+        if "rtt" not in dl:
+            continue
+        rtt = dl["rtt"] * 1e-9
+        samples.push(0, i, "rtt", t_send + rtt, rtt)
+        if "send" in dl:
+            samples.push(0, i, "owd_fwd", t_send + rtt, dl["send"] * 1e-9)
+        if "receive" in dl:
+            samples.push(0, i, "owd_rev", t_send + rtt, dl["receive"] * 1e-9)
+        if t_send >= warm:
+            keep.append(rtt)
+    s = _stats(keep)
+    sent = len(rts)
+    lost = sum(1 for rt in rts if "rtt" not in (rt.get("delay") or {}))
+    row.update(probes_sent=float(sent), loss_rate=lost / sent if sent else NAN, rtt_mean=s["mean"], rtt_p50=s["p50"], rtt_p90=s["p90"], rtt_p99=s["p99"], rtt_min=s["min"], rtt_max=s["max"])
+
+
+def _counter(e: dict | None, key: str) -> float:
+    if e is None:
+        return NAN
+    return float(e.get(key, NAN))
+
+
+def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins: int, samples: list | None, series: _Long, j: int) -> dict:
+    fin_s = parse_tc_samples(_read(out, f"final.{qm.ns}"))
+    fin = _child(fin_s[0][1], qm.dev) if fin_s else None
+    if warm > 0:
+        w_s = parse_tc_samples(_read(out, f"warm.{qm.ns}"))
+        w = _child(w_s[0][1], qm.dev) if w_s else None
+    else:
+        w = {"bytes": 0, "packets": 0, "drops": 0, "qlen": 0, "ecn_mark": 0, "drop_overlimit": 0, "dropped": 0, "overlimit": 0, "drop_overmemory": 0, "marked": 0}
+    row: dict[str, Any] = {}
+
+    def delta(key: str) -> float:
+        return _counter(fin, key) - _counter(w, key)
+
+    pk, by, dr = delta("packets"), delta("bytes"), delta("drops")
+    dq = delta("qlen")
+    ip_bytes = by - qm.overhead * pk
+    row.update(dequeued=pk, tx_pkts=pk, tx_bytes=ip_bytes, dropped=dr, arrivals=pk + dr + dq, enqueued=NAN)
+    span = dur - warm
+    row["utilization"] = min(1.0, by * 8 / (qm.rate_bps * span)) if span > 0 and by == by else NAN
+    kind = fin.get("kind") if fin else None
+    drops = dict.fromkeys(DROP_REASONS, 0.0)
+    marks = dict.fromkeys(MARK_REASONS, 0.0)
+    if fin is None:
+        drops = dict.fromkeys(DROP_REASONS, NAN)
+        marks = dict.fromkeys(MARK_REASONS, NAN)
+    elif kind in ("pfifo", "bfifo"):
+        drops["overlimit"] = dr
+    elif kind == "codel":
+        drops["overlimit"] = delta("drop_overlimit")
+        drops["codel"] = dr - drops["overlimit"]
+        marks["codel"] = delta("ecn_mark")
+    elif kind == "fq_codel":
+        ov, mem = delta("drop_overlimit"), delta("drop_overmemory") if "drop_overmemory" in fin else 0.0
+        drops["fat_flow"] = ov - (mem if mem == mem else 0.0)
+        drops["memory"] = mem
+        drops["codel"] = dr - ov
+        marks["codel"] = delta("ecn_mark")
+    elif kind in ("pie", "fq_pie"):
+        drops["overlimit"] = delta("overlimit")
+        drops["early"] = dr - drops["overlimit"]
+        marks["early"] = delta("ecn_mark")
+    elif kind == "red":
+        drops["overlimit"] = delta("pdrop") if "pdrop" in fin else NAN
+        drops["early"] = delta("early") if "early" in fin else NAN
+        drops["forced"] = delta("forced_drop") if "forced_drop" in fin else NAN
+        marks["early"] = delta("marked") if "marked" in fin else NAN
+    else:
+        drops = dict.fromkeys(DROP_REASONS, NAN)
+        marks = dict.fromkeys(MARK_REASONS, NAN)
+    for r in DROP_REASONS:
+        row[f"drops_{r}"] = drops[r]
+    for r in MARK_REASONS:
+        row[f"marks_{r}"] = marks[r]
+    row["marked"] = sum(v for v in marks.values() if v == v) if fin is not None else NAN
+
+    # sojourn estimate and per-bin series from the samples
+    est = []
+    if samples:
+        prev = None
+        bins_tx = np.zeros(nbins)
+        bins_dr = np.zeros(nbins)
+        bins_bl = np.full(nbins, NAN)
+        bins_sj: list[list[float]] = [[] for _ in range(nbins)]
+        for t, entries in samples:
+            e = _child(entries, qm.dev)
+            if e is None:
+                continue
+            tt = t - t0
+            d = e["backlog"] * 8 / qm.rate_bps
+            k = int(tt // binw)
+            if 0 <= k < nbins:
+                bins_sj[k].append(d)
+                bins_bl[k] = max(e["qlen"], 0 if bins_bl[k] != bins_bl[k] else bins_bl[k])
+                if prev is not None:
+                    bins_tx[k] += (e["bytes"] - prev["bytes"]) - qm.overhead * (e["packets"] - prev["packets"])
+                    bins_dr[k] += e["drops"] - prev["drops"]
+            if warm <= tt <= dur:
+                est.append(d)
+            prev = e
+        for k in range(nbins):
+            series.push(1, j, "tx_bps", k * binw, bins_tx[k] * 8 / binw)
+            series.push(1, j, "drops", k * binw, bins_dr[k])
+            series.push(1, j, "backlog_max", k * binw, bins_bl[k])
+            series.push(1, j, "sojourn_mean", k * binw, float(np.mean(bins_sj[k])) if bins_sj[k] else NAN)
+    s = _stats(est)
+    row.update(sojourn_n=float(len(est)) if samples else NAN, sojourn_mean=s["mean"], sojourn_p50=s["p50"], sojourn_p90=s["p90"], sojourn_p99=s["p99"], sojourn_max=s["max"])
+    return row
+
+
+# ---------------------------------------------------------------------------------------
+# running
+
+
+def run_linux(
+    scenario: Any,
+    seed: int | None = None,
+    *,
+    icount_shift: int | None = None,
+    memory_mb: int | None = None,
+    keep: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Result:
+    """Runs ``scenario`` on the Linux kernel in the VM; returns a :class:`Result` whose
+    ``engine_info`` says how it went (overhead, guest CPU busy fraction, notes).
+
+    ``keep``: a directory to keep the job (script and raw guest output) in.
+    ``icount_shift``: qemu ``-icount shift`` (default 0, or ``$AQMLAB_VM_ICOUNT``).
+    """
+    sc = load_scenario(scenario)
+    plan = sc.validate()
+    tr = translate(sc.to_dict(), plan)
+    tr.groups = {f["name"]: f["group"] for f in plan["flows"]}  # type: ignore[attr-defined]
+    seed = seed if seed is not None else (plan.get("seed") or 1)
+    shift = icount_shift if icount_shift is not None else int(os.environ.get("AQMLAB_VM_ICOUNT", "0"))
+    mem = memory_mb or int(os.environ.get("AQMLAB_VM_MEMORY", str(512 + 16 * len(tr.flows))))
+    image = vm.build_image(log=log or (lambda m: None))
+    job = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="aqmlab-vm-"))
+    job.mkdir(parents=True, exist_ok=True)
+    if (job / "out").exists():
+        shutil.rmtree(job / "out")
+    (job / "out").mkdir()
+    (job / "run.sh").write_text(tr.script)
+    t = time.monotonic()
+    # generous: the emulation overhead under TCG is 5-30x depending on host load
+    limit = timeout if timeout is not None else float(os.environ.get("AQMLAB_VM_TIMEOUT", str(600 + 60 * tr.duration * max(1, len(tr.flows) / 4))))
+    try:
+        run = vm.run_job(job, timeout=limit, memory_mb=mem, icount_shift=shift, image=image)
+        if not run.exit_ok:
+            raise vm.VmError(f"the guest did not finish the job: {run.console[-600:]}")
+        raw, info = collect(job / "out", tr, seed=seed, wall_seconds=time.monotonic() - t)
+    finally:
+        if not keep:
+            shutil.rmtree(job, ignore_errors=True)
+    info.update(kernel=image.version, icount_shift=shift, memory_mb=mem)
+    r = Result(raw, sc)
+    r.engine_info = info  # type: ignore[attr-defined]
+    return r
+
+
+class LinuxEngineError(AqmlabError):
+    """Raised when the Linux engine cannot run a scenario for a reason other than its content."""
