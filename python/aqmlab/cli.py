@@ -108,7 +108,8 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (flows, queues, probes, events, wall_seconds) instead of tables.")
 @click.option("--all-queues", is_flag=True, help="Show idle links in the queue table too.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (useful with --out).")
-def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> None:
+@click.option("--engine", type=click.Choice(["sim", "linux"]), default="sim", show_default=True, help="sim: the simulator; linux: a real Linux kernel in a qemu VM (docs/linux-engine.md; needs scripts/setup-vm.sh).")
+def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool, engine: str) -> None:
     """Run a scenario and print a summary of its flows and queues.
 
     \b
@@ -116,10 +117,14 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
       aqmlab run examples/fifo_overload.toml
       aqmlab run examples/ping_rtts.toml --seed 7 --out results/ping
       aqmlab run examples/fifo_overload.toml --json | python -m json.tool
+      aqmlab run examples/tcp_bulk.toml --engine linux
     """
     import aqmlab
 
     sc = aqmlab.load_scenario(Path(file))
+    if engine == "linux":
+        _run_linux(sc, seed, out, as_json, all_queues, quiet)
+        return
     progress = None
     bar = None
     if not as_json and not quiet and sys.stderr.isatty():
@@ -146,6 +151,68 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
         _console().print(result.summary_table(all_queues=all_queues))
         if out is not None:
             click.echo(f"results written to {out}/")
+
+
+def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> None:
+    from aqmlab.linux.engine import run_linux
+
+    say = (lambda m: None) if (as_json or quiet) else (lambda m: click.echo(m, err=True))
+    say("linux engine: booting the VM (TCG with icount; this takes minutes, not seconds)")
+    result = run_linux(sc, seed, log=say)
+    if out is not None:
+        result.write_parquet(out)
+    if as_json:
+        d = result.to_json_dict()
+        d["engine"] = result.engine_info
+        sys.stdout.write(json.dumps(d, allow_nan=False, default=lambda v: None) + "\n")
+        return
+    if quiet:
+        return
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
+    _console().print(result.summary_table(all_queues=all_queues))
+    i = result.engine_info
+    click.echo(f"linux engine: kernel {i['kernel']}, {i['virtual_seconds']:.1f} s virtual in {i['wall_seconds']:.1f} s wall "
+               f"(emulation overhead ×{i['overhead']:.1f}); guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
+
+
+@cli.command("crosscheck", short_help="Run a scenario on the simulator and on a Linux kernel; compare.")
+@click.argument("file", metavar="FILE.toml")
+@click.option("--seed", type=int, default=None, help="Run seed of the simulator (and start times of both).")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison rows as JSON.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write both results as Parquet to OUT/sim and OUT/linux.")
+def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None) -> None:
+    """Run a scenario on both engines and print the side-by-side table: per-queue
+    utilisation, sojourn mean/p99, drops and marks by reason, per-flow goodput and probe
+    RTTs, with ratios. Utilisation must agree within 2 points, mean sojourn and induced
+    latency within ±25 % ('agree' column). Exit status 0 either way.
+
+    \b
+    Example:
+      aqmlab crosscheck benchmarks/scenarios/tcp16_codel.toml
+    """
+    import aqmlab
+    from aqmlab.linux.crosscheck import compare, render, to_json, verdict
+    from aqmlab.linux.engine import run_linux
+
+    sc = aqmlab.load_scenario(Path(file))
+    sim = aqmlab.run(sc, seed=seed)
+    say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
+    say("linux engine: booting the VM (TCG with icount; this takes minutes, not seconds)")
+    lin = run_linux(sc, seed, log=say)
+    if out is not None:
+        sim.write_parquet(Path(out) / "sim")
+        lin.write_parquet(Path(out) / "linux")
+    rows = compare(sim, lin)
+    if as_json:
+        sys.stdout.write(json.dumps({"scenario": sc.name, "agree": verdict(rows), "engine": lin.engine_info, "warnings": lin.warnings, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
+        return
+    for w in lin.warnings:
+        click.echo(f"warning: {w}", err=True)
+    _console().print(render(rows, title=f"{sc.name}: simulator vs Linux {lin.engine_info['kernel']}"))
+    i = lin.engine_info
+    click.echo(f"{'all criteria agree' if verdict(rows) else 'some rows DIFFER'}; linux engine: {i['virtual_seconds']:.1f} s virtual in "
+               f"{i['wall_seconds']:.1f} s wall (×{i['overhead']:.1f}), guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
 
 
 @cli.command("validate", short_help="Check a scenario without running it.")

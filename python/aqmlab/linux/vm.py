@@ -294,3 +294,23 @@ def run_job(job_dir: Path, *, timeout: float, memory_mb: int = 1024, icount_shif
     if p.returncode != 0 and not ok:
         raise VmError(f"qemu exited with status {p.returncode}: {console[-800:]}")
     return JobRun(wall, console, ok)
+
+
+def main() -> None:
+    """``python -m aqmlab.linux.vm [--force]``: build the cached image and say what is in it."""
+    import sys
+
+    force = "--force" in sys.argv[1:]
+    try:
+        img = build_image(force=force)
+        qemu_binary()
+    except VmError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    m = img.manifest
+    print(f"kernel {img.version}: {img.kernel}")
+    print(f"initramfs {img.initramfs} ({m['initramfs_bytes'] / 1e6:.1f} MB): {len(m['modules'])} modules, {', '.join(sorted(m['binaries']))}")
+
+
+if __name__ == "__main__":
+    main()

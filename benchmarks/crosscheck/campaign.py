@@ -1,0 +1,103 @@
+"""The Linux-engine cross-check campaign (issue #19): the saturated-TCP headline dumbbell
+with 1/4/16 NewReno flows under CoDel, PIE, fq_codel and FIFO (250 KB), and RRUL over the
+residential 10/10 Mbit/s link, each run on the simulator and on a Linux kernel in a VM
+(`aqmlab crosscheck`). Writes one JSON per case to results/ and a summary table.
+
+The scenarios are the benchmark ones (benchmarks/scenarios/) with the duration shortened
+(default 40 s with 10 s warm-up, RRUL 40 s with 5 s) because a VM run under TCG costs
+10-30x real time. Run it niced, one case at a time:
+
+    nice -n 19 .venv/bin/python benchmarks/crosscheck/campaign.py            # all cases
+    nice -n 19 .venv/bin/python benchmarks/crosscheck/campaign.py tcp16_codel rrul
+    .venv/bin/python benchmarks/crosscheck/campaign.py --summary             # table only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import tomli_w
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SCEN = ROOT / "benchmarks" / "scenarios"
+RESULTS = HERE / "results"
+
+QDISCS = {
+    "codel": {"kind": "codel"},
+    "pie": {"kind": "pie"},
+    "fq_codel": {"kind": "fq_codel"},
+    "fifo": {"kind": "fifo", "limit": "250KB"},
+}
+
+
+def cases(duration: str, warmup: str) -> dict[str, dict]:
+    base = tomllib.loads((SCEN / "tcp16_codel.toml").read_text())
+    out = {}
+    for n in (1, 4, 16):
+        for q, qd in QDISCS.items():
+            sc = json.loads(json.dumps(base))
+            sc["run"].update(name=f"tcp{n}_{q}", duration=duration, warmup=warmup)
+            sc["dumbbell"]["pairs"] = n
+            sc["dumbbell"]["qdisc"] = qd
+            sc["flow"][0]["count"] = n
+            out[f"tcp{n}_{q}"] = sc
+    rrul = tomllib.loads((SCEN / "rrul_residential.toml").read_text())
+    rrul["run"].update(name="rrul", duration=duration, warmup="5s")
+    out["rrul"] = rrul
+    return out
+
+
+def summary() -> None:
+    rows = []
+    for p in sorted(RESULTS.glob("*.json")):
+        d = json.loads(p.read_text())
+        get = {(r["entity"], r["metric"]): r for r in d["rows"]}
+        bn = [r for r in d["rows"] if r["entity"].startswith("bottleneck") and r["metric"] == "utilisation %" and (r["sim"] or 0) > 50]
+        for b in bn:
+            s = get.get((b["entity"], "sojourn mean ms"), {})
+            rows.append((d["scenario"], b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead")))
+        for r in d["rows"]:
+            if r["metric"] == "induced latency ms":
+                rows.append((d["scenario"], r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead")))
+    f = lambda v, n=2: "–" if v is None else f"{v:.{n}f}"
+    print(f"{'case':14} {'queue':22} {'util sim':>8} {'util lin':>8} {'soj sim':>8} {'soj lin':>8} {'soj':>4} {'util':>4} {'cpu pk':>6} {'ovh':>5}")
+    for r in rows:
+        print(f"{r[0]:14} {r[1]:22} {f(r[2]):>8} {f(r[3]):>8} {f(r[4]):>8} {f(r[5]):>8} {r[6]:>4} {r[7]:>4} {f(r[8]):>6} {f(r[9], 1):>5}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("only", nargs="*", help="case names (default: all)")
+    ap.add_argument("--duration", default="40s")
+    ap.add_argument("--warmup", default="10s")
+    ap.add_argument("--summary", action="store_true")
+    a = ap.parse_args()
+    if a.summary:
+        summary()
+        return
+    RESULTS.mkdir(exist_ok=True)
+    all_cases = cases(a.duration, a.warmup)
+    for name in a.only or list(all_cases):
+        if name not in all_cases:
+            sys.exit(f"unknown case {name!r}; cases: {', '.join(all_cases)}")
+        toml = RESULTS / f"{name}.toml"
+        toml.write_text(tomli_w.dumps(all_cases[name]))
+        t = time.time()
+        p = subprocess.run([sys.executable, "-m", "aqmlab", "crosscheck", str(toml), "--json"], capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"{name}: failed: {p.stderr.strip()[-500:]}", flush=True)
+            continue
+        (RESULTS / f"{name}.json").write_text(p.stdout)
+        print(f"{name}: done in {time.time() - t:.0f} s", flush=True)
+    summary()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Side-by-side comparison of the simulator and the Linux engine on one scenario.
+
+:func:`compare` takes the two :class:`aqmlab.Result` objects and returns rows
+``(section, entity, metric, sim, linux, diff, verdict)``. The agreement criteria are the
+ones of issue #19: utilisation within 2 points, mean sojourn and induced latency (probe
+RTT above the base RTT) within ±25 %. Other rows are shown without a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["Row", "compare", "render", "UTIL_POINTS", "REL_TOL"]
+
+#: Utilisation must agree within this many percentage points.
+UTIL_POINTS = 2.0
+#: Mean sojourn and induced latency must agree within this relative difference.
+REL_TOL = 0.25
+#: Queues whose utilisation is below this in both engines are left out (idle access links).
+MIN_UTIL = 0.05
+
+
+@dataclass
+class Row:
+    section: str
+    entity: str
+    metric: str
+    sim: float
+    linux: float
+    diff: str
+    verdict: str  # "ok", "DIFF" or "" (no criterion)
+
+
+def _f(v: Any) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def _ratio(a: float, b: float) -> str:
+    if not (math.isfinite(a) and math.isfinite(b)) or a == 0:
+        return "–"
+    return f"×{b / a:.2f}"
+
+
+def _rel_verdict(a: float, b: float, floor: float) -> str:
+    """Within ±REL_TOL, or both below ``floor`` (too small to compare relatively)."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return ""
+    if abs(a) < floor and abs(b) < floor:
+        return "ok"
+    return "ok" if abs(b - a) <= REL_TOL * abs(a) else "DIFF"
+
+
+def compare(sim, lin) -> list[Row]:
+    """Rows comparing the simulator's result ``sim`` with the Linux engine's ``lin``."""
+    rows: list[Row] = []
+    sq, lq = sim.queues.set_index("name"), lin.queues.set_index("name")
+    for name in sq.index:
+        if name not in lq.index:
+            continue
+        a, b = sq.loc[name], lq.loc[name]
+        ua, ub = _f(a["utilization"]), _f(b["utilization"])
+        if not (ua >= MIN_UTIL or ub >= MIN_UTIL):
+            continue
+        d = (ub - ua) * 100
+        rows.append(Row("queue", name, "utilisation %", ua * 100, ub * 100, f"{d:+.2f} pt", "ok" if abs(d) <= UTIL_POINTS else "DIFF"))
+        for m, label, crit in (("sojourn_mean", "sojourn mean ms", True), ("sojourn_p99", "sojourn p99 ms", False)):
+            sa, sb = _f(a[m]) * 1e3, _f(b[m]) * 1e3
+            rows.append(Row("queue", name, label, sa, sb, _ratio(sa, sb), _rel_verdict(sa, sb, 1.0) if crit else ""))
+        span = sim.duration - sim.warmup
+        for col in [c for c in sq.columns if c.startswith(("drops_", "marks_"))] + ["dropped", "marked"]:
+            va, vb = _f(a.get(col)), _f(b.get(col))
+            if (va or 0) == 0 and (vb or 0) == 0:
+                continue
+            label = col.replace("_", " ") + " /s"
+            rows.append(Row("queue", name, label, va / span, vb / span, _ratio(va, vb), ""))
+    sf, lf = sim.flows.set_index("name"), lin.flows.set_index("name")
+    for name in sf.index:
+        if name not in lf.index:
+            continue
+        a, b = sf.loc[name], lf.loc[name]
+        if a["kind"] in ("bulk", "cbr"):
+            ga, gb = _f(a["goodput_bps"]) / 1e6, _f(b["goodput_bps"]) / 1e6
+            rows.append(Row("flow", name, "goodput Mbit/s", ga, gb, _ratio(ga, gb), ""))
+        if "rtt_mean" in sf.columns and math.isfinite(_f(a.get("rtt_mean"))):
+            base = _f(a.get("base_rtt"))
+            ra, rb = _f(a["rtt_mean"]) * 1e3, _f(b.get("rtt_mean")) * 1e3
+            rows.append(Row("probe", name, "rtt mean ms", ra, rb, _ratio(ra, rb), ""))
+            pa, pb = _f(a.get("rtt_p99")) * 1e3, _f(b.get("rtt_p99")) * 1e3
+            rows.append(Row("probe", name, "rtt p99 ms", pa, pb, _ratio(pa, pb), ""))
+            if math.isfinite(base):
+                ia, ib = ra - base * 1e3, rb - base * 1e3
+                rows.append(Row("probe", name, "induced latency ms", ia, ib, _ratio(ia, ib), _rel_verdict(ia, ib, 1.0)))
+    # aggregate goodput: the sum over bulk flows is what the bottleneck shares
+    bulk = sf.index[sf["kind"] == "bulk"]
+    if len(bulk) > 1:
+        ga = sum(_f(sf.loc[n, "goodput_bps"]) for n in bulk) / 1e6
+        gb = sum(_f(lf.loc[n, "goodput_bps"]) for n in bulk if n in lf.index) / 1e6
+        rows.append(Row("flow", f"all {len(bulk)} bulk", "goodput Mbit/s", ga, gb, _ratio(ga, gb), ""))
+    return rows
+
+
+def verdict(rows: list[Row]) -> bool:
+    """True when every row with a criterion agrees."""
+    return all(r.verdict != "DIFF" for r in rows)
+
+
+def render(rows: list[Row], title: str = ""):
+    """A rich table of the rows."""
+    from rich.table import Table
+
+    t = Table(title=title or None, title_justify="left", show_edge=False, pad_edge=False)
+    for c in ("", "entity", "metric", "sim", "linux", "diff", "agree"):
+        t.add_column(c, justify="right" if c in ("sim", "linux", "diff") else "left")
+    for r in rows:
+        fmt = (lambda v: "–" if not math.isfinite(v) else f"{v:.3f}")
+        t.add_row(r.section, r.entity, r.metric, fmt(r.sim), fmt(r.linux), r.diff, r.verdict)
+    return t
+
+
+def to_json(rows: list[Row]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        d = asdict(r)
+        for k in ("sim", "linux"):
+            if not math.isfinite(d[k]):
+                d[k] = None
+        out.append(d)
+    return out

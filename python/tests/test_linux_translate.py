@@ -1,0 +1,335 @@
+"""The Linux engine without a VM: the cpio writer, module dependency resolution, the
+scenario → ip/tc translation, unsupported keys, and the parsers of the guest's output."""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+
+import pytest
+
+import aqmlab
+from aqmlab.errors import ScenarioError
+from aqmlab.linux.cpio import CpioWriter
+from aqmlab.linux.engine import _cpu_busy, _iperf_flow, parse_ping, parse_tc_samples
+from aqmlab.linux.translate import FlowMap, parse_duration, parse_rate, parse_size, tc_qdisc_args, translate
+from aqmlab.linux.vm import parse_modules_dep, resolve_modules
+
+# ---------------------------------------------------------------------------------------
+# cpio newc
+
+
+def _read_newc(data: bytes) -> list[tuple[str, int, bytes]]:
+    """An independent reader: (name, mode, data) per entry, checking the 4-byte alignment."""
+    out = []
+    pos = 0
+    while True:
+        assert data[pos : pos + 6] == b"070701", pos
+        f = [int(data[pos + 6 + 8 * i : pos + 14 + 8 * i], 16) for i in range(13)]
+        mode, size, namesize = f[1], f[6], f[11]
+        name = data[pos + 110 : pos + 110 + namesize - 1].decode()
+        assert data[pos + 110 + namesize - 1] == 0
+        pos += 110 + namesize
+        pos += (-pos) % 4
+        body = data[pos : pos + size]
+        pos += size
+        pos += (-pos) % 4
+        if name == "TRAILER!!!":
+            assert pos == len(data)
+            return out
+        out.append((name, mode, body))
+
+
+def test_cpio_newc_layout_and_alignment():
+    buf = io.BytesIO()
+    w = CpioWriter(buf)
+    w.dir("bin")
+    w.file("bin/x", b"xy", 0o755)
+    w.symlink("sh", "/bin/x")
+    w.file("bin/x", b"ignored duplicate")
+    w.close()
+    data = buf.getvalue()
+    # header 110 + "bin\0" = 114 -> padded to 116, no data
+    assert data[:6] == b"070701" and len(data) % 4 == 0
+    entries = _read_newc(data)
+    assert [e[0] for e in entries] == ["bin", "bin/x", "sh"]
+    assert stat.S_ISDIR(entries[0][1])
+    assert stat.S_ISREG(entries[1][1]) and entries[1][1] & 0o777 == 0o755 and entries[1][2] == b"xy"
+    assert stat.S_ISLNK(entries[2][1]) and entries[2][2] == b"/bin/x"
+    # the first entry's name field: 110 + 4 bytes, padded to 116
+    assert data[116:122] == b"070701"
+
+
+# ---------------------------------------------------------------------------------------
+# modules.dep
+
+DEP = """kernel/net/sched/sch_fq_pie.ko: kernel/net/sched/sch_pie.ko
+kernel/net/sched/sch_pie.ko:
+kernel/fs/9p/9p.ko: kernel/net/9p/9pnet.ko kernel/fs/fscache/fscache.ko kernel/fs/netfs/netfs.ko
+kernel/net/9p/9pnet.ko:
+kernel/fs/fscache/fscache.ko: kernel/fs/netfs/netfs.ko
+kernel/fs/netfs/netfs.ko:
+kernel/net/bridge/bridge.ko: kernel/net/802/stp.ko kernel/net/llc/llc.ko
+kernel/net/802/stp.ko: kernel/net/llc/llc.ko
+kernel/net/llc/llc.ko:
+"""
+
+
+def test_modules_resolved_dependencies_first():
+    dep = parse_modules_dep(DEP)
+    order, missing = resolve_modules(["sch_fq_pie", "9p", "bridge", "sch_fq_codel"], dep)
+    assert missing == ["sch_fq_codel"]  # built in: not a module
+    assert len(order) == len(set(order)) == 9
+    pos = {p.rsplit("/", 1)[1]: i for i, p in enumerate(order)}
+    for mod, deps in (("sch_fq_pie.ko", ["sch_pie.ko"]), ("9p.ko", ["9pnet.ko", "fscache.ko", "netfs.ko"]), ("fscache.ko", ["netfs.ko"]), ("bridge.ko", ["stp.ko", "llc.ko"]), ("stp.ko", ["llc.ko"])):
+        for d in deps:
+            assert pos[d] < pos[mod], (d, mod)
+
+
+# ---------------------------------------------------------------------------------------
+# units and qdiscs
+
+
+def test_units():
+    assert parse_duration("4.8ms", "x") == pytest.approx(0.0048)
+    assert parse_duration(2, "x") == 2.0
+    assert parse_rate("10Mbit/s", "x") == 10e6 and parse_rate("1gbit", "x") == 1e9
+    assert parse_size("250KB", "x") == 250000 and parse_size("1MiB", "x") == 1048576
+    with pytest.raises(ScenarioError) as e:
+        parse_duration("5 parsecs", "dumbbell.delay")
+    assert e.value.field == "dumbbell.delay"
+
+
+def test_qdisc_arguments():
+    assert tc_qdisc_args({"kind": "fifo", "limit": 127}, "q") == ["pfifo", "limit", "127"]
+    assert tc_qdisc_args({"kind": "fifo", "limit": "250KB"}, "q") == ["bfifo", "limit", "250000"]
+    assert tc_qdisc_args({"kind": "fifo"}, "q") == ["pfifo", "limit", "1000"]
+    assert tc_qdisc_args({"kind": "codel", "target": "5ms", "interval": "100ms"}, "q") == ["codel", "target", "5000us", "interval", "100000us", "noecn"]
+    assert tc_qdisc_args({"kind": "fq_codel"}, "q") == ["fq_codel", "ecn"]  # fq_codel's ECN is on by default
+    assert tc_qdisc_args({"kind": "fq_codel", "ecn": False, "quantum": 300}, "q") == ["fq_codel", "quantum", "300", "noecn"]
+    # tc's PIE alpha/beta are sixteenths: 0.125 -> 2, 1.25 -> 20
+    assert tc_qdisc_args({"kind": "pie", "alpha": 0.125, "beta": 1.25, "target": "15ms"}, "q") == ["pie", "target", "15000us", "alpha", "2", "beta", "20", "noecn"]
+    assert tc_qdisc_args({"kind": "fq_pie", "ecn_prob": 0.1, "ecn": True}, "q") == ["fq_pie", "ecn_prob", "10", "ecn"]
+    notes: list[str] = []
+    # sch_codel counts packets: 250 KB of 1514-byte frames is 166 packets, and a note says so
+    assert tc_qdisc_args({"kind": "codel", "limit": "250KB"}, "dumbbell.qdisc", notes=notes)[:3] == ["codel", "limit", "166"]
+    assert notes and "dumbbell.qdisc.limit" in notes[0]
+
+
+@pytest.mark.parametrize(
+    "q, field",
+    [
+        ({"kind": "codel", "variant": "draft00"}, "dumbbell.qdisc.variant"),
+        ({"kind": "codel_act"}, "dumbbell.qdisc.kind"),
+        ({"kind": "pie", "max_burst": "100ms"}, "dumbbell.qdisc.max_burst"),
+        ({"kind": "pie", "alpha": 0.1}, "dumbbell.qdisc.alpha"),
+        ({"kind": "drr"}, "dumbbell.qdisc.kind"),
+        ({"kind": "red", "min": 10, "max": 30}, "dumbbell.qdisc.min"),
+    ],
+)
+def test_unsupported_qdisc_settings_name_the_key(q, field):
+    with pytest.raises(ScenarioError) as e:
+        tc_qdisc_args(q, "dumbbell.qdisc")
+    assert e.value.field == field
+    assert "linux engine" in str(e.value) or "kernel" in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------
+# whole scenarios
+
+HEADLINE = """
+[run]
+duration = "10s"
+warmup = "2s"
+[dumbbell]
+pairs = 2
+rate = "10Mbit"
+delay = "5ms"
+access_delay = "0.1ms"
+access_rate = "1Gbit"
+overhead = 38
+qdisc = { kind = "codel" }
+[tcp]
+cc = "newreno"
+ecn = true
+[[flow]]
+kind = "bulk"
+count = 2
+from = "client{i}"
+to = "server{i}"
+start_spread = "1s"
+[[flow]]
+kind = "ping"
+from = "client0"
+to = "server0"
+interval = "100ms"
+"""
+
+
+def _tr(text: str):
+    sc = aqmlab.load_scenario(text)
+    return translate(sc.to_dict(), sc.validate()), sc.validate()
+
+
+def test_dumbbell_translation():
+    tr, plan = _tr(HEADLINE)
+    ns = tr.node_ns
+    assert len(ns) == 6  # 2 clients, 2 servers, 2 routers
+    # one delay box per link pair with a delay: bottleneck + 4 access links
+    assert sorted(k for k in tr.commands if k.startswith("d")) == ["d0", "d1", "d2", "d3", "d4"]
+    box = tr.commands["d0"]
+    assert "link add br0 type bridge forward_delay 0 stp_state 0" in box
+    assert sum("netem limit 100000 delay 5000us" in c for c in box) == 2  # one per direction
+    # the bottleneck: htb at 10 Mbit/s with CoDel as its child, a size table for 38 - 14 bytes
+    up = next(q for q in tr.queues if q.name == "bottleneck_up")
+    assert up.ns == ns["router_a"] and up.rate_bps == 10e6 and up.tc[0] == "codel"
+    ra = tr.commands[ns["router_a"]]
+    assert f"tc qdisc replace dev {up.dev} root handle 1: stab overhead 24 linklayer ethernet htb default 1 direct_qlen 1000" in ra
+    assert any(c.startswith(f"tc class add dev {up.dev} parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit burst 1538 ") for c in ra)
+    assert f"tc qdisc replace dev {up.dev} parent 1:1 handle 10: codel noecn" in ra
+    # routes: client0 reaches server0 through its access link (the only one), with its own source address
+    c0 = tr.commands[ns["client0"]]
+    routes = [c for c in c0 if c.startswith("route add")]
+    assert len(routes) == 5 and all(c.endswith(f"src {tr.node_addr['client0']}") for c in routes)
+    # router_a sends to the servers over the bottleneck
+    ra_routes = [c for c in ra if c.startswith(f"route add {tr.node_addr['server1']}/32")]
+    assert len(ra_routes) == 1 and f"dev {up.dev}" in ra_routes[0]
+    # TCP: NewReno is the kernel's reno; ECN on; start times are the simulator's
+    assert "echo reno > /proc/sys/net/ipv4/tcp_congestion_control" in tr.script
+    assert "echo 1 > /proc/sys/net/ipv4/tcp_ecn" in tr.script
+    bulk = [f for f in tr.flows if f.kind == "bulk"]
+    assert [f.start for f in bulk] == [f["start"] for f in plan["flows"] if f["kind"] == "bulk"]
+    assert all(f.cc == "reno" for f in bulk)
+    assert "tso off gso off gro off" in tr.script
+    ping = next(f for f in tr.flows if f.kind == "ping")
+    assert f"-i 0.1 -c {int((10 - ping.start) / 0.1)}" in tr.script
+
+
+def test_explicit_graph_routes_and_loss():
+    text = """
+[run]
+duration = "5s"
+[[node]]
+name = "a"
+kind = "host"
+[[node]]
+name = "r"
+kind = "router"
+[[node]]
+name = "b"
+kind = "host"
+[[link]]
+from = "a"
+to = "r"
+rate = "100Mbit"
+[[link]]
+from = "r"
+to = "b"
+rate = "20Mbit"
+delay = "10ms"
+loss = 0.01
+qdisc = { kind = "fq_codel", target = "10ms" }
+[[flow]]
+kind = "cbr"
+from = "a"
+to = "b"
+rate = "5Mbit"
+"""
+    tr, _ = _tr(text)
+    rb = next(q for q in tr.queues if q.name == "r->b")
+    assert rb.rate_bps == 20e6 and rb.tc == ["fq_codel", "target", "10000us", "ecn"]
+    box = [c for k, v in tr.commands.items() if k.startswith("d") for c in v]
+    assert sum("delay 10000us loss random 1%" in c for c in box) == 2
+    # a's route to b goes via r; r forwards; b's route back to a exists
+    assert any(c.startswith(f"route add {tr.node_addr['b']}/32 via") for c in tr.commands[tr.node_ns["a"]])
+    assert any(c.startswith(f"route add {tr.node_addr['a']}/32 via") for c in tr.commands[tr.node_ns["b"]])
+    cbr = tr.flows[0]
+    assert cbr.tool == "iperf3" and cbr.size == 1500
+    assert "-u -b 4906666 -l 1472" in tr.script  # UDP payload rate of 5 Mbit/s of 1500-byte IP packets
+    assert tr.sampled_ns == [tr.node_ns["r"]]
+
+
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ('[tcp]\ndelayed_ack = "ns2"\n', "tcp.delayed_ack"),
+        ('[tcp]\nmax_window = 10\n', "tcp.max_window"),
+        ('[tcp]\nprr = false\n', "tcp.prr"),
+    ],
+)
+def test_unsupported_tcp_keys(patch, field):
+    text = HEADLINE.replace("[tcp]\ncc = \"newreno\"\necn = true\n", patch)
+    with pytest.raises(ScenarioError) as e:
+        _tr(text)
+    assert e.value.field == field
+
+
+def test_unsupported_workload_and_topology():
+    web = HEADLINE.replace('kind = "ping"', 'kind = "web"').replace('interval = "100ms"', "")
+    with pytest.raises(ScenarioError) as e:
+        _tr(web)
+    assert e.value.field == "flow[1].kind" and "not supported by the linux engine" in str(e.value)
+    dq = HEADLINE.replace("overhead = 38", "device_queue = 4")
+    with pytest.raises(ScenarioError) as e:
+        _tr(dq)
+    assert e.value.field == "dumbbell.device_queue"
+
+
+def test_rrul_expands_to_supported_flows():
+    text = """
+[run]
+duration = "10s"
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+[[flow]]
+kind = "rrul_be"
+from = "client0"
+to = "server0"
+"""
+    tr, _ = _tr(text)
+    kinds = sorted(f.kind for f in tr.flows)
+    assert kinds == ["bulk"] * 8 + ["ping", "udp_rr"]
+    assert {f.tool for f in tr.flows} == {"iperf3", "ping", "irtt"}
+    down = [f for f in tr.flows if f.kind == "bulk" and f.src == "server0"]
+    assert len(down) == 4
+
+
+# ---------------------------------------------------------------------------------------
+# parsing the guest's output
+
+
+def test_parse_ping_and_tc_samples_and_cpu():
+    text = "PING 10.255.0.4 (10.255.0.4) 56(84) bytes of data.\n[1.0] 64 bytes from 10.255.0.4: icmp_seq=1 ttl=62 time=40.2 ms\n[1.2] 64 bytes from 10.255.0.4: icmp_seq=3 ttl=62 time=20.0 ms\n\n--- x ---\n4 packets transmitted, 2 received, 50% packet loss\n"
+    sent, rtts = parse_ping(text)
+    assert sent == 4 and rtts == {1: pytest.approx(0.0402), 3: pytest.approx(0.02)}
+    entries = [{"kind": "codel", "handle": "10:", "dev": "e0a", "bytes": 100, "packets": 1, "drops": 0, "backlog": 3028, "qlen": 2}]
+    s = parse_tc_samples(f"T 3.50\n{json.dumps(entries)}\n\nT 3.60\n[{{\"cut")
+    assert s == [(3.5, entries)]
+    # 100 ticks, 25 idle -> 75 % busy
+    busy = _cpu_busy("T 1.0 cpu 10 0 10 80 0 0 0 0 0 0\nT 2.0 cpu 40 0 55 105 0 0 0 0 0 0\n")
+    assert busy == [(2.0, pytest.approx(0.75))]
+
+
+def test_iperf_goodput_counts_receiver_bytes_after_warmup_in_bins():
+    import numpy as np
+
+    srv = {"intervals": [{"sum": {"start": 0.0, "end": 1.0, "bytes": 1_000_000}}, {"sum": {"start": 1.0, "end": 2.0, "bytes": 1_250_000}}, {"sum": {"start": 2.0, "end": 3.0, "bytes": 1_250_000}}]}
+    cli = {"end": {"streams": [{"sender": {"bytes": 3_600_000, "retransmits": 7, "mean_rtt": 30000, "min_rtt": 10000}}]}, "intervals": [{"streams": [{"snd_cwnd": 1000}]}, {"streams": [{"snd_cwnd": 3000}]}]}
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "srv.5201.json").write_text(json.dumps(srv))
+        Path(d, "cli.5201.json").write_text(json.dumps(cli))
+        f = FlowMap("f", "bulk", "a", "b", 0.5, 3.5, 5201, "iperf3")
+        bins = np.zeros(4)
+        row: dict = {}
+        # the client started 0.5 s after t0; warm-up 1.5 s: intervals with midpoints 2.0 and 3.0 count
+        _iperf_flow(Path(d), f, 0.5, 1.5, 4.0, 1.0, bins, row)
+    assert row["goodput_bps"] == pytest.approx(2_500_000 * 8 / 2.0)
+    assert row["delivered_bytes"] == 3_500_000 and row["sent_bytes"] == 3_600_000 and row["retransmits"] == 7
+    assert row["srtt_mean"] == pytest.approx(0.03) and row["rtt_min"] == pytest.approx(0.01) and row["cwnd_mean"] == 2000
+    # interval [0.5, 1.5) splits half/half over bins 0 and 1, and so on
+    assert bins.tolist() == pytest.approx([500_000, 1_125_000, 1_250_000, 625_000])
