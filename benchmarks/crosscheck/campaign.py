@@ -7,8 +7,8 @@ The scenarios are the benchmark ones (benchmarks/scenarios/) with the duration s
 (default 40 s with 10 s warm-up, RRUL 40 s with 5 s) because a VM run under TCG costs
 10-30x real time. Run it niced, one case at a time:
 
-    nice -n 19 .venv/bin/python benchmarks/crosscheck/campaign.py            # all cases
-    nice -n 19 .venv/bin/python benchmarks/crosscheck/campaign.py tcp16_codel rrul
+    nice .venv/bin/python benchmarks/crosscheck/campaign.py            # all cases
+    nice .venv/bin/python benchmarks/crosscheck/campaign.py tcp16_codel rrul
     .venv/bin/python benchmarks/crosscheck/campaign.py --summary             # table only
 """
 

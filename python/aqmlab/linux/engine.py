@@ -7,7 +7,7 @@ Measurement (docs/linux-engine.md lists every column and where it comes from):
   RTT), ping's replies, irtt's round trips;
 - queues: ``tc -s -j qdisc show`` of the qdisc under test (the child ``10:`` of the
   shaper), snapshots at the end of the warm-up and at the end of the run for the counters,
-  sampled every ``sample_period`` in the routers' namespaces for the time series; the kernel
+  sampled every bin in the routers' namespaces for the time series; the kernel
   has no per-packet sojourn time, so ``sojourn_*`` are estimated per sample as the queue's
   backlog (bytes) divided by the link rate (the time a packet arriving then would wait in a
   FIFO), and their statistics are over samples, not packets;
@@ -260,7 +260,7 @@ def _version() -> str:
 
 
 def _groups(tr: Translation) -> dict[str, int]:
-    return getattr(tr, "groups", {})
+    return tr.groups
 
 
 def _iperf_flow(out: Path, f: FlowMap, st: float, warm: float, dur: float, binw: float, bins: np.ndarray, row: dict) -> None:
@@ -470,7 +470,6 @@ def run_linux(
     sc = load_scenario(scenario)
     plan = sc.validate()
     tr = translate(sc.to_dict(), plan)
-    tr.groups = {f["name"]: f["group"] for f in plan["flows"]}  # type: ignore[attr-defined]
     seed = seed if seed is not None else (plan.get("seed") or 1)
     shift = icount_shift if icount_shift is not None else int(os.environ.get("AQMLAB_VM_ICOUNT", "0"))
     mem = memory_mb or int(os.environ.get("AQMLAB_VM_MEMORY", str(512 + 16 * len(tr.flows))))

@@ -319,6 +319,7 @@ class Translation:
     script: str
     notes: list[str] = field(default_factory=list)
     commands: dict[str, list[str]] = field(default_factory=dict)  # ns -> ip/tc commands (for tests and docs)
+    groups: dict[str, int] = field(default_factory=dict)  # flow name -> index of its [[flow]] table
 
 
 _CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr", "dctcp": "dctcp"}
@@ -586,8 +587,8 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
 
     routers = [node_ns[n] for n in nodes if kinds[n] == "router"]
     sampled = routers or [node_ns[n] for n in nodes]
-    period = sample_period if sample_period is not None else min(plan["bin"], 0.1)
-    tr = Translation(duration, plan["warmup"], plan["bin"], period, node_ns, node_addr, sampled, queues, flows, "", notes, cmds)
+    period = sample_period if sample_period is not None else plan["bin"]
+    tr = Translation(duration, plan["warmup"], plan["bin"], period, node_ns, node_addr, sampled, queues, flows, "", notes, cmds, {f["name"]: f["group"] for f in plan["flows"]})
     tr.script = _script(tr, top, cmds, sysctl, tcp)
     return tr
 
