@@ -256,6 +256,7 @@ rate = "5Mbit"
         ('[tcp]\ndelayed_ack = "ns2"\n', "tcp.delayed_ack"),
         ('[tcp]\nmax_window = 10\n', "tcp.max_window"),
         ('[tcp]\nprr = false\n', "tcp.prr"),
+        ('[tcp]\nstack = "ns3"\n', "tcp.stack"),
     ],
 )
 def test_unsupported_tcp_keys(patch, field):

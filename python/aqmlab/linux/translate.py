@@ -325,7 +325,10 @@ class Translation:
 _CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr", "dctcp": "dctcp"}
 
 # [tcp] keys: supported, or only at their Linux default
-_TCP_DEFAULTS = {"mss": 1448, "delayed_ack": "linux", "prr": True, "trace": False, "max_window": None, "rcv_window": "3MiB"}
+_TCP_DEFAULTS = {
+    "stack": "linux", "mss": 1448, "delayed_ack": "linux", "prr": True, "recovery": "prr", "rto_floor": "variance",
+    "ss_growth": "segments", "ca_growth": "segments", "trace": False, "max_window": None, "rcv_window": "3MiB",
+}
 
 
 def _tcp_settings(tcp: dict, where: str) -> dict[str, Any]:
