@@ -8,17 +8,17 @@ SCHED = '''  [[experiment.axis]]
     { kind = "fifo", limit = 2048 },
     { kind = "fifo", limit = 65 },
     { kind = "drr", limit = 2048, flow_limit = 204 },
-    { kind = "ared", min = 102, max = 1024, limit = 2048, probability = 0.1 },
+    { kind = "ared", min = 102, max = 1024, limit = 2048, probability = 0.1, gentle = true, ewma_log = 13 },
     { kind = "codel", drop_at = "enqueue", target = "20ms", interval = "100ms", limit = 2048 },
     { kind = "pie", variant = "ns2", target = "20ms", tupdate = "30ms", max_burst = "100ms", alpha = 0.125, beta = 1.25, limit = 2048 },
   ]
 '''
 def base_value(n, label=None, rtts=None, voip_rtt=80, extra_flows="", extra_modems=0, extra_delays=()):
-    rtts = rtts or [30 + 10 * (i + 1) for i in range(n)]
+    rtts = rtts or [30 + 10 * i for i in range(n)]
     delays = [r / 2 for r in rtts] + [voip_rtt / 2] + list(extra_delays)
     modems = n + 1 + extra_modems
     flows = (f'{{ kind = "bulk", name = "ftp", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
-             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms" }}' + extra_flows)
+             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms", codec_delay = "0ms" }}' + extra_flows)
     return (f'  [[experiment.axis.values]]\n  label = "{label or n}"\n'
             f'  patch = {{ docsis = {{ modems = {modems}, server_delays = {dl(delays)} }}, flow = [ {flows} ] }}\n')
 
@@ -29,15 +29,24 @@ out.append('''# An ns-2 study of delay-based AQM in downstream DOCSIS 3.0 cable 
 # channels = 152 Mbit/s in the bonded variant), 27 Mbit/s upstream per modem. The CMTS
 # downstream scheduler is the system under test.
 #
-# Choices where the study leaves details open:
-# - TCP is ns-2 Sack1-like: NewReno congestion control with SACK, IW 2, delayed ACK every
-#   2 segments with 100 ms timeout, window cap 10000 segments; MSS 1448 so data packets are
+# Setup (every choice and its source: docs/validation.md):
+# - TCP: stack = "ns2-sack1" (ns-2 Sack1 agent + DelAckSink: NewReno with SACK, IW 2,
+#   growth per ACK received, cwnd = ssthresh in recovery, ACK every 2 segments / 100 ms,
+#   window 10000 segments, x4 = 40000 in the bonded runs); MSS 1448 so data packets are
 #   the study's 1500 bytes (timestamps are always on here);
-# - DT20 = FIFO of 65 packets; ARED thresholds in packets (capacity/20, capacity/2),
-#   initial max_p 0.1, Linux's adaptation; CoDel decides at enqueue (tail-drop variant)
-#   from the head packet's sojourn; PIE is ns-2's Queue/PIE (the quoted parameters are its
-#   defaults: 20 ms, 30 ms, 100 ms burst, alpha 0.125, beta 1.25);
-# - the VoIP talker gets its own modem with an 80 ms path RTT;
+# - FTP flow i (i = 0..n-1) has path RTT 30 + 10 i ms in BASE, base9, udp and the
+#   "up to 50 flows" runs (the same rule continued: up to 520 ms at 50 flows);
+# - DT20 = FIFO of 65 packets; ARED as ns-2 runs it: thresholds in packets (capacity/20,
+#   capacity/2), initial max_p 0.1, gentle on, the 0.5 s adaptation of Floyd et al. 2001,
+#   averaging weight from ns-2's automatic rule w_q = 1 - exp(-1/C) with C = link rate /
+#   (8 x mean_pktsize_ 500 B) = 9500 pkt/s -> 1.05e-4, rounded to the nearest power of two
+#   our fixed-point RED keeps (ewma_log 13; 15 for the 152 Mbit/s bonded channel);
+#   CoDel decides at enqueue (tail-drop variant) from the head packet's sojourn; PIE is
+#   ns-2's Queue/PIE (the quoted parameters are its defaults: 20 ms, 30 ms, 100 ms burst,
+#   alpha 0.125, beta 1.25);
+# - the VoIP talker gets its own modem with an 80 ms path RTT; its R-value uses the
+#   measured mean one-way delay and loss only (codec_delay = 0, ideal jitter buffer);
+# - the WRT client keeps one persistent connection (ns-2 FullTcp request/response);
 # - runs last 2000 s with statistics from 20 s (FTP flows start within 0-2 s).
 
 [study]
@@ -64,7 +73,7 @@ duration = "60s"
 
 [base]
 run = { duration = "2000s", warmup = "20s", bin = "10s" }
-tcp = { cc = "newreno", sack = true, init_cwnd = 2, delayed_ack = "ns2", max_window = 10000, mss = 1448 }
+tcp = { stack = "ns2-sack1", mss = 1448 }
 docsis = { channels = 1, downstream_qdisc = { kind = "fifo", limit = 2048 } }
 ''')
 
@@ -125,7 +134,7 @@ quick_repetitions = 1
 ''' + SCHED + '''
   [[experiment.axis]]
   name = "flows"
-''' + "".join(base_value(n, rtts=[30 + 10 * ((i % 11) + 1) for i in range(n)]) for n in (20, 30, 50)) + '''
+''' + "".join(base_value(n) for n in (20, 30, 50)) + '''
   [[experiment.table]]
   name = "many-jain"
   value = "jain"
@@ -191,7 +200,7 @@ def has_value(n, mode):
     delays = [r / 2 for r in ftp] + [40] + [r / 2 for r in has]
     adapt = "" if mode == "adaptive" else ', adaptation = "max_always"'
     flows = (f'{{ kind = "bulk", name = "ftp", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
-             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms" }}, '
+             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms", codec_delay = "0ms" }}, '
              + ", ".join(f'{{ kind = "has", name = "has{k}", from = "cm{n + 1 + k}", to = "server{n + 1 + k}"{adapt} }}' for k in range(5)))
     return (f'  [[experiment.axis.values]]\n  label = "{n}"\n'
             f'  patch = {{ docsis = {{ modems = {n + 6}, server_delays = {dl(delays)} }}, flow = [ {flows} ] }}\n')
@@ -231,7 +240,7 @@ def web_value(users, wrt_size="20KB", label=None):
     delays = [r / 2 for r in ftp] + [r / 2 for r in u] + [25]
     flows = (f'{{ kind = "bulk", name = "ftp", count = 5, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
              + ", ".join(f'{{ kind = "web_users", name = "user{k}", from = "cm{5 + k}", to = "server{5 + k}", start_spread = "1s" }}' for k in range(users))
-             + f', {{ kind = "wrt", name = "wrt", from = "cm{5 + users}", to = "server{5 + users}", size = "{wrt_size}", think = "10s" }}')
+             + f', {{ kind = "wrt", name = "wrt", from = "cm{5 + users}", to = "server{5 + users}", size = "{wrt_size}", think = "10s", persistent = true }}')
     return (f'  [[experiment.axis.values]]\n  label = "{label or users}"\n'
             f'  patch = {{ docsis = {{ modems = {6 + users}, server_delays = {dl(delays)} }}, flow = [ {flows} ] }}\n')
 
@@ -341,9 +350,9 @@ keep_series = true
 name = "tier_bonded"
 title = "TIER bonded: 4 channels (152 Mbit/s), tiers 24 / 48 Mbit/s, queue and window x4"
 measures = ["goodput_total", "jain", "flow:tier2.goodput_bps"]
-patch = { tcp = { max_window = 40000 } }
+patch = { tcp = { rcv_window = 40000 } }
 
-''' + SCHED.replace('limit = 2048 }', 'limit = 8192 }').replace('limit = 65 }', 'limit = 260 }').replace('limit = 2048, flow_limit = 204', 'limit = 8192, flow_limit = 819').replace('min = 102, max = 1024, limit = 2048', 'min = 409, max = 4096, limit = 8192').replace('limit = 2048 }', 'limit = 8192 }') + '''
+''' + SCHED.replace('limit = 2048 }', 'limit = 8192 }').replace('limit = 65 }', 'limit = 260 }').replace('limit = 2048, flow_limit = 204', 'limit = 8192, flow_limit = 819').replace('min = 102, max = 1024, limit = 2048', 'min = 409, max = 4096, limit = 8192').replace('ewma_log = 13', 'ewma_log = 15').replace('limit = 2048 }', 'limit = 8192 }') + '''
   [[experiment.axis]]
   name = "flows"
 ''' + "".join(tier_value(n, bonded=True).replace(', downstream_qdisc = { kind = "fifo", limit = 8192 }', '') for n in (5, 9)) + '''
@@ -356,10 +365,10 @@ patch = { tcp = { max_window = 40000 } }
 
 # UDP
 def udp_value(n):
-    rtts = [30 + 10 * (i + 1) for i in range(n)]
+    rtts = [30 + 10 * i for i in range(n)]
     delays = [r / 2 for r in rtts] + [40, 40]
     flows = (f'{{ kind = "bulk", name = "ftp", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
-             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms" }}, '
+             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms", codec_delay = "0ms" }}, '
              f'{{ kind = "cbr", name = "udp", from = "server{n + 1}", to = "cm{n + 1}", rate = "12Mbit", size = 1500, start = "500s", stop = "1500s" }}')
     return (f'  [[experiment.axis.values]]\n  label = "{n}"\n'
             f'  patch = {{ docsis = {{ modems = {n + 2}, server_delays = {dl(delays)} }}, flow = [ {flows} ] }}\n')
