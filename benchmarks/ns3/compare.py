@@ -6,6 +6,15 @@ two simulators' bottleneck utilisation and mean/p99 CoDel sojourn side by side.
     benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh      # once
     python3 benchmarks/ns3/compare.py [--flows 16] [--duration 100] [--json out.json]
 
+    python3 benchmarks/ns3/compare.py --sojourn [--flows 1,4,16,64] [--aqm codel,pie]
+
+`--sojourn` is the fidelity check: both simulators run the same TCP (aqmlab's `ns3` stack
+profile = ns-3.44 TcpNewReno with TcpClassicRecovery and ns-3's socket defaults; the ns-3
+program is told to use TcpClassicRecovery), the same framing (2-byte PPP header) and
+receive buffer (4 MiB, as dumbbell.cc sets), CoDel (Linux/RFC 8289 defaults) or PIE
+(RFC 8033 defaults, as ns-3's PieQueueDisc), and prints mean / p99 sojourn per flow count
+with the aqmlab / ns-3 ratio.
+
 Not part of CI (ns-3 takes ~10 s wall per 100 simulated seconds here).
 """
 import argparse
@@ -20,16 +29,84 @@ ROOT = HERE.parent.parent
 SCEN = ROOT / "benchmarks" / "scenarios" / "tcp16_codel.toml"
 
 
+# The aqmlab side of `--sojourn`: the ns-3 program's setup in aqmlab's words.
+FIDELITY = """
+[run]
+name = "ns3-fidelity"
+duration = "{duration}s"
+warmup = "10s"
+
+[dumbbell]
+pairs = {flows}
+rate = "10Mbit"
+delay = "5ms"
+access_delay = "0.1ms"
+access_rate = "1Gbit"
+overhead = 2                 # ns-3 PointToPointNetDevice: 2-byte PPP header
+qdisc = {qdisc}
+
+[tcp]
+stack = "ns3"                # ns-3.44 TcpNewReno + TcpClassicRecovery, ns-3 socket defaults
+mss = 1448                   # dumbbell.cc SegmentSize
+rcv_window = "4MiB"          # dumbbell.cc RcvBufSize 1 << 22
+
+[[flow]]
+kind = "bulk"
+count = {flows}
+from = "client{{i}}"
+to = "server{{i}}"
+start_spread = "1s"
+"""
+QDISCS = {
+    "codel": '{ kind = "codel", limit = 1000 }',
+    "pie": '{ kind = "pie", variant = "rfc8033", limit = 1000 }',
+}
+
+
+def _bench(text: str) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(text)
+    out = subprocess.run([str(ROOT / "target" / "release" / "aqmlab-bench"), f.name, "--summary"],
+                         capture_output=True, text=True, check=True).stdout.strip().splitlines()
+    return {**json.loads(out[0]), **json.loads(out[-1])}
+
+
+def sojourn(a, ns3: pathlib.Path) -> int:
+    rows = []
+    print(f"mean / p99 sojourn (ms), {a.duration:g} s runs, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
+          f"TcpNewReno + TcpClassicRecovery\n")
+    print(f"{'aqm':6} {'flows':>5} {'aqmlab mean':>12} {'ns-3 mean':>10} {'ratio':>6} {'aqmlab p99':>11} {'ns-3 p99':>9}")
+    for aqm in a.aqm.split(","):
+        for n in [int(x) for x in a.flows_list.split(",")]:
+            aq = _bench(FIDELITY.format(duration=f"{a.duration:g}", flows=n, qdisc=QDISCS[aqm]))
+            out = subprocess.run([str(ns3), f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10",
+                                  f"--aqm={aqm}", "--recovery=classic"],
+                                 capture_output=True, text=True, check=True).stdout.strip().splitlines()
+            ns = json.loads(out[-1])
+            r = aq["sojourn_mean"] / ns["sojourn_mean"] if ns["sojourn_mean"] else float("nan")
+            rows.append({"aqm": aqm, "flows": n, "aqmlab": aq, "ns3": ns, "ratio": r})
+            print(f"{aqm:6} {n:>5} {aq['sojourn_mean'] * 1e3:>12.2f} {ns['sojourn_mean'] * 1e3:>10.2f} {r:>6.2f} "
+                  f"{aq['sojourn_p99'] * 1e3:>11.2f} {ns['sojourn_p99'] * 1e3:>9.2f}", flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flows", type=int, default=16)
     ap.add_argument("--duration", type=float, default=100.0)
     ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--sojourn", action="store_true", help="fidelity table: CoDel and PIE sojourn vs ns-3 with the ns3 stack profile")
+    ap.add_argument("--flows-list", default="1,4,16,64", help="flow counts for --sojourn")
+    ap.add_argument("--aqm", default="codel,pie", help="qdiscs for --sojourn")
     a = ap.parse_args(argv)
     ns3 = HERE / "build" / "ns3-dumbbell"
     if not ns3.exists():
         raise SystemExit("build the ns-3 program first: benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
+    if a.sojourn:
+        return sojourn(a, ns3)
     text = SCEN.read_text().replace('duration = "100s"', f'duration = "{a.duration:g}s"')
     text = text.replace("pairs = 16", f"pairs = {a.flows}").replace("count = 16", f"count = {a.flows}")
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:

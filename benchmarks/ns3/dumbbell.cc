@@ -6,6 +6,10 @@
 // the bottleneck qdiscs), utilisation of the up direction and mean/p99 CoDel sojourn
 // after the warm-up.
 //   usage: ns3-dumbbell [--flows=16] [--duration=100] [--warmup=10] [--rate=10Mbps]
+//                       [--aqm=codel|pie] [--recovery=classic|prr] [--cc=TcpNewReno|TcpLinuxReno]
+// --aqm=pie installs ns3::PieQueueDisc with its defaults (RFC 8033: 15 ms, 15 ms, 150 ms
+// burst, timestamp delay); --recovery=classic (ns3::TcpClassicRecovery, the aqmlab "ns3"
+// stack profile) or prr (ns-3's default TcpPrrRecovery).
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -41,14 +45,26 @@ int main(int argc, char* argv[])
     uint32_t flows = 16;
     double duration = 100.0;
     std::string rate = "10Mbps";
+    std::string aqm = "codel";
+    std::string recovery = "classic";
+    std::string cc = "TcpNewReno";
+    uint32_t seed = 1;
     CommandLine cmd;
+    cmd.AddValue("aqm", "bottleneck qdisc: codel or pie", aqm);
+    cmd.AddValue("recovery", "classic (TcpClassicRecovery) or prr (TcpPrrRecovery)", recovery);
+    cmd.AddValue("cc", "TcpNewReno or TcpLinuxReno", cc);
+    cmd.AddValue("seed", "RngRun", seed);
     cmd.AddValue("flows", "bulk flows", flows);
     cmd.AddValue("duration", "simulated seconds", duration);
     cmd.AddValue("warmup", "warm-up seconds", g_warmup);
     cmd.AddValue("rate", "bottleneck rate", rate);
     cmd.Parse(argc, argv);
+    RngSeedManager::SetRun(seed);
 
-    Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::TcpNewReno"));
+    Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue("ns3::" + cc));
+    Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
+                       TypeIdValue(TypeId::LookupByName(recovery == "prr" ? "ns3::TcpPrrRecovery"
+                                                                          : "ns3::TcpClassicRecovery")));
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 22));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 22));
@@ -73,7 +89,10 @@ int main(int argc, char* argv[])
     TrafficControlHelper fifo;
     fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue("1000p"));
     TrafficControlHelper codel;
-    codel.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", StringValue("1000p"));
+    if (aqm == "pie")
+        codel.SetRootQueueDisc("ns3::PieQueueDisc", "MaxSize", StringValue("1000p"));
+    else
+        codel.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", StringValue("1000p"));
 
     Ipv4AddressHelper addr;
     NetDeviceContainer nb = neck.Install(routers.Get(0), routers.Get(1));
@@ -124,9 +143,9 @@ int main(int argc, char* argv[])
     double p99 = g_sojourn.empty() ? 0 : g_sojourn[std::min(g_sojourn.size() - 1, (size_t)(0.99 * g_sojourn.size()))];
     // the up device's PhyTxEnd sees the PPP frame (IP + 2 bytes PPP header)
     double util = g_txBytesUp * 8.0 / (DataRate(rate).GetBitRate() * (duration - g_warmup));
-    std::printf("{\"simulator\":\"ns-3.44\",\"sim_seconds\":%g,\"bottleneck_packets\":%llu,\"wall_seconds\":%.4f,"
+    std::printf("{\"simulator\":\"ns-3.44\",\"aqm\":\"%s\",\"sim_seconds\":%g,\"bottleneck_packets\":%llu,\"wall_seconds\":%.4f,"
                 "\"packets_per_second\":%.0f,\"utilization\":%.4f,\"sojourn_mean\":%.6f,\"sojourn_p99\":%.6f}\n",
-                duration, (unsigned long long)pkts, wall, pkts / wall, util, mean, p99);
+                aqm.c_str(), duration, (unsigned long long)pkts, wall, pkts / wall, util, mean, p99);
     Simulator::Destroy();
     return 0;
 }

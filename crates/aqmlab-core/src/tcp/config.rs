@@ -121,7 +121,7 @@ pub const STACKS: &[(&str, &str)] = &[
     ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, IW 10"),
     ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, IW 3 (RFC 3390), initial RTO 3 s"),
     ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum"),
-    ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, receive buffer 128 KiB"),
+    ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, SYN timeout 3 s, receive buffer 128 KiB"),
 ];
 
 impl Stack {
@@ -157,7 +157,8 @@ impl Stack {
     ///   duplicate ACK, pipe-limited sending), `tcp/tcp-sink.cc` `DelAckSink`
     ///   (`interval_ 100ms`, every 2nd segment); `window_ 10000` as the DOCSIS study set it.
     /// - `ns3`: ns-3.44 `src/internet/model/tcp-socket.cc` (`InitialCwnd 10`,
-    ///   `DelAckCount 2`, `DelAckTimeout 200ms`, `RcvBufSize 131072`),
+    ///   `DelAckCount 2`, `DelAckTimeout 200ms`, `RcvBufSize 131072`, `ConnTimeout 3s`: the
+    ///   SYN timeout; values checked with `ns3-dumbbell --PrintAttributes=ns3::TcpSocket`),
     ///   `tcp-socket-base.cc` (`MinRto 1s`, RTO = max(MinRto, SRTT + max(G, 4·RTTVAR))),
     ///   `rtt-estimator.cc` (`InitialEstimation 1s`), `tcp-congestion-ops.cc`
     ///   (`TcpNewReno::SlowStart` +1 segment per ACK, `CongestionAvoidance`
@@ -243,7 +244,7 @@ impl Stack {
                 Recovery::Rfc6675,
                 DelayedAck::Ns3,
                 1000,
-                1000,
+                3000,
                 RtoFloor::Sum,
                 false,
                 Bytes(131_072),
