@@ -1,5 +1,7 @@
-//! `draft00`: the draft-ietf-aqm-pie-00 appendix as the saturated-TCP study ran it: a plain
-//! PI update with p clamped to [0, 1] (no auto-tuning, no decay), de-randomisation
+//! `draft00`: the draft-ietf-aqm-pie-00 appendix as the saturated-TCP study ran it: the PI
+//! update scaled by the draft's case analysis of p (÷8 while p < 1 %, ÷2 while p < 10 %,
+//! in full above; see [`draft00_step_scale`]) with p clamped to [0, 1] (no decay),
+//! de-randomisation
 //! 0.85/8.5 with the accumulator reset on every drop (the study's correction), the
 //! drain-time departure-rate estimate of [`super::rfc8033`] (Δ_avg = ¼Δ + ¾Δ_avg at
 //! 16 KB), and activation once the queue exceeds a third of the buffer (which arms the
@@ -67,15 +69,32 @@ impl PieParams {
         }
     }
 
-    /// The draft's plain PI update, clamped to [0, 1].
+    /// The draft's PI update, scaled by the case analysis of the current p, clamped to
+    /// [0, 1].
     pub(super) fn update_draft00(&self, v: &mut PieVars, backlog: u64) {
         let qdelay = self.computed_qdelay(v, backlog);
         let p = pi_delta(self.alpha, self.beta, qdelay, v.qdelay_old, self.target);
-        v.prob += p;
+        v.prob += p * draft00_step_scale(v.prob);
         v.prob = v.prob.clamp(0.0, 1.0);
         v.qdelay = qdelay;
         v.qdelay_old = qdelay;
         v.burst_allowance = v.burst_allowance.saturating_sub(self.tupdate);
+    }
+}
+
+/// draft-ietf-aqm-pie-00 §4.2 (the case analysis the saturated-TCP study "omits for
+/// brevity"): the PI step α·(qdelay − ref) + β·(qdelay − qdelay_old) is applied in full
+/// only once p ≥ 10 %; below it is halved, and below 1 % divided by 8, so that small drop
+/// probabilities move in proportionally small steps. The same three bands are in the
+/// draft authors' ns-2.36 Queue/PIE (`p /= 128`, `/= 32`, `/= 16` on a 16× larger step)
+/// and in Linux 3.14's sch_pie (`>> 7`, `>> 5`, `>> 4`), both written from this draft.
+pub fn draft00_step_scale(p: f64) -> f64 {
+    if p < 0.01 {
+        1.0 / 8.0
+    } else if p < 0.1 {
+        0.5
+    } else {
+        1.0
     }
 }
 
@@ -86,25 +105,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn draft00_plain_pi_clamped() {
+    fn draft00_case_analysis_of_p_hand_trace() {
         let pp = params(PieVariant::Draft00);
+        // Drain time 13.1072 ms per 16384 B → backlog 40960 B ⇒ qdelay 32.768 ms; with
+        // qdelay_old 20 ms the PI step is 0.125·(0.032768 − 0.016) + 1.25·(0.032768 −
+        // 0.020) = 0.002096 + 0.01596 = 0.018056.
+        let step = |prob: f64| {
+            let mut v = pp.new_vars();
+            v.avg_dq_time = 13_107_200.0;
+            v.qdelay_old = ms(20);
+            v.prob = prob;
+            pp.update(&mut v, 40_960);
+            assert_eq!(v.qdelay, SimDuration::from_micros(32_768));
+            v.prob - prob
+        };
+        // p < 1 %: an eighth of the step; 1 % ≤ p < 10 %: half; p ≥ 10 %: all of it.
+        assert!((step(0.0) - 0.002257).abs() < 1e-9, "{}", step(0.0));
+        assert!((step(0.0099) - 0.002257).abs() < 1e-9);
+        assert!((step(0.01) - 0.009028).abs() < 1e-9);
+        assert!((step(0.05) - 0.009028).abs() < 1e-9);
+        assert!((step(0.1) - 0.018056).abs() < 1e-9);
+        assert!((step(0.5) - 0.018056).abs() < 1e-9);
+        // Six updates from 0 at the same delays: 0.002257 each while p < 1 %
+        // (0.002257, 0.004514, 0.006771, 0.009028), then the fifth crosses 1 %:
+        // 0.011285, and the sixth takes half steps: 0.011285 + 0.009028 = 0.020313.
         let mut v = pp.new_vars();
-        // Drain time 13.1072 ms per 16384 B → backlog 40960 B ⇒ qdelay 32.768 ms.
+        let mut trace = vec![];
+        for _ in 0..6 {
+            v.avg_dq_time = 13_107_200.0;
+            v.qdelay_old = ms(20);
+            pp.update(&mut v, 40_960);
+            trace.push(v.prob);
+        }
+        let want = [0.002257, 0.004514, 0.006771, 0.009028, 0.011285, 0.020313];
+        for (got, want) in trace.iter().zip(want) {
+            assert!((got - want).abs() < 1e-9, "{trace:?}");
+        }
+        // Clamped at 1 (a 3.2 s queue: the step is far above 0.001).
+        let mut v = pp.new_vars();
         v.avg_dq_time = 13_107_200.0;
         v.qdelay_old = ms(20);
-        pp.update(&mut v, 40_960);
-        assert_eq!(v.qdelay, SimDuration::from_micros(32_768));
-        // p = 0.125·(0.032768 − 0.016) + 1.25·(0.032768 − 0.020) = 0.002096 + 0.01596.
-        assert!((v.prob - 0.018056).abs() < 1e-9);
-        // No auto-tuning, clamped at 1.
         v.prob = 0.999;
         pp.update(&mut v, 4_000_000);
         assert_eq!(v.prob, 1.0);
+        // Falling: at p = 0.001 with an empty queue the step −0.125·0.016 = −0.002 is cut
+        // to −0.00025 (p < 1 %): 0.00075, where the unscaled update would clamp at 0.
         v.avg_dq_time = 0.0;
         v.qdelay_old = SimDuration::ZERO;
         v.prob = 0.001;
         pp.update(&mut v, 0);
-        assert_eq!(v.prob, 0.0, "0.001 − 0.125·0.016 clamps at 0");
+        assert!((v.prob - 0.00075).abs() < 1e-12, "{}", v.prob);
+        v.prob = 0.0001;
+        pp.update(&mut v, 0);
+        assert_eq!(v.prob, 0.0, "0.0001 − 0.00025 clamps at 0");
     }
 
     #[test]
