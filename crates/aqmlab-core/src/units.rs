@@ -2,9 +2,10 @@
 //! `"250KB"`.
 //!
 //! Conventions (documented in the README's scenario reference):
-//! - rates are **bits** per second: `bit`, `kbit`, `Mbit`, `Gbit`, `Tbit`, and the
-//!   synonyms `bps`, `kbps`, `Mbps`, `Gbps` (unlike `tc`, where `mbps` means megabytes);
-//!   a bare number is bit/s. Prefixes are decimal (1 Mbit = 10^6 bit).
+//! - rates are **bits** per second in `tc`'s spellings with `tc`'s meaning: `bit`, `kbit`,
+//!   `Mbit`, `Gbit`, `Tbit` (decimal, 1 Mbit = 10^6 bit), `Kibit`, `Mibit`, `Gibit`
+//!   (binary), or `Mbit/s` etc.; a bare number is bit/s. `bps`, `kbps`, `Mbps`, `Gbps` are
+//!   refused with a hint: `tc` reads them as **bytes** per second, ns-3 as bits.
 //! - durations: `ns`, `us`, `ms`, `s`, `min`; a bare number is seconds.
 //! - sizes: `B`, `KB`/`kB`, `MB`, `GB` (decimal, 1 KB = 1000 B), `KiB`, `MiB`, `GiB`
 //!   (binary); a bare number is bytes.
@@ -43,17 +44,41 @@ fn split_number(s: &str) -> Result<(f64, String), String> {
 }
 
 /// Parses a rate such as `"10Mbit"` into bits per second. Zero and negative rates are errors.
+///
+/// Accepted units are `tc`'s bit spellings with `tc`'s meaning (tc(8), "RATES";
+/// iproute2 `tc/tc_util.c` `get_rate`, matched case-insensitively): `bit` (or a bare
+/// number), `kbit`, `mbit`, `gbit`, `tbit` with decimal prefixes, `kibit`, `mibit`,
+/// `gibit`, `tibit` with binary ones, plus the unambiguous `bit/s`, `kbit/s`, `Mbit/s`,
+/// `Gbit/s`, `Tbit/s`.
+///
+/// The `bps` family is refused with a hint: `tc` reads `mbps` as **megabytes** per second
+/// while ns-3 and most papers read `Mbps` as megabits, so `"10Mbps"` has no single
+/// meaning and guessing would silently be off by a factor of 8.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let (n, unit) = split_number(s)?;
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "" | "bit" | "bps" | "bit/s" => 1.0,
-        "kbit" | "kbps" | "kbit/s" => 1e3,
-        "mbit" | "mbps" | "mbit/s" => 1e6,
-        "gbit" | "gbps" | "gbit/s" => 1e9,
-        "tbit" | "tbps" | "tbit/s" => 1e12,
+    let lower = unit.to_ascii_lowercase();
+    let mult = match lower.as_str() {
+        "" | "bit" | "bit/s" => 1.0,
+        "kbit" | "kbit/s" => 1e3,
+        "mbit" | "mbit/s" => 1e6,
+        "gbit" | "gbit/s" => 1e9,
+        "tbit" | "tbit/s" => 1e12,
+        "kibit" => 1024.0,
+        "mibit" => 1024.0 * 1024.0,
+        "gibit" => 1024.0 * 1024.0 * 1024.0,
+        "tibit" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "bps" | "kbps" | "mbps" | "gbps" | "tbps" | "kibps" | "mibps" | "gibps" | "tibps" => {
+            let prefix = &unit[..unit.len() - 3];
+            let bits = n * 8.0;
+            return Err(format!(
+                "'{s}' is ambiguous: in tc '{lower}' means {prefix}bytes per second ({bits}{prefix}bit), \
+                 in ns-3 and most papers {prefix}bits per second ({n}{prefix}bit); write the rate in \
+                 bits, e.g. '{n}{prefix}bit'"
+            ));
+        }
         _ => {
             return Err(format!(
-                "unknown rate unit '{unit}' in '{s}' (allowed: bit, kbit, Mbit, Gbit, Tbit or bps, kbps, Mbps, Gbps)"
+                "unknown rate unit '{unit}' in '{s}' (allowed: bit, kbit, Mbit, Gbit, Tbit, Kibit, Mibit, Gibit, Tibit, or bit/s, kbit/s, Mbit/s, Gbit/s; a bare number is bit/s)"
             ))
         }
     };
@@ -260,7 +285,18 @@ mod tests {
     fn rates() {
         assert_eq!(parse_rate("10Mbit").unwrap(), 10_000_000);
         assert_eq!(parse_rate("1.5Mbit").unwrap(), 1_500_000);
-        assert_eq!(parse_rate("1Gbps").unwrap(), 1_000_000_000);
+        assert_eq!(parse_rate("1Gbit/s").unwrap(), 1_000_000_000);
+        assert_eq!(parse_rate("1mbit").unwrap(), 1_000_000);
+        assert_eq!(parse_rate("2Kibit").unwrap(), 2048);
+        assert_eq!(parse_rate("1mibit").unwrap(), 1_048_576);
+        // tc's byte spellings are ambiguous with ns-3's bit spellings: refused, both
+        // readings in the hint
+        for s in ["10MBps", "10mbps", "10Mbps", "1Gbps", "100kbps", "8bps"] {
+            let e = parse_rate(s).unwrap_err();
+            assert!(e.contains("ambiguous") && e.contains("bytes per second"), "{s}: {e}");
+        }
+        let e = parse_rate("10MBps").unwrap_err();
+        assert!(e.contains("80Mbit") && e.contains("'10Mbit'"), "{e}");
         assert_eq!(parse_rate("64 kbit").unwrap(), 64_000);
         assert!(parse_rate("-1Mbit").unwrap_err().contains("positive"));
         assert!(parse_rate("0Mbit").unwrap_err().contains("positive"));

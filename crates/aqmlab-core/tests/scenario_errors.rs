@@ -97,3 +97,46 @@ fn plain_fields_keep_their_paths() {
     assert_eq!(f, "");
     assert!(m.contains("line 2"), "{m}");
 }
+
+/// tc's `mbps` is megabytes per second, ns-3's `Mbps` megabits: such a rate is refused with
+/// both readings, naming the key.
+#[test]
+fn ambiguous_bps_rates_are_refused_with_a_hint() {
+    let (f, m) = err("rate = \"10Mbit\"", "rate = \"10MBps\"");
+    assert_eq!(f, "dumbbell.rate");
+    assert!(m.contains("ambiguous") && m.contains("80Mbit") && m.contains("'10Mbit'"), "{m}");
+    // tc's bit spellings keep tc's meaning
+    let text = BASE.replacen("rate = \"10Mbit\"", "rate = \"10mbit\"", 1);
+    let plan = Scenario::from_toml_str(&text).unwrap().validate().unwrap();
+    assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+}
+
+/// `rate = 10` (10 bit/s) and `delay = 10` (10 s) are legal but almost certainly unit
+/// mistakes: the run goes ahead with a warning naming the key.
+#[test]
+fn likely_unit_mistakes_warn() {
+    let warns = |old: &str, new: &str| {
+        let text = BASE.replacen(old, new, 1);
+        let plan = Scenario::from_toml_str(&text).unwrap().validate().unwrap();
+        plan.warnings
+            .iter()
+            .map(|w| (w.field.clone(), w.message.clone()))
+            .collect::<Vec<_>>()
+    };
+    let w = warns("rate = \"10Mbit\"\ndelay", "rate = 10\ndelay");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].0, "dumbbell.rate");
+    assert!(w[0].1.contains("below 1 kbit/s"), "{w:?}");
+    let w = warns("delay = \"10ms\"", "delay = 10.5");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].0, "dumbbell.delay");
+    assert!(w[0].1.contains("above 10 s"), "{w:?}");
+    // the boundaries themselves are fine
+    assert!(warns("rate = \"10Mbit\"\ndelay", "rate = \"1kbit\"\ndelay").is_empty());
+    assert!(warns("delay = \"10ms\"", "delay = \"10s\"").is_empty());
+    // explicit links too
+    let text = "[[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n[[link]]\nfrom = \"a\"\nto = \"b\"\nrate = 100\ndelay = \"20s\"\n";
+    let plan = Scenario::from_toml_str(text).unwrap().validate().unwrap();
+    let fields: Vec<_> = plan.warnings.iter().map(|w| w.field.as_str()).collect();
+    assert_eq!(fields, ["link[0].rate", "link[0].delay"]);
+}

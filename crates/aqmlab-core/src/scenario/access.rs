@@ -340,6 +340,22 @@ impl Builder {
         });
     }
 
+    /// Warns about a link or shaper rate below 1 kbit/s: legal, but almost always a unit
+    /// mistake (`rate = 10` is 10 bit/s; a bare number is bit/s). Once per field.
+    pub(super) fn check_rate_magnitude(&mut self, field: &str, rate: Rate) {
+        if rate.bps() < 1_000 && !self.warnings.iter().any(|w| w.field == field) {
+            self.warn(field, format!("{rate}/s is below 1 kbit/s — a unit mistake? A bare number is bit/s; write e.g. \"10Mbit\""));
+        }
+    }
+
+    /// Warns about a one-way delay above 10 s: legal, but almost always a unit mistake
+    /// (`delay = 10` is 10 seconds; a bare number is seconds). Once per field.
+    pub(super) fn check_delay_magnitude(&mut self, field: &str, delay: SimDuration) {
+        if delay > SimDuration::from_secs(10) && !self.warnings.iter().any(|w| w.field == field) {
+            self.warn(field, format!("{} s is above 10 s — a unit mistake? A bare number is seconds; write e.g. \"10ms\"", delay.as_secs_f64()));
+        }
+    }
+
     /// Puts a shaper on link `idx` and re-checks its qdisc at the shaped rate.
     pub(super) fn attach_shaper(
         &mut self,
@@ -361,6 +377,7 @@ impl Builder {
             let msg = format!("shaper rate {} is above the link rate {}: the shaper never holds traffic back and the wire is the bottleneck", sp.rate, p.rate);
             self.warn(format!("{field}.shaper.rate"), msg);
         }
+        self.check_rate_magnitude(&format!("{field}.shaper.rate"), sp.rate);
         self.links[idx].0.lower = LowerParams::Shaper(sp);
         Ok(())
     }

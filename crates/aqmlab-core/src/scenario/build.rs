@@ -236,6 +236,26 @@ impl Builder {
                 }
             }
         }
+        for (key, r) in [
+            ("dumbbell.rate", d.rate),
+            ("dumbbell.up.rate", d.up.rate),
+            ("dumbbell.down.rate", d.down.rate),
+            ("dumbbell.access_rate", d.access_rate),
+        ] {
+            if let Some(r) = r {
+                self.check_rate_magnitude(key, r.rate());
+            }
+        }
+        self.check_delay_magnitude("dumbbell.delay", d.delay.0);
+        self.check_delay_magnitude("dumbbell.access_delay", d.access_delay.0);
+        for (key, v) in [
+            ("client_delays", &d.client_delays),
+            ("server_delays", &d.server_delays),
+        ] {
+            for (i, dl) in v.iter().flatten().enumerate() {
+                self.check_delay_magnitude(&format!("dumbbell.{key}[{i}]"), dl.0);
+            }
+        }
         let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| {
             Rate::from_bps((up_rate.0.max(down_rate.0) * 10).max(1_000_000_000))
         });
@@ -360,6 +380,8 @@ impl Builder {
         }
         check_prob(l.loss, &format!("{field}.loss"))?;
         let lps = loss_periods(&l.loss_periods, &format!("{field}.loss_periods"))?;
+        self.check_rate_magnitude(&format!("{field}.rate"), l.rate.rate());
+        self.check_delay_magnitude(&format!("{field}.delay"), l.delay.0);
         let tr = l.trace || self.trace;
         let name = l
             .name
