@@ -139,8 +139,12 @@ impl Application for Probe {
         out.push(("probes_sent", self.sent as f64));
         out.push((
             "loss_rate",
+            // A probe loses at most one packet (a lost request is never answered), so the
+            // flow's dropped packets count lost probes exactly; a probe whose reply is
+            // still on its way when the run ends is not lost (`ping` prints such a
+            // request as unanswered only after its deadline; here the run simply ends).
             if self.sent > 0 {
-                1.0 - stats.delivered_pkts as f64 / self.sent as f64
+                stats.lost_pkts as f64 / self.sent as f64
             } else {
                 0.0
             },
