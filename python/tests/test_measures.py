@@ -144,7 +144,7 @@ def test_workloads_listed_in_order():
 def test_measures_of_a_real_run(apps):
     r = apps
     f = r.flows.set_index("name")
-    assert list(r.flows["name"][:4]) == ["rrul_be0.tcp_up0", "rrul_be0.tcp_down0", "rrul_be0.udp", "rrul_be0.icmp"]
+    assert list(r.flows["name"][:6]) == ["rrul_be0.tcp_up0", "rrul_be0.tcp_down0", "rrul_be0.udp_be1", "rrul_be0.udp_be2", "rrul_be0.udp_be3", "rrul_be0.icmp"]
     out = measures.compute(r, ["page_time", "wrt_mean", "wrt_sd", "web_object_time", "has_playback_rate", "has_rebuffer", "has_bias", "goodput_up", "goodput_down", "induced_latency"])
     assert out["page_time"] == pytest.approx(f.loc["web", "page_time_mean"])
     assert 0.2 < out["page_time"] < 2.0

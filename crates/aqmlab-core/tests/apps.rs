@@ -531,12 +531,12 @@ fn induced(r: &RunResult) -> f64 {
         .iter()
         .filter(|f| f.kind == "ping" || f.kind == "udp_rr")
         .collect();
-    assert_eq!(probes.len(), 2);
+    assert_eq!(probes.len(), 4); // Flent rrul_be: 3 UDP + 1 ICMP
     probes
         .iter()
         .map(|f| extra(r, &f.name, "rtt_mean") - f.base_rtt)
         .sum::<f64>()
-        / 2.0
+        / 4.0
 }
 
 #[test]
@@ -558,7 +558,9 @@ fn rrul_expands_into_ordinary_flows() {
             ("rrul0.tcp_down1", "bulk", "server0"),
             ("rrul0.tcp_down2", "bulk", "server0"),
             ("rrul0.tcp_down3", "bulk", "server0"),
-            ("rrul0.udp", "udp_rr", "client0"),
+            ("rrul0.udp_be1", "udp_rr", "client0"),
+            ("rrul0.udp_be2", "udp_rr", "client0"),
+            ("rrul0.udp_be3", "udp_rr", "client0"),
             ("rrul0.icmp", "ping", "client0"),
         ]
     );
@@ -604,23 +606,27 @@ fn rrul_expands_into_ordinary_flows() {
             "load0.tcp_up1",
             "load0.tcp_down0",
             "load0.tcp_down1",
-            "load0.udp",
+            "load0.udp_be1",
+            "load0.udp_be2",
+            "load0.udp_be3",
             "load0.icmp",
             "load1.tcp_up0",
             "load1.tcp_up1",
             "load1.tcp_down0",
             "load1.tcp_down1",
-            "load1.udp",
+            "load1.udp_be1",
+            "load1.udp_be2",
+            "load1.udp_be3",
             "load1.icmp",
         ]
     );
-    assert!(plan.flows[..6]
+    assert!(plan.flows[..8]
         .iter()
         .all(|f| f.start == plan.flows[0].start));
-    assert!(plan.flows[6..]
+    assert!(plan.flows[8..]
         .iter()
-        .all(|f| f.start == plan.flows[6].start));
-    assert_ne!(plan.flows[0].start, plan.flows[6].start);
+        .all(|f| f.start == plan.flows[8].start));
+    assert_ne!(plan.flows[0].start, plan.flows[8].start);
     assert_eq!(
         plan.flows[2].src, plan.flows[0].dst,
         "down flows are reversed"

@@ -262,9 +262,9 @@ workload_registry! {
     Bulk: "bulk" => bulk::BulkConfig => bulk::Bulk, reverse = true,
         "TCP bulk transfer from `from` to `to`, unlimited or `bytes` long";
     Rrul: "rrul" => rrul::RrulConfig => rrul::Composite, reverse = true,
-        "Flent RRUL: 4 TCP up + 4 TCP down + UDP and ICMP latency probes (expands into bulk/udp_rr/ping flows; no DSCP, = rrul_be)";
+        "Flent RRUL: 4 TCP up + 4 TCP down + 3 UDP and 1 ICMP latency probes (expands into bulk/udp_rr/ping flows; no DSCP, = rrul_be)";
     RrulBe: "rrul_be" => rrul::RrulConfig => rrul::Composite, reverse = true,
-        "Flent RRUL best effort: 4 TCP up + 4 TCP down + UDP and ICMP latency probes (expands into bulk/udp_rr/ping flows)";
+        "Flent RRUL best effort: 4 TCP up + 4 TCP down + 3 UDP and 1 ICMP latency probes (expands into bulk/udp_rr/ping flows)";
     Voip: "voip" => voip::VoipConfig => voip::Voip, reverse = false,
         "isochronous UDP voice stream (G.711 64 kbit/s, 20 ms) with one-way delay, jitter, loss and E-model R";
     Web: "web" => web::WebConfig => web::Web, reverse = true,

@@ -7,8 +7,13 @@
 //! |---|---|---|
 //! | `NAME.tcp_up0` … `tcp_up{n-1}` | `bulk` | `from` → `to` |
 //! | `NAME.tcp_down0` … `tcp_down{n-1}` | `bulk` | `to` → `from` |
-//! | `NAME.udp` | `udp_rr` | request `from` → `to` |
+//! | `NAME.udp_be1`, `udp_be2`, `udp_be3` | `udp_rr` | request `from` → `to` |
 //! | `NAME.icmp` | `ping` | request `from` → `to` |
+//!
+//! The latency probes are Flent's: `rrul_be.conf` runs three UDP request/response
+//! probes ("Ping (ms) UDP BE1" … "BE3") and one ICMP ping. The UDP probes are listed in
+//! [`RRUL_BE_UDP_PROBES`]; a DSCP-marking `rrul` (Flent's "UDP EF", "UDP BK", "UDP BE")
+//! expands through the same [`RrulConfig::expand_with`] with its own list.
 //!
 //! `NAME` is the flow's `name` or `rrul<table index>` (`rrul_be<table index>`), with the
 //! instance number appended when `count > 1`, as for any flow.
@@ -28,6 +33,10 @@ use crate::tcp::TcpOptions;
 use crate::time::SimDuration;
 use crate::units::DurationSpec;
 use serde::{Deserialize, Serialize};
+
+/// Name suffixes of the UDP request/response probes of Flent's `rrul_be` (three best
+/// effort probes, its series "Ping (ms) UDP BE1" … "UDP BE3").
+pub const RRUL_BE_UDP_PROBES: &[&str] = &["udp_be1", "udp_be2", "udp_be3"];
 
 fn d_flows() -> u32 {
     4
@@ -73,7 +82,7 @@ impl RrulConfig {
         ParamDoc {
             name: "interval",
             default: "200ms",
-            doc: "time between UDP and ICMP latency probes (Flent step size)",
+            doc: "time between latency probes, each of the 3 UDP and the ICMP one (Flent step size)",
         },
         ParamDoc {
             name: "ping_size",
@@ -135,9 +144,15 @@ impl RrulConfig {
         self.bulk().validate(field, env)
     }
 
-    /// The flows one instance stands for (see the module doc).
+    /// The flows one instance stands for (see the module doc): Flent `rrul_be`'s.
     pub fn expand(&self) -> Vec<SubFlow> {
-        let mut v = Vec::with_capacity(2 * self.flows as usize + 2);
+        self.expand_with(RRUL_BE_UDP_PROBES)
+    }
+
+    /// The bulk flows in both directions, one UDP request/response probe per entry of
+    /// `udp_probes` (its name suffix), then the ICMP probe.
+    pub fn expand_with(&self, udp_probes: &[&str]) -> Vec<SubFlow> {
+        let mut v = Vec::with_capacity(2 * self.flows as usize + udp_probes.len() + 1);
         for (dir, reversed) in [("up", false), ("down", true)] {
             for i in 0..self.flows {
                 v.push(SubFlow {
@@ -147,11 +162,13 @@ impl RrulConfig {
                 });
             }
         }
-        v.push(SubFlow {
-            suffix: "udp".into(),
-            reversed: false,
-            app: AppConfig::UdpRr(self.udp()),
-        });
+        for name in udp_probes {
+            v.push(SubFlow {
+                suffix: (*name).into(),
+                reversed: false,
+                app: AppConfig::UdpRr(self.udp()),
+            });
+        }
         v.push(SubFlow {
             suffix: "icmp".into(),
             reversed: false,
@@ -201,14 +218,17 @@ mod tests {
                 "tcp_up1",
                 "tcp_down0",
                 "tcp_down1",
-                "udp",
+                "udp_be1",
+                "udp_be2",
+                "udp_be3",
                 "icmp"
             ]
         );
         assert_eq!(
             subs.iter().map(|s| s.reversed).collect::<Vec<_>>(),
-            [false, false, true, true, false, false]
+            [false, false, true, true, false, false, false, false]
         );
+        assert!(matches!(subs[7].app, AppConfig::Ping(_)));
         match &subs[2].app {
             AppConfig::Bulk(b) => assert_eq!(b.tcp.cc, Some(crate::tcp::CcKind::NewReno)),
             other => panic!("{other:?}"),
