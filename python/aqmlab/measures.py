@@ -21,11 +21,12 @@ Generic forms are accepted too:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from aqmlab import metrics
+from aqmlab.result import link_drop_fraction, link_utilization
 
 if TYPE_CHECKING:
     from aqmlab.result import Result
@@ -155,6 +156,11 @@ def _busiest_bottleneck(res: Result):
     return b.loc[b["tx_bytes"].idxmax()] if len(b) else None
 
 
+def _on_bottleneck(res: Result, f: Callable[[Any], float]) -> float:
+    row = _busiest_bottleneck(res)
+    return float(f(row)) if row is not None else math.nan
+
+
 def _bq(col: str) -> Callable[[Result], float]:
     def g(res: Result) -> float:
         row = _busiest_bottleneck(res)
@@ -166,10 +172,13 @@ def _bq(col: str) -> Callable[[Result], float]:
 MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "queue_delay_mean": (_bq("sojourn_mean"), "mean sojourn time in the busiest bottleneck queue after warm-up (s)"),
     "queue_delay_p99": (_bq("sojourn_p99"), "99th percentile sojourn time in the busiest bottleneck queue (s)"),
-    "utilization": (_bq("utilization"), "utilisation of the busiest bottleneck direction after warm-up"),
+    "utilization": (
+        lambda r: _on_bottleneck(r, link_utilization),
+        "utilisation of the busiest bottleneck direction after warm-up (of the shaper rate on a shaped link)",
+    ),
     "drop_rate": (
-        lambda r: float(_busiest_bottleneck(r)["dropped"]) / max(float(_busiest_bottleneck(r)["arrivals"]), 1.0),
-        "fraction of arrivals dropped at the busiest bottleneck",
+        lambda r: _on_bottleneck(r, link_drop_fraction),
+        "fraction of the packets arriving at the busiest bottleneck that were dropped (dropped / arrived)",
     ),
     "goodput_up": (_goodput("up"), "sum of upstream TCP bulk goodput after warm-up (bit/s)"),
     "goodput_down": (_goodput("down"), "sum of downstream TCP bulk goodput after warm-up (bit/s)"),
@@ -189,8 +198,8 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "has_rebuffer": (_flow_kind_col("has", "rebuffer_time", "mean"), "HAS: rebufferTime, mean over HAS flows (% of time stalled)"),
     "has_bias": (has_application_bias, "HAS: applicationBias vs the max-min fair share (%)"),
     "bottleneck_utilization": (
-        lambda r: float(r.queues[r.queues["name"].str.startswith("bottleneck")]["utilization"].max()),
-        "utilisation of the busiest bottleneck direction",
+        lambda r: float(max((link_utilization(row) for _, row in r.queues[r.queues["name"].str.startswith("bottleneck")].iterrows()), default=math.nan)),
+        "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link)",
     ),
 }
 

@@ -154,8 +154,18 @@ class Result:
         )
 
     def flow_samples(self, flow: str, metric: str) -> pd.DataFrame:
-        """``t``/``value`` samples of one flow's metric (e.g. a probe's ``rtt``)."""
+        """``t``/``value`` samples of one flow's metric (e.g. a probe's ``rtt``).
+
+        Raises KeyError naming the flows (or the flow's metrics) when `flow` is not a
+        flow of this run or `metric` is not a sample metric; a known flow and metric
+        without samples gives an empty frame."""
+        names = self.flow_names
+        if flow not in names:
+            raise KeyError(f"no flow {flow!r} in this run (flows: {', '.join(names) or 'none'})")
         s = self.samples
+        if metric not in self.metric_names:
+            have = sorted({str(m) for m in s.loc[(s["kind"] == "flow") & (s["entity"] == flow), "metric"]})
+            raise KeyError(f"no sample metric {metric!r} (flow {flow!r} has samples: {', '.join(have) or 'none'})")
         m = s[(s["kind"] == "flow") & (s["entity"] == flow) & (s["metric"] == metric)]
         return m[["t", "value"]].reset_index(drop=True)
 
@@ -206,73 +216,71 @@ class Result:
 
     def summary_table(self, all_queues: bool = False) -> RenderableType:
         """A rich renderable: a flows table and a queues table (queues that saw traffic
-        unless ``all_queues``), plus run counters."""
-        from rich.console import Group
-        from rich.table import Table
+        unless ``all_queues``), plus run counters. On a console too narrow for the wide
+        layout (an 80-column terminal) each table is split in two — counters, then
+        latency — so that names and numbers are never cut or folded."""
         from rich.text import Text
 
         fl = self._raw["flows"]
-        ft = Table(title="flows", title_justify="left", show_edge=False, pad_edge=False)
-        has_rtt = "rtt_mean" in fl
-        has_owd = "owd_mean" in fl
-        for col in ("flow", "kind", "path", "goodput Mbit/s", "sent", "delivered", "lost", "loss %"):
-            ft.add_column(col, justify="left" if col in ("flow", "kind", "path") else "right")
-        if has_rtt:
-            for col in ("rtt mean ms", "rtt p99 ms"):
-                ft.add_column(col, justify="right")
-        if has_owd:
-            for col in ("owd mean ms", "owd p99 ms"):
-                ft.add_column(col, justify="right")
-        for i in range(len(fl["name"])):
+        n = len(fl["name"])
+        has_rtt, has_owd = "rtt_mean" in fl, "owd_mean" in fl
+        flow_cols = ["flow", "kind", "path", "goodput Mbit/s", "sent", "delivered", "lost"]
+        lat_cols = ["loss %"] + (["rtt mean ms", "rtt p99 ms"] if has_rtt else []) + (["owd mean ms", "owd p99 ms"] if has_owd else [])
+        flow_rows, lat_rows = [], []
+        for i in range(n):
             loss = fl["loss_rate"][i] if "loss_rate" in fl else float("nan")
-            row = [
-                fl["name"][i],
-                fl["kind"][i],
-                f"{fl['src'][i]} → {fl['dst'][i]}",
-                _fmt(fl["goodput_bps"][i] / 1e6, 3),
-                str(fl["sent_pkts"][i]),
-                str(fl["delivered_pkts"][i]),
-                str(fl["lost_pkts"][i]),
-                _fmt(loss * 100, 2),
-            ]
+            flow_rows.append([
+                str(fl["name"][i]), str(fl["kind"][i]), f"{fl['src'][i]}→{fl['dst'][i]}",
+                _fmt(fl["goodput_bps"][i] / 1e6, 3), str(fl["sent_pkts"][i]), str(fl["delivered_pkts"][i]), str(fl["lost_pkts"][i]),
+            ])
+            lat = [_fmt(loss * 100, 2)]
             if has_rtt:
-                row += [_fmt(fl["rtt_mean"][i] * 1e3, 3), _fmt(fl["rtt_p99"][i] * 1e3, 3)]
+                lat += [_fmt(fl["rtt_mean"][i] * 1e3, 3), _fmt(fl["rtt_p99"][i] * 1e3, 3)]
             if has_owd:
-                row += [_fmt(fl["owd_mean"][i] * 1e3, 3), _fmt(fl["owd_p99"][i] * 1e3, 3)]
-            ft.add_row(*row)
+                lat += [_fmt(fl["owd_mean"][i] * 1e3, 3), _fmt(fl["owd_p99"][i] * 1e3, 3)]
+            lat_rows.append(lat)
 
         q = self._raw["queues"]
-        qt = Table(title="queues", title_justify="left", show_edge=False, pad_edge=False)
-        for col in ("link", "qdisc", "rate", "util %", "arrivals", "dropped", "drop %", "marked", "sojourn mean ms", "p50 ms", "p99 ms", "max ms"):
-            qt.add_column(col, justify="left" if col in ("link", "qdisc", "rate") else "right")
+        queue_cols = ["link", "qdisc", "rate", "util %", "arrived", "dropped", "drop %"]
+        soj_cols = ["marked", "sojourn mean ms", "p50 ms", "p99 ms", "max ms"]
+        queue_rows, soj_rows = [], []
         hidden = 0
+        any_shaped = False
+        keys = ("arrivals", "dropped", "utilization", "rate_bps", "shaper_rate_bps", "regulator_drops")
         for i in range(len(q["name"])):
-            arr = q["arrivals"][i]
+            row = {k: q[k][i] for k in keys if k in q}
+            arr = int(link_arrived(row))
             if not all_queues and arr == 0:
                 hidden += 1
                 continue
-            qt.add_row(
-                q["name"][i],
-                q["qdisc"][i],
-                _fmt_rate(q["rate_bps"][i]),
-                _fmt(q["utilization"][i] * 100, 2),
-                str(arr),
-                str(q["dropped"][i]),
-                _fmt(q["dropped"][i] / arr * 100 if arr else float("nan"), 2),
-                str(q["marked"][i]),
-                _fmt(q["sojourn_mean"][i] * 1e3, 3),
-                _fmt(q["sojourn_p50"][i] * 1e3, 3),
-                _fmt(q["sojourn_p99"][i] * 1e3, 3),
-                _fmt(q["sojourn_max"][i] * 1e3, 3),
-            )
+            shaped = _num(row, "shaper_rate_bps") > 0
+            # a shaped link shows the shaper's rate: utilisation is relative to it
+            rate = f"{_fmt_rate(int(row['shaper_rate_bps']))}*" if shaped else _fmt_rate(q["rate_bps"][i])
+            any_shaped = any_shaped or shaped
+            queue_rows.append([
+                str(q["name"][i]), str(q["qdisc"][i]), rate, _fmt(link_utilization(row) * 100, 2), str(arr),
+                str(q["dropped"][i]), _fmt(link_drop_fraction(row) * 100, 2),
+            ])
+            soj_rows.append([str(q["marked"][i])] + [_fmt(q[k][i] * 1e3, 3) for k in ("sojourn_mean", "sojourn_p50", "sojourn_p99", "sojourn_max")])
         speed = self.duration / self.wall_seconds if self.wall_seconds > 0 else float("inf")
         foot = Text(
             f"{self.name or 'scenario'}: {self.duration:g} s simulated (stats after {self.warmup:g} s warm-up), seed {self.seed}; "
             f"{self.events} events, {self.packets_created} packets; {self.wall_seconds:.3f} s wall ({speed:.0f}× real time)"
-            + (f"; {hidden} idle links not shown" if hidden else ""),
+            + (f"; {hidden} idle links not shown" if hidden else "")
+            + ("; drop % = dropped / arrived" if queue_rows else "")
+            + ("; * a shaper's rate (htb/tbf), which util % is relative to" if any_shaped else ""),
             style="dim",
         )
-        return Group(ft, Text(""), qt, Text(""), foot)
+        show_lat = [j for j in range(n) if any(v != "–" for v in lat_rows[j])]
+        return _Summary(
+            wide=[("flows", flow_cols + lat_cols, [a + b for a, b in zip(flow_rows, lat_rows)]),
+                  ("queues", queue_cols + soj_cols, [a + b for a, b in zip(queue_rows, soj_rows)])],
+            narrow=[("flows", flow_cols, flow_rows),
+                    ("flow latency and loss", ["flow", "kind"] + lat_cols, [flow_rows[j][:2] + lat_rows[j] for j in show_lat]),
+                    ("queues", queue_cols, queue_rows),
+                    ("queue marks and sojourn times", ["link"] + soj_cols, [[queue_rows[j][0]] + soj_rows[j] for j in range(len(queue_rows))])],
+            foot=foot,
+        )
 
     # -- storage ----------------------------------------------------------------------
 
@@ -300,6 +308,99 @@ class Result:
             f"{len(self._raw['queues']['name'])} queues, {len(self._raw['series']['t'])} series rows, "
             f"{len(self._raw['samples']['t'])} samples>"
         )
+
+
+_LEFT = ("flow", "kind", "path", "link", "qdisc", "rate")
+
+
+def _two_lines(header: str) -> str:
+    """"goodput Mbit/s" → "goodput\nMbit/s": narrow layouts stack a header's unit."""
+    return header.replace(" ", "\n", 1) if header.count(" ") == 1 or header.endswith((" %", " ms", " Mbit/s")) and " " in header else header
+
+
+def _rich_table(title: str, cols: list[str], rows: list[list[str]], narrow: bool = False):
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for c in cols:
+        t.add_column(_two_lines(c) if narrow else c, justify="left" if c in _LEFT else "right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+class _Summary:
+    """The run summary as a rich renderable that picks its layout from the console
+    width: one wide table each for flows and queues when they fit, else narrower tables
+    with two-line headers (counters, then latency); names are never cut to "rrul0…"."""
+
+    def __init__(self, wide: list, narrow: list, foot: Any) -> None:
+        self.wide, self.narrow, self.foot = wide, narrow, foot
+
+    @staticmethod
+    def width(cols: list[str], rows: list[list[str]], narrow: bool = False) -> int:
+        heads = [_two_lines(c) if narrow else c for c in cols]
+        w = [max([len(x) for x in h.split("\n")] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+        return sum(w) + 3 * (len(cols) - 1)
+
+    def tables(self, width: int) -> list:
+        if all(self.width(c, r) <= width for _, c, r in self.wide):
+            return [_rich_table(t, c, r) for t, c, r in self.wide]
+        out = []
+        for t, c, r in self.narrow:
+            if not r and t not in ("flows", "queues"):
+                continue
+            if "path" in c and self.width(c, r, True) > width:  # still too wide: the path goes first
+                i = c.index("path")
+                c, r = c[:i] + c[i + 1:], [x[:i] + x[i + 1:] for x in r]
+            out.append(_rich_table(t, c, r, narrow=True))
+        return out
+
+    def __rich_console__(self, console: Any, options: Any):
+        from rich.text import Text
+
+        for t in self.tables(options.max_width):
+            yield t
+            yield Text("")
+        yield self.foot
+
+
+def _num(row: Any, key: str) -> float:
+    try:
+        v = row[key]
+    except (KeyError, IndexError):
+        return math.nan
+    try:
+        return float(v) if v is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def link_arrived(row: Any) -> float:
+    """Packets that arrived at a link (a ``queues`` row, dict or Series): the qdisc's
+    arrivals plus the packets a DOCSIS service-flow regulator dropped before they reached
+    the qdisc. Every other drop (qdisc, wire, WiFi retry limit) happens to a packet the
+    qdisc has seen, so ``dropped / link_arrived`` is a fraction ≤ 1."""
+    reg = _num(row, "regulator_drops")
+    return _num(row, "arrivals") + (0.0 if math.isnan(reg) else reg)
+
+
+def link_drop_fraction(row: Any) -> float:
+    """Dropped / arrived at the link (NaN when nothing arrived)."""
+    arr = link_arrived(row)
+    return _num(row, "dropped") / arr if arr > 0 else math.nan
+
+
+def link_utilization(row: Any) -> float:
+    """Utilisation of a link's rate limit (a ``queues`` row): for a link with a token-bucket
+    shaper (htb/tbf) the shaper rate, else the line rate. The core measures busy time of
+    the line; a shaped link's wire is busy ``shaper/line`` of the time at most, so the busy
+    fraction is rescaled by ``line rate / shaper rate`` (capped at 1)."""
+    u = _num(row, "utilization")
+    sh, line = _num(row, "shaper_rate_bps"), _num(row, "rate_bps")
+    if math.isnan(sh) or sh <= 0 or math.isnan(line):
+        return u
+    return min(1.0, u * line / sh)
 
 
 def _dedup(names: list[str]) -> tuple[list[str], np.ndarray]:

@@ -57,6 +57,14 @@ def test_ping_rtt_on_idle_path_is_exact(ping):
     assert len(ping.probes) == 3
 
 
+def test_flow_samples_of_an_unknown_flow_or_metric_is_a_key_error(ping):
+    with pytest.raises(KeyError, match=r"no flow 'nonexistent'.*ping0\.0, ping0\.1, ping0\.2"):
+        ping.flow_samples("nonexistent", "rtt")
+    with pytest.raises(KeyError, match=r"no sample metric 'rt'.*flow 'ping0\.0' has samples: owd_fwd, owd_rev, rtt"):
+        ping.flow_samples("ping0.0", "rt")
+    assert len(ping.flow_samples("ping0.0", "rtt")) >= 49
+
+
 def test_json_dict_is_strict_json(ping):
     d = ping.to_json_dict()
     text = json.dumps(d, allow_nan=False)

@@ -1,0 +1,64 @@
+"""The `aqmlab run` summary tables: drop % is dropped/arrived (≤ 100 even when a DOCSIS
+regulator drops before the qdisc), ping loss matches lost probes, a shaped link's
+utilisation is of the shaper rate, and an 80-column terminal never cuts a name."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from conftest import EXAMPLES
+from rich.console import Console
+
+import aqmlab
+from aqmlab.result import link_drop_fraction, link_utilization
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {n: aqmlab.run(aqmlab.load_scenario(EXAMPLES / f"{n}.toml")) for n in ("docsis_tiers", "edge_router_shaped", "rrul_web")}
+
+
+def _render(res, width: int) -> str:
+    buf = io.StringIO()
+    Console(file=buf, width=width, highlight=False).print(res.summary_table())
+    return buf.getvalue()
+
+
+def test_drop_percent_is_dropped_over_arrived(results):
+    q = results["docsis_tiers"].queues.set_index("name").loc["docsis_down"]
+    # the regulator drops before the qdisc: those packets arrived at the link too
+    assert q["dropped"] > q["arrivals"]  # the old dropped/arrivals was 228 %
+    frac = link_drop_fraction(q)
+    assert frac == pytest.approx(q["dropped"] / (q["arrivals"] + q["regulator_drops"]))
+    assert 0 < frac < 1
+    out = _render(results["docsis_tiers"], 200)
+    line = next(ln for ln in out.splitlines() if ln.startswith("docsis_down"))
+    assert f"{frac * 100:.2f}" in line and "228" not in line
+
+
+def test_probe_loss_matches_lost_probes(results):
+    r = results["edge_router_shaped"]
+    ping = r.flows.set_index("name").loc["ping"]
+    assert ping["lost_pkts"] == 0 and ping["loss_rate"] == 0.0
+    for _, f in r.probes.iterrows():
+        assert f["loss_rate"] == pytest.approx(f["lost_pkts"] / f["probes_sent"])
+
+
+def test_shaped_link_utilisation_is_of_the_shaper_rate(results):
+    q = results["edge_router_shaped"].queues.set_index("name").loc["bottleneck_down"]
+    assert q["utilization"] == pytest.approx(0.14, abs=0.01)  # of the 100 Mbit line
+    assert link_utilization(q) == pytest.approx(1.0, abs=0.005)  # of the 14 Mbit shaper
+    out = _render(results["edge_router_shaped"], 200)
+    line = next(ln for ln in out.splitlines() if ln.startswith("bottleneck_down"))
+    assert "14Mbit*" in line and "100.00" in line
+    assert "shaper's rate" in out
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_names_are_never_truncated(results, width):
+    for name, r in results.items():
+        out = _render(r, width)
+        assert "…" not in out, f"{name} at {width} columns:\n{out}"
+        for n in list(r.flows["name"]) + [q for q in r.queues["name"] if r.queues.set_index("name").loc[q, "arrivals"] > 0]:
+            assert any(ln.startswith(n + " ") for ln in out.splitlines()), f"{n} missing at {width} columns:\n{out}"
+        assert max(len(ln.rstrip()) for ln in out.splitlines()) <= width
