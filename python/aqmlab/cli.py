@@ -343,7 +343,8 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
             _fail(f"--only: unknown experiment(s) {bad} (this study has: {', '.join(names)})", EXIT_BAD_INPUT)
     out_dir = Path(out) if out else Path("results") / (study.name + ("-quick" if quick else ""))
     con = _console(stderr=True)
-    runs = study.runs(list(only) or None)
+    study = study.restricted(list(only))  # header, tables, report and findings: these experiments alone
+    runs = study.runs()
     con.print(f"[bold]{study.title}[/bold]: {len(runs)} runs in {len(study.experiments)} experiment(s) → {out_dir}" + (f" ({study.quick_note})" if quick else ""))
     try:
         summary = run_study(study, out_dir, jobs=jobs, scheduler=scheduler, only=list(only) or None, progress=True)

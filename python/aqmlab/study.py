@@ -244,6 +244,34 @@ class Study:
                     out.append(RunSpec(self.name, e.name, params, r, self.seed + r, scen))
         return out
 
+    def restricted(self, only: list[str] | None) -> "Study":
+        """This study limited to the experiments named in `only` (``--only``): the
+        header, tables, report and findings then cover those experiments alone. A
+        finding is kept when its ``check`` names a kept experiment (or the study has one
+        experiment and the check names none) or its ``see`` names a figure or table of
+        one; plain-text findings describe the whole study and are left out. With
+        `only` empty or None the study itself is returned."""
+        if not only:
+            return self
+        keep = [e for e in self.experiments if e.name in only]
+        names = {e.name for e in keep}
+        outputs = set()
+        for e in keep:
+            for i, f in enumerate(e.figures):
+                outputs.add(str(f.get("name", f"{e.name}-{f.get('type', 'figure')}-{i + 1}")))
+            for t in e.tables:
+                outputs.add(str(t.get("name", f"{e.name}-{t.get('value')}")))
+        single = self.experiments[0].name if len(self.experiments) == 1 else None
+        found = []
+        for f in self.findings:
+            if not isinstance(f, dict):
+                continue
+            chk = f.get("check") if isinstance(f.get("check"), dict) else {}
+            exp = chk.get("experiment", single) if chk else None
+            if exp in names or f.get("see") in outputs:
+                found.append(f)
+        return dataclasses.replace(self, experiments=keep, findings=found)
+
     def experiment(self, name: str) -> Experiment:
         for e in self.experiments:
             if e.name == name:

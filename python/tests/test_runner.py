@@ -147,3 +147,34 @@ def test_damaged_finished_run_is_rerun_and_reported(reference, tmp_path):
     assert [r["run_id"] for r in aqmlab.load(out).provenance["repaired"]] == [rid]
     page = report.write_report(out).read_text()
     assert "found damaged" in page and rid in page
+
+
+def test_only_scopes_header_tables_report_and_findings(tmp_path):
+    """`--only EXP`: the header, printed tables, report and findings cover EXP alone."""
+    text = MINI.read_text().replace(
+        '  { text = "fq_codel keeps',
+        '  { text = "OTHER-FINDING", check = { measure = "cbr_goodput", experiment = "other", at_least = 0 } },\n'
+        '  { text = "fq_codel keeps',
+    ) + (
+        '\n[[experiment]]\nname = "other"\ntitle = "OTHER-EXPERIMENT"\nmeasures = ["cbr_goodput"]\n'
+        'patch = { flow = [ { kind = "cbr", from = "client0", to = "server0", rate = "1Mbit" } ] }\n'
+        '  [[experiment.axis]]\n  name = "qdisc"\n  path = "dumbbell.qdisc"\n  values = [ { kind = "fifo" } ]\n'
+        '  [[experiment.table]]\n  name = "other-table"\n  title = "OTHER-TABLE"\n  value = "cbr_goodput"\n  rows = "qdisc"\n'
+    )
+    study_file = tmp_path / "two.toml"
+    study_file.write_text(text)
+    from aqmlab.study import parse_study
+
+    st = parse_study(text).restricted(["load"])
+    assert [e.name for e in st.experiments] == ["load"]
+    assert [f["text"] for f in st.findings] == ["fq_codel keeps probe latency lower than a long FIFO"]
+    assert parse_study(text).restricted(None).experiments[1].name == "other"
+    out = tmp_path / "o"
+    r = subprocess.run([sys.executable, "-m", "aqmlab", "reproduce", str(study_file), "--quick", "--jobs", "1",
+                        "--out", str(out), "--only", "load"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "4 runs in 1 experiment(s)" in r.stderr
+    assert "OTHER" not in r.stdout and "fq_codel keeps probe latency" in r.stdout
+    assert "a plain string finding" not in r.stdout
+    page = (out / "report.html").read_text()
+    assert "OTHER" not in page and "Experiment <code>load</code>" in page
