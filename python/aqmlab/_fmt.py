@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["unit_for", "fmt_num", "natural_key", "label_value"]
+__all__ = ["unit_for", "fmt_num", "natural_key", "label_value", "readable", "axis_label", "label_unit"]
 
 # Order matters: "loss_rate" is a fraction, not a rate in bit/s.
 _FRACTION = ("loss", "utilization", "utilisation", "drop_prob", "bias_frac")
@@ -31,8 +31,64 @@ def unit_for(name: str | None) -> tuple[float, str]:
     return 1.0, ""
 
 
+#: Readable names of the stored quantities (measures, flow/queue columns, sample and series
+#: metrics, qdisc state variables) for axis labels and titles.
+READABLE = {
+    "goodput_bps": "goodput", "tx_bps": "throughput", "goodput_down": "download goodput",
+    "goodput_up": "upload goodput", "goodput_total": "total TCP goodput", "cbr_goodput": "CBR goodput",
+    "induced_latency": "induced latency", "queue_delay_mean": "mean queueing delay",
+    "queue_delay_p99": "99th percentile queueing delay", "utilization": "utilisation",
+    "bottleneck_utilization": "bottleneck utilisation", "drop_rate": "drop rate", "jain": "Jain's fairness index",
+    "voip_loss": "VoIP loss", "voip_owd": "VoIP one-way delay", "voip_r": "VoIP R-value",
+    "page_time": "page load time", "wrt_mean": "web response time", "wrt_sd": "web response time sd",
+    "web_object_time": "web object time", "has_playback_rate": "HAS playback rate",
+    "has_adaptation_rate": "HAS adaptation rate", "has_rebuffer": "HAS rebuffering time", "has_bias": "HAS bias",
+    "sojourn": "queueing delay", "sojourn_mean": "mean queueing delay", "sojourn_p99": "99th percentile queueing delay",
+    "backlog_max": "max backlog", "drops": "drops", "rtt": "RTT", "base_rtt": "base RTT",
+    "owd": "one-way delay", "owd_fwd": "one-way delay (forward)", "owd_rev": "one-way delay (reverse)",
+    "rtt_mean": "mean RTT", "loss_rate": "loss", "page_time_mean": "mean page load time",
+    "count": "CoDel count", "p": "drop probability p", "fetch_time": "fetch time",
+}
+
+
+def readable(name: str) -> str:
+    """A readable name for a stored quantity: ``goodput_bps`` → ``goodput``,
+    ``queue_delay_mean`` → ``mean queueing delay``; unknown names lose their ``_bps``
+    suffix and underscores."""
+    n = str(name)
+    if n in READABLE:
+        return READABLE[n]
+    if n.startswith("induced ") and n[8:] in READABLE:
+        return "induced " + READABLE[n[8:]]
+    for suf in ("_bps",):
+        if n.endswith(suf):
+            n = n[: -len(suf)]
+    return n.replace("_", " ")
+
+
 def axis_label(name: str, unit: str) -> str:
-    return f"{name} ({unit})" if unit else name
+    """``name (unit)`` with the readable name (see :func:`readable`); several names
+    joined by " / " are each made readable."""
+    text = " / ".join(readable(part) for part in str(name).split(" / "))
+    return f"{text} ({unit})" if unit else text
+
+
+_UNIT_SUFFIX = re.compile(r"^\s*[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?\s*([A-Za-zµ/%]+)\s*$")
+
+
+def label_unit(labels: Any) -> str:
+    """The unit all axis labels share ("1ms", "5ms" → "ms"; "1Mbit" → "Mbit/s"); "" if
+    they are bare numbers or differ."""
+    units = set()
+    for lab in labels:
+        m = _UNIT_SUFFIX.match(str(lab))
+        if not m:
+            return ""
+        units.add(m.group(1))
+    if len(units) != 1:
+        return ""
+    u = units.pop()
+    return {"bit": "bit/s", "kbit": "kbit/s", "Mbit": "Mbit/s", "Gbit": "Gbit/s"}.get(u, u)
 
 
 def fmt_num(v: Any, digits: int | None = None) -> str:

@@ -28,7 +28,7 @@ Keys every type accepts:
 
 ``type``
     one of ``ellipse``, ``cdf``, ``timeseries``, ``bar``, ``flows_vs_rtt``,
-    ``queue_delay``, ``state_trace``, ``drop_rate``, ``line`` (required).
+    ``queue_delay``, ``state_trace``, ``drop_rate``, ``line``, ``box`` (required).
 ``name``
     file stem of the rendered files (default ``<experiment>-<type>-<n>``).
 ``title``
@@ -100,15 +100,31 @@ Type-specific keys:
     (default 1 s); ``repetition``: which repetition to show (default: the first).
     One row per group, one column per window.
 ``state_trace`` — qdisc state variables vs time (CoDel ``count``, PIE ``p`` …).
-    ``metrics`` (default ``["count", "p"]``; panels for those present),
-    ``entity`` (default ``"bottleneck_down"``), ``repetition`` (default first).
+    ``metrics`` (default ``["count", "p"]``; one row of panels for each present),
+    ``entity`` (default ``"bottleneck_down"``), ``repetition`` (default first);
+    ``facet`` gives one column per value (e.g. the number of flows).
 ``drop_rate`` — TEWMA of drop events (drops/s), point-wise mean over repetitions.
     Events come from queue samples ``drop_metric`` (default ``"drop"``) or, if
     absent, from the per-bin ``drops`` series. ``memory`` (default 0.5 s),
     ``step`` (grid, default 0.05 s), ``entity`` (default ``"bottleneck_down"``).
 ``line`` — a measure vs a numeric axis (e.g. utilisation vs CoDel target), one
     line per group, mean ± sd over repetitions. ``x``: the axis (labels are read
-    as numbers: ``"5ms"`` → 5); ``y``: the measure.
+    as numbers: ``"5ms"`` → 5, and their shared unit labels the axis: ``target (ms)``);
+    ``y``: the measure. ``diagonal``: ``true`` or a legend label such as
+    ``"target"``: a dashed y = x line (mean delay vs target). Axis values whose runs
+    have no value of ``y`` (e.g. no page finished) are listed on the figure.
+``box`` — box plots of per-interval values (25–75 %, whiskers 5–95 %), all runs of
+    a group pooled, one panel per entry of ``panels`` and one box per ``group``
+    value, as Flent's RRUL box plots (download, upload, latency). Each panel is a
+    table with ``metric`` (required), ``source`` (``"series"``/``"samples"``, default
+    as for ``timeseries``), the sample selection keys (``of``, ``entity``,
+    ``flow_kind``, ``direction``), ``agg`` (``"sum"`` adds the flows per
+    interval), ``bin`` (default 0.2 s for samples), ``minus_base``, ``after``
+    (seconds), ``label`` and ``logy``.
+
+In quick mode every title gets a second line saying what the runs really were
+("quick mode: 25 s runs, 1 repetition"). The ``ellipse`` legend sits right of the
+panels, outside the data.
 
 Missing data never raises: the figure (or panel) says "no data" and why. A spec
 that is wrong (unknown type or key, missing required key, unknown axis) raises
@@ -131,7 +147,7 @@ from matplotlib.patches import Ellipse
 
 from aqmlab import metrics
 from aqmlab import store as store_data
-from aqmlab._fmt import axis_label, label_value, natural_key, unit_for
+from aqmlab._fmt import axis_label, label_unit, label_value, natural_key, readable, unit_for
 
 __all__ = [
     "FigureSpecError",
@@ -149,6 +165,7 @@ __all__ = [
     "plot_state_trace",
     "plot_drop_rate",
     "plot_line",
+    "plot_box",
 ]
 
 
@@ -172,7 +189,8 @@ _KEYS: dict[str, tuple[set[str], set[str]]] = {
     "queue_delay": (set(), {"entity", "metric", "drop_metric", "windows", "window", "repetition"}),
     "state_trace": (set(), {"entity", "metrics", "repetition", "after", "before"}),
     "drop_rate": (set(), {"entity", "drop_metric", "memory", "step", "after", "before"}),
-    "line": ({"x", "y"}, set()),
+    "line": ({"x", "y"}, {"diagonal"}),
+    "box": ({"panels"}, set()),
 }
 _LATENCY_WORDS = ("latency", "delay", "rtt", "owd", "sojourn", "jitter")
 _MARKERS = ("o", "^", "s", "D", "v", "P")
@@ -220,6 +238,8 @@ class _Ctx:
     spec: dict
     exp: str | None
     axes: dict[str, list[str]]
+    #: quick mode: what the runs of this experiment really were ("quick mode: 25 s runs")
+    quick: str | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.spec.get(key, default)
@@ -452,13 +472,15 @@ def _no_data(ax, message: str) -> None:
     ax.text(0.5, 0.5, f"no data\n{message}", ha="center", va="center", transform=ax.transAxes,
             fontsize=10, color="#7a3b00", wrap=True,
             bbox=dict(boxstyle="round", facecolor="#fff4e0", edgecolor="#e0a050"))
-    ax.set_xticks([])
-    ax.set_yticks([])
+    # Hide this panel's tick labels only: set_xticks([]) would clear the ticks of every
+    # panel sharing the axis (a drop-pattern row lost its y tick labels that way).
+    ax.tick_params(left=False, bottom=False, labelleft=False, labelbottom=False)
 
 
 def _finish(fig: Figure, ctx: _Ctx, title: str, note: str | None = None) -> Figure:
     t = ctx.get("title", title)
-    fig.suptitle(f"{t}\n{note}" if note else t, fontsize=11 if not note else 10)
+    notes = [n for n in (note, f"({ctx.quick})" if ctx.quick else None) if n]
+    fig.suptitle("\n".join([t] + notes), fontsize=11 if not notes else 10)
     for ax in fig.axes:
         if ctx.get("xlim") is not None:
             ax.set_xlim(*ctx.get("xlim"))
@@ -489,6 +511,18 @@ def _legend(ax, title: str | None = None) -> None:
         ax.legend(fontsize=8, title=title, title_fontsize=8, loc="best", framealpha=0.85)
 
 
+def _outside_legend(fig: Figure, axes: Iterable, title: str | None = None) -> None:
+    """One legend for the figure, right of the panels (constrained layout makes room),
+    entries deduplicated by label across panels."""
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize=8, title=title,
+                   title_fontsize=8, frameon=True)
+
+
 def _facets(ctx: _Ctx, df: pd.DataFrame) -> tuple[str | None, list]:
     fcol = ctx.col(df, ctx.get("facet"), "facet") if ctx.get("facet") else None
     return fcol, ctx.levels(df, fcol)
@@ -512,7 +546,7 @@ def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
         raise FigureSpecError("x, y: only one of them may be a list")
     pairs = [(x, y) for x in xs for y in ys]
     runs = ctx.runs()
-    title = f"{ctx.exp}: {' / '.join(ys)} vs {' / '.join(xs)}"
+    title = f"{ctx.exp}: {' / '.join(map(readable, ys))} vs {' / '.join(map(readable, xs))}"
     if runs.empty:
         return _empty_figure(ctx, title, f"no runs of experiment {ctx.exp!r}")
     gcol = ctx.group_col(runs)
@@ -565,7 +599,9 @@ def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
             ax.xaxis.set_inverted(True)
         ax.grid(alpha=0.3)
         _facet_title(ax, ctx.get("facet"), fv)
-        _legend(ax, spec.get("group", "qdisc") if gcol else None)
+    # One legend for all panels, outside the data (right of the panels): with 7 schemes
+    # a legend inside an axes covers ellipses.
+    _outside_legend(fig, axes[0], spec.get("group", "qdisc") if gcol else None)
     note = "(latency axis flipped: better is up and right)" if flip in ("x", "y") else None
     return _finish(fig, ctx, title, note)
 
@@ -594,7 +630,7 @@ def plot_cdf(store: Any, spec: dict, experiment: Any = None) -> Figure:
         return _resample(d, float(spec["resample"])) if spec.get("resample") else d
 
     df = _entity_samples(ctx, "samples", metric, per_run=reduce)
-    title = f"{ctx.exp}: CDF of {'induced ' if spec.get('minus_base') else ''}{metric}"
+    title = f"{ctx.exp}: CDF of {'induced ' if spec.get('minus_base') else ''}{readable(metric)}"
     if df.empty:
         return _empty_figure(ctx, title, f"no {ctx.get('of', 'flow')} samples of {metric!r} in experiment {ctx.exp!r}")
     gcol = ctx.group_col(df)
@@ -654,7 +690,7 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
         return b.assign(**{c: d[c].iloc[0] for c in ident})
 
     df = _entity_samples(ctx, source, metric, per_run=reduce)
-    title = f"{ctx.exp}: {metric} over time (mean of repetitions)"
+    title = f"{ctx.exp}: {readable(metric)} over time (mean of repetitions)"
     if df.empty:
         return _empty_figure(ctx, title, f"no {ctx.get('of', 'flow')} {source} of {metric!r} in experiment {ctx.exp!r}"
                              + (" (does the experiment set keep_series = true?)" if source == "series" else ""))
@@ -702,7 +738,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
     df = ctx.runs() if source == "runs" else ctx.rows(source)
     if source == "flows":
         df = _pick_flows(ctx, df)
-    title = f"{ctx.exp}: {y} (mean ± sd over repetitions)"
+    title = f"{ctx.exp}: {readable(y)} (mean ± sd over repetitions)"
     if df.empty or y not in df.columns or df[y].astype(float).isna().all():
         return _empty_figure(ctx, title, f"no values of {y!r} in {source} of experiment {ctx.exp!r}")
     xname = spec.get("x", spec.get("group", "qdisc" if "p_qdisc" in df.columns else None))
@@ -731,7 +767,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
                    label=str(h) if hcol else None, error_kw=dict(linewidth=0.8))
         ax.set_xticks(np.arange(len(cats)))
         ax.set_xticklabels([str(c) if c is not None else "" for c in cats], rotation=30 if len(cats) > 5 else 0, ha="right" if len(cats) > 5 else "center")
-        ax.set_xlabel(ctx.get("xlabel", xname or ""))
+        ax.set_xlabel(ctx.get("xlabel", axis_label(xname, label_unit(cats)) if xname else ""))
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, unit)))
         ax.grid(alpha=0.3, axis="y")
         _facet_title(ax, ctx.get("facet"), fv)
@@ -745,7 +781,7 @@ def plot_flows_vs_rtt(store: Any, spec: dict, experiment: Any = None) -> Figure:
     ctx = _ctx(store, {"flow_kind": "bulk", **spec}, experiment)
     x, y = spec.get("x", "base_rtt"), spec.get("y", "goodput_bps")
     flows = _pick_flows(ctx, ctx.rows("flows"))
-    title = f"{ctx.exp}: per-flow {y} vs {x}"
+    title = f"{ctx.exp}: per-flow {readable(y)} vs {readable(x)}"
     if flows.empty or x not in flows.columns or y not in flows.columns:
         return _empty_figure(ctx, title, f"no {ctx.get('flow_kind')} flows with {x!r} and {y!r} in experiment {ctx.exp!r}")
     gcol = ctx.group_col(flows)
@@ -850,7 +886,8 @@ def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
 
 
 def plot_state_trace(store: Any, spec: dict, experiment: Any = None) -> Figure:
-    """Qdisc state variables (count, p, …) vs time; see the module doc."""
+    """Qdisc state variables (count, p, …) vs time; see the module doc. One row per
+    metric, one column per ``facet`` value, one colour per ``group`` value."""
     ctx = _ctx(store, {"of": "queue", "entity": "bottleneck_down", **spec}, experiment)
     wanted = _as_list(spec.get("metrics", ["count", "p"]))
     df = _one_rep_samples(ctx, "samples", wanted, of="queue")
@@ -859,20 +896,31 @@ def plot_state_trace(store: Any, spec: dict, experiment: Any = None) -> Figure:
     if not present:
         return _empty_figure(ctx, title, f"no state traces {wanted} for {ctx.get('entity')!r} (does the link set trace = true?)")
     gcol = ctx.group_col(df)
+    fcol, facets = _facets(ctx, df)
     groups = ctx.levels(df, gcol)
     colors = _colors(groups)
-    fig, axes = _new_figure(ctx, len(present), 1, sharex=True)
-    for ax, m in zip(axes[:, 0], present):
+    fig, axes = _new_figure(ctx, len(present), len(facets), sharex=True)
+    for r, m in enumerate(present):
         dm = df[df["metric"] == m]
-        for g in groups:
-            gs = _match(dm, gcol, g).sort_values("t")
-            if gs.empty:
+        for c, fv in enumerate(facets):
+            ax = axes[r][c]
+            sub = _match(dm, fcol, fv)
+            for g in groups:
+                gs = _match(sub, gcol, g).sort_values("t")
+                if gs.empty:
+                    continue
+                ax.step(gs["t"], gs["value"], where="post", color=colors[g], label=None if g is None else str(g), linewidth=1.0)
+            if not ax.lines:
+                _no_data(ax, f"no {m!r} trace")
                 continue
-            ax.step(gs["t"], gs["value"], where="post", color=colors[g], label=None if g is None else str(g), linewidth=1.0)
-        ax.set_ylabel(m)
-        ax.grid(alpha=0.3)
-        _legend(ax, ctx.get("group", "qdisc") if gcol else None)
-    axes[-1][0].set_xlabel(ctx.get("xlabel", "time (s)"))
+            if c == 0:
+                ax.set_ylabel(ctx.get("ylabel", readable(m)))
+            ax.grid(alpha=0.3)
+            if r == 0:
+                _facet_title(ax, ctx.get("facet"), fv)
+            _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+    for ax in axes[-1]:
+        ax.set_xlabel(ctx.get("xlabel", "time (s)"))
     return _finish(fig, ctx, title)
 
 
@@ -927,7 +975,7 @@ def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
     ctx = _ctx(store, spec, experiment)
     x, y = spec["x"], spec["y"]
     runs = ctx.runs()
-    title = f"{ctx.exp}: {y} vs {x}"
+    title = f"{ctx.exp}: {readable(y)} vs {readable(x)}"
     if runs.empty or y not in runs.columns:
         return _empty_figure(ctx, title, f"no values of {y!r} in experiment {ctx.exp!r}")
     xcol = ctx.col(runs, x, "x")
@@ -938,14 +986,22 @@ def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
     groups = ctx.levels(runs, gcol)
     colors = _colors(groups)
     ys_, yu = ctx.scale("y", y)
+    xlevels = ctx.levels(runs, xcol)
+    xu = str(ctx.get("x_unit", label_unit(xlevels)))
     fig, axes = _new_figure(ctx, 1, len(facets), sharey=True)
     for ax, fv in zip(axes[0], facets):
         sub = _match(runs, fcol, fv)
+        missing: list[str] = []
         for g in groups:
             gs = _match(sub, gcol, g)
             if gs.empty:
                 continue
-            gs = gs.assign(_x=gs[xcol].map(label_value), _y=gs[y].astype(float) * ys_).dropna(subset=["_x", "_y"])
+            gs = gs.assign(_x=gs[xcol].map(label_value), _y=gs[y].astype(float) * ys_)
+            # axis values run but without a value (e.g. no page finished at 1 Mbit/s)
+            # are said on the figure, never dropped silently
+            have = set(gs.dropna(subset=["_y"])[xcol].astype(str))
+            missing += [f"{lv}" + (f" ({g})" if g is not None else "") for lv in dict.fromkeys(gs[xcol].astype(str)) if lv not in have]
+            gs = gs.dropna(subset=["_x", "_y"])
             st = gs.groupby("_x")["_y"].agg(["mean", "std"]).sort_index()
             if st.empty:
                 continue
@@ -954,12 +1010,77 @@ def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
         if not ax.lines:
             _no_data(ax, f"axis {x!r} has no numeric labels or {y!r} is NaN")
             continue
-        ax.set_xlabel(ctx.get("xlabel", x))
+        if ctx.get("diagonal"):
+            lo, hi = ax.get_xlim()
+            ax.plot([lo, hi], [lo, hi], linestyle="--", color="0.35", linewidth=1.0, label=str(ctx.get("diagonal")) if isinstance(ctx.get("diagonal"), str) else "y = x")
+            ax.set_xlim(lo, hi)
+        if missing:
+            ax.text(0.02, 0.98, f"no {readable(y)} at {x} = " + ", ".join(missing), transform=ax.transAxes, ha="left", va="top",
+                    fontsize=8, color="#8b0000", bbox=dict(boxstyle="round", facecolor="white", edgecolor="#8b0000", alpha=0.9))
+        ax.set_xlabel(ctx.get("xlabel", axis_label(x, xu)))
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, yu)))
         ax.grid(alpha=0.3)
         _facet_title(ax, ctx.get("facet"), fv)
         _legend(ax, ctx.get("group", "qdisc") if gcol else None)
     return _finish(fig, ctx, title)
+
+
+def plot_box(store: Any, spec: dict, experiment: Any = None) -> Figure:
+    """Box plots of per-interval values, one panel per entry of ``panels`` and one box
+    per group (Flent's ``box_totals`` of an RRUL test: download, upload, latency); see
+    the module doc."""
+    ctx = _ctx(store, spec, experiment)
+    panels = spec["panels"]
+    if not isinstance(panels, list) or not panels or not all(isinstance(p, dict) for p in panels):
+        raise FigureSpecError("panels: a list of tables, each with a `metric`")
+    allowed = {"metric", "source", "of", "entity", "flow_kind", "direction", "agg", "bin", "minus_base", "label", "logy", "after"}
+    for i, p in enumerate(panels):
+        if "metric" not in p:
+            raise FigureSpecError(f"panels[{i}]: needs key 'metric'")
+        bad = sorted(set(p) - allowed)
+        if bad:
+            raise FigureSpecError(f"panels[{i}]: unknown key(s) {bad} (allowed: {', '.join(sorted(allowed))})")
+    title = f"{ctx.exp}: " + ", ".join(readable(p.get("label", p["metric"])) for p in panels)
+    fig, axes = _new_figure(ctx, 1, len(panels))
+    warm = None
+    for ax, p in zip(axes[0], panels):
+        pctx = _Ctx(store, {**{k: v for k, v in spec.items() if k not in ("panels",)}, **p}, ctx.exp, ctx.axes, ctx.quick)
+        metric = p["metric"]
+        source = p.get("source", "series" if metric in SERIES_METRICS else "samples")
+        df = _entity_samples(pctx, source, metric)
+        label = p.get("label", readable(metric))
+        if df.empty:
+            _no_data(ax, f"no {source} of {metric!r}")
+            ax.set_title(label, fontsize=10)
+            continue
+        df = _minus_base(df, p.get("minus_base"), metric)
+        if p.get("after") is not None:
+            df = df[df["t"] >= float(p["after"])]
+        width = float(p.get("bin", 0.2)) if source == "samples" else (float(p["bin"]) if "bin" in p else None)
+        gcol = pctx.group_col(df)
+        groups = ctx.levels(df, gcol)
+        sc, unit = unit_for(metric)
+        data, names = [], []
+        for g in groups:
+            gs = _match(df, gcol, g)
+            v = _per_run_bins(gs, width, p.get("agg", "mean"))["value"].to_numpy(dtype=float) * sc if not gs.empty else np.array([])
+            data.append(v[np.isfinite(v)])
+            names.append("" if g is None else str(g))
+        colors = _colors(groups)
+        bp = ax.boxplot(data, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.6)
+        for patch, g in zip(bp["boxes"], groups):
+            patch.set_facecolor((*colors[g][:3], 0.35))
+            patch.set_edgecolor(colors[g])
+        ax.set_xticks(np.arange(1, len(names) + 1))
+        ax.set_xticklabels(names, rotation=30 if len(names) > 4 else 0, ha="right" if len(names) > 4 else "center")
+        ax.set_ylabel(axis_label(label, unit))
+        ax.set_title(label, fontsize=10)
+        if p.get("logy"):
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3, axis="y")
+        warm = True
+    note = "(boxes: 25–75 %, whiskers: 5–95 % of the per-interval values, all runs pooled)" if warm else None
+    return _finish(fig, ctx, title, note)
 
 
 FIGURE_TYPES: dict[str, Callable[..., Figure]] = {
@@ -972,6 +1093,7 @@ FIGURE_TYPES: dict[str, Callable[..., Figure]] = {
     "state_trace": plot_state_trace,
     "drop_rate": plot_drop_rate,
     "line": plot_line,
+    "box": plot_box,
 }
 
 
@@ -984,10 +1106,12 @@ def _ctx(store: Any, spec: dict, experiment: Any) -> _Ctx:
     and the axis order), an experiment name, or None (then spec["experiment"] or the
     only experiment in the store)."""
     axes: dict[str, list[str]] = {}
+    quick = None
     name = spec.get("experiment")
     if experiment is not None and not isinstance(experiment, str):
         if name is None or name == experiment.name:
             axes = {a.name: [v.label for v in a.values] for a in experiment.axes}
+            quick = _quick_note(experiment)
         name = name or experiment.name
     elif isinstance(experiment, str):
         name = name or experiment
@@ -997,7 +1121,30 @@ def _ctx(store: Any, spec: dict, experiment: Any) -> _Ctx:
         if len(exps) > 1:
             raise FigureSpecError(f"experiment: the store holds several experiments {exps}; name one")
         name = exps[0] if exps else None
-    return _Ctx(store, spec, name, axes)
+    return _Ctx(store, spec, name, axes, quick)
+
+
+def _quick_note(experiment: Any) -> str | None:
+    """"quick mode: 25 s runs, 1 repetition" for an experiment whose durations quick mode
+    capped (None in full mode), so that a title written for the full study ("over
+    500 s") is not read as what was drawn."""
+    if getattr(experiment, "cap", None) is None:
+        return None
+    from aqmlab.study import _parse_duration
+
+    durs = set()
+    try:
+        for params in experiment.combinations():
+            run = experiment.scenario(params).get("run", {})
+            durs.add(_parse_duration(run.get("duration", 10.0), "run.duration"))
+    except Exception:  # noqa: BLE001 - a note, never a reason to fail a figure
+        return None
+    if not durs:
+        return None
+    lo, hi = min(durs), max(durs)
+    runs = f"{lo:g} s runs" if lo == hi else f"runs of {lo:g}–{hi:g} s"
+    reps = int(getattr(experiment, "repetitions", 1))
+    return f"quick mode: {runs}, {reps} repetition{'s' if reps != 1 else ''}"
 
 
 def figure(store: Any, spec: dict, experiment: Any = None) -> Figure:

@@ -87,6 +87,16 @@ keep_series = true
   where = { link = "10/10" }
 
   [[experiment.figure]]
+  type = "box"
+  name = "rrul-box"
+  where = { link = "10/10" }
+  panels = [
+    { metric = "goodput_bps", flow_kind = "bulk", direction = "down", agg = "sum", label = "download" },
+    { metric = "goodput_bps", flow_kind = "bulk", direction = "up", agg = "sum", label = "upload" },
+    { metric = "rtt", flow_kind = ["ping", "udp_rr"], minus_base = true, label = "induced latency", logy = true },
+  ]
+
+  [[experiment.figure]]
   type = "cdf"
   name = "rrul-ping-cdf"
   metric = "rtt"
@@ -187,6 +197,20 @@ repetitions = 2
   name = "sat-util"
   x = "flows"
   y = "bottleneck_utilization"
+
+  [[experiment.figure]]
+  type = "state_trace"
+  name = "sat-state-by-flows"
+  metrics = ["count", "p"]
+  group = "qdisc"
+  facet = "flows"
+
+  [[experiment.figure]]
+  type = "line"
+  name = "sat-util-diagonal"
+  x = "flows"
+  y = "bottleneck_utilization"
+  diagonal = "y = x"
 
   [[experiment.figure]]
   type = "state_trace"

@@ -211,7 +211,7 @@ def test_queue_delay_marks_drops_and_falls_back_to_bins(synth, synth_study):
 def test_every_type_on_an_empty_store_says_no_data():
     st = _store()
     specs = {"ellipse": {"x": "a", "y": "b"}, "cdf": {"metric": "rtt"}, "timeseries": {"metric": "rtt"}, "bar": {"y": "jain"},
-             "line": {"x": "n", "y": "jain"}}
+             "line": {"x": "n", "y": "jain"}, "box": {"panels": [{"metric": "rtt"}]}}
     for t in plots.FIGURE_TYPES:
         fig = plots.figure(st, {"type": t, "experiment": "nope", **specs.get(t, {})})
         assert "no data" in _texts(fig), t

@@ -222,5 +222,5 @@ def test_report_of_a_store_without_finished_runs(tmp_path):
     page = report.write_report(d, None, tmp_path / "empty.html")
     html = page.read_text()
     assert "<th>all</th><td>0</td><td>45</td>" in html
-    assert html.count("data:image/png;base64,") == 13  # every figure still drawn, saying "no data"
+    assert html.count("data:image/png;base64,") == 16  # every figure still drawn, saying "no data"
     assert html.count('class="status nodata"') == 5
