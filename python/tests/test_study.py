@@ -117,3 +117,29 @@ def test_quick_cap_applies_to_flows_given_by_axis_patches():
     s = parse_study(text, quick=True)
     r = next(r for r in s.runs() if r.params["link"] == "10/10")
     assert r.scenario["flow"][0]["start"] == "2.5s" and r.scenario["flow"][0]["stop"] == "3.75s"
+
+
+def test_docs_study_md_documents_every_key_and_its_example_parses():
+    """docs/study.md: every key the parser accepts, every figure type and table key is
+    documented, and its annotated example is a valid study (outputs included)."""
+    import pathlib
+    import re
+
+    from aqmlab import plots, report, tables
+    from aqmlab.study import parse_study
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "study.md").read_text()
+    src = (root / "python" / "aqmlab" / "study.py").read_text()
+    exp_keys = re.search(r'ok = \{([^}]*)\}\n\s*bad = set\(e\) - ok', src).group(1)
+    keys = set(re.findall(r'"([a-z_]+)"', exp_keys))
+    assert {"keep_series", "quick_duration", "flent"} <= keys
+    keys |= {"repetitions", "seed", "findings", "description", "duration", "path", "values", "labels", "when",
+             "measure", "lower", "than", "higher", "order", "trend", "at_most", "at_least", "between", "by", "see"}
+    keys |= set(tables._KEYS) | set(plots.FIGURE_TYPES)
+    missing = sorted(k for k in keys if f"`{k}`" not in doc and f"`{k} " not in doc and f"{k} =" not in doc)
+    assert not missing, f"docs/study.md does not mention {missing}"
+    example = re.search(r"```toml\n(.*?)```", doc, re.S).group(1)
+    st = parse_study(example)
+    report.validate_outputs(st)
+    assert len(st.runs()) == 12 and len(parse_study(example, quick=True).runs()) == 4
