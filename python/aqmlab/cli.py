@@ -467,18 +467,39 @@ def plot_cmd(store: str, out: str | None) -> None:
 
 @cli.command("export", short_help="Export runs for other tools (Flent).")
 @click.argument("store", metavar="DIR")
-@click.option("--flent", "flent", is_flag=True, required=True, help="Write one *.flent.gz per RRUL/VoIP/web run.")
+@click.option("--flent", "fmt", flag_value="flent", default=True, help="Flent data files, one *.flent.gz per RRUL/VoIP/web run (the default format).")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/flent).")
-def export_cmd(store: str, flent: bool, out: str | None) -> None:
-    """Write Flent data files that `flent -i FILE -p all_scaled` can plot.
+def export_cmd(store: str, fmt: str, out: str | None) -> None:
+    """Write Flent data files of a study store (`aqmlab reproduce`/`sweep`) or of one
+    `aqmlab run --out DIR` result. `flent -i FILE` draws each test's default plot
+    (all_scaled for rrul_be, voip-rrul and http-rrul; totals for http-1up, http_delay
+    for http, totals_loss for voip-1up).
 
-    Example: aqmlab export --flent results/residential-quick --out flent-files
+    \b
+    Examples:
+      aqmlab export results/residential-quick --out flent-files
+      aqmlab run examples/rrul_web.toml --out res && aqmlab export res
     """
-    from aqmlab.flent import export_flent
+    from aqmlab.flent import FLENT_PLOTS, export_flent, export_flent_run
 
-    d = _store_dir(store)
-    paths = export_flent(d, Path(out) if out else d / "flent")
-    click.echo(f"{len(paths)} file(s) written" + (f" to {paths[0].parent}" if paths else ""))
+    d = Path(store)
+    target = Path(out) if out else d / "flent"
+    if (d / "runs").is_dir():
+        paths = export_flent(d, target)
+    elif (d / "flows.parquet").exists():
+        paths = export_flent_run(d, target)
+    else:
+        _fail(f"{d} is neither a result store (no runs/ folder) nor an `aqmlab run --out` result (no flows.parquet)", EXIT_BAD_INPUT)
+        return
+    click.echo(f"{len(paths)} file(s) written" + (f" to {paths[0].parent}" if paths else " (no run has flows that make a Flent test)"))
+    import gzip
+
+    first: dict[str, Path] = {}
+    for p in paths:
+        with gzip.open(p, "rt") as fh:
+            first.setdefault(json.load(fh)["metadata"]["NAME"], p)
+    for t, ex in sorted(first.items()):
+        click.echo(f"  {t}: flent -i {ex} -p {FLENT_PLOTS.get(t, 'all_scaled')}")
 
 
 def main(argv: list[str] | None = None) -> None:

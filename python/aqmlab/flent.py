@@ -1,5 +1,9 @@
 """Export runs as Flent data files (``*.flent.gz``) that the real ``flent`` tool loads
-and plots (``flent -i FILE -p all_scaled``, ``flent -i A -i B … -p box_combine``).
+and plots: ``flent -i FILE`` draws the test's default plot (:data:`FLENT_PLOTS`:
+``all_scaled`` for ``rrul_be``/``voip-rrul``/``http-rrul``, ``totals`` for
+``http-1up``, ``http_delay`` for ``http`` …; ``-p all_scaled`` exists only for the
+RRUL-based tests), and ``flent -i A -i B … -p box_combine`` compares runs. Both a study
+store and a single ``aqmlab run --out DIR`` result export (:func:`export_flent_run`).
 
 Which runs are exported, and as which Flent test
 ================================================
@@ -28,7 +32,8 @@ Series (names and units as in Flent's test configurations)
 ==========================================================
 - ``TCP upload BE``, ``TCP upload BE2`` … (upstream bulk flows by name) and
   ``TCP download BE`` …, in Mbits/s, from the flows' per-bin ``goodput_bps`` series
-  (``keep_series = true``; without it each flow's mean goodput is written as a flat
+  (the runner keeps them for every run that makes a Flent test, even without
+  ``keep_series = true``; a store without them gets each flow's mean goodput as a flat
   line and the file's NOTE says so); computed ``TCP upload avg``/``sum``,
   ``TCP download avg``/``sum`` and ``TCP totals``. In ``voip-1up``/``http-1up`` the
   single flow is ``TCP upload``.
@@ -76,9 +81,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["export_flent", "flent_test_for", "run_to_flent", "FLENT_TESTS"]
+__all__ = ["export_flent", "export_flent_run", "flent_test_for", "run_to_flent", "FLENT_TESTS", "FLENT_PLOTS"]
 
 FLENT_TESTS = ("rrul_be", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http")
+#: Each test's default plot in Flent 2.3 (``DEFAULTS['PLOT']`` of its ``tests/*.conf``):
+#: what ``flent -i FILE`` draws without ``-p``. ``all_scaled`` exists only in the tests
+#: that include ``rrul_be.conf`` (``rrul_be``, ``voip-rrul``, ``http-rrul``).
+FLENT_PLOTS = {"rrul_be": "all_scaled", "voip-rrul": "totals_loss", "http-rrul": "totals_delay",
+               "voip-1up": "totals_loss", "voip": "voip_delay", "http-1up": "totals", "http": "http_delay"}
 PROBE_KINDS = ("ping", "udp_rr")
 WEB_KINDS = ("web", "web_page", "http")
 STEP = 0.2
@@ -404,6 +414,33 @@ def _write_flent(out: pathlib.Path, run: pd.Series, f: pd.DataFrame, samples: pd
         gz.write(data)
     tmp.replace(path)
     return path
+
+
+def export_flent_run(run_dir: str | pathlib.Path, out_dir: str | pathlib.Path) -> list[pathlib.Path]:
+    """Writes the ``*.flent.gz`` of one ``aqmlab run --out DIR`` result (``flows``,
+    ``samples`` and ``series`` Parquet files, ``meta.json``): one file if its flows
+    make a Flent test (see the module doc), else none. Its name is
+    ``<test>-<scenario name>-run-01.flent.gz``."""
+    d = pathlib.Path(run_dir)
+    meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
+
+    def table(name: str) -> pd.DataFrame:
+        p = d / f"{name}.parquet"
+        if not p.exists():
+            return pd.DataFrame(columns=["kind", "entity", "metric", "t", "value"])
+        df = pd.read_parquet(p)
+        return df.astype({c: str for c in ("kind", "entity", "metric") if c in df.columns and name != "flows"})
+
+    flows = table("flows")
+    test = flent_test_for(flows)
+    if test is None:
+        return []
+    name = str(meta.get("scenario") or d.name)
+    run = pd.Series({"run_id": name, "experiment": name, "repetition": 0, "seed": int(meta.get("seed", 1))})
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+    return [_write_flent(out, run, flows, table("samples"), table("series"), test, t0, None, {}, 2)]
 
 
 def _json_default(o: Any) -> Any:

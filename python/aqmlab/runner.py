@@ -90,6 +90,14 @@ def execute_run(spec: dict, measures: list[str], keep_series: bool, keep_samples
         s = res.series
         keep = (s["kind"] == "flow") | s["entity"].astype(str).str.startswith("bottleneck")
         out["series"] = tag(s[keep].astype({"kind": str, "entity": str, "metric": str}))
+    else:
+        from aqmlab.flent import flent_test_for
+
+        if flent_test_for(res.flows) is not None:
+            # the Flent export needs the flows' per-bin goodput (else its TCP lines are flat)
+            s = res.series
+            keep = (s["kind"] == "flow") & (s["metric"] == "goodput_bps")
+            out["series"] = tag(s[keep].astype({"kind": str, "entity": str, "metric": str}))
     return out
 
 

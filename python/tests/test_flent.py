@@ -168,3 +168,93 @@ def test_real_flent_plots_the_files(exported, tmp_path):
         for f in ("all.png", "box.png", "voip_cdf.png", "voip.png"):
             shutil.copy(tmp_path / f, pathlib.Path(keep) / f"flent-{f}")
         (pathlib.Path(keep) / "flent.log").write_text(log)
+
+
+WEB_ONLY = """
+[run]
+name = "web-{tag}"
+duration = "12s"
+[dumbbell]
+pairs = 2
+rate = "10Mbit"
+delay = "10ms"
+[[flow]]
+kind = "web"
+name = "web"
+from = "client0"
+to = "server0"
+{extra}
+"""
+UPLOAD = '[[flow]]\nkind = "bulk"\nfrom = "client1"\nto = "server1"\n'
+
+
+@pytest.fixture(scope="module")
+def run_dirs(tmp_path_factory):
+    """`aqmlab run --out` results of an RRUL + web run (http-rrul), a web-only run (http)
+    and a web run with one upload (http-1up), exported with `aqmlab export DIR`."""
+    from conftest import EXAMPLES, run_cli
+
+    base = tmp_path_factory.mktemp("runs")
+    out = {}
+    scen = {"http-rrul": EXAMPLES / "rrul_web.toml"}
+    for tag, extra in (("http", ""), ("http-1up", UPLOAD)):
+        p = base / f"{tag}.toml"
+        p.write_text(WEB_ONLY.format(tag=tag, extra=extra))
+        scen[tag] = p
+    for tag, path in scen.items():
+        d = base / tag
+        r = run_cli("run", path, "--out", d, "--quiet")
+        assert r.returncode == 0, r.stderr
+        r = run_cli("export", d)  # flent is the default format
+        assert r.returncode == 0, r.stderr
+        files = sorted((d / "flent").glob("*.flent.gz"))
+        assert len(files) == 1, r.stdout
+        assert f"{tag}: flent -i" in r.stdout
+        out[tag] = files[0]
+    return out
+
+
+def test_export_of_a_single_run_dir(run_dirs):
+    d = _load(run_dirs["http-rrul"])
+    assert d["metadata"]["NAME"] == "http-rrul"
+    res = d["results"]
+    # Flent rrul_be's probes: 3 UDP + ICMP
+    assert {"Ping (ms) UDP BE1", "Ping (ms) UDP BE2", "Ping (ms) UDP BE3", "Ping (ms) ICMP"} <= set(res)
+    # per-interval goodput, not a flat line
+    raw = [x["val"] for x in d["raw_values"]["TCP download BE"]]
+    assert len(raw) > 20 and len(set(round(v, 6) for v in raw)) > 5
+    assert any(v is not None for v in res["HTTP latency"])
+    assert _load(run_dirs["http"])["metadata"]["NAME"] == "http"
+    assert _load(run_dirs["http-1up"])["metadata"]["NAME"] == "http-1up"
+
+
+def test_runner_keeps_goodput_series_of_flent_runs_without_keep_series():
+    from conftest import EXAMPLES
+
+    from aqmlab.runner import execute_run
+
+    text = (EXAMPLES / "rrul_web.toml").read_text().replace('duration = "30s"', 'duration = "6s"')
+    spec = {"scenario": text, "seed": 1, "run_id": "r", "experiment": "e", "repetition": 0, "params": {}}
+    out = execute_run(spec, [], keep_series=False, keep_samples=True)
+    s = out["series"]
+    assert set(s["metric"]) == {"goodput_bps"} and set(s["kind"]) == {"flow"}
+    assert {"rrul0.tcp_up0", "rrul0.tcp_down3"} <= set(s["entity"])
+    bulk_only = text.split("[[flow]]")[0] + '[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\n'
+    out = execute_run({**spec, "scenario": bulk_only}, [], keep_series=False, keep_samples=True)
+    assert "series" not in out  # no Flent test: nothing kept beyond what was asked
+
+
+def test_real_flent_plots_web_runs_with_their_default_plots(run_dirs, tmp_path):
+    from aqmlab.flent import FLENT_PLOTS
+
+    exe = _flent()
+    if exe is None:
+        pytest.skip("flent is not installed and scripts/install-flent.sh could not install it (no PyPI access?)")
+    for tag, f in run_dirs.items():
+        png = tmp_path / f"{tag}.png"
+        _run_flent(exe, ["-i", str(f), "-p", FLENT_PLOTS[tag], "-o", str(png)], f.parent)
+        assert_nontrivial_png(png, min_bytes=10_000)
+    # all_scaled exists for the RRUL-based tests
+    png = tmp_path / "http-rrul-all.png"
+    _run_flent(exe, ["-i", str(run_dirs["http-rrul"]), "-p", "all_scaled", "-o", str(png)], run_dirs["http-rrul"].parent)
+    assert_nontrivial_png(png, min_bytes=20_000)
