@@ -240,6 +240,8 @@ class _Ctx:
     axes: dict[str, list[str]]
     #: quick mode: what the runs of this experiment really were ("quick mode: 25 s runs")
     quick: str | None = None
+    #: the longest run of the experiment (s), when known
+    run_length: float | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.spec.get(key, default)
@@ -864,7 +866,9 @@ def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
             d = win[win["metric"] == dm].sort_values("t")
             drops = win[(win["metric"] == dd) & (win["value"] > 0)] if not per_packet else win[win["metric"] == dd]
             if d.empty and drops.empty:
-                _no_data(ax, f"nothing in [{w0:g}, {w0 + wlen:g}) s")
+                past = ctx.run_length is not None and w0 >= ctx.run_length
+                _no_data(ax, f"[{w0:g}, {w0 + wlen:g}) s is past the end of the {ctx.run_length:g} s runs" if past
+                         else f"nothing in [{w0:g}, {w0 + wlen:g}) s")
                 continue
             if per_packet:
                 ax.plot(d["t"], d["value"] * sc, marker=".", markersize=2, linewidth=0.6, color=colors[g])
@@ -918,7 +922,10 @@ def plot_state_trace(store: Any, spec: dict, experiment: Any = None) -> Figure:
             ax.grid(alpha=0.3)
             if r == 0:
                 _facet_title(ax, ctx.get("facet"), fv)
-            _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+            if fcol is None:
+                _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+    if fcol is not None:  # one legend for the panels, right of them
+        _outside_legend(fig, axes.ravel(), ctx.get("group", "qdisc") if gcol else None)
     for ax in axes[-1]:
         ax.set_xlabel(ctx.get("xlabel", "time (s)"))
     return _finish(fig, ctx, title)
@@ -1021,7 +1028,8 @@ def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, yu)))
         ax.grid(alpha=0.3)
         _facet_title(ax, ctx.get("facet"), fv)
-        _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+    # one legend right of the panels: lines fill the whole plane, a legend inside covers them
+    _outside_legend(fig, axes[0], ctx.get("group", "qdisc") if gcol else None)
     return _finish(fig, ctx, title)
 
 
@@ -1106,12 +1114,12 @@ def _ctx(store: Any, spec: dict, experiment: Any) -> _Ctx:
     and the axis order), an experiment name, or None (then spec["experiment"] or the
     only experiment in the store)."""
     axes: dict[str, list[str]] = {}
-    quick = None
+    quick, run_length = None, None
     name = spec.get("experiment")
     if experiment is not None and not isinstance(experiment, str):
         if name is None or name == experiment.name:
             axes = {a.name: [v.label for v in a.values] for a in experiment.axes}
-            quick = _quick_note(experiment)
+            quick, run_length = _quick_note(experiment), _run_length(experiment)
         name = name or experiment.name
     elif isinstance(experiment, str):
         name = name or experiment
@@ -1121,7 +1129,18 @@ def _ctx(store: Any, spec: dict, experiment: Any) -> _Ctx:
         if len(exps) > 1:
             raise FigureSpecError(f"experiment: the store holds several experiments {exps}; name one")
         name = exps[0] if exps else None
-    return _Ctx(store, spec, name, axes, quick)
+    return _Ctx(store, spec, name, axes, quick, run_length)
+
+
+def _run_length(experiment: Any) -> float | None:
+    """The longest run duration (s) of the experiment's combinations, None if unknown."""
+    from aqmlab.study import _parse_duration
+
+    try:
+        return max(_parse_duration(experiment.scenario(p).get("run", {}).get("duration", 10.0), "run.duration")
+                   for p in experiment.combinations())
+    except Exception:  # noqa: BLE001 - only used to word a message
+        return None
 
 
 def _quick_note(experiment: Any) -> str | None:

@@ -65,7 +65,11 @@ def test_line_axis_takes_the_unit_of_its_labels():
     assert len(diag) == 1 and diag[0].get_label() == "target"
     x, y = diag[0].get_data()
     assert np.allclose(x, y) and x[0] <= 1 and x[-1] >= 20
-    assert "target" in [t.get_text() for t in ax.get_legend().get_texts()]
+    # one legend, right of the panel, never over the lines
+    assert ax.get_legend() is None and len(fig.legends) == 1
+    assert sorted(t.get_text() for t in fig.legends[0].get_texts()) == ["1", "16", "target"]
+    r = _draw(fig)
+    assert not fig.legends[0].get_window_extent(r).overlaps(ax.get_window_extent(r))
 
 
 def test_line_names_axis_values_without_a_value():
@@ -99,6 +103,8 @@ def test_drop_pattern_panels_keep_their_y_tick_labels(synth, synth_study):
         shown = [t.get_text() for t in ax.get_yticklabels() if t.get_visible() and t.get_text()]
         assert len(shown) >= 3, shown
     assert any("no data" in t.get_text() for ax in fig.axes for t in ax.texts)
+    # a window past the end of the runs says so
+    assert any("[500, 500.5) s is past the end of the 30 s runs" in t.get_text() for ax in fig.axes for t in ax.texts)
 
 
 def test_state_trace_honours_facet(synth, synth_study):
@@ -113,6 +119,7 @@ def test_state_trace_honours_facet(synth, synth_study):
     count_row = [ax for ax in axes if ax.get_subplotspec().rowspan.start == 0]
     n_steps = [max(len(ln.get_xdata()) for ln in ax.lines) for ax in count_row]
     assert n_steps[0] < n_steps[2]
+    assert not any(ax.get_legend() for ax in axes) and len(fig.legends) == 1
 
 
 def test_ellipse_legend_is_outside_the_data_with_seven_schemes():
