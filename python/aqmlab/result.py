@@ -230,7 +230,7 @@ class Result:
         for i in range(n):
             loss = fl["loss_rate"][i] if "loss_rate" in fl else float("nan")
             flow_rows.append([
-                str(fl["name"][i]), str(fl["kind"][i]), f"{fl['src'][i]}→{fl['dst'][i]}",
+                str(fl["name"][i]), str(fl["kind"][i]), f"{fl['src'][i]} → {fl['dst'][i]}",
                 _fmt(fl["goodput_bps"][i] / 1e6, 3), str(fl["sent_pkts"][i]), str(fl["delivered_pkts"][i]), str(fl["lost_pkts"][i]),
             ])
             lat = [_fmt(loss * 100, 2)]
