@@ -210,7 +210,8 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
 
     # -- VM health
     busy = [(t - t0, b) for t, b in _cpu_busy(_read(out, "cpu"))]
-    after = [b for t, b in busy if t > warm + 1e-9 and t <= dur + 1e-9]
+    # after the warm-up, leaving out the bin of the engine's own warm-up snapshot
+    after = [b for t, b in busy if t > warm + (binw if warm > 0 else 0) + 1e-9 and t <= dur + 1e-9]
     virt = times.get("end", t0 + dur) - times.get("boot", 0.0)
     info = {
         "engine": "linux",

@@ -657,9 +657,11 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             run = f"{ip} netns exec {sns} {BIN['irtt']} client -q -i {_us(f.interval)} -d {_us(dur)} -l {max(f.size - 28, 60)} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
         L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run} ) & P=\"$P $!\"")
     def snap(tag: str) -> str:
-        return "; ".join(f"( echo T $(up); {tc} -n {ns} -s -j qdisc show ) > $O/{tag}.{ns}" for ns in tr.node_ns.values())
+        # self-contained (no shell functions or variables): it may run in a child shell
+        return "; ".join(f"( echo T $(cut -d' ' -f1 /proc/uptime); {tc} -n {ns} -s -j qdisc show ) > /tmp/out/{tag}.{ns}" for ns in tr.node_ns.values())
     if tr.warmup > 0:
-        L.append(f"( sleep {tr.warmup:.6f}; {snap('warm')} ) &")
+        # niced: the snapshot of every namespace is a burst of processes in the guest
+        L.append(f"( sleep {tr.warmup:.6f}; nice -n 19 sh -c {shlex.quote(snap('warm'))} ) &")
     L.append(f"sleep {tr.duration:.6f}")
     L.append("echo end $(up) >> $O/times")
     L.append(snap("final"))
