@@ -660,8 +660,7 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         # self-contained (no shell functions or variables): it may run in a child shell
         return "; ".join(f"( echo T $(cut -d' ' -f1 /proc/uptime); {tc} -n {ns} -s -j qdisc show ) > /tmp/out/{tag}.{ns}" for ns in tr.node_ns.values())
     if tr.warmup > 0:
-        # niced: the snapshot of every namespace is a burst of processes in the guest
-        L.append(f"( sleep {tr.warmup:.6f}; nice -n 19 sh -c {shlex.quote(snap('warm'))} ) &")
+        L.append(f"( sleep {tr.warmup:.6f}; {snap('warm')} ) &")
     L.append(f"sleep {tr.duration:.6f}")
     L.append("echo end $(up) >> $O/times")
     L.append(snap("final"))
