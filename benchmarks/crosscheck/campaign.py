@@ -54,7 +54,7 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
     return out
 
 
-def summary() -> None:
+def summary(markdown: bool = False) -> None:
     rows = []
     for p in sorted(RESULTS.glob("*.json")):
         d = json.loads(p.read_text())
@@ -62,11 +62,20 @@ def summary() -> None:
         bn = [r for r in d["rows"] if r["entity"].startswith("bottleneck") and r["metric"] == "utilisation %" and (r["sim"] or 0) > 50]
         for b in bn:
             s = get.get((b["entity"], "sojourn mean ms"), {})
-            rows.append((d["scenario"], b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead")))
+            dr = get.get((b["entity"], "dropped /s"), {})
+            rows.append((d["scenario"], b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), dr.get("sim"), dr.get("linux")))
         for r in d["rows"]:
             if r["metric"] == "induced latency ms":
-                rows.append((d["scenario"], r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead")))
+                rows.append((d["scenario"], r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))
     f = lambda v, n=2: "–" if v is None else f"{v:.{n}f}"
+    if markdown:
+        print("| case | queue / probe | utilisation % sim / linux | mean sojourn or induced latency ms sim / linux | agree (util, latency) | drops/s sim / linux | guest CPU peak | overhead |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for r in rows:
+            util = f"{f(r[2])} / {f(r[3])}" if r[2] is not None else ""
+            drops = f"{f(r[10], 1)} / {f(r[11], 1)}" if r[10] is not None else ""
+            print(f"| {r[0]} | {r[1]} | {util} | {f(r[4])} / {f(r[5])} | {r[7] or '–'}, {r[6] or '–'} | {drops} | {f(r[8])} | ×{f(r[9], 0)} |")
+        return
     print(f"{'case':14} {'queue':22} {'util sim':>8} {'util lin':>8} {'soj sim':>8} {'soj lin':>8} {'soj':>4} {'util':>4} {'cpu pk':>6} {'ovh':>5}")
     for r in rows:
         print(f"{r[0]:14} {r[1]:22} {f(r[2]):>8} {f(r[3]):>8} {f(r[4]):>8} {f(r[5]):>8} {r[6]:>4} {r[7]:>4} {f(r[8]):>6} {f(r[9], 1):>5}")
@@ -78,9 +87,10 @@ def main() -> None:
     ap.add_argument("--duration", default="40s")
     ap.add_argument("--warmup", default="10s")
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="with --summary: a Markdown table")
     a = ap.parse_args()
     if a.summary:
-        summary()
+        summary(a.markdown)
         return
     RESULTS.mkdir(exist_ok=True)
     all_cases = cases(a.duration, a.warmup)
