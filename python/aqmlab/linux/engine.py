@@ -369,13 +369,20 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
         w = {"bytes": 0, "packets": 0, "drops": 0, "qlen": 0, "ecn_mark": 0, "drop_overlimit": 0, "dropped": 0, "overlimit": 0, "drop_overmemory": 0, "marked": 0}
     row: dict[str, Any] = {}
 
+    # As in the simulator: the qdisc's counters (arrivals, dequeued, dropped, marked and
+    # their reasons) cover the whole run; transmissions, utilisation and sojourn only the
+    # time after the warm-up.
     def delta(key: str) -> float:
+        return _counter(fin, key)
+
+    def warm_delta(key: str) -> float:
         return _counter(fin, key) - _counter(w, key)
 
     pk, by, dr = delta("packets"), delta("bytes"), delta("drops")
     dq = delta("qlen")
-    ip_bytes = by - qm.overhead * pk
-    row.update(dequeued=pk, tx_pkts=pk, tx_bytes=ip_bytes, dropped=dr, arrivals=pk + dr + dq, enqueued=NAN)
+    tx_pk, tx_by = warm_delta("packets"), warm_delta("bytes")
+    row.update(dequeued=pk, tx_pkts=tx_pk, tx_bytes=tx_by - qm.overhead * tx_pk, dropped=dr, arrivals=pk + dr + dq, enqueued=NAN)
+    by = tx_by
     span = dur - warm
     row["utilization"] = min(1.0, by * 8 / (qm.rate_bps * span)) if span > 0 and by == by else NAN
     kind = fin.get("kind") if fin else None
