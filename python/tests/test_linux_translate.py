@@ -334,3 +334,39 @@ def test_iperf_goodput_counts_receiver_bytes_after_warmup_in_bins():
     assert row["srtt_mean"] == pytest.approx(0.03) and row["rtt_min"] == pytest.approx(0.01) and row["cwnd_mean"] == 2000
     # interval [0.5, 1.5) splits half/half over bins 0 and 1, and so on
     assert bins.tolist() == pytest.approx([500_000, 1_125_000, 1_250_000, 625_000])
+
+
+# ---------------------------------------------------------------------------------------
+# the comparison table
+
+
+def test_crosscheck_rows_of_identical_results_agree_and_a_shift_is_flagged():
+    from aqmlab.linux.crosscheck import compare, verdict
+
+    r = aqmlab.run(HEADLINE)
+    rows = compare(r, r)
+    assert verdict(rows)
+    metrics = {(x.entity, x.metric) for x in rows}
+    assert ("bottleneck_up", "utilisation %") in metrics and ("bottleneck_up", "sojourn mean ms") in metrics
+    assert ("bottleneck_up", "drops after warm-up /s") in metrics
+    assert ("ping1", "induced latency ms") in metrics
+    # idle access links (utilisation < 5 %) are left out
+    assert not any(x.entity.startswith("router_a->client") for x in rows)
+    # steady-state drops: the series after the warm-up, per second
+    s = r.series
+    d = s[(s["entity"] == "bottleneck_up") & (s["metric"] == "drops") & (s["t"] >= 2.0 - 1e-9)]["value"].sum() / 8.0
+    row = next(x for x in rows if x.metric == "drops after warm-up /s")
+    assert row.sim == pytest.approx(d) and row.linux == row.sim
+
+    class Shifted:
+        """The same result with the bottleneck's mean sojourn 30 % higher."""
+
+        def __init__(self, base):
+            self.__dict__.update(duration=base.duration, warmup=base.warmup, series=base.series, flows=base.flows)
+            q = base.queues.copy()
+            q.loc[q["name"] == "bottleneck_up", "sojourn_mean"] *= 1.3
+            self.queues = q
+
+    rows = compare(r, Shifted(r))
+    bad = [x for x in rows if x.verdict == "DIFF"]
+    assert [(x.entity, x.metric) for x in bad] == [("bottleneck_up", "sojourn mean ms")]
