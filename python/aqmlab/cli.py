@@ -153,6 +153,11 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
             click.echo(f"results written to {out}/")
 
 
+def _finite(d: dict) -> dict:
+    """NaN (a measure the guest could not take) becomes null in JSON."""
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in d.items()}
+
+
 def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> None:
     from aqmlab.linux.engine import run_linux
 
@@ -163,7 +168,7 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
         result.write_parquet(out)
     if as_json:
         d = result.to_json_dict()
-        d["engine"] = result.engine_info
+        d["engine"] = _finite(result.engine_info)
         sys.stdout.write(json.dumps(d, allow_nan=False, default=lambda v: None) + "\n")
         return
     if quiet:
@@ -205,7 +210,7 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None) 
         lin.write_parquet(Path(out) / "linux")
     rows = compare(sim, lin)
     if as_json:
-        sys.stdout.write(json.dumps({"scenario": sc.name, "agree": verdict(rows), "engine": lin.engine_info, "warnings": lin.warnings, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
+        sys.stdout.write(json.dumps({"scenario": sc.name, "agree": verdict(rows), "engine": _finite(lin.engine_info), "warnings": lin.warnings, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
         return
     for w in lin.warnings:
         click.echo(f"warning: {w}", err=True)
