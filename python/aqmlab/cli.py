@@ -162,7 +162,6 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
     from aqmlab.linux.engine import run_linux
 
     say = (lambda m: None) if (as_json or quiet) else (lambda m: click.echo(m, err=True))
-    say("linux engine: booting the VM (TCG with icount; this takes minutes, not seconds)")
     result = run_linux(sc, seed, log=say)
     if out is not None:
         result.write_parquet(out)
@@ -200,10 +199,12 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None) 
     from aqmlab.linux.crosscheck import compare, render, to_json, verdict
     from aqmlab.linux.engine import run_linux
 
+    from aqmlab.linux.translate import translate
+
     sc = aqmlab.load_scenario(Path(file))
+    translate(sc.to_dict(), sc.validate())  # an unsupported key fails here, before any run
     sim = aqmlab.run(sc, seed=seed)
     say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
-    say("linux engine: booting the VM (TCG with icount; this takes minutes, not seconds)")
     lin = run_linux(sc, seed, log=say)
     if out is not None:
         sim.write_parquet(Path(out) / "sim")

@@ -370,3 +370,15 @@ def test_crosscheck_rows_of_identical_results_agree_and_a_shift_is_flagged():
     rows = compare(r, Shifted(r))
     bad = [x for x in rows if x.verdict == "DIFF"]
     assert [(x.entity, x.metric) for x in bad] == [("bottleneck_up", "sojourn mean ms")]
+
+
+def test_cli_names_an_unsupported_key_before_booting_a_vm(tmp_path):
+    import subprocess
+    import sys
+
+    f = tmp_path / "web.toml"
+    f.write_text(HEADLINE.replace('kind = "ping"', 'kind = "web"').replace('interval = "100ms"', ""))
+    for cmd in (["run", str(f), "--engine", "linux"], ["crosscheck", str(f)]):
+        p = subprocess.run([sys.executable, "-m", "aqmlab", *cmd], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.startswith("error: flow[1].kind:") and "not supported by the linux engine" in p.stderr

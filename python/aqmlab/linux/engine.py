@@ -481,7 +481,9 @@ def run_linux(
     seed = seed if seed is not None else (plan.get("seed") or 1)
     shift = icount_shift if icount_shift is not None else int(os.environ.get("AQMLAB_VM_ICOUNT", "0"))
     mem = memory_mb or int(os.environ.get("AQMLAB_VM_MEMORY", str(512 + 16 * len(tr.flows))))
-    image = vm.build_image(log=log or (lambda m: None))
+    say = log or (lambda m: None)
+    image = vm.build_image(log=say)
+    say(f"linux engine: booting the VM (kernel {image.version}, TCG with -icount: minutes, not seconds)")
     job = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="aqmlab-vm-"))
     job.mkdir(parents=True, exist_ok=True)
     if (job / "out").exists():
