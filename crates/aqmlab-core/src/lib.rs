@@ -22,6 +22,7 @@ pub mod app;
 pub mod event;
 pub mod link;
 pub mod metrics;
+pub mod net;
 pub mod packet;
 pub mod params;
 pub mod qdisc;

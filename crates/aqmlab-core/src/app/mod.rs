@@ -20,10 +20,11 @@ pub mod wrt;
 
 use crate::event::Event;
 use crate::metrics::Bins;
+use crate::net::Net;
 use crate::packet::{flow_hash, FlowId, NodeId, Packet, PacketKind};
 use crate::params::ScenarioError;
 use crate::rng::Rng;
-use crate::sim::Net;
+use crate::tcp::TcpHost;
 use crate::time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
@@ -301,5 +302,29 @@ impl AppConfig {
             AppConfig::Rrul(c) | AppConfig::RrulBe(c) => Some(c.expand()),
             _ => None,
         }
+    }
+}
+
+/// Connections embedded in applications send through their flow's context.
+impl TcpHost for FlowCtx<'_> {
+    #[inline]
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    #[inline]
+    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32) -> Packet {
+        self.packet_conn(from, size, PacketKind::Tcp, conn)
+    }
+    #[inline]
+    fn send(&mut self, pkt: Packet) {
+        FlowCtx::send(self, pkt)
+    }
+    #[inline]
+    fn timer_at(&mut self, at: SimTime, kind: u32) {
+        FlowCtx::timer_at(self, at, kind)
+    }
+    #[inline]
+    fn sample(&mut self, metric: &'static str, value: f64) {
+        FlowCtx::sample(self, metric, value)
     }
 }

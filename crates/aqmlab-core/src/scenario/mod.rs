@@ -22,7 +22,7 @@
 
 pub mod access;
 mod build;
-mod routes;
+pub mod routes;
 mod validate;
 
 pub use crate::params::{ScenarioError, ScenarioWarning};

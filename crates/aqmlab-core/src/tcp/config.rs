@@ -12,7 +12,7 @@ use crate::time::SimDuration;
 use crate::units::{DurationSpec, Limit};
 use serde::{Deserialize, Serialize};
 
-pub use super::cc::CcKind;
+pub use super::CcKind;
 
 /// How the receiver delays ACKs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]

@@ -29,8 +29,7 @@
 use super::config::TcpConfig;
 use super::receiver::Receiver;
 use super::sender::{Sender, TxSeg};
-use crate::app::FlowCtx;
-use crate::packet::{tcp_flags, Ecn, NodeId, Packet, PacketKind, SackBlock, TcpHeader};
+use crate::packet::{tcp_flags, Ecn, NodeId, Packet, SackBlock, TcpHeader};
 use crate::time::{SimDuration, SimTime};
 
 /// IPv4 (20) + TCP (20) + timestamp option (12) bytes.
@@ -100,7 +99,8 @@ pub fn decode_timer(kind: u32) -> Option<(u32, Side, TimerType)> {
     Some((kind >> 3, side, t))
 }
 
-/// What the network offers a connection. `FlowCtx` implements it; tests can supply
+/// What the network offers a connection. `app::FlowCtx` implements it (in `app`, so
+/// that TCP does not depend on the application layer); tests can supply
 /// their own network.
 pub trait TcpHost {
     fn now(&self) -> SimTime;
@@ -109,29 +109,6 @@ pub trait TcpHost {
     fn send(&mut self, pkt: Packet);
     fn timer_at(&mut self, at: SimTime, kind: u32);
     fn sample(&mut self, metric: &'static str, value: f64);
-}
-
-impl TcpHost for FlowCtx<'_> {
-    #[inline]
-    fn now(&self) -> SimTime {
-        self.now
-    }
-    #[inline]
-    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32) -> Packet {
-        self.packet_conn(from, size, PacketKind::Tcp, conn)
-    }
-    #[inline]
-    fn send(&mut self, pkt: Packet) {
-        FlowCtx::send(self, pkt)
-    }
-    #[inline]
-    fn timer_at(&mut self, at: SimTime, kind: u32) {
-        FlowCtx::timer_at(self, at, kind)
-    }
-    #[inline]
-    fn sample(&mut self, metric: &'static str, value: f64) {
-        FlowCtx::sample(self, metric, value)
-    }
 }
 
 /// A timer with one pending event (see the module doc).

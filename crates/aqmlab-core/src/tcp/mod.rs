@@ -23,7 +23,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 
-pub use cc::{CcKind, CongestionControl, Window, CC_KINDS};
+pub use cc::{CongestionControl, Window};
 pub use config::{
     CaGrowth, DelayedAck, Recovery, RtoFloor, SsGrowth, Stack, TcpConfig, TcpOptions, STACKS,
     TCP_PARAMS,
@@ -32,3 +32,109 @@ pub use conn::{
     decode_timer, timer_kind, Side, TcpConn, TcpEvents, TcpHost, TimerType, APP_TIMER_BIT,
 };
 pub use sender::{SenderStats, UNLIMITED};
+
+use crate::time::{SimDuration, SimTime};
+use cc::{AckSample, CcBuild, CcParams};
+use serde::{Deserialize, Serialize};
+
+/// Generates `CcKind` (the `cc = "..."` value of a scenario file), `AnyCc` (static dispatch
+/// over the implementations) and `CC_KINDS` (the name list for `aqmlab list cc`), from one
+/// line per control: `Variant: "name" => type, "one-line description";`.
+macro_rules! cc_registry {
+    ($( $(#[$meta:meta])* $variant:ident : $name:literal => $cc:ty, $about:literal ;)*) => {
+        /// The congestion control algorithm (`cc = "..."` in a `[tcp]` table).
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+        pub enum CcKind {
+            $( $(#[$meta])* #[serde(rename = $name)] $variant, )*
+        }
+
+        impl CcKind {
+            pub fn name(self) -> &'static str {
+                match self { $( CcKind::$variant => $name, )* }
+            }
+        }
+
+        /// `(name, one-line description)` of every congestion control, for `aqmlab list cc`.
+        pub const CC_KINDS: &[(&str, &str)] = &[ $( ($name, $about), )* ];
+
+        /// Every congestion control, statically dispatched.
+        #[derive(Clone, Debug)]
+        pub enum AnyCc {
+            $( $variant($cc), )*
+        }
+
+        impl AnyCc {
+            pub fn new(kind: CcKind, p: &CcParams) -> Self {
+                match kind { $( CcKind::$variant => AnyCc::$variant(<$cc as CcBuild>::build(p)), )* }
+            }
+        }
+
+        impl CongestionControl for AnyCc {
+            #[inline]
+            fn init(&mut self, w: &mut Window, now: SimTime, snd_nxt: u64) {
+                match self { $( AnyCc::$variant(c) => c.init(w, now, snd_nxt), )* }
+            }
+            #[inline]
+            fn on_delivery(&mut self, w: &mut Window, a: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_delivery(w, a), )* }
+            }
+            #[inline]
+            fn on_ack(&mut self, w: &mut Window, a: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_ack(w, a), )* }
+            }
+            #[inline]
+            fn on_dup_ack(&mut self, w: &mut Window, now: SimTime) {
+                match self { $( AnyCc::$variant(c) => c.on_dup_ack(w, now), )* }
+            }
+            #[inline]
+            fn on_loss(&mut self, w: &Window, now: SimTime) -> u32 {
+                match self { $( AnyCc::$variant(c) => c.on_loss(w, now), )* }
+            }
+            #[inline]
+            fn on_ecn(&mut self, w: &Window, now: SimTime) -> u32 {
+                match self { $( AnyCc::$variant(c) => c.on_ecn(w, now), )* }
+            }
+            #[inline]
+            fn on_rto(&mut self, w: &Window, now: SimTime, snd_nxt: u64, reduce: bool) -> Option<u32> {
+                match self { $( AnyCc::$variant(c) => c.on_rto(w, now, snd_nxt, reduce), )* }
+            }
+            #[inline]
+            fn on_tx_start(&mut self, now: SimTime, idle: SimDuration) {
+                match self { $( AnyCc::$variant(c) => c.on_tx_start(now, idle), )* }
+            }
+        }
+    };
+}
+
+cc_registry! {
+    #[serde(alias = "reno")]
+    NewReno: "newreno" => newreno::NewReno,
+        "NewReno/Reno (RFC 5681 windows, RFC 6582 / RFC 6675 recovery); alias reno";
+    Cubic: "cubic" => cubic::Cubic,
+        "CUBIC (RFC 9438) with Linux's beta 0.7, C 0.4, fast convergence, TCP-friendly region and HyStart (default)";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_parse_and_build() {
+        #[derive(Deserialize)]
+        struct T {
+            cc: CcKind,
+        }
+        let p = CcParams { hystart: true };
+        for (name, _) in CC_KINDS {
+            let k: CcKind = toml::from_str::<T>(&format!("cc = \"{name}\"")).unwrap().cc;
+            assert_eq!(k.name(), *name);
+            let mut c = AnyCc::new(k, &p);
+            let mut w = Window::new(10, 1000);
+            c.init(&mut w, SimTime::ZERO, 0);
+            assert!(c.on_loss(&w, SimTime::ZERO) < 10, "{name} reduces on loss");
+        }
+        let reno: T = toml::from_str("cc = \"reno\"").unwrap();
+        assert_eq!(reno.cc, CcKind::NewReno);
+        assert!(toml::from_str::<T>("cc = \"vegas\"").is_err());
+    }
+}

@@ -38,10 +38,11 @@
 //! application-limited is not modelled, but Linux's restart after idle is
 //! (`tcp_slow_start_after_idle`: cwnd halved per RTO idle, down to the initial window).
 
-use super::cc::{AckSample, AnyCc, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::cc::{AckSample, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
 use super::config::{CcKind, Recovery, RtoFloor, TcpConfig};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Delivered, Scoreboard, DUP_THRESH};
+use super::AnyCc;
 use crate::packet::{tcp_flags, TcpHeader};
 use crate::time::{SimDuration, SimTime};
 
