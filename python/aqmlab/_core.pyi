@@ -45,6 +45,17 @@ class RawResult(TypedDict):
     packets_delivered: int
     packets_dropped: int
     wall_seconds: float
+    warnings: list[str]
+
+class ResultSchema(TypedDict):
+    """The result schema declared once in the core (``aqmlab_core::result``)."""
+
+    result: list[tuple[str, str]]
+    flows: list[tuple[str, str, str]]
+    queues: list[tuple[str, str, str]]
+    queues_tail: list[tuple[str, str, str]]
+    drop_reasons: list[str]
+    mark_reasons: list[str]
 
 class ParamDoc(TypedDict):
     name: str
@@ -70,5 +81,8 @@ def list_workloads() -> list[tuple[str, str]]: ...
 def list_cc() -> list[tuple[str, str]]: ...
 def describe(kind: str) -> KindDoc: ...
 def version() -> str: ...
+def result_schema() -> ResultSchema:
+    """The declared result schema: ``RawResult`` keys with their Python types, and the
+    fixed ``flows`` / ``queues`` columns as ``(name, type, doc)``."""
 def _debug_panic(message: str) -> None:
     """Panics inside the binding's guard (tests the panic → SimulationError mapping)."""

@@ -293,7 +293,10 @@ mod tests {
         // readings in the hint
         for s in ["10MBps", "10mbps", "10Mbps", "1Gbps", "100kbps", "8bps"] {
             let e = parse_rate(s).unwrap_err();
-            assert!(e.contains("ambiguous") && e.contains("bytes per second"), "{s}: {e}");
+            assert!(
+                e.contains("ambiguous") && e.contains("bytes per second"),
+                "{s}: {e}"
+            );
         }
         let e = parse_rate("10MBps").unwrap_err();
         assert!(e.contains("80Mbit") && e.contains("'10Mbit'"), "{e}");

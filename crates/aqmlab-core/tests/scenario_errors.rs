@@ -104,7 +104,10 @@ fn plain_fields_keep_their_paths() {
 fn ambiguous_bps_rates_are_refused_with_a_hint() {
     let (f, m) = err("rate = \"10Mbit\"", "rate = \"10MBps\"");
     assert_eq!(f, "dumbbell.rate");
-    assert!(m.contains("ambiguous") && m.contains("80Mbit") && m.contains("'10Mbit'"), "{m}");
+    assert!(
+        m.contains("ambiguous") && m.contains("80Mbit") && m.contains("'10Mbit'"),
+        "{m}"
+    );
     // tc's bit spellings keep tc's meaning
     let text = BASE.replacen("rate = \"10Mbit\"", "rate = \"10mbit\"", 1);
     let plan = Scenario::from_toml_str(&text).unwrap().validate().unwrap();

@@ -21,7 +21,9 @@ use std::sync::Once;
 
 use aqmlab_core::metrics::LongTable;
 use aqmlab_core::qdisc::{DropReason, MarkReason, ParamDoc};
-use aqmlab_core::result::RunResult;
+use aqmlab_core::result::{
+    Cell, ColType, Column, RunResult, FLOW_COLUMNS, QUEUE_COLUMNS, QUEUE_TAIL_COLUMNS,
+};
 use aqmlab_core::scenario::{NodeKind, Plan};
 use aqmlab_core::{Scenario, ScenarioError, SimTime, Simulator};
 use numpy::PyArray1;
@@ -285,11 +287,67 @@ fn long_table<'py>(py: Python<'py>, t: LongTable) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
-/// Sets `name` to a list built from one field of every row.
-macro_rules! col {
-    ($d:expr, $rows:expr, $name:literal, |$r:ident| $e:expr) => {
-        $d.set_item($name, $rows.iter().map(|$r| $e).collect::<Vec<_>>())?
-    };
+/// Sets one list per declared column (`aqmlab_core::result`), in declaration order.
+fn set_columns<R>(d: &Bound<'_, PyDict>, rows: &[R], cols: &[Column<R>]) -> PyResult<()> {
+    for c in cols {
+        let cells = rows.iter().map(|r| (c.get)(r));
+        match c.ty {
+            ColType::Int => d.set_item(
+                c.name,
+                cells
+                    .map(|x| match x {
+                        Cell::Int(v) => v,
+                        _ => unreachable!("column {} is declared int", c.name),
+                    })
+                    .collect::<Vec<u64>>(),
+            )?,
+            ColType::Float => d.set_item(
+                c.name,
+                cells
+                    .map(|x| match x {
+                        Cell::Float(v) => v,
+                        _ => unreachable!("column {} is declared float", c.name),
+                    })
+                    .collect::<Vec<f64>>(),
+            )?,
+            ColType::Str => d.set_item(
+                c.name,
+                cells
+                    .map(|x| match x {
+                        Cell::Str(v) => v.to_string(),
+                        Cell::Text(v) => v,
+                        _ => unreachable!("column {} is declared str", c.name),
+                    })
+                    .collect::<Vec<String>>(),
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// The declared result schema: `result` keys with Python types, and the fixed columns of
+/// `flows`, `queues` (and the queue columns after the reason columns) as
+/// `(name, type, doc)`; `drop_reasons` / `mark_reasons` name the `drops_*` / `marks_*`
+/// columns.
+#[pyfunction]
+fn result_schema(py: Python<'_>) -> PyResult<PyObject> {
+    fn cols<R>(c: &[Column<R>]) -> Vec<(&'static str, &'static str, &'static str)> {
+        c.iter().map(|c| (c.name, c.ty.python(), c.doc)).collect()
+    }
+    let d = PyDict::new(py);
+    d.set_item("result", aqmlab_core::result::RESULT_KEYS.to_vec())?;
+    d.set_item("flows", cols(FLOW_COLUMNS))?;
+    d.set_item("queues", cols(QUEUE_COLUMNS))?;
+    d.set_item("queues_tail", cols(QUEUE_TAIL_COLUMNS))?;
+    d.set_item(
+        "drop_reasons",
+        DropReason::ALL.iter().map(|r| r.name()).collect::<Vec<_>>(),
+    )?;
+    d.set_item(
+        "mark_reasons",
+        MarkReason::ALL.iter().map(|r| r.name()).collect::<Vec<_>>(),
+    )?;
+    Ok(d.into_any().unbind())
 }
 
 fn result_to_dict(py: Python<'_>, r: RunResult) -> PyResult<PyObject> {
@@ -303,22 +361,7 @@ fn result_to_dict(py: Python<'_>, r: RunResult) -> PyResult<PyObject> {
     // flows: fixed columns, then the kind-specific extras (NaN where a row lacks one).
     let f = PyDict::new(py);
     let rows = &r.flows;
-    col!(f, rows, "id", |x| x.id);
-    col!(f, rows, "name", |x| x.name.as_str());
-    col!(f, rows, "kind", |x| x.kind);
-    col!(f, rows, "group", |x| x.group);
-    col!(f, rows, "src", |x| x.src.as_str());
-    col!(f, rows, "dst", |x| x.dst.as_str());
-    col!(f, rows, "start", |x| x.start);
-    col!(f, rows, "stop", |x| x.stop);
-    col!(f, rows, "sent_pkts", |x| x.sent_pkts);
-    col!(f, rows, "sent_bytes", |x| x.sent_bytes);
-    col!(f, rows, "delivered_pkts", |x| x.delivered_pkts);
-    col!(f, rows, "delivered_bytes", |x| x.delivered_bytes);
-    col!(f, rows, "lost_pkts", |x| x.lost_pkts);
-    col!(f, rows, "ce_pkts", |x| x.ce_pkts);
-    col!(f, rows, "goodput_bps", |x| x.goodput_bps);
-    col!(f, rows, "base_rtt", |x| x.base_rtt);
+    set_columns(&f, rows, FLOW_COLUMNS)?;
     let mut extra_keys: Vec<&str> = Vec::new();
     for row in rows {
         for (k, _) in &row.extra {
@@ -345,27 +388,7 @@ fn result_to_dict(py: Python<'_>, r: RunResult) -> PyResult<PyObject> {
     // queues: fixed columns, one column per drop/mark reason, histogram as a long table.
     let q = PyDict::new(py);
     let rows = &r.queues;
-    col!(q, rows, "id", |x| x.id);
-    col!(q, rows, "name", |x| x.name.as_str());
-    col!(q, rows, "from", |x| x.from.as_str());
-    col!(q, rows, "to", |x| x.to.as_str());
-    col!(q, rows, "qdisc", |x| x.qdisc);
-    col!(q, rows, "rate_bps", |x| x.rate_bps);
-    col!(q, rows, "delay", |x| x.delay);
-    col!(q, rows, "arrivals", |x| x.arrivals);
-    col!(q, rows, "enqueued", |x| x.enqueued);
-    col!(q, rows, "dequeued", |x| x.dequeued);
-    col!(q, rows, "dropped", |x| x.dropped);
-    col!(q, rows, "marked", |x| x.marked);
-    col!(q, rows, "tx_pkts", |x| x.tx_pkts);
-    col!(q, rows, "tx_bytes", |x| x.tx_bytes);
-    col!(q, rows, "utilization", |x| x.utilization);
-    col!(q, rows, "sojourn_n", |x| x.sojourn_n);
-    col!(q, rows, "sojourn_mean", |x| x.sojourn_mean);
-    col!(q, rows, "sojourn_p50", |x| x.sojourn_p50);
-    col!(q, rows, "sojourn_p90", |x| x.sojourn_p90);
-    col!(q, rows, "sojourn_p99", |x| x.sojourn_p99);
-    col!(q, rows, "sojourn_max", |x| x.sojourn_max);
+    set_columns(&q, rows, QUEUE_COLUMNS)?;
     for reason in DropReason::ALL {
         let v: Vec<u64> = rows
             .iter()
@@ -390,10 +413,9 @@ fn result_to_dict(py: Python<'_>, r: RunResult) -> PyResult<PyObject> {
             .collect();
         q.set_item(format!("marks_{}", reason.name()), v)?;
     }
-    col!(q, rows, "trace_vars", |x| x.trace_vars.join(","));
-    // the link's lower layer (wire, htb, tbf, docsis, wifi) and its summary metrics,
-    // one column per metric (NaN where a queue's lower layer has no such metric)
-    col!(q, rows, "lower", |x| x.lower);
+    set_columns(&q, rows, QUEUE_TAIL_COLUMNS)?;
+    // the lower layer's summary metrics, one column per metric (NaN where a queue's
+    // lower layer has no such metric)
     let mut lower_keys: Vec<&str> = Vec::new();
     for row in rows {
         for (k, _) in &row.lower_extra {
@@ -522,6 +544,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_cc, m)?)?;
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(result_schema, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add("__version__", aqmlab_core::VERSION)?;
     Ok(())

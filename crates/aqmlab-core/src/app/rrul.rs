@@ -82,7 +82,8 @@ impl RrulConfig {
         ParamDoc {
             name: "interval",
             default: "200ms",
-            doc: "time between latency probes, each of the 3 UDP and the ICMP one (Flent step size)",
+            doc:
+                "time between latency probes, each of the 3 UDP and the ICMP one (Flent step size)",
         },
         ParamDoc {
             name: "ping_size",
