@@ -41,6 +41,51 @@ def _console(stderr: bool = False):
     return Console(file=stream, width=width, highlight=False)
 
 
+def _check_out_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
+    """Makes sure, before any work starts, that `path` is a folder this process can write
+    to: creates it (and its parents) and writes and removes a probe file there. Exits 2
+    with one line (naming the option) otherwise."""
+    import tempfile
+
+    p = Path(path)
+    probe = p
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        if probe == p:
+            _fail(f"{option}: {p} is a file, not a folder", EXIT_BAD_INPUT)
+        _fail(f"{option}: {p} cannot be created: {probe} is a file, not a folder", EXIT_BAD_INPUT)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p, prefix=".aqmlab-probe-"):
+            pass
+    except OSError as e:
+        _fail(f"{option}: cannot write to {p}: {e.strerror or e}", EXIT_BAD_INPUT)
+    return p
+
+
+def _check_scheduler(addr: str | None) -> Any:
+    """Connects to the Dask scheduler `addr` before any work starts; a malformed address,
+    a missing `dask` extra or an unreachable scheduler exits 2 with one line."""
+    if addr is None:
+        return None
+    try:
+        from dask.distributed import Client
+        from distributed.comm.addressing import parse_address, parse_host_port
+    except ImportError:
+        _fail("--scheduler: needs the dask extra (pip install 'aqmlab[dask]')", EXIT_BAD_INPUT)
+    try:
+        scheme, loc = parse_address(addr, strict=False)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(loc)
+    except (ValueError, TypeError) as e:
+        _fail(f"--scheduler: {addr!r} is not a scheduler address like tcp://host:8786 ({e})", EXIT_BAD_INPUT)
+    try:
+        return Client(addr, timeout=float(os.environ.get("AQMLAB_SCHEDULER_TIMEOUT", "10")))
+    except (OSError, ValueError, TimeoutError) as e:
+        _fail(f"--scheduler: cannot connect to {addr}: {' '.join(str(e).split())}", EXIT_BAD_INPUT)
+
+
 def _study_dirs() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("AQMLAB_STUDIES", "").split(os.pathsep) if p]
     here = Path(__file__).resolve().parent
@@ -122,6 +167,9 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
     import aqmlab
 
     sc = aqmlab.load_scenario(Path(file))
+    if out is not None:
+        aqmlab.validate(sc)  # a bad scenario is reported before a bad --out
+        _check_out_dir(out)
     if engine == "linux":
         _run_linux(sc, seed, out, as_json, all_queues, quiet)
         return
@@ -142,7 +190,10 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
     else:
         result = aqmlab.run(sc, seed=seed)
     if out is not None:
-        result.write_parquet(out)
+        try:
+            result.write_parquet(out)
+        except OSError as e:
+            _fail(f"--out: cannot write the results to {out}: {e.strerror or e}", EXIT_BAD_INPUT)
     if as_json:
         sys.stdout.write(result.to_json() + "\n")
     elif not quiet:
@@ -348,23 +399,33 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
         if bad:
             _fail(f"--only: unknown experiment(s) {bad} (this study has: {', '.join(names)})", EXIT_BAD_INPUT)
     out_dir = Path(out) if out else Path("results") / (study.name + ("-quick" if quick else ""))
+    _check_out_dir(out_dir)
+    client = _check_scheduler(scheduler)
     con = _console(stderr=True)
     study = study.restricted(list(only))  # header, tables, report and findings: these experiments alone
     runs = study.runs()
     con.print(f"[bold]{study.title}[/bold]: {len(runs)} runs in {len(study.experiments)} experiment(s) → {out_dir}" + (f" ({study.quick_note})" if quick else ""))
     try:
-        summary = run_study(study, out_dir, jobs=jobs, scheduler=scheduler, only=list(only) or None, progress=True)
+        summary = run_study(study, out_dir, jobs=jobs, scheduler=client, only=list(only) or None, progress=True)
     except StoreMismatch as e:
         _fail(str(e), EXIT_BAD_INPUT)
         return
+    finally:
+        if client is not None:
+            client.close()
     if summary.repaired:
         con.print(f"[yellow]{len(summary.repaired)} finished run(s) were damaged on disk (checksum mismatch) and were run again; "
                   "see provenance.json and the report[/yellow]")
     con.print(f"runs: {summary.ran} simulated, {summary.skipped} already in the store; wall {summary.wall_seconds:.1f} s")
-    if outputs:
+    if summary.failed:
+        for rid in summary.failed:
+            con.print(f"failed: {rid} (scenario and error in {out_dir / 'failed' / rid}.toml/.json)", markup=False)
+    if outputs and not summary.failed:
         _print_numbers(out_dir, study)
         page = rep.write_report(out_dir, study)
         con.print(f"report: {page}")
+    if summary.failed:
+        _fail(f"{len(summary.failed)} run(s) failed (see {out_dir / 'failed'}/); the other runs are stored, and rerunning retries the failed ones", EXIT_INTERNAL)
 
 
 def _print_numbers(out_dir: Path, study) -> None:
@@ -446,7 +507,10 @@ def report_cmd(store: str, out_html: str | None) -> None:
     """
     from aqmlab import report as rep
 
-    page = rep.write_report(_store_dir(store), None, out_html)
+    d = _store_dir(store)
+    if out_html is not None:
+        _check_out_dir(Path(out_html).parent, "--out")
+    page = rep.write_report(d, None, out_html)
     click.echo(str(page))
 
 
@@ -465,7 +529,7 @@ def plot_cmd(store: str, out: str | None) -> None:
     d = _store_dir(store)
     st = load(d)
     study = parse_study(st.study_text, quick=bool(st.provenance.get("quick")))
-    outdir = Path(out) if out else d / "figures"
+    outdir = _check_out_dir(Path(out) if out else d / "figures")
     paths = list(plots.render_figures(st, study, outdir)) + list(tables.render_tables(st, study, outdir))
     for p in paths:
         click.echo(str(p))
@@ -490,6 +554,8 @@ def export_cmd(store: str, fmt: str, out: str | None) -> None:
 
     d = Path(store)
     target = Path(out) if out else d / "flent"
+    if (d / "runs").is_dir() or (d / "flows.parquet").exists():
+        _check_out_dir(target)
     if (d / "runs").is_dir():
         paths = export_flent(d, target)
     elif (d / "flows.parquet").exists():

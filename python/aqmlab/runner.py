@@ -53,6 +53,36 @@ class SweepSummary:
     wall_seconds: float
     #: finished runs found damaged on resume and run again (aqmlab.store.Damaged)
     repaired: list = dataclasses.field(default_factory=list)
+    #: Run ids that failed (the simulator raised, or its worker process died); each has
+    #: ``OUT/failed/<run_id>.toml`` (the scenario) and ``.json`` (seed, error). They are
+    #: not finished, so the next sweep tries them again.
+    failed: list[str] = dataclasses.field(default_factory=list)
+
+
+def _record_failure(out: pathlib.Path, spec: dict, error: str) -> None:
+    """Saves a failed run's scenario and error under OUT/failed/ (overwritten on retry)."""
+    from aqmlab.scenario import load_scenario
+
+    d = out / "failed"
+    d.mkdir(parents=True, exist_ok=True)
+    rid = spec["run_id"]
+    try:
+        text = load_scenario(spec["scenario"]).text
+    except Exception as e:  # the scenario validated before the sweep; keep the error anyway
+        text = f"# the scenario could not be written as TOML: {e}\n"
+    (d / f"{rid}.toml").write_text(text)
+    info = {"run_id": rid, "experiment": spec["experiment"], "params": spec["params"], "repetition": spec["repetition"], "seed": spec["seed"], "error": error}
+    (d / f"{rid}.json").write_text(json.dumps(info, indent=2, default=str))
+
+
+def _failure_text(e: BaseException) -> str:
+    from concurrent.futures.process import BrokenProcessPool
+
+    if isinstance(e, BrokenProcessPool):
+        return "the worker process running it died (killed, out of memory or aborted)"
+    if type(e).__name__ == "KilledWorker":
+        return f"the Dask workers running it died: {' '.join(str(e).split())}"
+    return f"{type(e).__name__}: {' '.join(str(e).split())}"
 
 
 def _spec_to_dict(spec: RunSpec) -> dict:
@@ -207,17 +237,24 @@ def run_study(
         for s in todo
     ]
     bar = _Progress(len(specs), len(specs) - len(todo), study.name, enabled=progress)
+    failed: list[str] = []
+
+    def fail(spec: dict, e: BaseException) -> None:
+        _record_failure(out, spec, _failure_text(e))
+        failed.append(spec["run_id"])
+        bar.advance(spec)
+
     try:
         if scheduler is not None:
-            _run_dask(scheduler, args, out, bar, on_done)
+            _run_dask(scheduler, args, out, bar, on_done, fail)
         else:
-            _run_local(jobs, args, out, bar, on_done)
+            _run_local(jobs, args, out, bar, on_done, fail)
     finally:
         bar.close()
     if compact_after:
         compact(out)
     repaired = sorted({d.run_id for d in damaged})
-    return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo), time.perf_counter() - t0, repaired)
+    return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo) - len(failed), time.perf_counter() - t0, repaired, sorted(failed))
 
 
 def _validate_all(specs: list[RunSpec]) -> None:
@@ -240,36 +277,77 @@ def _validate_all(specs: list[RunSpec]) -> None:
             raise StudyError(f"experiment {s.experiment} ({where}): {e}") from None
 
 
-def _run_local(jobs, args, out, bar, on_done) -> None:
+def _run_local(jobs, args, out, bar, on_done, fail) -> None:
+    """Runs `args` on `jobs` local processes. A run that raises is recorded with `fail`
+    and the sweep goes on. A worker that dies (SIGKILL, out of memory, abort) breaks the
+    whole pool and every pending run with it; those suspects are then re-run one at a
+    time in fresh single-worker pools, so only the run that kills its worker again is
+    recorded as failed, and the rest of the sweep continues on a new pool."""
+    from concurrent.futures.process import BrokenProcessPool
+
     if not args:
         return
     n = jobs or os.cpu_count() or 1
-    if n == 1:
+
+    def finish(a, fut) -> bool:
+        """Stores or records one finished future; False if its pool broke."""
+        try:
+            tables = fut.result()
+        except BrokenProcessPool:
+            return False
+        except Exception as e:
+            fail(a[0], e)
+            return True
+        _store(out, tables)
+        bar.advance(a[0])
+        if on_done:
+            on_done(a[0])
+        return True
+
+    if n == 1:  # in this process (a crash here ends the sweep; resuming skips finished runs)
         for a in args:
-            tables = execute_run(*a)
+            try:
+                tables = execute_run(*a)
+            except Exception as e:
+                fail(a[0], e)
+                continue
             _store(out, tables)
             bar.advance(a[0])
             if on_done:
                 on_done(a[0])
         return
-    with ProcessPoolExecutor(max_workers=n) as pool:
-        pending = {}
-        it = iter(args)
-        for a in _take(it, 2 * n):
-            pending[pool.submit(execute_run, *a)] = a
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                a = pending.pop(fut)
-                _store(out, fut.result())
-                bar.advance(a[0])
-                if on_done:
-                    on_done(a[0])
-                for nxt in _take(it, 1):
-                    pending[pool.submit(execute_run, *nxt)] = nxt
+    it = iter(args)
+    while True:
+        suspects = []
+        with ProcessPoolExecutor(max_workers=n) as pool:
+            pending = {}
+            try:
+                for a in _take(it, 2 * n):
+                    pending[pool.submit(execute_run, *a)] = a
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        a = pending.pop(fut)
+                        if not finish(a, fut):
+                            suspects.append(a)
+                    if suspects:
+                        break
+                    for nxt in _take(it, len(finished)):
+                        pending[pool.submit(execute_run, *nxt)] = nxt
+            except BrokenProcessPool:  # submit() on a pool that has just broken
+                pass
+            suspects += list(pending.values())
+        if not suspects:
+            return
+        for a in suspects:  # isolate the culprit(s)
+            with ProcessPoolExecutor(max_workers=1) as solo:
+                fut = solo.submit(execute_run, *a)
+                wait([fut])
+                if not finish(a, fut):
+                    fail(a[0], BrokenProcessPool("worker died"))
 
 
-def _run_dask(scheduler, args, out, bar, on_done) -> None:
+def _run_dask(scheduler, args, out, bar, on_done, fail) -> None:
     from dask.distributed import Client, as_completed
 
     own = False
@@ -285,7 +363,12 @@ def _run_dask(scheduler, args, out, bar, on_done) -> None:
         futs = {client.submit(execute_run, *a, pure=False): a for a in args}
         for fut in as_completed(futs):
             a = futs[fut]
-            _store(out, fut.result())
+            try:
+                tables = fut.result()
+            except Exception as e:  # a run that raised, or KilledWorker after Dask's retries
+                fail(a[0], e)
+                continue
+            _store(out, tables)
             bar.advance(a[0])
             if on_done:
                 on_done(a[0])

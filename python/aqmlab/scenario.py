@@ -58,6 +58,8 @@ class Scenario:
             return tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as e:
             raise ScenarioError("", f"malformed TOML: {e}") from None
+        except RecursionError:
+            raise ScenarioError("", "malformed TOML: tables/arrays nested too deeply") from None
 
     def validate(self) -> dict[str, Any]:
         """Validates without running; returns the resolved nodes, links and flows."""
@@ -105,25 +107,39 @@ def load_scenario(source: str | os.PathLike[str] | Mapping[str, Any] | Scenario)
     raise ScenarioError("", f"expected a scenario path, TOML text or dict, got {type(source).__name__}")
 
 
-def _clean(v: Any, where: str) -> Any:
+#: Deepest nesting of tables/arrays accepted in a scenario. The schema itself nests at
+#: most 5 levels (``dumbbell.up.qdisc``, ``run.packet_trace[0][1]``); the limit only stops
+#: runaway inputs before they exhaust the interpreter's stack.
+MAX_DEPTH = 32
+
+#: TOML integers are 64-bit signed (TOML 1.0, "Integer"): the range a scenario file can hold.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+def _clean(v: Any, where: str, depth: int = 0) -> Any:
     """Drops None values and turns tuples/paths into TOML-writable values."""
+    if depth > MAX_DEPTH and isinstance(v, (Mapping, list, tuple)):
+        raise ScenarioError(where, f"nested more than {MAX_DEPTH} tables/arrays deep (the scenario schema needs at most 5)")
     if isinstance(v, Mapping):
         out = {}
         for k, x in v.items():
             if not isinstance(k, str):
                 raise ScenarioError(where, f"key {k!r} is not a string")
             if x is not None:
-                out[k] = _clean(x, f"{where}.{k}" if where else k)
+                out[k] = _clean(x, f"{where}.{k}" if where else k, depth + 1)
         return out
     if isinstance(v, (list, tuple)):
-        return [_clean(x, f"{where}[{i}]") for i, x in enumerate(v) if x is not None]
+        return [_clean(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v) if x is not None]
     if isinstance(v, os.PathLike):
         return os.fspath(v)
+    if isinstance(v, int) and not isinstance(v, bool) and not INT_MIN <= v <= INT_MAX:
+        hint = ' (write a seed above 2^63-1 as a string, e.g. seed = "18446744073709551615")' if where.endswith("seed") else ""
+        raise ScenarioError(where, f"integer {v} does not fit in a TOML integer (allowed: {INT_MIN} to {INT_MAX}){hint}")
     if isinstance(v, (str, bool, int, float)):
         return v
     # numpy scalars and the like
     if hasattr(v, "item"):
-        return _clean(v.item(), where)
+        return _clean(v.item(), where, depth)
     raise ScenarioError(where, f"value {v!r} of type {type(v).__name__} cannot be written to TOML")
 
 
@@ -132,6 +148,8 @@ def to_toml(d: Mapping[str, Any]) -> str:
     clean = _clean(d, "")
     try:
         return tomli_w.dumps(clean)
+    except RecursionError:  # _clean bounds the depth; kept as a last line of defence
+        raise ScenarioError("", f"nested more than {MAX_DEPTH} tables/arrays deep") from None
     except (TypeError, ValueError) as e:
         raise ScenarioError("", f"cannot write the scenario dict as TOML: {e}") from None
 

@@ -364,6 +364,8 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise StudyError(f"{source}: {e}") from None
+    except RecursionError:
+        raise StudyError(f"{source}: malformed TOML: tables/arrays nested too deeply") from None
     allowed = {"study", "quick", "base", "experiment"}
     unknown = set(doc) - allowed
     if unknown:
@@ -474,4 +476,10 @@ def find_study(name_or_path: str) -> pathlib.Path:
 
 def load_study(name_or_path: str, quick: bool = False) -> Study:
     path = find_study(name_or_path)
-    return parse_study(path.read_text(), quick=quick, source=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise StudyError(f"{path}: not a TOML study file (not UTF-8 text: byte {e.start} cannot be decoded)") from None
+    except OSError as e:
+        raise StudyError(f"{path}: cannot read the study file: {e.strerror or e}") from None
+    return parse_study(text, quick=quick, source=str(path))
