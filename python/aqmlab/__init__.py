@@ -76,6 +76,7 @@ def run(
     seed: int | None = None,
     *,
     progress: Callable[[float], None] | None = None,
+    force: bool = False,
 ) -> Result:
     """Runs a scenario and returns its :class:`Result`.
 
@@ -84,18 +85,25 @@ def run(
     simulation releases the GIL; ``progress`` (if given) is called with the completed
     fraction (0.01 … 1.0) as the run advances, and Ctrl-C interrupts it.
 
+    A scenario whose estimated memory or events exceed its budget (half the physical
+    memory and 10^11 events unless ``run.max_memory`` / ``run.max_events`` say otherwise;
+    see ``docs/scenario.md``) is refused with a :class:`ScenarioError`; ``force=True``
+    lifts the budget.
+
     Raises :class:`ScenarioError` for bad input and :class:`SimulationError` if the
     simulator fails (a bug).
     """
     sc = load_scenario(scenario)
-    raw = _core.run(sc.text, _check_seed(seed), progress)
+    raw = _core.run(sc.text, _check_seed(seed), progress, bool(force))
     return Result(raw, sc)
 
 
-def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario) -> dict[str, Any]:
+def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, force: bool = False) -> dict[str, Any]:
     """Checks a scenario without running it; returns the resolved ``nodes``, ``links``
-    and ``flows`` (names, rates in bit/s, times in seconds). Raises :class:`ScenarioError`."""
-    return load_scenario(scenario).validate()
+    and ``flows`` (names, rates in bit/s, times in seconds) and the resource ``estimate``
+    (``events``, ``memory_bytes``). Raises :class:`ScenarioError`; ``force`` lifts the
+    resource budget."""
+    return load_scenario(scenario).validate(force=bool(force))
 
 
 def kinds(category: str) -> list[tuple[str, str]]:

@@ -69,12 +69,14 @@ class KindDoc(TypedDict, total=False):
     params: list[ParamDoc]
     profiles: list[tuple[str, str]]  # only for kind "tcp": TCP stack profiles
 
-def run(toml_text: str, seed: int | None = None, progress: Callable[[float], object] | None = None) -> RawResult:
-    """Parses, validates and runs a scenario (GIL released); results as columns."""
+def run(toml_text: str, seed: int | None = None, progress: Callable[[float], object] | None = None, force: bool = False) -> RawResult:
+    """Parses, validates and runs a scenario (GIL released); results as columns.
+    ``force`` lifts the resource budget."""
 
-def validate(toml_text: str) -> dict[str, Any]:
+def validate(toml_text: str, force: bool = False) -> dict[str, Any]:
     """Resolved summary: ``name``, ``duration``, ``warmup``, ``bin``, ``seed``, ``trace``,
-    ``nodes``, ``links``, ``flows``."""
+    ``estimate`` (``events``, ``memory_bytes``, ``bins``, ``memory_parts``), ``nodes``,
+    ``links``, ``flows``. ``force`` lifts the resource budget."""
 
 def list_qdiscs() -> list[tuple[str, str]]: ...
 def list_workloads() -> list[tuple[str, str]]: ...

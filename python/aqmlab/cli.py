@@ -154,7 +154,8 @@ def cli() -> None:
 @click.option("--all-queues", is_flag=True, help="Show idle links in the queue table too.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (useful with --out).")
 @click.option("--engine", type=click.Choice(["sim", "linux"]), default="sim", show_default=True, help="sim: the simulator; linux: a real Linux kernel in a qemu VM (docs/linux-engine.md; needs scripts/setup-vm.sh).")
-def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool, engine: str) -> None:
+@click.option("--force", is_flag=True, help="Run even if the estimated memory or events exceed the budget (run.max_memory, run.max_events).")
+def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool, engine: str, force: bool) -> None:
     """Run a scenario and print a summary of its flows and queues.
 
     \b
@@ -168,7 +169,7 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
 
     sc = aqmlab.load_scenario(Path(file))
     if out is not None:
-        aqmlab.validate(sc)  # a bad scenario is reported before a bad --out
+        aqmlab.validate(sc, force=force)  # a bad scenario is reported before a bad --out
         _check_out_dir(out)
     if engine == "linux":
         _run_linux(sc, seed, out, as_json, all_queues, quiet)
@@ -186,9 +187,9 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
 
     if bar is not None:
         with bar:
-            result = aqmlab.run(sc, seed=seed, progress=progress)
+            result = aqmlab.run(sc, seed=seed, progress=progress, force=force)
     else:
-        result = aqmlab.run(sc, seed=seed)
+        result = aqmlab.run(sc, seed=seed, force=force)
     if out is not None:
         try:
             result.write_parquet(out)
@@ -275,7 +276,8 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None) 
 @cli.command("validate", short_help="Check a scenario without running it.")
 @click.argument("file", metavar="FILE.toml")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved nodes, links and flows as JSON.")
-def validate_cmd(file: str, as_json: bool) -> None:
+@click.option("--force", is_flag=True, help="Accept a scenario whose estimated memory or events exceed the budget.")
+def validate_cmd(file: str, as_json: bool, force: bool) -> None:
     """Check a scenario without running it and show what it resolves to.
 
     \b
@@ -284,7 +286,7 @@ def validate_cmd(file: str, as_json: bool) -> None:
     """
     import aqmlab
 
-    plan = aqmlab.validate(Path(file))
+    plan = aqmlab.validate(Path(file), force=force)
     if as_json:
         sys.stdout.write(json.dumps(plan) + "\n")
         return
@@ -296,6 +298,8 @@ def validate_cmd(file: str, as_json: bool) -> None:
         f"ok: {name}: {len(plan['nodes'])} nodes, {len(plan['links'])} links, {len(plan['flows'])} flows; "
         f"{plan['duration']:g} s, warm-up {plan['warmup']:g} s, bins {plan['bin']:g} s, seed {plan['seed']}"
     )
+    est = plan["estimate"]
+    con.print(f"estimated: {est['events']:.3g} events, {est['memory_bytes'] / 1e6:.3g} MB of memory (see docs/scenario.md, \"Resources\")", markup=False)
     for w in plan.get("warnings", []):
         con.print(f"warning: {w}", markup=False)
     ft = Table(title="flows", title_justify="left", show_edge=False, pad_edge=False)

@@ -61,9 +61,10 @@ class Scenario:
         except RecursionError:
             raise ScenarioError("", "malformed TOML: tables/arrays nested too deeply") from None
 
-    def validate(self) -> dict[str, Any]:
-        """Validates without running; returns the resolved nodes, links and flows."""
-        return _core.validate(self.text)
+    def validate(self, force: bool = False) -> dict[str, Any]:
+        """Validates without running; returns the resolved nodes, links and flows and the
+        resource estimate. ``force`` lifts the resource budget (``run.max_memory``)."""
+        return _core.validate(self.text, force)
 
     @property
     def name(self) -> str | None:

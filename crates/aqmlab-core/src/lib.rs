@@ -14,7 +14,8 @@
 //!   ECN; NewReno and CUBIC) that workloads embed.
 //! - [`app`]: workloads (bulk TCP, CBR, probes, ...) behind the `Application` trait.
 //! - [`event`], [`sim`]: the deterministic event loop; [`scenario`]: the TOML schema,
-//!   validation into a `Plan`; [`result`]: columnar results.
+//!   validation into a `Plan`; [`resources`]: the resource model `validate` checks
+//!   (events, memory); [`result`]: columnar results.
 //!
 //! A run is a pure function of (scenario, seed): `sim::run_scenario(&scenario, seed)`.
 
@@ -26,12 +27,14 @@ pub mod net;
 pub mod packet;
 pub mod params;
 pub mod qdisc;
+pub mod resources;
 pub mod result;
 pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod tcp;
 pub mod time;
+pub mod tomlpath;
 pub mod units;
 
 pub use result::RunResult;

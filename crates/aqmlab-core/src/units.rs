@@ -43,6 +43,24 @@ fn split_number(s: &str) -> Result<(f64, String), String> {
     Ok((n, s[cut..].trim().to_string()))
 }
 
+/// 2^64 as f64: integers at or above it do not fit the simulator's u64 quantities.
+const U64_LIMIT: f64 = 18_446_744_073_709_551_616.0;
+
+/// `v` rounded to u64, or an error if it does not fit (instead of saturating silently).
+fn to_u64(v: f64, what: &str, shown: &str, max_shown: &str) -> Result<u64, String> {
+    let r = v.round();
+    if !(r < U64_LIMIT) {
+        return Err(format!("{what} {shown} is too large (the largest is {max_shown})"));
+    }
+    Ok(r as u64)
+}
+
+/// Nanoseconds of `secs` seconds, or an error above u64::MAX ns (about 584 years).
+fn to_nanos(secs: f64, shown: &str) -> Result<SimDuration, String> {
+    let ns = to_u64(secs * 1e9, "duration", shown, "18446744073s, about 584 years")?;
+    Ok(SimDuration::from_nanos(ns))
+}
+
 /// Parses a rate such as `"10Mbit"` into bits per second. Zero and negative rates are errors.
 ///
 /// Accepted units are `tc`'s bit spellings with `tc`'s meaning (tc(8), "RATES";
@@ -89,7 +107,7 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     if v < 1.0 {
         return Err(format!("rate '{s}' is below 1 bit/s"));
     }
-    Ok(v.round() as u64)
+    to_u64(v, "rate", &format!("'{s}'"), "18446744073709551615 bit/s, about 18 Ebit/s")
 }
 
 /// Parses a duration such as `"25ms"`. Negative durations are errors.
@@ -110,7 +128,7 @@ pub fn parse_duration(s: &str) -> Result<SimDuration, String> {
     if n < 0.0 {
         return Err(format!("duration '{s}' must not be negative"));
     }
-    Ok(SimDuration::from_secs_f64(n * mult))
+    to_nanos(n * mult, &format!("'{s}'"))
 }
 
 /// Parses a size such as `"250KB"` into bytes. Negative sizes are errors.
@@ -133,7 +151,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if n < 0.0 {
         return Err(format!("size '{s}' must not be negative"));
     }
-    Ok((n * mult).round() as u64)
+    to_u64(n * mult, "size", &format!("'{s}'"), "18446744073709551615 bytes")
 }
 
 macro_rules! quantity {
@@ -182,7 +200,7 @@ quantity!(
     parse_rate,
     "rate",
     |n| if n > 0.0 {
-        Ok(n.round() as u64)
+        to_u64(n, "rate", &n.to_string(), "18446744073709551615 bit/s")
     } else {
         Err(format!("rate {n} must be positive"))
     },
@@ -194,7 +212,7 @@ quantity!(
     parse_duration,
     "duration",
     |n| if n >= 0.0 {
-        Ok(SimDuration::from_secs_f64(n))
+        to_nanos(n, &n.to_string())
     } else {
         Err(format!("duration {n} must not be negative"))
     },
@@ -206,7 +224,7 @@ quantity!(
     parse_size,
     "size",
     |n| if n >= 0.0 {
-        Ok(n.round() as u64)
+        to_u64(n, "size", &n.to_string(), "18446744073709551615 bytes")
     } else {
         Err(format!("size {n} must not be negative"))
     },
@@ -333,5 +351,49 @@ mod tests {
         let t: T = toml::from_str("limit = \"250KB\"").unwrap();
         assert_eq!(t.limit, Limit::Bytes(250_000));
         assert!(toml::from_str::<T>("limit = -3").is_err());
+    }
+}
+
+/// `run.seed`: a TOML integer 0 … 2⁶³−1 or, for the full u64 range up to 2⁶⁴−1 that
+/// `--seed` accepts, a string of decimal digits (TOML integers are signed 64-bit).
+pub mod seed {
+    use serde::de::{self, Deserializer, Visitor};
+    use serde::Serializer;
+    use std::fmt;
+
+    const RANGE: &str = "an integer 0 to 9223372036854775807, or a string \"0\" to \"18446744073709551615\"";
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = u64;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a seed: {RANGE}")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
+                u64::try_from(n).map_err(|_| E::custom(format!("seed {n} is negative (allowed: {RANGE})")))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
+                Ok(n)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
+                let t = s.trim();
+                if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(E::custom(format!("seed '{s}' is not a whole number (allowed: {RANGE})")));
+                }
+                t.parse::<u64>()
+                    .map_err(|_| E::custom(format!("seed '{s}' is too large (allowed: {RANGE})")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+
+    /// Seeds above 2⁶³−1 are written as strings, the others as integers.
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        if *v <= i64::MAX as u64 {
+            s.serialize_i64(*v as i64)
+        } else {
+            s.serialize_str(&v.to_string())
+        }
     }
 }

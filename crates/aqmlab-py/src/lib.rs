@@ -21,6 +21,7 @@ use std::sync::Once;
 
 use aqmlab_core::metrics::LongTable;
 use aqmlab_core::qdisc::{DropReason, MarkReason, ParamDoc};
+use aqmlab_core::resources::Budget;
 use aqmlab_core::result::{
     Cell, ColType, Column, RunResult, FLOW_COLUMNS, QUEUE_COLUMNS, QUEUE_TAIL_COLUMNS,
 };
@@ -123,20 +124,25 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 // Functions
 
 /// Parses, validates and runs a scenario; returns the results as a dict of columns.
+/// `force` lifts the resource budget (`aqmlab_core::resources`).
 #[pyfunction]
-#[pyo3(signature = (toml_text, seed=None, progress=None))]
+#[pyo3(signature = (toml_text, seed=None, progress=None, force=false))]
 fn run(
     py: Python<'_>,
     toml_text: &str,
     seed: Option<u64>,
     progress: Option<PyObject>,
+    force: bool,
 ) -> PyResult<PyObject> {
     let text = toml_text.to_owned();
     let built = py.allow_threads(move || {
         guarded(move || -> Result<Simulator, ScenarioError> {
             let sc = Scenario::from_toml_str(&text)?;
             let seed = seed.unwrap_or(sc.run.seed);
-            Simulator::new(&sc, seed)
+            let budget = if force { Budget::UNLIMITED } else { sc.budget() };
+            let mut plan = sc.validate_with(&budget)?;
+            sc.spread_starts(&mut plan, seed);
+            Ok(Simulator::from_plan(plan, seed))
         })
     });
     let mut sim = match built {
@@ -163,14 +169,17 @@ fn run(
 
 /// Parses and validates a scenario without running it; returns the resolved topology
 /// and flows (names, rates in bit/s, times in seconds).
+/// `force` lifts the resource budget.
 #[pyfunction]
-fn validate(py: Python<'_>, toml_text: &str) -> PyResult<PyObject> {
+#[pyo3(signature = (toml_text, force=false))]
+fn validate(py: Python<'_>, toml_text: &str, force: bool) -> PyResult<PyObject> {
     let text = toml_text.to_owned();
     let r = py
         .allow_threads(move || {
             guarded(move || -> Result<(Scenario, Plan), ScenarioError> {
                 let sc = Scenario::from_toml_str(&text)?;
-                let plan = sc.validate()?;
+                let budget = if force { Budget::UNLIMITED } else { sc.budget() };
+                let plan = sc.validate_with(&budget)?;
                 Ok((sc, plan))
             })
         })
@@ -470,6 +479,16 @@ fn plan_to_dict(py: Python<'_>, sc: &Scenario, plan: &Plan) -> PyResult<PyObject
     d.set_item("bin", plan.bin.as_secs_f64())?;
     d.set_item("seed", sc.run.seed)?;
     d.set_item("trace", sc.run.trace)?;
+    let est = PyDict::new(py);
+    est.set_item("events", plan.estimate.events)?;
+    est.set_item("memory_bytes", plan.estimate.memory)?;
+    est.set_item("bins", plan.estimate.bins)?;
+    let parts = PyDict::new(py);
+    for (k, v) in &plan.estimate.parts {
+        parts.set_item(*k, *v)?;
+    }
+    est.set_item("memory_parts", parts)?;
+    d.set_item("estimate", est)?;
     let node = |i: u32| plan.nodes[i as usize].name.as_str();
 
     let nodes = PyList::empty(py);

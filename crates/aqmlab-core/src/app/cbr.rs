@@ -56,6 +56,23 @@ impl CbrConfig {
                 format!("{} is not allowed (29 to 65535 bytes)", self.size),
             ));
         }
+        // The gap between packets is size·8/rate rounded up to the 1 ns clock: below
+        // 100 ns the rounding would change the rate by more than 1 % (and "1e30Tbit"
+        // would send every packet in the same nanosecond's neighbourhood).
+        let gap_ns = self.size as f64 * 8e9 / self.rate.0 as f64;
+        if gap_ns < crate::resources::MIN_INTERVAL_NS {
+            let max = self.size as f64 * 8e9 / crate::resources::MIN_INTERVAL_NS;
+            return Err(ScenarioError::new(
+                format!("{field}.rate"),
+                format!(
+                    "{} gives {}-byte packets {gap_ns:.3e} ns apart, under the 100 ns that the simulator's 1 ns clock represents within 1 % (allowed: up to {} for size = {})",
+                    Rate::from_bps(self.rate.0),
+                    self.size,
+                    Rate::from_bps(max as u64),
+                    self.size
+                ),
+            ));
+        }
         Ok(())
     }
 }

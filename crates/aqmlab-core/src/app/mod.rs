@@ -328,3 +328,74 @@ impl TcpHost for FlowCtx<'_> {
         FlowCtx::sample(self, metric, value)
     }
 }
+
+/// What a workload offers the network, for the resource model (`crate::resources`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadProfile {
+    /// Packets per second the source sends on its own clock (CBR, probes, VoIP), or None
+    /// for TCP-based kinds, which send at most what their path carries.
+    pub fixed_pps: Option<f64>,
+    /// Packets back from `to` per forward packet (probe replies 1, TCP ACKs 1/2: Linux
+    /// acknowledges every second full-sized segment, `tcp_input.c: __tcp_ack_snd_check`).
+    pub reverse_per_pkt: f64,
+    /// Samples recorded per forward packet (probe RTT/OWDs, CBR/VoIP OWD, TCP traces).
+    pub samples_per_pkt: f64,
+    /// IP bytes of a forward packet (None: TCP, full-sized segments of the path's MTU)
+    /// and of a reverse one.
+    pub fwd_bytes: Option<f64>,
+    pub rev_bytes: f64,
+}
+
+impl AppConfig {
+    /// The load this workload puts on the network (an upper bound per packet).
+    pub fn load_profile(&self, env: &AppEnv) -> LoadProfile {
+        let tcp = |o: &crate::tcp::TcpOptions| {
+            // cwnd, ssthresh, srtt (rto only on timeouts): at most 3 per ACK
+            let trace = env.tcp.merged(o).trace.unwrap_or(false);
+            LoadProfile {
+                fixed_pps: None,
+                reverse_per_pkt: 0.5,
+                samples_per_pkt: if trace { 1.5 } else { 0.0 },
+                fwd_bytes: None,
+                rev_bytes: 52.0, // an ACK with the timestamp option
+            }
+        };
+        let per_sec = |d: crate::units::DurationSpec| 1e9 / d.0.as_nanos().max(1) as f64;
+        match self {
+            AppConfig::Bulk(c) => tcp(&c.tcp),
+            AppConfig::Rrul(c) | AppConfig::RrulBe(c) => tcp(&c.tcp),
+            AppConfig::Web(c) => tcp(&c.tcp),
+            AppConfig::Wrt(c) => tcp(&c.tcp),
+            AppConfig::WebUsers(c) => tcp(&c.tcp),
+            AppConfig::Has(c) => tcp(&c.tcp),
+            AppConfig::Voip(c) => LoadProfile {
+                fixed_pps: Some(per_sec(c.interval)),
+                reverse_per_pkt: 0.0,
+                samples_per_pkt: 1.0,
+                fwd_bytes: Some(c.size as f64),
+                rev_bytes: 0.0,
+            },
+            AppConfig::Cbr(c) => LoadProfile {
+                fixed_pps: Some(c.rate.0 as f64 / (8.0 * c.size.max(1) as f64)),
+                reverse_per_pkt: 0.0,
+                samples_per_pkt: if c.record_delay { 1.0 } else { 0.0 },
+                fwd_bytes: Some(c.size as f64),
+                rev_bytes: 0.0,
+            },
+            AppConfig::Ping(c) => LoadProfile {
+                fixed_pps: Some(per_sec(c.interval)),
+                reverse_per_pkt: 1.0,
+                samples_per_pkt: 3.0,
+                fwd_bytes: Some(c.size as f64),
+                rev_bytes: c.size as f64,
+            },
+            AppConfig::UdpRr(c) => LoadProfile {
+                fixed_pps: Some(per_sec(c.interval)),
+                reverse_per_pkt: 1.0,
+                samples_per_pkt: 3.0,
+                fwd_bytes: Some(c.size as f64),
+                rev_bytes: c.size as f64,
+            },
+        }
+    }
+}

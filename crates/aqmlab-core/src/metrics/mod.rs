@@ -148,7 +148,7 @@ impl Bins {
         let w = self.width.as_nanos().max(1);
         let i = (t / w) as usize;
         if i >= self.values.len() {
-            self.values.resize(i + 1, 0.0);
+            grow(&mut self.values, i + 1);
         }
         self.lo = (i as u64) * w;
         self.hi = self.lo.saturating_add(w);
@@ -171,9 +171,21 @@ impl Bins {
     pub fn pad_to(&mut self, end: SimTime) {
         let n = end.as_nanos().div_ceil(self.width.as_nanos().max(1)) as usize;
         if self.values.len() < n {
-            self.values.resize(n, 0.0);
+            grow(&mut self.values, n);
         }
     }
+}
+
+/// Resizes `v` to `n` zeros at the end, reserving fallibly: if the memory is not there
+/// (which the resource model in `crate::resources` should have prevented) this panics,
+/// which the Python binding reports as a `SimulationError`, instead of aborting the
+/// process as `Vec::resize` would.
+#[cold]
+fn grow(v: &mut Vec<f64>, n: usize) {
+    if v.try_reserve(n - v.len()).is_err() {
+        panic!("out of memory for {n} time-series bins (the resource model underestimated this scenario)");
+    }
+    v.resize(n, 0.0);
 }
 
 /// A long-format table of time-stamped values: one row per (entity, metric, t).

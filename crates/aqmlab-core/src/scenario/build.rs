@@ -257,7 +257,7 @@ impl Builder {
             }
         }
         let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| {
-            Rate::from_bps((up_rate.0.max(down_rate.0) * 10).max(1_000_000_000))
+            Rate::from_bps((up_rate.0.max(down_rate.0).saturating_mul(10)).max(1_000_000_000))
         });
         let access_q = d.access_qdisc.clone().unwrap_or_default();
         let ra = self.add_node("router_a", NodeKind::Router, f)?;

@@ -82,9 +82,18 @@ pub struct RunConfig {
     /// Width of time-series bins. Default 200 ms (Flent's sampling interval).
     #[serde(default = "d_bin")]
     pub bin: DurationSpec,
-    /// Seed used when none is given on the command line / API call. Default 1.
-    #[serde(default = "d_seed")]
+    /// Seed used when none is given on the command line / API call. Default 1. An
+    /// integer up to 2⁶³−1 (TOML integers are signed 64-bit), or a string of digits for
+    /// the whole range up to 2⁶⁴−1 (`seed = "18446744073709551615"`).
+    #[serde(default = "d_seed", with = "crate::units::seed")]
     pub seed: u64,
+    /// Memory the run may use (see `crate::resources`), e.g. "32GB". Default: half the
+    /// machine's physical memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory: Option<crate::units::SizeSpec>,
+    /// Events the run may process (see `crate::resources`). Default 1e11.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<f64>,
     /// Record qdisc state traces (CoDel count, PIE p, ...) on bottleneck links. Default false.
     #[serde(default)]
     pub trace: bool,
@@ -104,6 +113,8 @@ impl Default for RunConfig {
             warmup: d_zero(),
             bin: d_bin(),
             seed: d_seed(),
+            max_memory: None,
+            max_events: None,
             trace: false,
             packet_trace: Vec::new(),
         }
@@ -396,6 +407,8 @@ pub struct Plan {
     pub warnings: Vec<ScenarioWarning>,
     /// What applications are validated and built with (scenario-wide defaults).
     pub env: AppEnv,
+    /// The resource model's estimate of events and memory (`crate::resources`).
+    pub estimate: crate::resources::Estimate,
 }
 
 impl Scenario {
@@ -408,7 +421,16 @@ impl Scenario {
             let line = inner
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let path = if path == "." { String::new() } else { path };
+            let mut path = if path == "." { String::new() } else { path };
+            if path.is_empty() {
+                // a parse error (e.g. an integer above 2^63-1) has a position but no key
+                if let Some(k) = inner
+                    .span()
+                    .and_then(|sp| crate::tomlpath::key_at(text, sp.start))
+                {
+                    path = k;
+                }
+            }
             let (path, msg) =
                 split_field_prefixes(path, &inner.message().trim().replace('\n', " "));
             let msg = match line {

@@ -10,6 +10,12 @@ use std::collections::VecDeque;
 /// Hosts with a single outgoing link use it for everything (no table). A multi-peer link
 /// (DOCSIS downstream, WiFi access point) is one outgoing link with several far ends;
 /// for each such link the routes also give the destination → peer table.
+///
+/// Only nodes with several outgoing links (routers) and origins of multi-peer links keep
+/// a table, filled by one breadth-first search from that node: time and memory are
+/// O(routers × (nodes + links)), not O(nodes²) (a 100,000-pair dumbbell has 2 routers).
+/// Among equally short routes a router takes the one whose first link was listed
+/// first (the breadth-first search visits links in index order).
 #[derive(Clone, Debug)]
 pub struct Routes {
     n: usize,
@@ -17,52 +23,76 @@ pub struct Routes {
     default: Vec<Option<u32>>,
     /// Per node with several outgoing links: `n` entries, `u32::MAX` = unreachable.
     table: Vec<Option<Vec<u32>>>,
-    reach: Vec<Vec<bool>>,
     /// `(link, table)` for every multi-peer link: destination → index into its `peers`.
     peer_tables: Vec<(u32, Vec<u32>)>,
+    routers: usize,
 }
 
 impl Routes {
     pub fn compute(n: usize, links: &[(LinkParams, QdiscConfig)]) -> Routes {
         let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
-        let mut inc: Vec<Vec<(u32, NodeId)>> = vec![Vec::new(); n];
-        // nodes that originate a multi-peer link need the next *node* as well
-        let mut hop: Vec<Option<Vec<NodeId>>> = vec![None; n];
+        let mut multi_origin = vec![false; n];
         for (i, (p, _)) in links.iter().enumerate() {
             out[p.from as usize].push(i as u32);
-            let ends: &[NodeId] = if p.peers.is_empty() {
+            if !p.peers.is_empty() {
+                multi_origin[p.from as usize] = true;
+            }
+        }
+        let ends = |l: u32| -> &[NodeId] {
+            let p = &links[l as usize].0;
+            if p.peers.is_empty() {
                 std::slice::from_ref(&p.to)
             } else {
                 &p.peers
-            };
-            for &e in ends {
-                inc[e as usize].push((i as u32, p.from));
             }
-            if !p.peers.is_empty() && hop[p.from as usize].is_none() {
-                hop[p.from as usize] = Some(vec![NodeId::MAX; n]);
+        };
+        let mut default = vec![None; n];
+        let mut table = vec![None; n];
+        let mut hops: Vec<Option<Vec<NodeId>>> = vec![None; n];
+        let mut routers = 0;
+        let mut seen = vec![false; n];
+        let mut q = VecDeque::new();
+        for u in 0..n {
+            if out[u].len() == 1 {
+                default[u] = Some(out[u][0]);
             }
-        }
-        // next[src][dst] via reverse BFS from each destination.
-        let mut next = vec![vec![u32::MAX; n]; n];
-        let mut reach = vec![vec![false; n]; n];
-        for dst in 0..n {
-            let mut seen = vec![false; n];
-            seen[dst] = true;
-            reach[dst][dst] = true;
-            let mut q = VecDeque::from([dst]);
-            while let Some(v) = q.pop_front() {
-                for &(li, u) in &inc[v] {
-                    let u = u as usize;
-                    if !seen[u] {
-                        seen[u] = true;
-                        reach[u][dst] = true;
-                        next[u][dst] = li;
-                        if let Some(h) = hop[u].as_mut() {
-                            h[dst] = v as NodeId;
-                        }
-                        q.push_back(u);
+            if !(out[u].len() > 1 || multi_origin[u]) {
+                continue;
+            }
+            routers += 1;
+            // next[dst]: first link from u; hop[dst]: the node it leads to
+            let mut next = vec![u32::MAX; n];
+            let mut hop = vec![NodeId::MAX; n];
+            seen.iter_mut().for_each(|x| *x = false);
+            seen[u] = true;
+            for &l in &out[u] {
+                for &e in ends(l) {
+                    if !seen[e as usize] {
+                        seen[e as usize] = true;
+                        next[e as usize] = l;
+                        hop[e as usize] = e;
+                        q.push_back(e as usize);
                     }
                 }
+            }
+            while let Some(v) = q.pop_front() {
+                for &l in &out[v] {
+                    for &e in ends(l) {
+                        let e = e as usize;
+                        if !seen[e] {
+                            seen[e] = true;
+                            next[e] = next[v];
+                            hop[e] = hop[v];
+                            q.push_back(e);
+                        }
+                    }
+                }
+            }
+            if multi_origin[u] {
+                hops[u] = Some(hop);
+            }
+            if out[u].len() > 1 {
+                table[u] = Some(next);
             }
         }
         let mut peer_tables = Vec::new();
@@ -71,10 +101,14 @@ impl Routes {
                 continue;
             }
             let u = p.from as usize;
-            let h = hop[u].as_ref().expect("hop table of a multi-peer origin");
+            let h = hops[u].as_ref().expect("hop table of a multi-peer origin");
+            let via_i = |dst: usize| match &table[u] {
+                Some(t) => t[dst] == i as u32,
+                None => h[dst] != NodeId::MAX,
+            };
             let t: Vec<u32> = (0..n)
                 .map(|dst| {
-                    if next[u][dst] == i as u32 {
+                    if via_i(dst) {
                         p.peers
                             .iter()
                             .position(|&x| x == h[dst])
@@ -87,22 +121,21 @@ impl Routes {
                 .collect();
             peer_tables.push((i as u32, t));
         }
-        let mut default = vec![None; n];
-        let mut table = vec![None; n];
-        for v in 0..n {
-            if out[v].len() == 1 {
-                default[v] = Some(out[v][0]);
-            } else {
-                table[v] = Some(std::mem::take(&mut next[v]));
-            }
-        }
         Routes {
             n,
             default,
             table,
-            reach,
             peer_tables,
+            routers,
         }
+    }
+    /// Nodes with a routing table (for the resource model).
+    pub fn routers(&self) -> usize {
+        self.routers
+    }
+    /// The links from `a` to `b` (empty if unreachable or `a == b`).
+    pub fn path(&self, a: NodeId, b: NodeId, links: &[(LinkParams, QdiscConfig)]) -> Vec<u32> {
+        crate::resources::walk(a, b, self.n, |at, dst| self.next(at, dst), |l, dst| self.far_end(l, dst, links))
     }
     /// The destination → peer tables of the multi-peer links.
     pub fn peer_tables(&self) -> &[(u32, Vec<u32>)] {
@@ -141,8 +174,19 @@ impl Routes {
         }
         d
     }
-    pub fn reachable(&self, a: NodeId, b: NodeId) -> bool {
-        self.reach[a as usize][b as usize]
+    /// Whether packets from `a` reach `b` (following the routes, at most `nodes` hops).
+    pub fn reachable(&self, a: NodeId, b: NodeId, links: &[(LinkParams, QdiscConfig)]) -> bool {
+        let mut at = a;
+        for _ in 0..=self.n {
+            if at == b {
+                return true;
+            }
+            match self.next(at, b) {
+                Some(l) => at = self.far_end(l, b, links),
+                None => return false,
+            }
+        }
+        false
     }
     /// The outgoing link at `at` towards `dst`.
     #[inline]
@@ -161,8 +205,6 @@ impl Routes {
     pub fn nodes(&self) -> usize {
         self.n
     }
-    /// Drops the reachability matrix (only needed for validation) to save memory.
-    pub fn shrink(&mut self) {
-        self.reach = Vec::new();
-    }
+    /// Kept for callers: the routes hold no validation-only data any more.
+    pub fn shrink(&mut self) {}
 }

@@ -12,9 +12,37 @@ use crate::time::{SimDuration, SimTime};
 use std::collections::HashMap;
 
 impl Scenario {
-    /// Checks everything that can be checked before running and resolves names.
+    /// The resource budget: the machine default ([`Budget::machine_default`]) with
+    /// `run.max_memory` / `run.max_events` where given.
+    ///
+    /// [`Budget::machine_default`]: crate::resources::Budget::machine_default
+    pub fn budget(&self) -> crate::resources::Budget {
+        let mut b = crate::resources::Budget::machine_default();
+        if let Some(m) = self.run.max_memory {
+            b.max_memory = m.0 as f64;
+        }
+        if let Some(e) = self.run.max_events {
+            b.max_events = e;
+        }
+        b
+    }
+
+    /// Checks everything that can be checked before running and resolves names; the
+    /// run must fit [`Scenario::budget`].
     pub fn validate(&self) -> Result<Plan, ScenarioError> {
+        self.validate_with(&self.budget())
+    }
+
+    /// [`Scenario::validate`] with an explicit resource budget
+    /// ([`Budget::UNLIMITED`](crate::resources::Budget::UNLIMITED) for `--force`).
+    pub fn validate_with(&self, budget: &crate::resources::Budget) -> Result<Plan, ScenarioError> {
+        use crate::resources;
         let run = &self.run;
+        if let Some(e) = run.max_events {
+            if !(e > 0.0) {
+                return Err(ScenarioError::new("run.max_events", format!("{e} must be a positive number of events")));
+            }
+        }
         if run.duration.0.is_zero() {
             return Err(ScenarioError::new("run.duration", "must be positive"));
         }
@@ -29,6 +57,18 @@ impl Scenario {
                     run.warmup.0, run.duration.0
                 ),
             ));
+        }
+        // The size of the topology before building it: never allocate a huge network
+        // only to refuse it afterwards.
+        if let Some(d) = &self.dumbbell {
+            resources::check_topology(
+                "dumbbell.pairs",
+                2 * d.pairs as u64 + 2,
+                4 * d.pairs as u64 + 2,
+                run.duration.0,
+                run.bin.0,
+                budget,
+            )?;
         }
         let mut b = Builder::new(run.trace);
         if let Some(d) = &self.dumbbell {
@@ -60,6 +100,21 @@ impl Scenario {
         let env = AppEnv {
             tcp: self.tcp.clone(),
         };
+        // Flow counts first: never allocate millions of flows only to refuse them.
+        let groups: Vec<(u64, u64, f64)> = self
+            .flows
+            .iter()
+            .map(|f| {
+                let per = f.app.expand().map(|v| v.len() as u64).unwrap_or(1);
+                let bytes = if f.app.load_profile(&env).fixed_pps.is_none() {
+                    resources::TCP_FLOW_BYTES
+                } else {
+                    resources::UDP_FLOW_BYTES
+                };
+                (f.count as u64, per, bytes)
+            })
+            .collect();
+        resources::check_flow_counts(&groups, budget)?;
         let end = SimTime::ZERO + run.duration.0;
         let mut flows = Vec::new();
         for (gi, f) in self.flows.iter().enumerate() {
@@ -95,13 +150,13 @@ impl Scenario {
                         format!("'{to}' is the same host as `from`"),
                     ));
                 }
-                if !routes.reachable(src, dst) {
+                if !routes.reachable(src, dst, &b.links) {
                     return Err(ScenarioError::new(
                         format!("{field}.to"),
                         format!("no route from '{from}' to '{to}'"),
                     ));
                 }
-                if f.app.needs_reverse_path() && !routes.reachable(dst, src) {
+                if f.app.needs_reverse_path() && !routes.reachable(dst, src, &b.links) {
                     return Err(ScenarioError::new(
                         format!("{field}.from"),
                         format!("no route back from '{to}' to '{from}' (this kind needs replies)"),
@@ -164,7 +219,7 @@ impl Scenario {
             }
             packet_trace.push((SimTime::ZERO + a.0, SimTime::ZERO + b.0));
         }
-        Ok(Plan {
+        let mut plan = Plan {
             duration: run.duration.0,
             warmup: run.warmup.0,
             bin: run.bin.0,
@@ -175,7 +230,30 @@ impl Scenario {
             flows,
             warnings: b.warnings,
             env,
-        })
+            estimate: resources::Estimate::default(),
+        };
+        let loads: Vec<resources::FlowLoad> = plan
+            .flows
+            .iter()
+            .map(|f| {
+                let profile = f.app.load_profile(&plan.env);
+                resources::FlowLoad {
+                    group: f.group,
+                    active_secs: f.stop.saturating_since(f.start).as_secs_f64(),
+                    tcp: profile.fixed_pps.is_none(),
+                    profile,
+                    fwd: routes.path(f.src, f.dst, &plan.links),
+                    rev: if profile.reverse_per_pkt > 0.0 {
+                        routes.path(f.dst, f.src, &plan.links)
+                    } else {
+                        Vec::new()
+                    },
+                }
+            })
+            .collect();
+        plan.estimate = resources::estimate(&plan, &loads, routes.routers(), run.trace);
+        resources::check(&plan, &plan.estimate, budget)?;
+        Ok(plan)
     }
 
     /// Draws the random start times of flows with `start_spread` (from the run seed).

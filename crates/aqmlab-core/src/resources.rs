@@ -1,0 +1,470 @@
+//! The resource model: what a validated scenario will cost before it runs.
+//!
+//! `Scenario::validate` estimates, from the plan alone and in time linear in its size
+//! (flows × path length + links + nodes):
+//!
+//! - **events**: every packet a source sends costs about one event per hop it travels
+//!   plus one at the source (the benchmarks in `benchmarks/README.md` measure 3.5–4.5
+//!   events per bottleneck packet on a 3-hop dumbbell with ACKs). A source with its own
+//!   clock (CBR, ping, udp_rr, voip) sends `1/interval` packets per second; a TCP-based
+//!   workload at most what the narrowest link of its path carries at full-sized packets,
+//!   plus an ACK per second segment on the way back. A link carries at most its rate:
+//!   flows that together offer it more bytes get their share of it.
+//! - **memory** (peak of the run plus its results, as the Python layer holds them):
+//!   fixed per flow, link and node; the routing tables (per router, one entry per node);
+//!   the time-series bins (`ceil(duration / bin)` per flow and 4 series per link); the
+//!   samples (probe RTTs, one-way delays, TCP traces, qdisc traces, packet traces); and
+//!   the packets that can wait in queues (each link's qdisc `limit`, or what arrives).
+//!   The per-item costs were measured with `benchmarks/resources.py` (maximum RSS of
+//!   `aqmlab.run` while growing one dimension) and rounded up.
+//!
+//! A scenario whose estimate is over its [`Budget`] is refused with a [`ScenarioError`]
+//! naming the field that dominates the estimate (e.g. `run.bin`, `run.duration`,
+//! `flow[0].count`) and the estimate itself. The default budget is half the machine's
+//! physical memory and 10¹¹ events (about 6 hours at the benchmarks' 5 M events/s);
+//! `run.max_memory` / `run.max_events` raise it per scenario and `--force` (Python:
+//! `force=True`) lifts it.
+//!
+//! Simulated time must also advance: a CBR packet interval `size·8/rate` under
+//! [`MIN_INTERVAL_NS`] would be rounded by the 1 ns clock by more than 1 % (and at
+//! "1e30Tbit" every packet would leave at the same nanosecond), so it is refused.
+
+use crate::packet::NodeId;
+use crate::scenario::{Plan, ScenarioError};
+
+/// Bytes of one flow instance that runs TCP (two connection ends with their scoreboards,
+/// the application, statistics, the results row). Measured: 6.7 KB.
+pub const TCP_FLOW_BYTES: f64 = 8192.0;
+/// Bytes of one flow instance without TCP (probes, CBR, VoIP). Measured: 1.7 KB.
+pub const UDP_FLOW_BYTES: f64 = 2048.0;
+/// Bytes of one link (qdisc state, statistics and histograms, results row). Measured.
+pub const LINK_BYTES: f64 = 16384.0;
+/// Bytes of one node (name, map entries, results). Measured.
+pub const NODE_BYTES: f64 = 1024.0;
+/// Bytes per routing-table entry (a `u32` link index per router and destination).
+pub const ROUTE_ENTRY_BYTES: f64 = 4.0;
+/// Bytes per time-series row: the bin in the simulator, the results' long table and its
+/// Python DataFrame. Measured: 69 B (10⁶ bins × 25 series → 1.65 GB).
+pub const SERIES_ROW_BYTES: f64 = 72.0;
+/// Time series kept per link: tx_bps, drops, backlog_max, sojourn_mean.
+pub const LINK_SERIES: f64 = 4.0;
+/// Bytes per sample (the simulator's record, the long table and its DataFrame).
+/// Measured: 76 B (600,000 ping samples → 43.5 MB).
+pub const SAMPLE_BYTES: f64 = 80.0;
+/// Bytes per packet waiting in a queue (the `Packet` plus queue overhead).
+pub const QUEUED_PACKET_BYTES: f64 = std::mem::size_of::<crate::packet::Packet>() as f64 + 32.0;
+/// Smallest CBR packet interval: the 1 ns clock then changes the rate by at most 1 %.
+pub const MIN_INTERVAL_NS: f64 = 100.0;
+/// Events the packets do not account for (timers: delayed ACKs, RTOs, pacing, probe
+/// clocks), as a factor: the 16-flow TCP dumbbell processes 7 events per bottleneck
+/// packet where the packets alone account for 4.8.
+pub const EVENT_MARGIN: f64 = 1.5;
+/// Default events budget: ~6 h at 5 M events/s (`benchmarks/README.md`).
+pub const DEFAULT_MAX_EVENTS: f64 = 1e11;
+/// Memory assumed when the machine's physical memory cannot be read (non-Linux).
+const FALLBACK_PHYSICAL: f64 = 8.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// How much a run may use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    /// Bytes (peak of the run and its results).
+    pub max_memory: f64,
+    pub max_events: f64,
+}
+
+impl Budget {
+    /// No limit (`--force`).
+    pub const UNLIMITED: Budget = Budget {
+        max_memory: f64::INFINITY,
+        max_events: f64::INFINITY,
+    };
+    /// Half the physical memory (or the environment variable `AQMLAB_MAX_MEMORY`, a
+    /// size such as "4GB", for machines shared by several runs) and
+    /// [`DEFAULT_MAX_EVENTS`].
+    pub fn machine_default() -> Budget {
+        Budget {
+            max_memory: env_memory().unwrap_or_else(|| physical_memory() / 2.0),
+            max_events: DEFAULT_MAX_EVENTS,
+        }
+    }
+}
+
+fn env_memory() -> Option<f64> {
+    let v = std::env::var("AQMLAB_MAX_MEMORY").ok()?;
+    crate::units::parse_size(v.trim()).ok().filter(|&b| b > 0).map(|b| b as f64)
+}
+
+/// Physical memory in bytes (`MemTotal` of `/proc/meminfo`), or 8 GiB if unknown.
+pub fn physical_memory() -> f64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb * 1024.0)
+        .unwrap_or(FALLBACK_PHYSICAL)
+}
+
+/// What a scenario is estimated to cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Estimate {
+    pub events: f64,
+    /// Peak bytes, the sum of `parts`.
+    pub memory: f64,
+    /// Memory by part: flows, links, nodes, routes, series, samples, queues.
+    pub parts: Vec<(&'static str, f64)>,
+    /// Time-series bins per series.
+    pub bins: f64,
+    /// The `[[flow]]` table with the most events and its share, for error messages.
+    pub(crate) top_flow_events: Option<(u32, f64)>,
+    pub(crate) top_flow_memory: Option<(u32, f64)>,
+}
+
+impl Estimate {
+    pub fn part(&self, name: &str) -> f64 {
+        self.parts
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .unwrap_or(0.0)
+    }
+}
+
+/// Human-readable bytes: "1.5 GB".
+pub fn fmt_bytes(b: f64) -> String {
+    let units = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)];
+    for (u, s) in units {
+        if b >= s {
+            return format!("{:.3} {u}", b / s).replace(".000 ", " ");
+        }
+    }
+    format!("{b:.0} B")
+}
+
+/// Human-readable count: "1.2e10".
+pub fn fmt_count(n: f64) -> String {
+    if n < 1e6 {
+        format!("{n:.0}")
+    } else {
+        format!("{n:.2e}")
+    }
+}
+
+/// Flow instances a scenario would create before it expands them: checked first, so that
+/// `validate` never allocates millions of flows only to refuse them afterwards.
+/// `groups` gives, per `[[flow]]` table, `(count, flows per instance, bytes per flow)`.
+pub fn check_flow_counts(groups: &[(u64, u64, f64)], budget: &Budget) -> Result<(), ScenarioError> {
+    let total: f64 = groups
+        .iter()
+        .map(|&(c, k, b)| c as f64 * k as f64 * b)
+        .sum();
+    if total > budget.max_memory {
+        let (gi, &(c, k, b)) = groups
+            .iter()
+            .enumerate()
+            .max_by(|a, b| (a.1 .0 as f64 * a.1 .1 as f64 * a.1 .2).total_cmp(&(b.1 .0 as f64 * b.1 .1 as f64 * b.1 .2)))
+            .expect("total > 0 means a group");
+        return Err(ScenarioError::new(
+            format!("flow[{gi}].count"),
+            format!(
+                "{c} instances × {k} flow(s) each need an estimated {} for the flows alone, over the memory budget of {} ({}); lower count, or raise run.max_memory (or --force)",
+                fmt_bytes(c as f64 * k as f64 * b),
+                fmt_bytes(budget.max_memory),
+                budget_source(budget)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The memory of a topology of `nodes` nodes and `links` links with its time series
+/// (4 per link, `duration / bin` bins), before it is built. `field` names the setting
+/// that sizes it (`dumbbell.pairs`).
+pub fn check_topology(
+    field: &str,
+    nodes: u64,
+    links: u64,
+    duration: crate::time::SimDuration,
+    bin: crate::time::SimDuration,
+    budget: &Budget,
+) -> Result<(), ScenarioError> {
+    let bins = (duration.as_nanos() as f64 / bin.as_nanos().max(1) as f64).ceil();
+    let bytes = nodes as f64 * NODE_BYTES
+        + links as f64 * (LINK_BYTES + LINK_SERIES * bins * SERIES_ROW_BYTES);
+    if bytes > budget.max_memory {
+        // the series dominate: the run's length or bins are the problem, not the size
+        let field = if LINK_SERIES * bins * SERIES_ROW_BYTES > LINK_BYTES + NODE_BYTES {
+            if bin < crate::time::SimDuration::from_millis(200) {
+                "run.bin"
+            } else {
+                "run.duration"
+            }
+        } else {
+            field
+        };
+        return Err(ScenarioError::new(
+            field,
+            format!(
+                "{nodes} nodes and {links} links with {} time-series bins each need an estimated {}, over the memory budget of {} ({}); use fewer, a shorter run or a wider run.bin, or raise run.max_memory (or --force)",
+                fmt_count(bins),
+                fmt_bytes(bytes),
+                fmt_bytes(budget.max_memory),
+                budget_source(budget)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn budget_source(b: &Budget) -> String {
+    if b.max_memory != Budget::machine_default().max_memory {
+        "run.max_memory".to_string()
+    } else if env_memory().is_some() {
+        "AQMLAB_MAX_MEMORY".to_string()
+    } else {
+        format!("half of this machine's {} of memory", fmt_bytes(physical_memory()))
+    }
+}
+
+/// The per-flow inputs of the model.
+pub struct FlowLoad {
+    pub group: u32,
+    pub active_secs: f64,
+    pub tcp: bool,
+    pub profile: crate::app::LoadProfile,
+    /// Links from `src` to `dst` and back.
+    pub fwd: Vec<u32>,
+    pub rev: Vec<u32>,
+}
+
+/// Estimates events and memory. `routers` is the number of nodes with a routing table.
+///
+/// Two passes: the first adds up the bytes every flow would offer each link of its path
+/// at its nominal rate (a TCP flow: the narrowest link of its path, in MTU-sized
+/// packets); a link carries at most `rate × duration`, so each link gets a fraction
+/// `min(1, capacity / offered)`. The second pass scales each flow by the smallest
+/// fraction on its path (flows sharing a bottleneck share it) and counts one event per
+/// packet per link crossed, plus the source's own send (for a fixed-rate source, every
+/// packet it sends, even those dropped at the first queue). The total is multiplied by
+/// [`EVENT_MARGIN`] for timers (delayed ACKs, RTOs, pacing) the packets do not count.
+pub fn estimate(plan: &Plan, flows: &[FlowLoad], routers: usize, qdisc_trace: bool) -> Estimate {
+    let dur = plan.duration.as_secs_f64();
+    let bins = (plan.duration.as_nanos() as f64 / plan.bin.as_nanos().max(1) as f64).ceil();
+    let nl = plan.links.len();
+    let cap_bytes: Vec<f64> = plan
+        .links
+        .iter()
+        .map(|(p, _)| p.rate.bps() as f64 / 8.0 * dur)
+        .collect();
+    struct F {
+        pps: f64,
+        narrowest: f64,
+    }
+    let mut offered = vec![0.0f64; nl];
+    let mut fs = Vec::with_capacity(flows.len());
+    for f in flows {
+        let mtu = f
+            .fwd
+            .iter()
+            .map(|&l| plan.links[l as usize].0.mtu.max(1) as f64)
+            .fold(f64::INFINITY, f64::min);
+        let fwd_b = f.profile.fwd_bytes.unwrap_or(if mtu.is_finite() { mtu } else { 1500.0 }).max(1.0);
+        let narrowest = f
+            .fwd
+            .iter()
+            .map(|&l| plan.links[l as usize].0.rate.bps() as f64 / (8.0 * fwd_b))
+            .fold(f64::INFINITY, f64::min);
+        let narrowest = if narrowest.is_finite() { narrowest } else { 0.0 };
+        let pps = f.profile.fixed_pps.unwrap_or(narrowest);
+        for &l in &f.fwd {
+            offered[l as usize] += pps * f.active_secs * fwd_b;
+        }
+        for &l in &f.rev {
+            offered[l as usize] += pps * f.active_secs * f.profile.reverse_per_pkt * f.profile.rev_bytes;
+        }
+        fs.push(F { pps, narrowest });
+    }
+    let frac: Vec<f64> = (0..nl)
+        .map(|l| if offered[l] > cap_bytes[l] { cap_bytes[l] / offered[l] } else { 1.0 })
+        .collect();
+    let mut carried = vec![0.0f64; nl]; // packets
+    let mut events = 0.0;
+    let mut samples = 0.0;
+    let mut flow_mem = 0.0;
+    let mut per_group_events: Vec<f64> = Vec::new();
+    let mut per_group_mem: Vec<f64> = Vec::new();
+    for (f, x) in flows.iter().zip(&fs) {
+        let share = f.fwd.iter().map(|&l| frac[l as usize]).fold(1.0f64, f64::min);
+        let eff = x.pps * share; // packets per second that get through
+        let sent = if f.profile.fixed_pps.is_some() { x.pps } else { eff } * f.active_secs;
+        let through = eff * f.active_secs;
+        let back = through * f.profile.reverse_per_pkt;
+        for &l in &f.fwd {
+            carried[l as usize] += through;
+        }
+        for &l in &f.rev {
+            carried[l as usize] += back;
+        }
+        let ev = sent + through * f.fwd.len() as f64 + back * (1 + f.rev.len()) as f64;
+        events += ev;
+        samples += eff.min(x.narrowest.max(1.0 / dur)) * f.active_secs * f.profile.samples_per_pkt;
+        let g = f.group as usize;
+        if per_group_events.len() <= g {
+            per_group_events.resize(g + 1, 0.0);
+            per_group_mem.resize(g + 1, 0.0);
+        }
+        per_group_events[g] += ev;
+        let fixed = if f.tcp { TCP_FLOW_BYTES } else { UDP_FLOW_BYTES };
+        per_group_mem[g] += fixed + bins * SERIES_ROW_BYTES;
+        flow_mem += fixed;
+    }
+    let events = events * EVENT_MARGIN;
+    let mut queued = 0.0;
+    let mut traced = 0.0;
+    let windows: f64 = plan
+        .packet_trace
+        .iter()
+        .map(|(a, b)| (b.as_nanos().saturating_sub(a.as_nanos())) as f64 * 1e-9)
+        .sum();
+    for (l, (p, q)) in plan.links.iter().enumerate() {
+        let arrivals = if frac[l] < 1.0 { carried[l] / frac[l] } else { carried[l] };
+        let limit = qdisc_limit(q).unwrap_or(f64::INFINITY);
+        queued += limit.min(arrivals);
+        if p.trace {
+            let rate = if dur > 0.0 { arrivals / dur } else { 0.0 };
+            traced += rate * windows.min(dur);
+            if qdisc_trace {
+                traced += 2.0 * arrivals;
+            }
+        }
+    }
+    let route_entries = routers as f64 * plan.nodes.len() as f64;
+    let parts = vec![
+        ("flows", flow_mem),
+        ("links", nl as f64 * LINK_BYTES),
+        ("nodes", plan.nodes.len() as f64 * NODE_BYTES),
+        ("routes", route_entries * ROUTE_ENTRY_BYTES),
+        (
+            "series",
+            bins * (flows.len() as f64 + LINK_SERIES * nl as f64) * SERIES_ROW_BYTES,
+        ),
+        ("samples", (samples + traced) * SAMPLE_BYTES),
+        ("queues", queued * QUEUED_PACKET_BYTES),
+    ];
+    let memory = parts.iter().map(|(_, v)| v).sum();
+    let top = |v: &[f64]| {
+        v.iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(g, &e)| (g as u32, e * EVENT_MARGIN))
+    };
+    Estimate {
+        events,
+        memory,
+        parts,
+        bins,
+        top_flow_events: top(&per_group_events),
+        top_flow_memory: top(&per_group_mem),
+    }
+}
+
+/// A qdisc's packet limit, if it has one (`limit` in its table, as every tail-dropping
+/// qdisc of the kernel does).
+fn qdisc_limit(q: &crate::qdisc::QdiscConfig) -> Option<f64> {
+    match toml::Value::try_from(q).ok()? {
+        toml::Value::Table(t) => t.get("limit").and_then(|v| match v {
+            toml::Value::Integer(i) => Some(*i as f64),
+            toml::Value::Float(f) => Some(*f),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// Checks an estimate against a budget; the error names the field that dominates.
+pub fn check(plan: &Plan, est: &Estimate, budget: &Budget) -> Result<(), ScenarioError> {
+    if est.memory > budget.max_memory {
+        let (part, bytes) = est
+            .parts
+            .iter()
+            .copied()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or(("flows", 0.0));
+        let field = match part {
+            "series" => {
+                if plan.bin < crate::time::SimDuration::from_millis(200) {
+                    "run.bin".to_string()
+                } else {
+                    "run.duration".to_string()
+                }
+            }
+            "flows" | "samples" => match est.top_flow_memory {
+                Some((g, _)) if part == "flows" => format!("flow[{g}].count"),
+                Some((g, _)) => format!("flow[{g}]"),
+                None => "run.duration".to_string(),
+            },
+            "queues" => "qdisc.limit".to_string(),
+            "links" | "nodes" | "routes" => "dumbbell.pairs".to_string(),
+            _ => String::new(),
+        };
+        let why = match part {
+            "series" => format!(
+                "{} time-series bins (run.duration / run.bin) × {} series",
+                fmt_count(est.bins),
+                plan.flows.len() + 4 * plan.links.len()
+            ),
+            "queues" => "packets that can wait in the queues (qdisc limits)".to_string(),
+            p => p.to_string(),
+        };
+        return Err(ScenarioError::new(
+            field,
+            format!(
+                "the run needs an estimated {} of memory ({} of it for {why}), over the budget of {} ({}); shorten the run, widen run.bin, use fewer flows, or raise run.max_memory (or --force)",
+                fmt_bytes(est.memory),
+                fmt_bytes(bytes),
+                fmt_bytes(budget.max_memory),
+                budget_source(budget),
+            ),
+        ));
+    }
+    if est.events > budget.max_events {
+        let field = match est.top_flow_events {
+            Some((g, e)) if e >= 0.5 * est.events => format!("flow[{g}]"),
+            _ => "run.duration".to_string(),
+        };
+        return Err(ScenarioError::new(
+            field,
+            format!(
+                "the run needs an estimated {} events (about {:.0} hours at 5 M events/s), over the budget of {} events; shorten the run, lower the rates, or raise run.max_events (or --force)",
+                fmt_count(est.events),
+                est.events / 5e6 / 3600.0,
+                fmt_count(budget.max_events)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The path of links from `a` to `b` given a next-hop function (`None` = unreachable)
+/// and the far end of a link towards `b`; at most `max_hops` links.
+pub fn walk(
+    a: NodeId,
+    b: NodeId,
+    max_hops: usize,
+    mut next: impl FnMut(NodeId, NodeId) -> Option<u32>,
+    mut far: impl FnMut(u32, NodeId) -> NodeId,
+) -> Vec<u32> {
+    let mut at = a;
+    let mut out = Vec::new();
+    while at != b && out.len() <= max_hops {
+        let Some(l) = next(at, b) else {
+            return Vec::new();
+        };
+        out.push(l);
+        at = far(l, b);
+    }
+    out
+}

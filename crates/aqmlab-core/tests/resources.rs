@@ -1,0 +1,258 @@
+//! The resource model and the robustness of parsing + validation:
+//! - the inputs that used to abort or hang are refused, naming the field and the estimate;
+//! - validation is linear in the number of hosts (no all-pairs routing tables);
+//! - the routes are shortest-hop routes (checked against a breadth-first search);
+//! - a bounded proptest: mutated scenario texts never panic in parse or validate, and
+//!   small accepted ones run (the long campaign is `benchmarks/fuzz_campaign.py`).
+
+use aqmlab_core::resources::Budget;
+use aqmlab_core::scenario::Routes;
+use aqmlab_core::{Scenario, ScenarioError, SimTime, Simulator};
+use proptest::prelude::*;
+use std::time::Instant;
+
+const BASE: &str = r#"
+[run]
+duration = "10s"
+
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+
+[[flow]]
+kind = "bulk"
+from = "client0"
+to = "server0"
+"#;
+
+/// A budget like a small machine's: 4 GB, 1e11 events.
+const BUDGET: Budget = Budget {
+    max_memory: 4e9,
+    max_events: 1e11,
+};
+
+fn validate(text: &str) -> Result<aqmlab_core::scenario::Plan, ScenarioError> {
+    Scenario::from_toml_str(text)?.validate_with(&BUDGET)
+}
+
+fn refused(text: &str) -> ScenarioError {
+    match validate(text) {
+        Ok(p) => panic!("accepted, estimate {:?}", p.estimate),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn one_ns_bins_are_refused_naming_run_bin() {
+    let e = refused(&BASE.replace("duration = \"10s\"", "duration = \"10s\"\nbin = \"1ns\""));
+    assert_eq!(e.field, "run.bin", "{e}");
+    assert!(e.message.contains("time-series bins") && e.message.contains("GB"), "{e}");
+}
+
+#[test]
+fn a_billion_seconds_is_refused_naming_run_duration() {
+    let e = refused(&BASE.replace("\"10s\"", "\"1e9s\""));
+    assert_eq!(e.field, "run.duration", "{e}");
+    assert!(e.message.contains("estimated"), "{e}");
+}
+
+#[test]
+fn a_million_rrul_instances_are_refused_before_expanding_them() {
+    let text = BASE.replace("kind = \"bulk\"", "kind = \"rrul\"\ncount = 1000000");
+    let t0 = Instant::now();
+    let e = refused(&text);
+    assert_eq!(e.field, "flow[0].count", "{e}");
+    assert!(e.message.contains("1000000 instances") && e.message.contains("10 flow(s)"), "{e}");
+    assert!(t0.elapsed().as_secs_f64() < 2.0, "refused only after {:?}", t0.elapsed());
+}
+
+#[test]
+fn cbr_faster_than_the_clock_is_refused_naming_the_rate() {
+    let cbr = BASE.replace("kind = \"bulk\"", "kind = \"cbr\"\nrate = \"1e30Tbit\"");
+    let e = refused(&cbr);
+    assert_eq!(e.field, "flow[0].rate", "{e}");
+    assert!(e.message.contains("too large"), "{e}");
+    let e = refused(&BASE.replace("kind = \"bulk\"", "kind = \"cbr\"\nrate = \"1e6Tbit\""));
+    assert_eq!(e.field, "flow[0].rate", "{e}");
+    assert!(e.message.contains("100 ns"), "{e}");
+    // 100 Gbit/s of 1500-byte packets is 120 ns apart: allowed
+    validate(&BASE.replace("kind = \"bulk\"", "kind = \"cbr\"\nrate = \"100Gbit\"")).unwrap();
+}
+
+#[test]
+fn too_many_events_are_refused_and_force_lifts_the_budget() {
+    // 100 Gbit/s of 1500-byte CBR packets for 20,000 s: 1.7e11 packets
+    let text = BASE
+        .replace("\"10s\"", "\"20000s\"")
+        .replace("kind = \"bulk\"", "kind = \"cbr\"\nrate = \"100Gbit\"");
+    let e = refused(&text);
+    assert_eq!(e.field, "flow[0]", "{e}");
+    assert!(e.message.contains("events"), "{e}");
+    let sc = Scenario::from_toml_str(&text).unwrap();
+    assert!(sc.validate_with(&Budget::UNLIMITED).is_ok());
+    // run.max_events raises it for this scenario
+    let raised = text.replace("duration = \"20000s\"", "duration = \"20000s\"\nmax_events = 1e14");
+    Scenario::from_toml_str(&raised).unwrap().validate().unwrap();
+}
+
+#[test]
+fn max_memory_raises_the_budget() {
+    let text = BASE.replace("duration = \"10s\"", "duration = \"10s\"\nbin = \"1us\"");
+    assert_eq!(refused(&text).field, "run.bin");
+    let raised = text.replace("bin = \"1us\"", "bin = \"1us\"\nmax_memory = \"1000GB\"");
+    let sc = Scenario::from_toml_str(&raised).unwrap();
+    sc.validate().unwrap();
+}
+
+#[test]
+fn the_estimate_tracks_what_a_run_does() {
+    // 16 TCP flows on 10 Mbit/s for 10 s: the simulator processes ~4 events per
+    // bottleneck packet (benchmarks/README.md); the estimate is an upper bound within 10x
+    let text = BASE.replace("kind = \"bulk\"", "kind = \"bulk\"\ncount = 16");
+    let plan = validate(&text).unwrap();
+    let mut sim = Simulator::new(&Scenario::from_toml_str(&text).unwrap(), 1).unwrap();
+    sim.run_until(sim.end);
+    let events = sim.results().events as f64;
+    let est = plan.estimate.events;
+    assert!(est >= events && est < 10.0 * events, "estimate {est} vs {events} events");
+}
+
+#[test]
+fn integers_beyond_i64_name_their_field() {
+    let e = Scenario::from_toml_str(&BASE.replace("duration = \"10s\"", "seed = 99999999999999999999")).unwrap_err();
+    assert_eq!(e.field, "run.seed", "{e}");
+    let e = Scenario::from_toml_str(&BASE.replace("delay = \"10ms\"", "qdisc = { kind = \"fifo\", limit = 99999999999999999999 }")).unwrap_err();
+    assert_eq!(e.field, "dumbbell.qdisc.limit", "{e}");
+}
+
+#[test]
+fn seed_reaches_u64_max_as_a_string() {
+    for (v, want) in [("\"18446744073709551615\"", u64::MAX), ("9223372036854775807", i64::MAX as u64), ("\"0\"", 0)] {
+        let sc = Scenario::from_toml_str(&BASE.replace("duration = \"10s\"", &format!("seed = {v}"))).unwrap();
+        assert_eq!(sc.run.seed, want);
+        // and it round-trips through the TOML writer
+        let back = Scenario::from_toml_str(&sc.to_toml_string()).unwrap();
+        assert_eq!(back.run.seed, want);
+    }
+    for bad in ["-1", "\"-1\"", "\"18446744073709551616\"", "\"1e3\"", "1.5"] {
+        let e = Scenario::from_toml_str(&BASE.replace("duration = \"10s\"", &format!("seed = {bad}"))).unwrap_err();
+        assert_eq!(e.field, "run.seed", "{bad}: {e}");
+    }
+}
+
+/// 100,000 pairs (the documented maximum) validates in linear time and memory: the old
+/// all-pairs tables needed 200,002² entries (~200 GB).
+#[test]
+fn validation_is_linear_in_the_number_of_hosts() {
+    let time = |pairs: u32| {
+        let text = BASE.replace("delay = \"10ms\"", &format!("delay = \"10ms\"\npairs = {pairs}"));
+        let t0 = Instant::now();
+        let plan = Scenario::from_toml_str(&text).unwrap().validate_with(&Budget::UNLIMITED).unwrap();
+        assert_eq!(plan.nodes.len(), 2 * pairs as usize + 2);
+        t0.elapsed().as_secs_f64()
+    };
+    let small = time(10_000);
+    let big = time(100_000);
+    assert!(big < 20.0 * small + 0.5, "10x the hosts took {big:.3} s vs {small:.3} s");
+}
+
+/// Reference: hop distances by breadth-first search over the links.
+fn bfs(n: usize, edges: &[(usize, usize)], from: usize) -> Vec<usize> {
+    let mut d = vec![usize::MAX; n];
+    d[from] = 0;
+    let mut q = std::collections::VecDeque::from([from]);
+    while let Some(v) = q.pop_front() {
+        for &(a, b) in edges {
+            if a == v && d[b] == usize::MAX {
+                d[b] = d[v] + 1;
+                q.push_back(b);
+            }
+        }
+    }
+    d
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// On random router graphs, every route is a shortest-hop path and a destination is
+    /// reachable exactly when the breadth-first search reaches it.
+    #[test]
+    fn routes_are_shortest_hop_paths(n in 2usize..9, raw in proptest::collection::vec((0usize..9, 0usize..9), 1..20)) {
+        let edges: Vec<(usize, usize)> = raw.into_iter().map(|(a, b)| (a % n, b % n)).filter(|(a, b)| a != b).collect();
+        let mut text = String::from("[run]\nduration = \"1s\"\n");
+        for i in 0..n {
+            text += &format!("[[node]]\nname = \"r{i}\"\nkind = \"router\"\n");
+        }
+        for (a, b) in &edges {
+            text += &format!("[[link]]\nfrom = \"r{a}\"\nto = \"r{b}\"\nrate = \"1Mbit\"\nduplex = false\n");
+        }
+        let sc = Scenario::from_toml_str(&text).unwrap();
+        let plan = sc.validate_with(&BUDGET).unwrap();
+        let routes = Routes::compute(plan.nodes.len(), &plan.links);
+        for a in 0..n {
+            let d = bfs(n, &edges, a);
+            for b in 0..n {
+                let reach = routes.reachable(a as u32, b as u32, &plan.links);
+                prop_assert_eq!(reach, d[b] != usize::MAX, "{} -> {}", a, b);
+                if reach {
+                    prop_assert_eq!(routes.path(a as u32, b as u32, &plan.links).len(), d[b]);
+                }
+            }
+        }
+    }
+}
+
+const EXAMPLES: &[&str] = &[
+    include_str!("../../../examples/fifo_overload.toml"),
+    include_str!("../../../examples/tcp_bulk.toml"),
+    include_str!("../../../examples/ping_rtts.toml"),
+    include_str!("../../../examples/rrul_web.toml"),
+    include_str!("../../../examples/docsis_apps.toml"),
+    include_str!("../../../examples/wifi_residential.toml"),
+    include_str!("../../../examples/edge_router_shaped.toml"),
+];
+
+const VALUES: &[&str] = &[
+    "0", "-1", "1", "2", "100", "1000000", "9223372036854775807", "9223372036854775808",
+    "99999999999999999999", "-9223372036854775809", "1e308", "1e309", "nan", "inf", "-inf",
+    "0.5", "\"\"", "\"1ns\"", "\"0s\"", "\"1e9s\"", "\"1e30Tbit\"", "\"1e19bit\"", "\"-5ms\"",
+    "\"10Mbit\"", "\"1e-30s\"", "\"250KB\"", "\"1e30GB\"", "true", "[]", "{}", "[[[[]]]]",
+    "{ kind = \"fifo\", limit = 1000000000 }", "{ kind = \"nope\" }", "\"client{i}\"",
+];
+
+/// Replaces the value of the `k`-th `key = value` line of `text` with `v`.
+fn mutate(text: &str, k: usize, v: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let kv: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].contains(" = ") && !lines[i].trim_start().starts_with('#')).collect();
+    if kv.is_empty() {
+        return text.to_string();
+    }
+    let i = kv[k % kv.len()];
+    let key = lines[i].split(" = ").next().unwrap();
+    let mut out: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+    out[i] = format!("{key} = {v}");
+    out.join("\n")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Parse and validate never panic; an accepted scenario's estimate is within the
+    /// budget; a small accepted one builds and runs 100 ms.
+    #[test]
+    fn mutated_scenarios_never_panic(ex in 0..EXAMPLES.len(), muts in proptest::collection::vec((0usize..200, 0..VALUES.len()), 1..4)) {
+        let mut text = EXAMPLES[ex].to_string();
+        for (k, v) in muts {
+            text = mutate(&text, k, VALUES[v]);
+        }
+        let Ok(sc) = Scenario::from_toml_str(&text) else { return Ok(()) };
+        let Ok(plan) = sc.validate_with(&BUDGET) else { return Ok(()) };
+        prop_assert!(plan.estimate.memory <= BUDGET.max_memory && plan.estimate.events <= BUDGET.max_events);
+        if plan.estimate.events < 2e6 && plan.estimate.memory < 2e8 {
+            let mut sim = Simulator::from_plan(plan, 1);
+            let stop = SimTime::from_nanos(sim.end.as_nanos().min(100_000_000));
+            sim.run_until(stop);
+        }
+    }
+}
