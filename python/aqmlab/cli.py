@@ -26,6 +26,9 @@ EXIT_INTERRUPTED = 130
 
 CATEGORIES = ("qdiscs", "cc", "workloads", "studies")
 
+#: Rows of the flow and link tables `aqmlab validate` prints (--json has all of them).
+TABLE_ROWS = 200
+
 
 def _fail(message: str, code: int) -> None:
     click.echo("error: " + " ".join(str(message).split()), err=True)
@@ -305,17 +308,21 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
     ft = Table(title="flows", title_justify="left", show_edge=False, pad_edge=False)
     for c in ("flow", "kind", "path", "start s", "stop s"):
         ft.add_column(c)
-    for f in plan["flows"]:
+    for f in plan["flows"][:TABLE_ROWS]:
         ft.add_row(f["name"], f["kind"], f"{f['src']} → {f['dst']}", f"{f['start']:g}", f"{f['stop']:g}")
     lt = Table(title="links", title_justify="left", show_edge=False, pad_edge=False)
     for c in ("link", "qdisc", "lower", "rate", "delay ms", "mtu", "overhead", "device queue"):
         lt.add_column(c)
     from aqmlab.result import _fmt_rate
 
-    for link in plan["links"]:
+    for link in plan["links"][:TABLE_ROWS]:
         lt.add_row(link["name"], link["qdisc"], link.get("lower", "wire"), _fmt_rate(link["rate_bps"]), f"{link['delay'] * 1e3:g}", str(link["mtu"]), str(link["overhead"]), str(link["device_queue"]))
     con.print(ft)
+    if len(plan["flows"]) > TABLE_ROWS:
+        con.print(f"… and {len(plan['flows']) - TABLE_ROWS} more flows (--json lists all)", markup=False)
     con.print(lt)
+    if len(plan["links"]) > TABLE_ROWS:
+        con.print(f"… and {len(plan['links']) - TABLE_ROWS} more links (--json lists all)", markup=False)
 
 
 @cli.command("list", short_help="List qdiscs, congestion controls, workloads or studies.")

@@ -92,6 +92,8 @@ def _mutate_tree(rng: random.Random, d: dict[str, Any]) -> dict[str, Any]:
     paths = _paths(d)[1:]
     op = rng.random()
     if not paths or op < 0.05:
+        if not isinstance(d.get("flow", []), list):
+            d["flow"] = []
         d.setdefault("flow", []).append({"kind": rng.choice(KINDS_F), "from": rng.choice(["client0", "client{i}", "server0", "x"]), "to": rng.choice(["server0", "server{i}", "client0"]), "count": rng.choice([1, 2, 10, 1000, 10**6, 0, -1])})
         return d
     path = rng.choice(paths)
