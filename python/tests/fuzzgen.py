@@ -158,7 +158,10 @@ def mutate(rng: random.Random) -> dict[str, Any] | str:
         return _mutate_text(rng, BASE_TEXTS[i])
     d = copy.deepcopy(BASES[i])
     for _ in range(rng.randint(1, 6)):
-        d = _mutate_tree(rng, d)
+        try:
+            d = _mutate_tree(rng, d)
+        except (TypeError, KeyError, IndexError, AttributeError):
+            pass  # the mutation did not apply to what earlier ones left (e.g. run = 1.5)
     return d
 
 

@@ -13,6 +13,7 @@ import pytest
 import aqmlab
 from aqmlab import runner
 from aqmlab.runner import run_study
+from aqmlab.store import finished_runs
 from aqmlab.study import load_study
 from conftest import FIFO_OVERLOAD
 
@@ -158,7 +159,7 @@ def test_dead_worker_is_that_runs_failure_and_the_sweep_goes_on(tmp_path, monkey
     s = run_study(study, tmp_path / "o", jobs=2, progress=False)
     bad = [sp.run_id for sp in study.runs() if sp.params == {"qdisc": "fifo", "rate": "20M"}]
     assert s.failed == sorted(bad) and s.ran == len(study.runs()) - len(bad)
-    assert {p.stem for p in (tmp_path / "o" / "runs").glob("*.parquet")} == {sp.run_id for sp in study.runs()} - set(bad)
+    assert set(finished_runs(tmp_path / "o")) == {sp.run_id for sp in study.runs()} - set(bad)
     for rid in bad:
         info = json.loads((tmp_path / "o" / "failed" / f"{rid}.json").read_text())
         assert "died" in info["error"] and info["params"] == {"qdisc": "fifo", "rate": "20M"}
