@@ -577,7 +577,8 @@ def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
                 med = np.median(pts, axis=0)
                 label = str(g) if g is not None else None
                 if len(pairs) > 1:
-                    label = f"{g} – {xm if len(xs) > 1 else ym}" if g is not None else (xm if len(xs) > 1 else ym)
+                    which = readable(xm if len(xs) > 1 else ym)
+                    label = f"{g} – {which}" if g is not None else which
                 ax.plot(*med, marker=_MARKERS[pi % len(_MARKERS)], color=colors[g], linestyle="none",
                         markersize=7, label=label, markeredgecolor="black", markeredgewidth=0.5)
                 if len(pts) >= 2:

@@ -139,7 +139,7 @@ def test_ellipse_legend_is_outside_the_data_with_seven_schemes():
     assert len(fig.legends) == 1
     leg = fig.legends[0]
     texts = [t.get_text() for t in leg.get_texts()]
-    assert len(texts) == 14 and all(any(t.startswith(q + " ") for t in texts) for q in schemes)
+    assert len(texts) == 14 and all(f"{q} – download goodput" in texts and f"{q} – upload goodput" in texts for q in schemes)
     lb = leg.get_window_extent(r)
     for ax in fig.axes:
         assert not lb.overlaps(ax.get_window_extent(r)), "legend covers a panel"

@@ -83,9 +83,9 @@ def test_ellipse_two_directions_share_latency(synth, synth_study):
         # 3 qdiscs × 2 directions, each marker at the same latency for both directions
         assert len(ax.lines) == 6
         by_label = {ln.get_label(): (ln.get_xdata()[0], ln.get_ydata()[0]) for ln in ax.lines}
-        assert by_label["fifo – goodput_down"][1] == pytest.approx(by_label["fifo – goodput_up"][1])
+        assert by_label["fifo – download goodput"][1] == pytest.approx(by_label["fifo – upload goodput"][1])
     runs = synth.runs[(synth.runs.experiment == "rrul") & (synth.runs.p_link == "10/1") & (synth.runs.p_qdisc == "fifo")]
-    x, y = {ln.get_label(): (ln.get_xdata()[0], ln.get_ydata()[0]) for ln in fig.axes[1].lines}["fifo – goodput_up"]
+    x, y = {ln.get_label(): (ln.get_xdata()[0], ln.get_ydata()[0]) for ln in fig.axes[1].lines}["fifo – upload goodput"]
     assert x == pytest.approx(runs["goodput_up"].median() / 1e6)
     assert y == pytest.approx(runs["induced_latency"].median() * 1e3)
 
