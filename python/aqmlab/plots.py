@@ -603,8 +603,21 @@ def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
         ax.grid(alpha=0.3)
         _facet_title(ax, ctx.get("facet"), fv)
     # One legend for all panels, outside the data (right of the panels): with 7 schemes
-    # a legend inside an axes covers ellipses.
-    _outside_legend(fig, axes[0], spec.get("group", "qdisc") if gcol else None)
+    # a legend inside an axes covers ellipses. With several measures per group (both
+    # directions' goodput) it lists the colours and then the marker shapes, not every
+    # combination (7 schemes × 2 directions would be 14 entries).
+    if len(pairs) > 1 and gcol is not None:
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], marker="o", linestyle="none", markersize=7, color=colors[g], markeredgecolor="black",
+                          markeredgewidth=0.5, label=str(g)) for g in groups]
+        handles += [Line2D([], [], marker=_MARKERS[pi % len(_MARKERS)], linestyle="none", markersize=7, color="0.55",
+                           markeredgecolor="black", markeredgewidth=0.5, label=readable(xm if len(xs) > 1 else ym))
+                    for pi, (xm, ym) in enumerate(pairs)]
+        fig.legend(handles=handles, loc="outside right upper", fontsize=8, title=spec.get("group", "qdisc"),
+                   title_fontsize=8, frameon=True)
+    else:
+        _outside_legend(fig, axes[0], spec.get("group", "qdisc") if gcol else None)
     note = "(latency axis flipped: better is up and right)" if flip in ("x", "y") else None
     return _finish(fig, ctx, title, note)
 
@@ -660,7 +673,10 @@ def plot_cdf(store: Any, spec: dict, experiment: Any = None) -> Figure:
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         _facet_title(ax, ctx.get("facet"), fv)
-        _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+        if len(groups) <= 4 and fcol is None:
+            _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+    if len(groups) > 4 or fcol is not None:  # many curves or panels: one legend right of them
+        _outside_legend(fig, axes[0], ctx.get("group", "qdisc") if gcol else None)
     return _finish(fig, ctx, title)
 
 
@@ -727,7 +743,8 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
         ax.set_ylabel(ctx.get("ylabel", axis_label(("induced " if spec.get("minus_base") else "") + metric, unit)))
         ax.grid(alpha=0.3)
         _facet_title(ax, ctx.get("facet"), fv)
-        _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+    # lines fill the whole plane over time: the legend goes right of the panels
+    _outside_legend(fig, axes[0], ctx.get("group", "qdisc") if gcol else None)
     return _finish(fig, ctx, title)
 
 
@@ -774,8 +791,8 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, unit)))
         ax.grid(alpha=0.3, axis="y")
         _facet_title(ax, ctx.get("facet"), fv)
-        if hcol:
-            _legend(ax, hname)
+    if hcol:  # one legend right of the panels: inside, it covers bars
+        _outside_legend(fig, axes[0], hname)
     return _finish(fig, ctx, title)
 
 
@@ -807,7 +824,10 @@ def plot_flows_vs_rtt(store: Any, spec: dict, experiment: Any = None) -> Figure:
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, yu)))
         ax.grid(alpha=0.3)
         _facet_title(ax, ctx.get("facet"), fv)
-        _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+        if fcol is None:
+            _legend(ax, ctx.get("group", "qdisc") if gcol else None)
+    if fcol is not None:  # one legend right of the panels instead of one per panel
+        _outside_legend(fig, axes[0], ctx.get("group", "qdisc") if gcol else None)
     return _finish(fig, ctx, title)
 
 

@@ -139,7 +139,8 @@ def test_ellipse_legend_is_outside_the_data_with_seven_schemes():
     assert len(fig.legends) == 1
     leg = fig.legends[0]
     texts = [t.get_text() for t in leg.get_texts()]
-    assert len(texts) == 14 and all(f"{q} – download goodput" in texts and f"{q} – upload goodput" in texts for q in schemes)
+    # colours per scheme, then the marker per direction: 9 entries, not 7 × 2
+    assert sorted(texts[:7]) == sorted(schemes) and texts[7:] == ["download goodput", "upload goodput"]
     lb = leg.get_window_extent(r)
     for ax in fig.axes:
         assert not lb.overlaps(ax.get_window_extent(r)), "legend covers a panel"
@@ -160,3 +161,21 @@ def test_box_figure_draws_download_upload_latency_per_group(synth, synth_study):
     quartiles = [(b.get_path().vertices[:, 1].min(), b.get_path().vertices[:, 1].max()) for b in axes[0].patches]
     assert len(quartiles) == 3
     assert all(7 < q1 <= q3 < 11 for q1, q3 in quartiles), quartiles
+
+
+@pytest.mark.parametrize("name", ["rrul-goodput", "rrul-transient"])
+def test_timeseries_legend_is_outside_the_data(synth, synth_study, name):
+    fig = _fig(synth, synth_study, name)
+    r = _draw(fig)
+    assert not any(ax.get_legend() for ax in fig.axes) and len(fig.legends) == 1
+    lb = fig.legends[0].get_window_extent(r)
+    assert not any(lb.overlaps(ax.get_window_extent(r)) for ax in fig.axes)
+
+
+def test_bar_hue_legend_is_outside_the_bars(synth, synth_study):
+    e = next(x for x in synth_study.experiments if x.name == "rtt_fair")
+    spec = next(s for s in e.figures if s.get("hue") == "flow")
+    fig = plots.FIGURE_TYPES["bar"](synth, spec, e)
+    r = _draw(fig)
+    assert len(fig.legends) == 1 and not fig.axes[0].get_legend()
+    assert not fig.legends[0].get_window_extent(r).overlaps(fig.axes[0].get_window_extent(r))
