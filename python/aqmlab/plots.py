@@ -521,7 +521,7 @@ def _outside_legend(fig: Figure, axes: Iterable, title: str | None = None) -> No
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
     if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize=8, title=title,
+        fig.legend(list(seen.values()), list(seen), loc="outside right lower", fontsize=8, title=title,
                    title_fontsize=8, frameon=True)
 
 
@@ -614,7 +614,7 @@ def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
         handles += [Line2D([], [], marker=_MARKERS[pi % len(_MARKERS)], linestyle="none", markersize=7, color="0.55",
                            markeredgecolor="black", markeredgewidth=0.5, label=readable(xm if len(xs) > 1 else ym))
                     for pi, (xm, ym) in enumerate(pairs)]
-        fig.legend(handles=handles, loc="outside right upper", fontsize=8, title=spec.get("group", "qdisc"),
+        fig.legend(handles=handles, loc="outside right lower", fontsize=8, title=spec.get("group", "qdisc"),
                    title_fontsize=8, frameon=True)
     else:
         _outside_legend(fig, axes[0], spec.get("group", "qdisc") if gcol else None)

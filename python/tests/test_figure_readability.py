@@ -144,6 +144,7 @@ def test_ellipse_legend_is_outside_the_data_with_seven_schemes():
     lb = leg.get_window_extent(r)
     for ax in fig.axes:
         assert not lb.overlaps(ax.get_window_extent(r)), "legend covers a panel"
+    assert not lb.overlaps(fig._suptitle.get_window_extent(r)), "legend covers the title"
     fb = fig.bbox
     assert lb.x1 <= fb.x1 + 1 and lb.y0 >= fb.y0 - 1  # and it fits the figure
     assert min(t.get_fontsize() for t in leg.get_texts()) >= 8
@@ -170,6 +171,7 @@ def test_timeseries_legend_is_outside_the_data(synth, synth_study, name):
     assert not any(ax.get_legend() for ax in fig.axes) and len(fig.legends) == 1
     lb = fig.legends[0].get_window_extent(r)
     assert not any(lb.overlaps(ax.get_window_extent(r)) for ax in fig.axes)
+    assert not lb.overlaps(fig._suptitle.get_window_extent(r)), "legend covers the title"
 
 
 def test_bar_hue_legend_is_outside_the_bars(synth, synth_study):
