@@ -143,3 +143,20 @@ def test_docs_study_md_documents_every_key_and_its_example_parses():
     st = parse_study(example)
     report.validate_outputs(st)
     assert len(st.runs()) == 12 and len(parse_study(example, quick=True).runs()) == 4
+
+
+def test_edge_router_page_load_at_1mbit_has_a_value_in_quick_mode():
+    """The heavy page (4 MB) needs ~40 s at 1 Mbit/s: the bandwidth runs are long enough
+    for a page to finish after the warm-up (the 1 Mbit/s point was missing)."""
+    import math
+    import pathlib
+
+    import aqmlab
+    from aqmlab import measures
+    from aqmlab.study import load_study
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    st = load_study(str(root / "studies" / "edge-router.toml"), quick=True)
+    spec = next(r for r in st.runs(["web_bandwidth"]) if r.params["bandwidth"] == "1Mbit")
+    res = aqmlab.run(spec.scenario, seed=spec.seed)
+    assert math.isfinite(measures.compute(res, ["page_time"])["page_time"])
