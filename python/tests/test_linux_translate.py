@@ -291,7 +291,7 @@ to = "server0"
 """
     tr, _ = _tr(text)
     kinds = sorted(f.kind for f in tr.flows)
-    assert kinds == ["bulk"] * 8 + ["ping", "udp_rr"]
+    assert kinds == ["bulk"] * 8 + ["ping"] + ["udp_rr"] * 3  # Flent rrul_be: 3 UDP probes + ICMP
     assert {f.tool for f in tr.flows} == {"iperf3", "ping", "irtt"}
     down = [f for f in tr.flows if f.kind == "bulk" and f.src == "server0"]
     assert len(down) == 4
