@@ -54,6 +54,27 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
     return out
 
 
+def _correct_old_sojourn(d: dict, b: dict, get: dict, s: dict) -> dict:
+    """Results from before the head-drop correction of the kernel's sojourn estimate
+    (docs/linux-engine.md): divide by 1 + head drops / transmitted packets after the
+    warm-up, from the same result (CoDel and fq_codel drop at the head; FIFO and PIE drop
+    on arrival). 1514-byte frames at the link's 10 Mbit/s."""
+    q = b["entity"]
+    head = get.get((q, "drops codel /s"))
+    if head is None or head.get("linux") is None:
+        return s
+    old = get.get((q, "dropped /s")) or {}
+    rate = old.get("linux")  # kernel rows of that era: after warm-up
+    if rate is None:
+        return s
+    tx = b["linux"] / 100 * 10e6 / (1514 * 8)
+    s["linux"] = s["linux"] / (1 + rate / tx)
+    sim = s.get("sim")
+    s["verdict"] = "ok" if sim and abs(s["linux"] - sim) <= 0.25 * sim else "DIFF"
+    s["corrected"] = True
+    return s
+
+
 def _old_drops(path: Path, d: dict, queue: str, get: dict) -> dict:
     """Results written before crosscheck had the row "drops after warm-up /s": their
     "dropped /s" row divided whole-run simulator counts but warm-up-to-end kernel counts
@@ -76,9 +97,11 @@ def summary(markdown: bool = False) -> None:
         get = {(r["entity"], r["metric"]): r for r in d["rows"]}
         bn = [r for r in d["rows"] if r["entity"].startswith("bottleneck") and r["metric"] == "utilisation %" and (r["sim"] or 0) > 50]
         for b in bn:
-            s = get.get((b["entity"], "sojourn mean ms"), {})
+            s = dict(get.get((b["entity"], "sojourn mean ms"), {}))
+            if d["engine"].get("sojourn_estimator") != "littles-law-v2" and s.get("linux") is not None:
+                s = _correct_old_sojourn(d, b, get, s)
             dr = get.get((b["entity"], "drops after warm-up /s")) or _old_drops(p, d, b["entity"], get)
-            rows.append((d["scenario"], b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), dr.get("sim"), dr.get("linux")))
+            rows.append((d["scenario"], b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", "") + ("*" if s.get("corrected") else ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), dr.get("sim"), dr.get("linux")))
         for r in d["rows"]:
             if r["metric"] == "induced latency ms":
                 rows.append((d["scenario"], r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))

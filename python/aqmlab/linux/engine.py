@@ -221,6 +221,8 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         "wall_seconds": wall_seconds,
         "overhead": wall_seconds / virt if virt > 0 else NAN,
         "notes": list(tr.notes),
+        # sojourn estimates divide by 1 + head drops / transmissions (Little's law)
+        "sojourn_estimator": "littles-law-v2",
     }
     warnings = [f"linux engine: {n}" for n in tr.notes]
     if after and info["cpu_busy_max"] > CPU_SATURATED:
@@ -450,7 +452,19 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
             series.push(1, j, "drops", k * binw, bins_dr[k])
             series.push(1, j, "backlog_max", k * binw, bins_bl[k])
             series.push(1, j, "sojourn_mean", k * binw, float(np.mean(bins_sj[k])) if bins_sj[k] else NAN)
-    s = _stats(est)
+    # Little's law: the time-average backlog is (rate at which packets leave the queue) x
+    # (their mean sojourn). Packets leave by transmission and, for AQMs that drop at the
+    # head (CoDel, fq_codel, sfq), by being dropped after waiting; the simulator's sojourn
+    # statistics are over transmitted packets. So the drain time backlog/rate overstates
+    # their mean sojourn by the factor 1 + head drops / transmissions (after warm-up).
+    head = 0.0
+    if fin is not None and w is not None:
+        if kind == "codel":
+            head = warm_delta("drops") - warm_delta("drop_overlimit")
+        elif kind in ("fq_codel", "sfq"):
+            head = warm_delta("drops")
+    scale = 1.0 / (1.0 + head / tx_pk) if tx_pk and tx_pk > 0 and head == head and head > 0 else 1.0
+    s = _stats([x * scale for x in est])
     row.update(sojourn_n=float(len(est)) if samples else NAN, sojourn_mean=s["mean"], sojourn_p50=s["p50"], sojourn_p90=s["p90"], sojourn_p99=s["p99"], sojourn_max=s["max"])
     return row
 
