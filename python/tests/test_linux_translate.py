@@ -382,3 +382,30 @@ def test_cli_names_an_unsupported_key_before_booting_a_vm(tmp_path):
         p = subprocess.run([sys.executable, "-m", "aqmlab", *cmd], capture_output=True, text=True, timeout=120)
         assert p.returncode == 2, p.stderr
         assert p.stderr.startswith("error: flow[1].kind:") and "not supported by the linux engine" in p.stderr
+
+
+def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
+    """A CoDel queue at 10 Mbit/s: 1000 frames sent and 190 head drops after the warm-up,
+    a steady backlog of 30 000 bytes. Utilisation counts frame bytes after the warm-up; the
+    drain time 30000*8/10e6 = 24 ms is divided by 1 + 190/1000 (Little's law with the
+    head-dropped packets leaving the queue too); the qdisc counters are whole-run."""
+    from aqmlab.linux.engine import _Long, _queue_row
+    from aqmlab.linux.translate import QueueMap
+
+    def entry(pk, drops, over=0):
+        return {"kind": "codel", "handle": "10:", "dev": "e0a", "bytes": pk * 1514, "packets": pk, "drops": drops, "drop_overlimit": over, "ecn_mark": 0, "backlog": 30000, "qlen": 20}
+
+    (tmp_path / "warm.n0").write_text(f"T 11.0\n{json.dumps([entry(500, 50)])}\n")
+    (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([entry(1500, 250, 10)])}\n")
+    samples = [(10.0 + 0.2 * k, [entry(500 + 100 * k, 50 + 20 * k)]) for k in range(11)]
+    qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "codel", ["codel"], "htb", 14, 1500)
+    series = _Long(["tx_bps"])
+    # t0 = 10: warm-up 1 s, duration 2 s (1000 frames of 1514 B in 1 s = 12.1 Mbit/s, capped)
+    row = _queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, samples, series, 0)
+    assert row["tx_pkts"] == 1000 and row["tx_bytes"] == 1000 * 1500
+    assert row["utilization"] == 1.0
+    assert row["dropped"] == 250 and row["drops_overlimit"] == 10 and row["drops_codel"] == 240  # whole run
+    assert row["arrivals"] == 1500 + 250 + 20
+    # head drops after warm-up: (250 - 10) - (50 - 0) = 190 -> factor 1 + 190/1000
+    assert row["sojourn_mean"] == pytest.approx(30000 * 8 / 10e6 / 1.19)
+    assert row["sojourn_n"] == 6  # samples at t - t0 in [1, 2]
