@@ -409,3 +409,23 @@ def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
     # head drops after warm-up: (250 - 10) - (50 - 0) = 190 -> factor 1 + 190/1000
     assert row["sojourn_mean"] == pytest.approx(30000 * 8 / 10e6 / 1.19)
     assert row["sojourn_n"] == 6  # samples at t - t0 in [1, 2]
+
+
+def test_irtt_command_lines_use_options_irtt_has():
+    """irtt's client has -q/-Q, its server neither (an unknown flag makes it exit at once)."""
+    text = """
+[run]
+duration = "5s"
+[dumbbell]
+rate = "10Mbit"
+[[flow]]
+kind = "udp_rr"
+from = "client0"
+to = "server0"
+interval = "100ms"
+"""
+    tr, _ = _tr(text)
+    server = next(line for line in tr.script.splitlines() if "irtt server" in line)
+    client = next(line for line in tr.script.splitlines() if "irtt client" in line)
+    assert " -q" not in server and " -Q" not in server
+    assert " client -Q -i 100000us -d 5000000us " in client and "-o $O/irtt." in client

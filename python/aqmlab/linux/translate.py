@@ -628,7 +628,7 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         if f.tool == "iperf3":
             L.append(f"{ip} netns exec {dns} {BIN['iperf3']} -s -1 -p {f.port} -J -i {tr.bin:g} --logfile $O/srv.{f.port}.json -D")
         elif f.tool == "irtt":
-            L.append(f"{ip} netns exec {dns} {BIN['irtt']} server -b {tr.node_addr[f.dst]}:{f.port} -q > /dev/null 2>&1 &")
+            L.append(f"{ip} netns exec {dns} {BIN['irtt']} server -b {tr.node_addr[f.dst]}:{f.port} > /dev/null 2>&1 &")
     L.append("sleep 1")
     # samplers: one per sampled namespace, plus CPU
     stop = "/tmp/stop"
@@ -654,7 +654,7 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             n = max(1, int(dur / f.interval))
             run = f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(f.size - 28, 0)} -W 5 {daddr} > $O/ping.{f.port} 2>&1"
         else:
-            run = f"{ip} netns exec {sns} {BIN['irtt']} client -q -i {_us(f.interval)} -d {_us(dur)} -l {max(f.size - 28, 60)} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
+            run = f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(f.interval)} -d {_us(dur)} -l {max(f.size - 28, 60)} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
         L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run} ) & P=\"$P $!\"")
     def snap(tag: str) -> str:
         # self-contained (no shell functions or variables): it may run in a child shell
