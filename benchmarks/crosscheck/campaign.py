@@ -60,10 +60,10 @@ def _correct_old_sojourn(d: dict, b: dict, get: dict, s: dict) -> dict:
     warm-up, from the same result (CoDel and fq_codel drop at the head; FIFO and PIE drop
     on arrival). 1514-byte frames at the link's 10 Mbit/s."""
     q = b["entity"]
-    head = get.get((q, "drops codel /s"))
+    head = get.get((q, "drops codel /s")) or get.get((q, "drops codel (whole run)"))
     if head is None or head.get("linux") is None:
         return s
-    old = get.get((q, "dropped /s")) or {}
+    old = get.get((q, "dropped /s")) or get.get((q, "drops after warm-up /s")) or {}
     rate = old.get("linux")  # kernel rows of that era: after warm-up
     if rate is None:
         return s
