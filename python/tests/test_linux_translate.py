@@ -292,6 +292,7 @@ to = "server0"
     tr, _ = _tr(text)
     kinds = sorted(f.kind for f in tr.flows)
     assert kinds == ["bulk"] * 8 + ["ping"] + ["udp_rr"] * 3  # Flent rrul_be: 3 UDP probes + ICMP
+    assert len({f.port for f in tr.flows}) == len(tr.flows)  # one server port per flow
     assert {f.tool for f in tr.flows} == {"iperf3", "ping", "irtt"}
     down = [f for f in tr.flows if f.kind == "bulk" and f.src == "server0"]
     assert len(down) == 4
@@ -429,3 +430,11 @@ interval = "100ms"
     client = next(line for line in tr.script.splitlines() if "irtt client" in line)
     assert " -q" not in server and " -Q" not in server
     assert " client -Q -i 100000us -d 5000000us " in client and "-o $O/irtt." in client
+
+
+def test_engine_tables_have_the_simulators_columns():
+    from aqmlab.linux.engine import flow_base_columns, queue_columns
+
+    r = aqmlab.run(HEADLINE)
+    assert queue_columns() == list(r.queues.columns)
+    assert list(r.flows.columns)[: len(flow_base_columns())] == flow_base_columns()

@@ -55,6 +55,25 @@ DROP_REASONS = ["overlimit", "early", "forced", "codel", "fat_flow", "memory", "
 MARK_REASONS = ["early", "forced", "codel", "ce_threshold"]
 
 
+def flow_base_columns() -> list[str]:
+    """The flows table's fixed columns, from the core's schema when it declares one."""
+    from aqmlab import _core
+
+    if hasattr(_core, "result_schema"):
+        return [n for n, _, _ in _core.result_schema()["flows"]]
+    return list(FLOW_BASE)
+
+
+def queue_columns() -> list[str]:
+    """The queues table's columns in the simulator's order (core schema when declared)."""
+    from aqmlab import _core
+
+    if hasattr(_core, "result_schema"):
+        sc = _core.result_schema()
+        return [n for n, _, _ in sc["queues"]] + [f"drops_{r}" for r in sc["drop_reasons"]] + [f"marks_{r}" for r in sc["mark_reasons"]] + [n for n, _, _ in sc["queues_tail"]]
+    return QUEUE_COLS + [f"drops_{r}" for r in DROP_REASONS] + [f"marks_{r}" for r in MARK_REASONS] + ["trace_vars", "lower"]
+
+
 # ---------------------------------------------------------------------------------------
 # parsing guest output
 
@@ -176,7 +195,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     for f in tr.flows:
         if f.kind not in kinds:
             kinds.append(f.kind)
-    cols = list(FLOW_BASE)
+    cols = flow_base_columns()
     for k in kinds:
         cols += [c for c in FLOW_EXTRA.get(k, []) if c not in cols]
     fl: dict[str, list] = {c: [] for c in cols}
@@ -200,7 +219,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
 
     # -- queues
     sampled = {ns: parse_tc_samples(_read(out, f"tc.{ns}")) for ns in tr.sampled_ns}
-    qcols = QUEUE_COLS + [f"drops_{r}" for r in DROP_REASONS] + [f"marks_{r}" for r in MARK_REASONS] + ["trace_vars", "lower"]
+    qcols = queue_columns()
     q: dict[str, list] = {c: [] for c in qcols}
     for j, qm in enumerate(tr.queues):
         row = _queue_row(out, qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), series, j)
