@@ -13,7 +13,8 @@ pub type FlowId = u32;
 /// Index of a unidirectional link.
 pub type LinkId = u32;
 
-/// The ECN field of the IP header (RFC 3168).
+/// The ECN field of the IP header (RFC 3168): Not-ECT 0b00, ECT(1) 0b01, ECT(0) 0b10,
+/// CE 0b11. ECT(1) is the L4S identifier (RFC 9331); classic ECN senders use ECT(0).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub enum Ecn {
     #[default]
@@ -27,6 +28,15 @@ impl Ecn {
     /// True if the sender declared the packet ECN-capable (ECT(0), ECT(1) or already CE).
     pub fn is_capable(self) -> bool {
         !matches!(self, Ecn::NotEct)
+    }
+    /// The two-bit codepoint as carried in the IP header.
+    pub fn bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0b00,
+            Ecn::Ect1 => 0b01,
+            Ecn::Ect0 => 0b10,
+            Ecn::Ce => 0b11,
+        }
     }
 }
 
@@ -79,6 +89,12 @@ pub struct TcpHeader {
     /// Timestamp option (RFC 7323): value and echo reply, as simulated instants.
     pub ts_val: SimTime,
     pub ts_ecr: SimTime,
+    /// Accurate ECN (RFC 9331 feedback, draft-ietf-tcpm-accurate-ecn): on a SYN, the AE
+    /// flag that, with ECE and CWR, asks for AccECN; afterwards unused.
+    pub ae: bool,
+    /// Accurate ECN's ACE counter: CE-marked packets the sender of this segment has
+    /// received so far (see `Sender::on_ack` for the width deviation).
+    pub ace: u32,
 }
 
 /// A packet in flight. `Copy` so it moves through queues without allocation.

@@ -17,6 +17,14 @@
 //! | `on_ecn` | `ssthresh` | ECN-Echo (entering CWR) |
 //! | `on_rto` | `ssthresh` + `set_state(Loss)` | retransmission timeout |
 //! | `on_tx_start` | `cwnd_event(TX_START)` | sending resumes from idle |
+//! | `on_ack_event` | `in_ack_event` | every acceptable ACK (DCTCP's alpha) |
+//! | `cong_control` | `cong_control` | every ACK; a control that owns cwnd (Prague) |
+//! | `on_open` | `set_state(Open)` | a reduction or loss episode ended |
+//! | `pacing_rate` | sets `sk_pacing_rate` | a control with its own pacing rate |
+//!
+//! `AckSample::ce` carries the Accurate ECN feedback (RFC 9331 §4.2 requires a
+//! scalable control to see every mark): the number of newly delivered segments that
+//! were CE-marked on their way to the receiver.
 //!
 //! Controls are statically dispatched through [`AnyCc`](super::AnyCc).
 //!
@@ -26,7 +34,8 @@
 //! add `pub mod NAME;` and one line to `cc_registry!` in `tcp/mod.rs`. The registry generates the scenario-file name (`cc = "NAME"`), the
 //! statically dispatched `AnyCc` and the list for `aqmlab list cc`.
 
-use super::config::{CaGrowth, SsGrowth};
+use super::config::{CaGrowth, RttScaling, SsGrowth, TcpConfig};
+use super::CcKind;
 use crate::time::{SimDuration, SimTime};
 
 /// "No threshold yet" (Linux TCP_INFINITE_SSTHRESH).
@@ -164,6 +173,12 @@ pub struct AckSample {
     /// The sender has been limited by cwnd recently (Linux `tcp_is_cwnd_limited`); a
     /// window that is not used must not grow (RFC 7661 spirit, Linux behaviour).
     pub cwnd_limited: bool,
+    /// Of the `acked` segments, how many arrived CE-marked at the receiver: the
+    /// increase of the Accurate ECN counter (Linux `delivered_ce` delta). 0 without
+    /// AccECN.
+    pub ce: u32,
+    /// The smoothed RTT after this ACK's sample (RFC 6298 SRTT), if any.
+    pub srtt: Option<SimDuration>,
 }
 
 /// A congestion control algorithm. See the module doc for when each hook runs.
@@ -182,6 +197,27 @@ pub trait CongestionControl {
     /// recomputes ssthresh only then); returns the new ssthresh when reducing.
     fn on_rto(&mut self, w: &Window, now: SimTime, snd_nxt: u64, reduce: bool) -> Option<u32>;
     fn on_tx_start(&mut self, _now: SimTime, _idle: SimDuration) {}
+    /// Every acceptable ACK, after delivery accounting and before the state machine
+    /// (Linux `in_ack_event`, which runs after `tcp_clean_rtx_queue` since 6.x).
+    fn on_ack_event(&mut self, _w: &mut Window, _a: &AckSample) {}
+    /// A control that owns the window on every ACK (Linux `cong_control`) does its
+    /// work here and returns true; the sender then neither runs PRR nor `on_ack`.
+    fn cong_control(&mut self, _w: &mut Window, _a: &AckSample) -> bool {
+        false
+    }
+    /// The congestion state returned to Open (Linux `set_state(TCP_CA_Open)`).
+    fn on_open(&mut self) {}
+    /// The control sets cwnd itself on every ACK (see `cong_control`).
+    fn owns_cwnd(&self) -> bool {
+        false
+    }
+    /// Whether ECN was negotiated; called once, before `init`.
+    fn set_ecn_ok(&mut self, _ok: bool) {}
+    /// A pacing rate of the control's own in bytes per second (Prague), or `None` for
+    /// the sender's generic cwnd/srtt × ratio rate.
+    fn pacing_rate(&self, _w: &Window, _srtt: SimDuration, _mtu: u32) -> Option<f64> {
+        None
+    }
 }
 
 /// The per-connection settings a control is built from: the fields of the resolved
@@ -191,6 +227,47 @@ pub trait CongestionControl {
 pub struct CcParams {
     /// CUBIC's HyStart (Linux `hystart = 1`).
     pub hystart: bool,
+    /// Segment payload size (Prague's per-MTU increase and pacing).
+    pub mss: u32,
+    /// Initial window in segments.
+    pub init_cwnd: u32,
+    /// Prague's RTT independence, its target and transition rounds.
+    pub rtt_scaling: RttScaling,
+    pub rtt_target: SimDuration,
+    pub rtt_transition: u32,
+    /// Prague's classic-ECN AQM detection and fallback.
+    pub ecn_fallback: bool,
+}
+
+impl CcParams {
+    pub fn from_config(c: &TcpConfig) -> Self {
+        CcParams {
+            hystart: c.hystart,
+            mss: c.mss,
+            init_cwnd: c.init_cwnd,
+            rtt_scaling: c.rtt_scaling,
+            rtt_target: c.rtt_target,
+            rtt_transition: c.rtt_transition,
+            ecn_fallback: c.ecn_fallback,
+        }
+    }
+}
+
+impl CcKind {
+    /// The control negotiates ECN whatever the `ecn` setting (Linux
+    /// `TCP_CONG_NEEDS_ECN`) and asks for Accurate ECN feedback, which both Linux
+    /// `tcp_dctcp` (since AccECN, 6.18) and `tcp_prague` (`TCP_CONG_NEEDS_ACCECN`) use.
+    pub fn needs_accecn(self) -> bool {
+        matches!(self, CcKind::Dctcp | CcKind::Prague)
+    }
+    /// Data is sent as ECT(1), the L4S identifier (RFC 9331 §4.1); others send ECT(0).
+    pub fn sends_ect1(self) -> bool {
+        matches!(self, CcKind::Prague)
+    }
+    /// Paced by default: Prague asks for pacing in its `init` (`SK_PACING_NEEDED`).
+    pub fn paced_by_default(self) -> bool {
+        matches!(self, CcKind::Prague)
+    }
 }
 
 /// How a registered control is constructed for a new connection.

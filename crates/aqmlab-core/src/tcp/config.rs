@@ -14,6 +14,18 @@ use serde::{Deserialize, Serialize};
 
 pub use super::CcKind;
 
+/// Prague's RTT-independence heuristic (`prague_rtt_scaling`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RttScaling {
+    /// No RTT independence: classic 1 segment per RTT additive increase.
+    None,
+    /// `RTT_CONTROL_RATE` (the module default): below the target RTT the additive
+    /// increase is scaled by (rtt / target)², so flows with RTT ≤ target get the same
+    /// rate; at most one reduction per target RTT.
+    Rate,
+}
+
 /// How the receiver delays ACKs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -262,7 +274,8 @@ pub struct TcpOptions {
     /// alongside it (or in a flow's table) override single settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stack: Option<Stack>,
-    /// Congestion control: "cubic" (default, Linux's default) or "newreno" (alias "reno").
+    /// Congestion control: "cubic" (default, Linux's default), "newreno" (alias "reno"),
+    /// "dctcp" or "prague" (both force ECN on, with Accurate ECN feedback).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cc: Option<CcKind>,
     /// Maximum segment size (payload bytes). Default 1448: a 1500-byte MTU minus 20 (IP),
@@ -324,6 +337,32 @@ pub struct TcpOptions {
     /// data sender. Default false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<bool>,
+    /// Pace transmissions (Linux internal TCP pacing, as with `fq`): rate = cwnd × MSS
+    /// / srtt × ratio. Default: on for prague, off otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<bool>,
+    /// Pacing ratio in percent while cwnd < ssthresh / 2. Default 200
+    /// (Linux `tcp_pacing_ss_ratio`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing_ss_ratio: Option<u32>,
+    /// Pacing ratio in percent otherwise. Default 120 (Linux `tcp_pacing_ca_ratio`);
+    /// prague uses 100 (its own pacing rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing_ca_ratio: Option<u32>,
+    /// Prague's RTT independence: "rate" (default, `RTT_CONTROL_RATE`) or "none".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_scaling: Option<RttScaling>,
+    /// Prague's RTT scaling target. Default 25 ms (`prague_rtt_target`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_target: Option<DurationSpec>,
+    /// Rounds after slow start before Prague becomes RTT independent. Default 4
+    /// (`prague_rtt_transition`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_transition: Option<u32>,
+    /// Prague's classic-ECN AQM detection and fallback (`prague_ecn_fallback = 1`).
+    /// Default false (the module default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_fallback: Option<bool>,
 }
 
 /// Parameter documentation for `aqmlab describe tcp`.
@@ -336,7 +375,7 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
     ParamDoc {
         name: "cc",
         default: "cubic",
-        doc: "congestion control: cubic (Linux default) or newreno (alias reno)",
+        doc: "congestion control: cubic (Linux default), newreno (alias reno), dctcp or prague",
     },
     ParamDoc {
         name: "mss",
@@ -418,6 +457,41 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         default: "false",
         doc: "record cwnd, ssthresh (bytes), srtt, rto (s) samples of the sender",
     },
+    ParamDoc {
+        name: "pacing",
+        default: "prague: true, else false",
+        doc: "pace segments at cwnd/srtt x ratio (Linux internal pacing / fq)",
+    },
+    ParamDoc {
+        name: "pacing_ss_ratio",
+        default: "200",
+        doc: "pacing ratio % while cwnd < ssthresh/2 (Linux tcp_pacing_ss_ratio)",
+    },
+    ParamDoc {
+        name: "pacing_ca_ratio",
+        default: "120 (prague 100)",
+        doc: "pacing ratio % otherwise (Linux tcp_pacing_ca_ratio)",
+    },
+    ParamDoc {
+        name: "rtt_scaling",
+        default: "rate",
+        doc: "prague RTT independence: rate (RTT_CONTROL_RATE) or none",
+    },
+    ParamDoc {
+        name: "rtt_target",
+        default: "25ms",
+        doc: "prague RTT scaling target (prague_rtt_target)",
+    },
+    ParamDoc {
+        name: "rtt_transition",
+        default: "4",
+        doc: "prague rounds after slow start before RTT independence applies",
+    },
+    ParamDoc {
+        name: "ecn_fallback",
+        default: "false",
+        doc: "prague classic-ECN AQM detection and fallback (prague_ecn_fallback = 1)",
+    },
 ];
 
 /// A resolved TCP configuration.
@@ -444,6 +518,13 @@ pub struct TcpConfig {
     pub ca_growth: CaGrowth,
     pub rto_floor: RtoFloor,
     pub trace: bool,
+    pub pacing: bool,
+    pub pacing_ss_ratio: u32,
+    pub pacing_ca_ratio: u32,
+    pub rtt_scaling: RttScaling,
+    pub rtt_target: SimDuration,
+    pub rtt_transition: u32,
+    pub ecn_fallback: bool,
 }
 
 /// Effectively unlimited window cap (segments).
@@ -485,6 +566,13 @@ impl TcpOptions {
             recovery: over.recovery.or(self.recovery),
             rto_floor: over.rto_floor.or(self.rto_floor),
             trace: over.trace.or(self.trace),
+            pacing: over.pacing.or(self.pacing),
+            pacing_ss_ratio: over.pacing_ss_ratio.or(self.pacing_ss_ratio),
+            pacing_ca_ratio: over.pacing_ca_ratio.or(self.pacing_ca_ratio),
+            rtt_scaling: over.rtt_scaling.or(self.rtt_scaling),
+            rtt_target: over.rtt_target.or(self.rtt_target),
+            rtt_transition: over.rtt_transition.or(self.rtt_transition),
+            ecn_fallback: over.ecn_fallback.or(self.ecn_fallback),
         }
     }
 
@@ -584,12 +672,40 @@ impl TcpOptions {
                 &format!("one segment ({mss} bytes) to 4 GiB"),
             ));
         }
+        let cc = o.cc.unwrap_or(CcKind::Cubic);
+        let pacing_ss_ratio = o.pacing_ss_ratio.unwrap_or(200);
+        let pacing_ca_ratio =
+            o.pacing_ca_ratio
+                .unwrap_or(if cc == CcKind::Prague { 100 } else { 120 });
+        for (k, v) in [
+            ("pacing_ss_ratio", pacing_ss_ratio),
+            ("pacing_ca_ratio", pacing_ca_ratio),
+        ] {
+            if !(10..=1000).contains(&v) {
+                return Err(bad(k, v.to_string(), "10 to 1000 percent"));
+            }
+        }
+        let rtt_target = self
+            .rtt_target
+            .map(|d| d.0)
+            .unwrap_or(SimDuration::from_millis(25));
+        if rtt_target > SimDuration::from_millis(100) {
+            // Prague caps scaled RTTs at MAX_SCALED_RTT = 100 ms.
+            return Err(bad("rtt_target", rtt_target.to_string(), "0 to 100ms"));
+        }
         Ok(TcpConfig {
-            cc: o.cc.unwrap_or(CcKind::Cubic),
+            cc,
+            pacing: o.pacing.unwrap_or(cc.paced_by_default()),
+            pacing_ss_ratio,
+            pacing_ca_ratio,
+            rtt_scaling: o.rtt_scaling.unwrap_or(RttScaling::Rate),
+            rtt_target,
+            rtt_transition: o.rtt_transition.unwrap_or(4),
+            ecn_fallback: o.ecn_fallback.unwrap_or(false),
             mss,
             init_cwnd,
             sack: o.sack.unwrap_or(true),
-            ecn: o.ecn.unwrap_or(false),
+            ecn: o.ecn.unwrap_or(false) || cc.needs_accecn(),
             delayed_ack: o.delayed_ack.unwrap_or(DelayedAck::Linux),
             min_rto,
             initial_rto,

@@ -76,6 +76,8 @@ impl Side {
 pub enum TimerType {
     Rto = 0,
     DelAck = 1,
+    /// Pacing: the sender may transmit again (Linux's pacing hrtimer).
+    Pace = 2,
 }
 
 /// Timer `kind` for connection `conn`, side, type: bits 0–1 type, bit 2 side,
@@ -93,6 +95,7 @@ pub fn decode_timer(kind: u32) -> Option<(u32, Side, TimerType)> {
     let t = match kind & 3 {
         0 => TimerType::Rto,
         1 => TimerType::DelAck,
+        2 => TimerType::Pace,
         _ => return None,
     };
     let side = if kind & 4 != 0 { Side::B } else { Side::A };
@@ -199,6 +202,7 @@ struct Endpoint {
     rcv: Receiver,
     rto: Timer,
     delack: Timer,
+    pace: Timer,
     /// Handshake retransmission state.
     hs_deadline: SimTime,
     hs_timeout: SimDuration,
@@ -218,6 +222,7 @@ impl Endpoint {
             rcv: Receiver::new(cfg.delayed_ack, cfg.mss, cfg.rcv_window),
             rto: Timer::new(),
             delack: Timer::new(),
+            pace: Timer::new(),
             hs_deadline: SimTime::NEVER,
             hs_timeout: cfg.initial_rto,
             hs_retries: 0,
@@ -363,6 +368,7 @@ impl TcpConn {
                             == (tcp_flags::ECE | tcp_flags::CWR);
                     let e = &mut self.ends[i];
                     e.rcv.on_syn(hd.ts_val, ecn);
+                    e.rcv.set_accecn(hd.ae && self.cfg.cc.needs_accecn());
                     e.phase = Phase::SynRcvd;
                     e.hs_timeout = self.cfg.initial_rto;
                     self.send_syn(h, side);
@@ -375,6 +381,7 @@ impl TcpConn {
                     let ecn = self.cfg.ecn && hd.flags & tcp_flags::ECE != 0;
                     let e = &mut self.ends[i];
                     e.rcv.on_syn(hd.ts_val, ecn);
+                    e.rcv.set_accecn(hd.ae && self.cfg.cc.needs_accecn());
                     e.phase = Phase::Established;
                     e.hs_deadline = SimTime::NEVER;
                     let rtt = (hd.ts_ecr > SimTime::ZERO).then(|| now.saturating_since(hd.ts_ecr));
@@ -505,6 +512,13 @@ impl TcpConn {
                     self.send_ack(h, side);
                 }
             }
+            TimerType::Pace => {
+                if !self.ends[i].pace.fire(h, kind) {
+                    return ev;
+                }
+                self.transmit(h, side);
+                self.trace(h, side);
+            }
         }
         self.sync_timers(h, side);
         ev
@@ -526,11 +540,21 @@ impl TcpConn {
             e.delack
                 .set(h, d, timer_kind(self.idx, side, TimerType::DelAck));
         }
+        let p = if e.phase == Phase::Established {
+            e.snd.pace_deadline()
+        } else {
+            SimTime::NEVER
+        };
+        if p != e.pace.deadline {
+            e.pace
+                .set(h, p, timer_kind(self.idx, side, TimerType::Pace));
+        }
     }
 
     fn send_syn<H: TcpHost>(&mut self, h: &mut H, side: Side) {
         let now = h.now();
         let ecn = self.cfg.ecn;
+        let accecn = ecn && self.cfg.cc.needs_accecn();
         let e = &mut self.ends[side.idx()];
         let mut p = h.new_packet(e.node, SYN_BYTES, self.idx);
         let (flags, ack) = if side == Side::A {
@@ -557,6 +581,12 @@ impl TcpConn {
                 e.rcv.ts_recent
             } else {
                 SimTime::ZERO
+            },
+            // AccECN: AE with ECE and CWR on the SYN asks for it; the SYN-ACK confirms.
+            ae: if side == Side::A {
+                accecn
+            } else {
+                e.rcv.accecn()
             },
             ..Default::default()
         };
@@ -631,6 +661,7 @@ fn header(
     if e.rcv.ece {
         flags |= tcp_flags::ECE;
     }
+    let ace = e.rcv.ce_packets;
     let mut sack = [SackBlock::default(); 3];
     sack[..n_sack].copy_from_slice(&e.rcv.sack_blocks()[..n_sack]);
     TcpHeader {
@@ -643,6 +674,8 @@ fn header(
         n_sack: n_sack as u8,
         ts_val: now,
         ts_ecr: e.rcv.ts_recent,
+        ae: false,
+        ace,
     }
 }
 
@@ -666,7 +699,7 @@ fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u3
     );
     p.tcp = header(h.now(), e, seg.seq, seg.payload, flags, n);
     if seg.ect {
-        p.ecn = Ecn::Ect0;
+        p.ecn = e.snd.ect_codepoint();
     }
     e.rcv.ack_sent();
     p
@@ -680,7 +713,7 @@ mod tests {
     fn timer_kinds_round_trip_and_leave_room_for_the_application() {
         for conn in [0, 1, 77, (1 << 28) - 1] {
             for side in [Side::A, Side::B] {
-                for t in [TimerType::Rto, TimerType::DelAck] {
+                for t in [TimerType::Rto, TimerType::DelAck, TimerType::Pace] {
                     let k = timer_kind(conn, side, t);
                     assert_eq!(k & APP_TIMER_BIT, 0);
                     assert_eq!(decode_timer(k), Some((conn, side, t)));

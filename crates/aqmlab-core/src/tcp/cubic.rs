@@ -344,6 +344,8 @@ mod tests {
             snd_una: 0,
             snd_nxt: 0,
             cwnd_limited: true,
+            ce: 0,
+            srtt: None,
         }
     }
 
@@ -477,6 +479,8 @@ mod tests {
             snd_una: 2,
             snd_nxt: 100_000,
             cwnd_limited: true,
+            ce: 0,
+            srtt: None,
         };
         c.on_delivery(&mut w, &s);
         assert_eq!(c.delay_min, 100_000);

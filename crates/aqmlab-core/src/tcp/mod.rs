@@ -17,7 +17,9 @@ pub mod cc;
 pub mod config;
 pub mod conn;
 pub mod cubic;
+pub mod dctcp;
 pub mod newreno;
+pub mod prague;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
@@ -102,6 +104,28 @@ macro_rules! cc_registry {
             fn on_tx_start(&mut self, now: SimTime, idle: SimDuration) {
                 match self { $( AnyCc::$variant(c) => c.on_tx_start(now, idle), )* }
             }
+            #[inline]
+            fn on_ack_event(&mut self, w: &mut Window, a: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_ack_event(w, a), )* }
+            }
+            #[inline]
+            fn cong_control(&mut self, w: &mut Window, a: &AckSample) -> bool {
+                match self { $( AnyCc::$variant(c) => c.cong_control(w, a), )* }
+            }
+            #[inline]
+            fn on_open(&mut self) {
+                match self { $( AnyCc::$variant(c) => c.on_open(), )* }
+            }
+            #[inline]
+            fn owns_cwnd(&self) -> bool {
+                match self { $( AnyCc::$variant(c) => c.owns_cwnd(), )* }
+            }
+            fn set_ecn_ok(&mut self, ok: bool) {
+                match self { $( AnyCc::$variant(c) => c.set_ecn_ok(ok), )* }
+            }
+            fn pacing_rate(&self, w: &Window, srtt: SimDuration, mtu: u32) -> Option<f64> {
+                match self { $( AnyCc::$variant(c) => c.pacing_rate(w, srtt, mtu), )* }
+            }
         }
     };
 }
@@ -112,6 +136,10 @@ cc_registry! {
         "NewReno/Reno (RFC 5681 windows, RFC 6582 / RFC 6675 recovery); alias reno";
     Cubic: "cubic" => cubic::Cubic,
         "CUBIC (RFC 9438) with Linux's beta 0.7, C 0.4, fast convergence, TCP-friendly region and HyStart (default)";
+    Dctcp: "dctcp" => dctcp::Dctcp,
+        "DCTCP (RFC 8257, Linux tcp_dctcp): alpha EWMA g = 1/16, cwnd cut by alpha/2 once per window; ECN with Accurate ECN feedback";
+    Prague: "prague" => prague::Prague,
+        "TCP Prague (L4S team tcp_prague): DCTCP-like fractional cwnd, ECT(1), AccECN, paced, RTT independence (25 ms target), optional classic-ECN fallback";
 }
 
 #[cfg(test)]

@@ -62,6 +62,8 @@ mod tests {
             snd_una: 0,
             snd_nxt: 0,
             cwnd_limited: true,
+            ce: 0,
+            srtt: None,
         }
     }
 

@@ -77,6 +77,12 @@ pub struct Receiver {
     lrcvtime: Option<SimTime>,
     /// Total payload bytes delivered in order.
     pub delivered: u64,
+    /// Accurate ECN negotiated: count CE marks instead of the ECE handshake.
+    accecn: bool,
+    /// CE-marked packets received (AccECN `r.cep`), fed back in every ACK's `ace`.
+    pub ce_packets: u32,
+    /// Whether the last data packet was CE (for change-triggered ACKs).
+    last_ce: bool,
 }
 
 impl Receiver {
@@ -102,6 +108,9 @@ impl Receiver {
             ece: false,
             lrcvtime: None,
             delivered: 0,
+            accecn: false,
+            ce_packets: 0,
+            last_ce: false,
         }
     }
 
@@ -112,6 +121,14 @@ impl Receiver {
         self.last_ack_sent = 1;
         self.ts_recent = ts_val;
         self.ecn = ecn;
+    }
+
+    /// Accurate ECN was negotiated (after `on_syn`).
+    pub fn set_accecn(&mut self, on: bool) {
+        self.accecn = on && self.ecn;
+    }
+    pub fn accecn(&self) -> bool {
+        self.accecn
     }
 
     /// ECN was negotiated (the receiver echoes CE marks).
@@ -161,10 +178,23 @@ impl Receiver {
         }
         let fin = h.flags & tcp_flags::FIN != 0;
         let seq_len = h.len as u64 + fin as u64;
+        // AccECN: every CE-marked packet counts; a change of CE state between data
+        // packets is acknowledged at once (AccECN's change-triggered ACK, also what
+        // DCTCP's receiver state machine does), so the sender sees marks promptly.
+        let mut ce_changed = false;
+        if self.accecn {
+            if ce {
+                self.ce_packets = self.ce_packets.wrapping_add(1);
+            }
+            if seq_len > 0 {
+                ce_changed = ce != self.last_ce;
+                self.last_ce = ce;
+            }
+        }
         if seq_len == 0 {
             return out;
         }
-        if self.ecn && ce && !self.ece {
+        if self.ecn && !self.accecn && ce && !self.ece {
             // RFC 3168 6.1.3; Linux also ACKs the next two segments at once.
             self.ece = true;
             self.enter_quickack(2);
@@ -222,6 +252,7 @@ impl Receiver {
         out.delivered = advanced;
         self.segs_unacked += 1;
         out.ack_now = had_ooo
+            || ce_changed
             || out.fin
             || match self.mode {
                 DelayedAck::Off => true,

@@ -146,6 +146,18 @@ pub struct Sender {
     burst_sent: u32,
     lsndtime: SimTime,
     queue_cwr: bool,
+    /// Accurate ECN negotiated: the ACK's `ace` counter gives the CE count.
+    accecn: bool,
+    want_accecn: bool,
+    last_ace: u32,
+    /// Send data as ECT(1) (L4S) rather than ECT(0).
+    ect1: bool,
+    /// Pacing (Linux internal pacing): the earliest time of the next transmission.
+    pacing: bool,
+    pacing_ss_ratio: u32,
+    pacing_ca_ratio: u32,
+    wstamp: SimTime,
+    pace_blocked: bool,
     pub stats: SenderStats,
 }
 
@@ -168,12 +180,7 @@ impl Sender {
             sb: Scoreboard::new(),
             reno_sacked: 0,
             w: Window::with_growth(cfg.init_cwnd, cfg.max_cwnd, cfg.ss_growth, cfg.ca_growth),
-            cc: AnyCc::new(
-                cfg.cc,
-                &CcParams {
-                    hystart: cfg.hystart,
-                },
-            ),
+            cc: AnyCc::new(cfg.cc, &CcParams::from_config(cfg)),
             state: CaState::Open,
             high_seq: 0,
             prior_cwnd: 0,
@@ -190,6 +197,15 @@ impl Sender {
             burst_sent: 0,
             lsndtime: SimTime::ZERO,
             queue_cwr: false,
+            accecn: false,
+            want_accecn: cfg.cc.needs_accecn(),
+            last_ace: 0,
+            ect1: cfg.cc.sends_ect1(),
+            pacing: cfg.pacing,
+            pacing_ss_ratio: cfg.pacing_ss_ratio,
+            pacing_ca_ratio: cfg.pacing_ca_ratio,
+            wstamp: SimTime::ZERO,
+            pace_blocked: false,
             stats: SenderStats::default(),
         }
     }
@@ -205,6 +221,8 @@ impl Sender {
     ) {
         self.established = true;
         self.ecn_ok = ecn_ok;
+        self.accecn = ecn_ok && self.want_accecn;
+        self.cc.set_ecn_ok(ecn_ok);
         if let Some(r) = rtt {
             self.rtt.sample(r);
         }
@@ -221,6 +239,70 @@ impl Sender {
     }
     pub fn ecn_ok(&self) -> bool {
         self.ecn_ok
+    }
+    /// Accurate ECN feedback was negotiated.
+    pub fn accecn(&self) -> bool {
+        self.accecn
+    }
+    /// The ECN codepoint of this sender's data (`Ect1` for L4S senders).
+    pub fn ect_codepoint(&self) -> crate::packet::Ecn {
+        if self.ect1 {
+            crate::packet::Ecn::Ect1
+        } else {
+            crate::packet::Ecn::Ect0
+        }
+    }
+    /// When pacing holds back a transmission, the time it may go (`NEVER` otherwise).
+    pub fn pace_deadline(&self) -> SimTime {
+        if self.pace_blocked {
+            self.wstamp
+        } else {
+            SimTime::NEVER
+        }
+    }
+    /// The current pacing rate in bytes per second (`None`: not paced / no RTT yet).
+    /// Linux `tcp_update_pacing_rate`: MSS × max(cwnd, packets out) / srtt × ratio, the
+    /// ratio 200 % while cwnd < ssthresh / 2 (slow start), else the CA ratio; a control
+    /// may set its own rate (Prague).
+    pub fn pacing_rate(&self) -> Option<f64> {
+        if !self.pacing {
+            return None;
+        }
+        let srtt = self.rtt.srtt()?;
+        if srtt.as_nanos() == 0 {
+            return None;
+        }
+        let mtu = self.mss + super::conn::HEADER_BYTES;
+        if let Some(r) = self.cc.pacing_rate(&self.w, srtt, mtu) {
+            return Some(r);
+        }
+        let ratio = if self.w.cwnd < self.w.ssthresh / 2 {
+            self.pacing_ss_ratio
+        } else {
+            self.pacing_ca_ratio
+        };
+        let pkts = self.w.cwnd.max(self.sb.packets_out) as f64;
+        Some(self.mss as f64 * pkts * ratio as f64 / 100.0 / srtt.as_secs_f64())
+    }
+    /// Linux `tcp_update_skb_after_send`: the next departure is `len / rate` later; a
+    /// sender that fell behind (the previous stamp already passed) earns back up to
+    /// half of it. The initial window (the first 10 segments) is not paced.
+    fn paced(&mut self, now: SimTime, bytes: u32) {
+        if !self.pacing {
+            return;
+        }
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        if self.stats.segs_sent < 10 {
+            return;
+        }
+        let Some(rate) = self.pacing_rate() else {
+            return;
+        };
+        let len_ns = (bytes as f64 * 1e9 / rate) as u64;
+        let credit = self.wstamp.saturating_since(prior).as_nanos();
+        let len_ns = len_ns - (len_ns / 2).min(credit);
+        self.wstamp = self.wstamp + SimDuration::from_nanos(len_ns);
     }
 
     /// Queues `bytes` more bytes of application data.
@@ -317,8 +399,10 @@ impl Sender {
         } else {
             self.cc.on_loss(&self.w, now)
         };
-        self.queue_cwr = self.ecn_ok;
+        // AccECN has no CWR handshake (its feedback is a counter).
+        self.queue_cwr = self.ecn_ok && !self.accecn;
         match self.recovery {
+            _ if self.cc.owns_cwnd() => {}
             Recovery::Prr => {}
             Recovery::Rfc6675 => self.w.cwnd = self.w.ssthresh.min(self.w.cwnd).max(1),
             // Linux < 3.2 tcp_enter_cwr: cwnd = min(cwnd, in_flight + 1); recovery entry
@@ -331,7 +415,9 @@ impl Sender {
     }
 
     fn end_cwnd_reduction(&mut self) {
-        if self.w.ssthresh < INFINITE_SSTHRESH {
+        self.cc.on_open();
+        // Linux tcp_end_cwnd_reduction leaves cwnd alone for cong_control modules.
+        if self.w.ssthresh < INFINITE_SSTHRESH && !self.cc.owns_cwnd() {
             let target = if self.recovery == Recovery::RateHalving {
                 // Linux < 3.2 tcp_complete_cwr: never raise cwnd on leaving recovery.
                 self.w.cwnd.min(self.w.ssthresh)
@@ -480,6 +566,17 @@ impl Sender {
             out.rtt_sampled = true;
         }
         let ca_rtt = d.last_sent.map(|t| now.saturating_since(t)).or(rtt);
+        // Accurate ECN: the counter's increase is the number of CE-marked segments
+        // delivered since the previous ACK. Deviation: the wire's ACE field is 3 bits
+        // (the count mod 8, unwrapped by the sender); the model carries the whole
+        // counter, which is what the sender recovers when no run of 8 ACKs is lost.
+        let ce = if self.accecn {
+            let c = h.ace.wrapping_sub(self.last_ace);
+            self.last_ace = h.ace;
+            c
+        } else {
+            0
+        };
         let sample = AckSample {
             now,
             acked: delivered,
@@ -487,10 +584,13 @@ impl Sender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             cwnd_limited: self.cwnd_limited(),
+            ce,
+            srtt: self.rtt.srtt(),
         };
         if delivered > 0 {
             self.cc.on_delivery(&mut self.w, &sample);
         }
+        self.cc.on_ack_event(&mut self.w, &sample);
 
         // Loss detection and state transitions (Linux tcp_fastretrans_alert).
         let newly_lost = if self.sack && sacked_new {
@@ -498,7 +598,11 @@ impl Sender {
         } else {
             false
         };
-        let ece = self.ecn_ok && h.flags & tcp_flags::ECE != 0;
+        let ece = if self.accecn {
+            ce > 0
+        } else {
+            self.ecn_ok && h.flags & tcp_flags::ECE != 0
+        };
         if ece {
             self.stats.ece_acks += 1;
         }
@@ -511,6 +615,7 @@ impl Sender {
             CaState::Loss if self.snd_una >= self.high_seq => {
                 self.reno_sacked = 0;
                 self.state = CaState::Open;
+                self.cc.on_open();
             }
             CaState::Recovery if !self.sack && una_advanced => {
                 // RFC 6582 partial ACK: the next segment is lost too.
@@ -531,8 +636,15 @@ impl Sender {
             }
         }
 
-        // Window: reduce during CWR/Recovery, grow otherwise (Linux tcp_cong_control).
-        if self.in_reduction() {
+        // Window: reduce during CWR/Recovery, grow otherwise (Linux tcp_cong_control);
+        // a control with its own `cong_control` does either itself.
+        if self.cc.owns_cwnd() {
+            let sample = AckSample {
+                snd_una: self.snd_una,
+                ..sample
+            };
+            self.cc.cong_control(&mut self.w, &sample);
+        } else if self.in_reduction() {
             match self.recovery {
                 Recovery::Prr => self.cwnd_reduction(delivered, newly_lost, una_advanced),
                 Recovery::RateHalving if delivered > 0 => self.cwnd_down(),
@@ -581,7 +693,7 @@ impl Sender {
         self.high_seq = self.snd_nxt;
         self.state = CaState::Loss;
         self.force_rtx = false;
-        self.queue_cwr = self.ecn_ok;
+        self.queue_cwr = self.ecn_ok && !self.accecn;
         self.rto_retrans += 1;
         self.rtt.on_timeout();
         self.rto_deadline = now + self.rtt.rto();
@@ -591,6 +703,12 @@ impl Sender {
     /// `max_payload` caps new segments (MSS minus option space on this segment).
     pub fn next_segment(&mut self, now: SimTime, max_payload: u32) -> Option<TxSeg> {
         if !self.established {
+            return None;
+        }
+        // Linux tcp_pacing_check: nothing leaves before the pacing timestamp.
+        self.pace_blocked = false;
+        if self.pacing && now < self.wstamp {
+            self.pace_blocked = true;
             return None;
         }
         let in_flight = self.in_flight();
@@ -607,6 +725,7 @@ impl Sender {
                 }
                 self.force_rtx = false;
                 self.sent_one(now);
+                self.paced(now, s.payload() + super::conn::HEADER_BYTES);
                 return Some(TxSeg {
                     seq: s.start,
                     end: s.end,
@@ -643,6 +762,7 @@ impl Sender {
                 }
                 self.stats.segs_sent += 1;
                 self.sent_one(now);
+                self.paced(now, len as u32 + super::conn::HEADER_BYTES);
                 return Some(TxSeg {
                     seq,
                     end,
