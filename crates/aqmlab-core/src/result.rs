@@ -64,7 +64,8 @@ pub struct QueueRow {
     pub trace_vars: &'static [&'static str],
     /// The link's lower layer: `wire`, `htb`, `tbf`, `docsis` or `wifi`.
     pub lower: &'static str,
-    /// Lower-layer summary metrics (shaper, regulators, WiFi TXOPs/retries ...).
+    /// Lower-layer summary metrics (shaper, regulators, WiFi TXOPs/retries ...) and the
+    /// qdisc's own (DualPI2: `l_sojourn_p99`, `c_sojourn_mean`, ...).
     pub lower_extra: Vec<(&'static str, f64)>,
 }
 

@@ -385,11 +385,12 @@ impl Link {
     pub fn new(
         id: LinkId,
         p: LinkParams,
-        qdisc: AnyQdisc,
+        mut qdisc: AnyQdisc,
         rng: Rng,
         warmup: SimTime,
         bin: SimDuration,
     ) -> Self {
+        qdisc.set_warmup(warmup);
         let trace = p.trace;
         let lazy = matches!(p.lower, LowerParams::Wire)
             && p.device_queue == 1
@@ -826,7 +827,8 @@ impl Link {
         self.stats.bin_drops.add(now, 1.0);
     }
 
-    /// Lower-layer summary metrics for the queue's row in the results (name, value).
+    /// Lower-layer summary metrics for the queue's row in the results (name, value),
+    /// followed by the qdisc's own (`Qdisc::summary`, e.g. DualPI2 per-queue delays).
     pub fn lower_summary(&self, out: &mut Vec<(&'static str, f64)>) {
         match &self.lower {
             Lower::Wire => {}
@@ -858,5 +860,6 @@ impl Link {
                 out.push(("driver_max_frames", s.max_pending as f64));
             }
         }
+        self.qdisc.summary(out);
     }
 }

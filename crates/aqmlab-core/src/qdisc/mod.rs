@@ -24,6 +24,7 @@
 pub mod codel;
 pub mod codel_core;
 pub mod drr;
+pub mod dualpi2;
 pub mod fifo;
 pub mod flow_sched;
 pub mod fq_codel;
@@ -64,10 +65,13 @@ pub enum DropReason {
     Wire,
     /// Dropped by a lower layer below the qdisc (driver queue full, MAC retry limit).
     LowerLayer,
+    /// DualPI2: a Not-ECT packet in the L queue above the step threshold (Linux
+    /// `QDISC_DROP_L4S_STEP_NON_ECN`).
+    L4sStep,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 8] = [
+    pub const ALL: [DropReason; 9] = [
         DropReason::Overlimit,
         DropReason::Early,
         DropReason::Forced,
@@ -76,6 +80,7 @@ impl DropReason {
         DropReason::Memory,
         DropReason::Wire,
         DropReason::LowerLayer,
+        DropReason::L4sStep,
     ];
     pub fn index(self) -> usize {
         self as usize
@@ -90,6 +95,7 @@ impl DropReason {
             DropReason::Memory => "memory",
             DropReason::Wire => "wire",
             DropReason::LowerLayer => "lower_layer",
+            DropReason::L4sStep => "l4s_step",
         }
     }
 }
@@ -102,14 +108,20 @@ pub enum MarkReason {
     Codel,
     /// CoDel's `ce_threshold`: marked because sojourn exceeded a fixed threshold.
     CeThreshold,
+    /// DualPI2: an L4S packet marked with the coupled probability p_CL = k·p'.
+    Coupled,
+    /// DualPI2: an L4S packet marked by the L queue's step threshold.
+    Step,
 }
 
 impl MarkReason {
-    pub const ALL: [MarkReason; 4] = [
+    pub const ALL: [MarkReason; 6] = [
         MarkReason::Early,
         MarkReason::Forced,
         MarkReason::Codel,
         MarkReason::CeThreshold,
+        MarkReason::Coupled,
+        MarkReason::Step,
     ];
     pub fn index(self) -> usize {
         self as usize
@@ -120,6 +132,8 @@ impl MarkReason {
             MarkReason::Forced => "forced",
             MarkReason::Codel => "codel",
             MarkReason::CeThreshold => "ce_threshold",
+            MarkReason::Coupled => "coupled",
+            MarkReason::Step => "step",
         }
     }
 }
@@ -147,8 +161,8 @@ pub struct QdiscStats {
     pub dropped_on_arrival_bytes: u64,
     pub dropped_after_enqueue: u64,
     pub dropped_after_enqueue_bytes: u64,
-    pub drops: [u64; 8],
-    pub marks: [u64; 4],
+    pub drops: [u64; 9],
+    pub marks: [u64; 6],
 }
 
 impl QdiscStats {
@@ -288,6 +302,11 @@ pub trait Qdisc {
     fn trace_vars(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Statistics before this instant are warm-up (the qdisc's own summaries skip them).
+    fn set_warmup(&mut self, _t: SimTime) {}
+    /// Qdisc-specific summary metrics (e.g. DualPI2's per-queue sojourn), reported
+    /// with the link's lower-layer metrics.
+    fn summary(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// What a qdisc may know about where it is installed when it is built.
@@ -386,6 +405,12 @@ macro_rules! qdisc_registry {
             fn trace_vars(&self) -> &'static [&'static str] {
                 match self { $( AnyQdisc::$variant(q) => q.trace_vars(), )* }
             }
+            fn set_warmup(&mut self, t: SimTime) {
+                match self { $( AnyQdisc::$variant(q) => q.set_warmup(t), )* }
+            }
+            fn summary(&self, out: &mut Vec<(&'static str, f64)>) {
+                match self { $( AnyQdisc::$variant(q) => q.summary(out), )* }
+            }
         }
     };
 }
@@ -414,6 +439,8 @@ qdisc_registry! {
         "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
     FqPie: "fq_pie" => fq_pie::FqPieConfig => fq_pie::FqPie,
         "flow queueing with per-flow PIE (Linux sch_fq_pie): 1024 flows, quantum 1514, limit 10240, target 15 ms, ECN off";
+    DualPi2: "dualpi2" => dualpi2::DualPi2Config => dualpi2::DualPi2,
+        "DualQ Coupled AQM (RFC 9332, Linux sch_dualpi2): L4S queue with 1 ms step marking, PI2 classic queue (target 15 ms), coupling k = 2, WRR 10/90";
 }
 
 impl Default for QdiscConfig {

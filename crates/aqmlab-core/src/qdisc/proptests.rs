@@ -69,6 +69,8 @@ const CASES: &[Case] = &[
     pkts("fq_codel", "kind = 'fq_codel'\nlimit = 25\ntarget = '1ms'\ninterval = '5ms'\nflows = 16", 25),
     pkts("fq_nocodel", "kind = 'fq_nocodel'\nlimit = 25\nflows = 16", 25),
     pkts("fq_pie", "kind = 'fq_pie'\nlimit = 25\nflows = 16\ntarget = '1ms'\ntupdate = '1ms'", 25),
+    pkts("dualpi2", "kind = 'dualpi2'\nlimit = 20\ntarget = '1ms'\ntupdate = '1ms'\nalpha = 20.0\nbeta = 50.0", 20),
+    pkts("dualpi2-l4s-enqueue", "kind = 'dualpi2'\nlimit = 25\ntarget = '1ms'\ntupdate = '1ms'\nalpha = 20.0\nbeta = 50.0\necn_mask = 'any_ect'\nstep_thresh = 2\ndrop_at = 'enqueue'\noverload = 'overflow'", 25),
     pkts("fq_pie-ecn-dq-rate", "kind = 'fq_pie'\nlimit = 30\nflows = 4\ntarget = '1ms'\ntupdate = '2ms'\necn = true\necn_prob = 0.5\nbytemode = true\ndq_rate_estimator = true\nquantum = 600", 30),
     pkts("sfq", "kind = 'sfq'\nlimit = 20\ndivisor = 16", 20),
     pkts("drr", "kind = 'drr'\nlimit = 30\nflow_limit = 12", 30),
