@@ -411,6 +411,9 @@ pub struct DualPi2 {
     warmup: SimTime,
     soj_l: Histogram,
     soj_c: Histogram,
+    /// Σ p' and count over the updates after warm-up (time average of p').
+    p_sum: f64,
+    p_n: u64,
 }
 
 impl DualPi2 {
@@ -455,6 +458,8 @@ impl DualPi2 {
             warmup: SimTime::ZERO,
             soj_l: Histogram::new(),
             soj_c: Histogram::new(),
+            p_sum: 0.0,
+            p_n: 0,
         }
     }
 
@@ -508,6 +513,10 @@ impl DualPi2 {
         while let Some(t) = self.timer.due(now) {
             let before = (self.prob, self.last_qdelay);
             self.update(t);
+            if t >= self.warmup {
+                self.p_sum += self.p_prime();
+                self.p_n += 1;
+            }
             self.trace(t, out);
             if (self.prob, self.last_qdelay) == before && self.lq.is_empty() && self.cq.is_empty() {
                 // Empty and settled: the remaining ticks change nothing.
@@ -747,7 +756,14 @@ impl Qdisc for DualPi2 {
                 f64::NAN
             },
         ));
-        out.push(("p_prime", self.p_prime()));
+        out.push((
+            "p_prime_mean",
+            if self.p_n > 0 {
+                self.p_sum / self.p_n as f64
+            } else {
+                f64::NAN
+            },
+        ));
     }
 }
 

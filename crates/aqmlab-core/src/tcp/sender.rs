@@ -1139,6 +1139,77 @@ mod tests {
     }
 
     #[test]
+    fn pacing_spaces_segments_at_cwnd_over_srtt_times_ratio() {
+        // cwnd 20, ssthresh 20 (CA ratio 120 %), srtt 100 ms, MSS 1000:
+        // rate = 1000 · 20 · 1.2 / 0.1 = 240 kB/s; a 1052-byte packet takes 4.383 ms.
+        let mut s = sender(cfg(|o| o.pacing = Some(true)), false);
+        s.w.cwnd = 20;
+        s.w.ssthresh = 20;
+        let rate = s.pacing_rate().unwrap();
+        assert!((rate - 240_000.0).abs() < 1e-6, "{rate}");
+        // The initial window goes unpaced; from the 10th data segment on (Linux
+        // `data_segs_out >= 10`) each sets the next departure len/rate later.
+        let t0 = ms(100);
+        assert_eq!(drain(&mut s, t0).len(), 10);
+        let gap = SimDuration::from_nanos((1052.0 * 1e9 / 240_000.0) as u64);
+        assert_eq!(
+            s.pace_deadline(),
+            t0 + gap,
+            "blocked until the pacing stamp"
+        );
+        assert!(s.next_segment(t0 + gap, MSS as u32).is_some());
+        assert!(s.next_segment(t0 + gap, MSS as u32).is_none());
+        assert_eq!(s.pace_deadline(), t0 + gap + gap);
+        // Slow start (cwnd < ssthresh / 2) doubles the rate.
+        s.w.ssthresh = 100;
+        assert!((s.pacing_rate().unwrap() - 400_000.0).abs() < 1e-6);
+        // Not paced by default.
+        let u = sender(cfg(|_| {}), false);
+        assert_eq!(u.pacing_rate(), None);
+    }
+
+    #[test]
+    fn accecn_counter_drives_ecn_reduction_and_dctcp_alpha() {
+        let mut s = sender(cfg(|o| o.cc = Some(CcKind::Dctcp)), true);
+        assert!(s.accecn() && s.ecn_ok());
+        let first = drain(&mut s, ms(100));
+        assert!(first.iter().all(|t| t.ect));
+        assert_eq!(
+            s.ect_codepoint(),
+            crate::packet::Ecn::Ect0,
+            "DCTCP sends ECT(0)"
+        );
+        // Two segments acknowledged, one of them CE: ace counter 1, no ECE flag needed.
+        let mut a = ack(2, &[]);
+        a.ace = 1;
+        s.on_ack(ms(200), &a, false);
+        assert_eq!(s.state, CaState::Cwr);
+        assert_eq!(s.stats.ecn_reductions, 1);
+        // alpha starts at 1024; this first ACK ends DCTCP's first window (next_seq was
+        // snd_nxt = 1 at init): alpha = 1024 − 64 + (1 << 6)/2 = 992, then
+        // ssthresh = 10 − (10·992 >> 11) = 10 − 4 = 6.
+        match &s.cc {
+            AnyCc::Dctcp(d) => assert_eq!(d.alpha, 992),
+            _ => unreachable!(),
+        }
+        assert_eq!(s.w.ssthresh, 6);
+        let out = drain(&mut s, ms(200));
+        assert!(out.iter().all(|t| !t.cwr), "AccECN has no CWR flag");
+        // The same counter again: no new marks, no new reduction.
+        let mut a = ack(3, &[]);
+        a.ace = 1;
+        s.on_ack(ms(201), &a, false);
+        assert_eq!(s.stats.ecn_reductions, 1);
+        let p = sender(cfg(|o| o.cc = Some(CcKind::Prague)), true);
+        assert_eq!(
+            p.ect_codepoint(),
+            crate::packet::Ecn::Ect1,
+            "Prague sends ECT(1)"
+        );
+        assert!(p.pacing_rate().is_some(), "Prague is paced");
+    }
+
+    #[test]
     fn receive_window_limits_and_fin() {
         let mut s = Sender::new(&cfg(|_| {}));
         s.establish(ms(0), None, 0, false);
