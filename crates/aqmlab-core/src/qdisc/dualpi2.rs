@@ -40,7 +40,7 @@
 //! packet); no tc filter or `skb->priority` classification (ECN only); GSO splitting
 //! is moot (packets are never aggregated).
 
-use super::pie_core::UpdateTimer;
+use super::pi_core::{pi_step_fixed, UpdateTimer};
 use super::{
     BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict,
 };
@@ -491,17 +491,17 @@ impl DualPi2 {
     fn update(&mut self, t: SimTime) {
         self.qdelay_c = Self::head_delay(&self.cq, t);
         self.qdelay_l = Self::head_delay(&self.lq, t);
-        let qdelay = self.qdelay_c.max(self.qdelay_l) as i128;
-        let delta = (qdelay - self.target as i128) * self.alpha as i128
-            + (qdelay - self.last_qdelay as i128) * self.beta as i128;
-        self.last_qdelay = qdelay as u64;
-        let step = (delta.unsigned_abs() >> ALPHA_BETA_GRANULARITY) as u128;
-        let p = self.prob as u128;
-        let new = if delta > 0 {
-            (p + step).min(MAX_PROB as u128)
-        } else {
-            p.saturating_sub(step)
-        } as u32;
+        let qdelay = self.qdelay_c.max(self.qdelay_l);
+        let step = pi_step_fixed(
+            self.alpha,
+            self.beta,
+            qdelay,
+            self.last_qdelay,
+            self.target,
+            ALPHA_BETA_GRANULARITY,
+        );
+        self.last_qdelay = qdelay;
+        let new = (self.prob as i128 + step).clamp(0, MAX_PROB as i128) as u32;
         self.prob = match self.overload {
             // Without dropping on overload, k·p' is capped at 100 %.
             Overload::Overflow => new.min(MAX_PROB / self.k),
@@ -863,6 +863,16 @@ mod tests {
             .sum();
         assert!((pp - approx).abs() < 1e-6, "{pp} vs {approx}");
         assert!((hz(44.0) - 0.16).abs() < 1e-3 && (hz(879.0) - 3.2).abs() < 3e-3);
+        // The shared PI core's floating-point step agrees with the fixed-point one.
+        let f = crate::qdisc::pi_core::pi_delta(
+            hz(44.0),
+            hz(879.0),
+            SimDuration::from_millis(96),
+            SimDuration::from_millis(80),
+            SimDuration::from_millis(15),
+        );
+        let i = pi_step_fixed(44, 879, 96_000_000, 80_000_000, 15_000_000, 6);
+        assert!((f - i as f64 / MAX_PROB as f64).abs() < 1e-8);
         assert!((q.p_classic() - pp * pp).abs() < 1e-12);
         assert!((q.p_coupled() - (2.0 * pp).min(1.0)).abs() < 1e-12);
         // The queue empties: delay 0 → p' falls by alpha·target + beta·(last delay).

@@ -51,6 +51,31 @@ pub fn linux_coef(a16: u64, max_prob: u64, shift: u32) -> f64 {
     ((a16 * k) >> shift) as f64 * PSCHED_TICKS_PER_SEC as f64 / max_prob as f64
 }
 
+/// The PI step in the integer form of Linux `sch_dualpi2` (`calculate_probability`):
+/// delays in ns, coefficients in probability units (2^32 = 1) per 2^`granularity` ns,
+/// the result in probability units (signed). It is [`pi_delta`] in fixed point:
+/// `pi_step_fixed(a, b, ...) · 2^-32 ≈ pi_delta(a·10^9/2^(32+g), b·10^9/2^(32+g), ...)`.
+#[inline]
+pub fn pi_step_fixed(
+    alpha: u32,
+    beta: u32,
+    qdelay_ns: u64,
+    qdelay_old_ns: u64,
+    target_ns: u64,
+    granularity: u32,
+) -> i128 {
+    let q = qdelay_ns as i128;
+    let delta =
+        (q - target_ns as i128) * alpha as i128 + (q - qdelay_old_ns as i128) * beta as i128;
+    // do_div on the magnitude: truncation towards zero, as the kernel does.
+    let m = (delta.unsigned_abs() >> granularity) as i128;
+    if delta < 0 {
+        -m
+    } else {
+        m
+    }
+}
+
 /// The periodic `tupdate` timer, run lazily: the glue asks for every due tick up to `now`
 /// before handling a packet. Updates depend only on the state and the backlog, and the
 /// backlog does not change between calls, so running them late gives the same result as
