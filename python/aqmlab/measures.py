@@ -16,7 +16,13 @@ Generic forms are accepted too:
 - ``mean:<kind>.<column>`` / ``sum:<kind>.<column>``: over all flows of a kind
   (e.g. ``mean:web.page_time_mean``);
 - ``queue:<name>.<column>``: a column of one queue's row (e.g.
-  ``queue:bottleneck_down.sojourn_p99``).
+  ``queue:bottleneck_down.sojourn_p99``);
+- ``ratio:<A>/<B>``: summed goodput of the flows named ``A*`` over that of ``B*`` (e.g.
+  ``ratio:prague/cubic``, the L4S study's throughput ratio).
+
+DualPI2 measures (NaN on other qdiscs): ``l_delay_mean``/``l_delay_p99`` and
+``c_delay_mean``/``c_delay_p99`` (per-queue sojourn of the busiest bottleneck) and
+``p_prime_mean``.
 """
 from __future__ import annotations
 
@@ -197,6 +203,11 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "has_adaptation_rate": (_flow_kind_col("has", "adaptation_rate", "mean"), "HAS: adaptationRate, mean over HAS flows (changes per hour)"),
     "has_rebuffer": (_flow_kind_col("has", "rebuffer_time", "mean"), "HAS: rebufferTime, mean over HAS flows (% of time stalled)"),
     "has_bias": (has_application_bias, "HAS: applicationBias vs the max-min fair share (%)"),
+    "l_delay_mean": (_bq("l_sojourn_mean"), "DualPI2: mean sojourn in the L (L4S) queue of the busiest bottleneck (s)"),
+    "l_delay_p99": (_bq("l_sojourn_p99"), "DualPI2: 99th percentile sojourn in the L (L4S) queue (s)"),
+    "c_delay_mean": (_bq("c_sojourn_mean"), "DualPI2: mean sojourn in the C (classic) queue (s)"),
+    "c_delay_p99": (_bq("c_sojourn_p99"), "DualPI2: 99th percentile sojourn in the C (classic) queue (s)"),
+    "p_prime_mean": (_bq("p_prime_mean"), "DualPI2: time-mean base probability p' (p_C = p'^2, p_CL = k p')"),
     "bottleneck_utilization": (
         lambda r: float(max((link_utilization(row) for _, row in r.queues[r.queues["name"].str.startswith("bottleneck")].iterrows()), default=math.nan)),
         "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link)",
@@ -219,7 +230,18 @@ def _generic(res: Result, name: str) -> float:
         return float(q[col].iloc[0]) if len(q) and col in q.columns else math.nan
     if head in ("mean", "sum"):
         return _flow_kind_col(target, col, head)(res)
+    if head == "ratio":
+        return goodput_ratio(res, *rest.split("/", 1))
     raise KeyError(name)
+
+
+def goodput_ratio(res: Result, a: str, b: str) -> float:
+    """`ratio:A/B`: summed goodput of the flows whose name starts with A over that of the
+    flows whose name starts with B (e.g. ``ratio:prague/cubic``)."""
+    f = res.flows
+    ga = float(f[f["name"].str.startswith(a)]["goodput_bps"].sum())
+    gb = float(f[f["name"].str.startswith(b)]["goodput_bps"].sum())
+    return ga / gb if gb > 0 else math.nan
 
 
 def validate(names: list[str]) -> None:
@@ -230,7 +252,9 @@ def validate(names: list[str]) -> None:
         head, sep, rest = n.partition(":")
         if sep and head in ("flow", "queue", "mean", "sum") and "." in rest:
             continue
-        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL)")
+        if sep and head == "ratio" and rest.count("/") == 1 and all(rest.split("/")):
+            continue
+        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, ratio:FLOWPREFIX/FLOWPREFIX)")
 
 
 def compute(res: Result, names: list[str]) -> dict[str, float]:
