@@ -22,7 +22,8 @@ Generic forms are accepted too:
 
 DualPI2 measures (NaN on other qdiscs): ``l_delay_mean``/``l_delay_p99`` and
 ``c_delay_mean``/``c_delay_p99`` (per-queue sojourn of the busiest bottleneck) and
-``p_prime_mean``.
+``pi2_prob_mean`` (the queue column ``p_prime_mean``; measure names must not start with
+``p_``, the prefix of axis columns).
 """
 from __future__ import annotations
 
@@ -207,7 +208,7 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "l_delay_p99": (_bq("l_sojourn_p99"), "DualPI2: 99th percentile sojourn in the L (L4S) queue (s)"),
     "c_delay_mean": (_bq("c_sojourn_mean"), "DualPI2: mean sojourn in the C (classic) queue (s)"),
     "c_delay_p99": (_bq("c_sojourn_p99"), "DualPI2: 99th percentile sojourn in the C (classic) queue (s)"),
-    "p_prime_mean": (_bq("p_prime_mean"), "DualPI2: time-mean base probability p' (p_C = p'^2, p_CL = k p')"),
+    "pi2_prob_mean": (_bq("p_prime_mean"), "DualPI2: time-mean base probability p' (p_C = p'^2, p_CL = k p')"),
     "bottleneck_utilization": (
         lambda r: float(max((link_utilization(row) for _, row in r.queues[r.queues["name"].str.startswith("bottleneck")].iterrows()), default=math.nan)),
         "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link)",
