@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 
 pub use super::CcKind;
 
+/// IPv4 (20) + TCP (20) + timestamp option (12) bytes: a segment's IP size is
+/// payload + `HEADER_BYTES` (+ SACK option bytes).
+pub const HEADER_BYTES: u32 = 52;
+
 /// Prague's RTT-independence heuristic (`prague_rtt_scaling`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -32,8 +32,7 @@ use super::sender::{Sender, TxSeg};
 use crate::packet::{tcp_flags, Ecn, NodeId, Packet, SackBlock, TcpHeader};
 use crate::time::{SimDuration, SimTime};
 
-/// IPv4 (20) + TCP (20) + timestamp option (12) bytes.
-pub const HEADER_BYTES: u32 = 52;
+pub use super::config::HEADER_BYTES;
 /// SYN / SYN-ACK: 52 + MSS (4) + SACK-permitted (2) + window scale (3) + padding (1).
 pub const SYN_BYTES: u32 = 60;
 /// Linux `tcp_syn_retries`: SYN retransmissions before giving up.

@@ -142,7 +142,7 @@ impl Prague {
     }
 
     fn mtu(&self) -> u64 {
-        self.mss as u64 + super::conn::HEADER_BYTES as u64
+        self.mss as u64 + super::config::HEADER_BYTES as u64
     }
 
     fn frac_to_cwnd(&self, clamp: u32) -> u32 {

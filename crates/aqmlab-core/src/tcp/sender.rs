@@ -272,7 +272,7 @@ impl Sender {
         if srtt.as_nanos() == 0 {
             return None;
         }
-        let mtu = self.mss + super::conn::HEADER_BYTES;
+        let mtu = self.mss + super::config::HEADER_BYTES;
         if let Some(r) = self.cc.pacing_rate(&self.w, srtt, mtu) {
             return Some(r);
         }
@@ -725,7 +725,7 @@ impl Sender {
                 }
                 self.force_rtx = false;
                 self.sent_one(now);
-                self.paced(now, s.payload() + super::conn::HEADER_BYTES);
+                self.paced(now, s.payload() + super::config::HEADER_BYTES);
                 return Some(TxSeg {
                     seq: s.start,
                     end: s.end,
@@ -762,7 +762,7 @@ impl Sender {
                 }
                 self.stats.segs_sent += 1;
                 self.sent_one(now);
-                self.paced(now, len as u32 + super::conn::HEADER_BYTES);
+                self.paced(now, len as u32 + super::config::HEADER_BYTES);
                 return Some(TxSeg {
                     seq,
                     end,
