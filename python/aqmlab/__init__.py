@@ -47,8 +47,11 @@ SEED_MAX = 2**64 - 1
 
 
 def load(path: str | os.PathLike[str]):
-    """Loads a study's result store (the ``--out`` folder of ``aqmlab reproduce``/``sweep``):
-    an object with ``runs``, ``flows``, ``queues``, ``samples``, ``series`` DataFrames."""
+    """Opens a study's result store (the ``--out`` folder of ``aqmlab reproduce``/``sweep``)
+    without reading it: an :class:`aqmlab.store.Store` whose ``runs``, ``flows``, ``queues``,
+    ``samples``, ``series`` DataFrames are read on first use (axis columns of numeric axes
+    hold numbers), and whose ``scan(table, columns, filters)`` / ``iter_runs(...)`` read only
+    the columns, rows and runs asked for."""
     from aqmlab.store import load as _load
 
     return _load(path)
