@@ -302,13 +302,14 @@ class _Ctx:
 
     def per_run(self, table: str, columns: Iterable[str] | None, filters: list | None,
                 fn: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
-        """Like :meth:`rows`, but streams one run at a time through `fn` (which reduces
-        it) and concatenates the results: a table's rows are never all in memory."""
+        """Like :meth:`rows`, but streams chunks of whole runs through `fn` (which reduces
+        them run by run) and concatenates the results: a table's rows are never all in
+        memory."""
         ids, axes, _ = self._selection(table)
         if not ids:
             return pd.DataFrame()
         out = []
-        for _, df in store_data.iter_runs(self.store, table, self._columns(columns, axes), filters, run_ids=ids):
+        for df in store_data.iter_chunks(self.store, table, self._columns(columns, axes), filters, run_ids=ids):
             df = _drop_foreign_axes(df)
             r = fn(df)
             if r is not None and not r.empty:
@@ -418,22 +419,14 @@ def _entity_samples(ctx: _Ctx, table: str, metric: str | Iterable[str], of: str 
             base = flows[["run_id", "name", "base_rtt"]].rename(columns={"name": "entity"})
             base = base.assign(entity=base["entity"].astype(str))
     ents = _as_list(ctx.get("entity")) if of != "flow" else []
-    if keep is not None:
-        keep_by_run = {rid: g for rid, g in keep.groupby("run_id", sort=False)}
-    if base is not None:
-        base_by_run = {rid: g for rid, g in base.groupby("run_id", sort=False)}
-
-    def one(df: pd.DataFrame) -> pd.DataFrame:
+    def one(df: pd.DataFrame) -> pd.DataFrame:  # a chunk of whole runs
         if df.empty:
             return df
-        rid = df["run_id"].iloc[0]
         if of == "flow":
             if keep is not None:
-                k = keep_by_run.get(rid, keep.iloc[0:0])
-                df = df.assign(entity=df["entity"].astype(str)).merge(k, on=["run_id", "entity"], how="inner")
+                df = df.assign(entity=df["entity"].astype(str)).merge(keep, on=["run_id", "entity"], how="inner")
             if base is not None:
-                b = base_by_run.get(rid, base.iloc[0:0])
-                df = df.assign(entity=df["entity"].astype(str)).merge(b, on=["run_id", "entity"], how="left")
+                df = df.assign(entity=df["entity"].astype(str)).merge(base, on=["run_id", "entity"], how="left")
             else:
                 df = df.assign(base_rtt=np.nan)
         else:
@@ -641,7 +634,7 @@ def plot_cdf(store: Any, spec: dict, experiment: Any = None) -> Figure:
     ctx = _ctx(store, spec, experiment)
     metric = spec["metric"]
 
-    def reduce(d: pd.DataFrame) -> pd.DataFrame:  # per run, as the samples stream
+    def reduce(d: pd.DataFrame) -> pd.DataFrame:  # per chunk of runs, as the samples stream
         d = _minus_base(d, spec.get("minus_base"), metric)
         return _resample(d, float(spec["resample"])) if spec.get("resample") else d
 
@@ -706,7 +699,7 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
         d = _minus_base(d, spec.get("minus_base"), metric)
         b = _per_run_bins(d, width, agg)
         ident = [c for c in d.columns if c.startswith("p_") or c in ("experiment", "repetition", "seed")]
-        return b.assign(**{c: d[c].iloc[0] for c in ident})
+        return b.merge(d[["run_id", *ident]].drop_duplicates("run_id"), on="run_id", how="left")
 
     df = _entity_samples(ctx, source, metric, per_run=reduce)
     title = f"{ctx.exp}: {readable(metric)} over time (mean of repetitions)"

@@ -39,7 +39,8 @@ object with DataFrame attributes (``runs``, ``flows``, …) such as a test's nam
 Filters are lists of ``(column, op, value)`` with op ``==``, ``!=``, ``in``, ``not in``,
 ``<``, ``<=``, ``>``, ``>=`` (all must hold); a row whose file lacks the column does not
 match. Reading uses pyarrow (already a dependency): per-file projection and filtering, and
-for compacted files ``pyarrow.dataset`` scans with filter pushdown onto row-group statistics.
+for compacted files one row group at a time, skipping row groups by their run-id
+statistics (parts are sorted by run id), so memory stays within about a row group.
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ __all__ = [
     "load",
     "scan",
     "iter_runs",
+    "iter_chunks",
     "runs_of",
     "write_run",
     "finished_runs",
@@ -73,9 +75,11 @@ DATA_TABLES = ("flows", "queues", "samples", "series")
 MANIFEST = "parts.json"
 CHECKSUMS = "checksums"
 #: rows per row group in compacted files (and the unit of streaming reads)
-ROW_GROUP_ROWS = 262_144
+ROW_GROUP_ROWS = 131_072
 #: a part file is closed after this many rows (then a new one starts at a run boundary)
 PART_ROWS = 8 * ROW_GROUP_ROWS
+#: rows per chunk of whole runs handed to per-run reductions (:func:`iter_chunks`)
+CHUNK_ROWS = 200_000
 
 Filter = list[tuple[str, str, Any]]
 
@@ -202,12 +206,25 @@ class Damaged:
     reason: str
 
 
-def _remove_loose_run(out: pathlib.Path, rid: str) -> None:
-    (out / "runs" / f"{rid}.parquet").unlink(missing_ok=True)  # first: unmark
+def _remove_loose_runs(out: pathlib.Path, rids: Iterable[str]) -> None:
+    """Deletes the loose files of runs: first their runs rows (unmarking them), then the rest."""
+    rids = list(rids)
+    if not rids:
+        return
+    for rid in rids:
+        (out / "runs" / f"{rid}.parquet").unlink(missing_ok=True)
     _fsync_dir(out / "runs")
-    for t in DATA_TABLES:
-        (out / t / f"{rid}.parquet").unlink(missing_ok=True)
-    (out / CHECKSUMS / f"{rid}.json").unlink(missing_ok=True)
+    for rid in rids:
+        for t in DATA_TABLES:
+            (out / t / f"{rid}.parquet").unlink(missing_ok=True)
+        (out / CHECKSUMS / f"{rid}.json").unlink(missing_ok=True)
+    for t in (*DATA_TABLES, CHECKSUMS):
+        if (out / t).is_dir():
+            _fsync_dir(out / t)
+
+
+def _remove_loose_run(out: pathlib.Path, rid: str) -> None:
+    _remove_loose_runs(out, [rid])
 
 
 def verify(out: pathlib.Path) -> list[Damaged]:
@@ -263,8 +280,7 @@ def verify(out: pathlib.Path) -> list[Damaged]:
                 keep_parts[t] = [p for p in keep_parts[t] if p["runs"]]
             m["parts"] = keep_parts
             _write_manifest(out, m)
-            for rid in drop:  # any loose leftovers of those runs are stale as well
-                _remove_loose_run(out, rid)
+            _remove_loose_runs(out, sorted(drop))  # any loose leftovers of those runs are stale as well
     return damaged
 
 
@@ -287,8 +303,12 @@ def _cleanup(out: pathlib.Path, m: dict) -> None:
                 (d / n).unlink(missing_ok=True)
             elif n.startswith("part-") and rel not in listed:
                 (d / n).unlink(missing_ok=True)
-    for rid in in_parts & _loose_ids(out, "runs"):
-        _remove_loose_run(out, rid)
+    stale = set()
+    for t in TABLES:
+        stale |= in_parts & _loose_ids(out, t)
+    if (out / CHECKSUMS).is_dir():
+        stale |= in_parts & {n[: -len(".json")] for n in os.listdir(out / CHECKSUMS) if n.endswith(".json")}
+    _remove_loose_runs(out, sorted(stale))
 
 
 def _unified(schemas: list) -> Any:
@@ -388,11 +408,7 @@ def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int =
     for t in TABLES:
         m["parts"][t].extend(new_parts[t])
     _write_manifest(out, m)  # commit
-    for rid in loose:
-        _remove_loose_run(out, rid)
-    for t in (*TABLES, CHECKSUMS):
-        if (out / t).is_dir():
-            _fsync_dir(out / t)
+    _remove_loose_runs(out, loose)
     return len(loose)
 
 
@@ -530,23 +546,40 @@ class Store:
                 yield rid, tbl
 
     def _iter_part(self, f: pathlib.Path, ids: set[str] | None, columns, filters, batch_rows: int) -> Iterator[tuple[str, Any]]:
-        import pyarrow as pa
-        import pyarrow.dataset as ds
+        """One row group at a time (row groups whose run-id range holds none of `ids` are
+        skipped using the file's statistics), projected and filtered, split into runs."""
+        import bisect
 
-        d = ds.dataset(f, format="parquet")
-        names = d.schema.names
-        if not _filter_cols(filters) <= set(names):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(f)
+        names = pf.schema_arrow.names
+        need = _filter_cols(filters)
+        if not need <= set(names):
             return
-        flt = list(filters or [])
-        if ids is not None:
-            flt.append(("run_id", "in", sorted(ids)))
-        cols = None if columns is None else [c for c in names if c in set(columns) | {"run_id"}]
+        e = _expr(filters)
+        want = sorted(ids) if ids is not None else None
+        cols = None if columns is None else [c for c in names if c in set(columns) | need | {"run_id"}]
+        keep = None if columns is None else [c for c in names if c in set(columns) | {"run_id"}]
+        rid_col = names.index("run_id")
         pending: list = []
         pending_id = None
-        for batch in d.to_batches(columns=cols, filter=_expr(flt), batch_size=batch_rows):
-            if batch.num_rows == 0:
-                continue
-            tbl = pa.Table.from_batches([batch])
+        for i in range(pf.num_row_groups):
+            if want is not None:
+                st = pf.metadata.row_group(i).column(rid_col).statistics
+                if st is not None and st.has_min_max:
+                    k = bisect.bisect_left(want, str(st.min))
+                    if k == len(want) or want[k] > str(st.max):
+                        continue
+            tbl = pf.read_row_group(i, columns=cols).replace_schema_metadata(None)
+            if want is not None:
+                tbl = tbl.filter(pc.is_in(tbl.column("run_id"), value_set=pa.array(want)))
+            if e is not None and tbl.num_rows:
+                tbl = tbl.filter(e)
+            if keep is not None:
+                tbl = tbl.select(keep)
             for rid, part in _split_runs(tbl):
                 if pending_id is not None and rid != pending_id:
                     yield pending_id, pa.concat_tables(pending)
@@ -565,6 +598,25 @@ class Store:
         runs without matching rows are skipped."""
         for rid, tbl in self._iter_arrow(table, columns, filters, run_ids, batch_rows):
             yield rid, tbl.to_pandas()
+
+    def iter_chunks(self, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+                    run_ids: Iterable[str] | None = None, max_rows: int | None = None) -> Iterator[Any]:
+        """Like :meth:`iter_runs`, but yields DataFrames of several whole runs (about
+        `max_rows` rows, more only if one run alone is larger), so that per-run work can be
+        vectorised over a chunk while memory stays bounded."""
+        import pyarrow as pa
+
+        max_rows = max_rows or CHUNK_ROWS
+        buf: list = []
+        n = 0
+        for _, tbl in self._iter_arrow(table, columns, filters, run_ids):
+            buf.append(tbl)
+            n += tbl.num_rows
+            if n >= max_rows:
+                yield pa.concat_tables(buf, promote_options="permissive").to_pandas()
+                buf, n = [], 0
+        if buf:
+            yield pa.concat_tables(buf, promote_options="permissive").to_pandas()
 
     def _iter_arrow(self, table, columns, filters, run_ids, batch_rows=ROW_GROUP_ROWS):
         if table not in TABLES:
@@ -760,6 +812,17 @@ def scan(store: Any, table: str, columns: Iterable[str] | None = None, filters: 
     if columns is not None:
         df = df[[c for c in df.columns if c in set(columns) | {"run_id"}]]
     return df
+
+
+def iter_chunks(store: Any, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+                run_ids: Iterable[str] | None = None, max_rows: int | None = None) -> Iterator[Any]:
+    """:meth:`Store.iter_chunks` for a :class:`Store`; the in-memory selection as one chunk otherwise."""
+    if isinstance(store, Store):
+        yield from store.iter_chunks(table, columns, filters, run_ids, max_rows)
+        return
+    df = scan(store, table, columns, filters, run_ids)
+    if not df.empty:
+        yield df
 
 
 def iter_runs(store: Any, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,

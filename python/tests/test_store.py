@@ -75,8 +75,9 @@ def test_compaction_merges_files_and_keeps_every_table(stores):
 
 
 @pytest.mark.parametrize("layout", ["loose", "packed"])
-def test_lazy_figures_tables_findings_equal_eager(stores, layout):
+def test_lazy_figures_tables_findings_equal_eager(stores, layout, monkeypatch):
     study, loose, packed = stores
+    monkeypatch.setattr(store, "CHUNK_ROWS", 4_000)  # reductions see many chunks of whole runs
     lazy = store.load(loose if layout == "loose" else packed)
     eager = _eager(store.load(loose))
     for e in study.experiments:
