@@ -1069,23 +1069,32 @@ def plot_box(store: Any, spec: dict, experiment: Any = None) -> Figure:
         pctx = _Ctx(store, {**{k: v for k, v in spec.items() if k not in ("panels",)}, **p}, ctx.exp, ctx.axes, ctx.quick)
         metric = p["metric"]
         source = p.get("source", "series" if metric in SERIES_METRICS else "samples")
-        df = _entity_samples(pctx, source, metric)
+        width = float(p.get("bin", 0.2)) if source == "samples" else (float(p["bin"]) if "bin" in p else None)
+
+        def reduce(d: pd.DataFrame, p: dict = p, metric: str = metric, width: float | None = width) -> pd.DataFrame:
+            # per chunk of runs as the rows stream: each run's per-interval values
+            d = _minus_base(d, p.get("minus_base"), metric)
+            if p.get("after") is not None:
+                d = d[d["t"] >= float(p["after"])]
+            if d.empty:
+                return d
+            ident = [c for c in d.columns if c.startswith("p_") or c in ("experiment", "repetition", "seed")]
+            b = _per_run_bins(d, width, p.get("agg", "mean"))
+            return b.merge(d[["run_id", *ident]].drop_duplicates("run_id"), on="run_id", how="left")
+
+        df = _entity_samples(pctx, source, metric, per_run=reduce)
         label = p.get("label", readable(metric))
         if df.empty:
             _no_data(ax, f"no {source} of {metric!r}")
             ax.set_title(label, fontsize=10)
             continue
-        df = _minus_base(df, p.get("minus_base"), metric)
-        if p.get("after") is not None:
-            df = df[df["t"] >= float(p["after"])]
-        width = float(p.get("bin", 0.2)) if source == "samples" else (float(p["bin"]) if "bin" in p else None)
         gcol = pctx.group_col(df)
         groups = ctx.levels(df, gcol)
         sc, unit = unit_for(metric)
         data, names = [], []
         for g in groups:
             gs = _match(df, gcol, g)
-            v = _per_run_bins(gs, width, p.get("agg", "mean"))["value"].to_numpy(dtype=float) * sc if not gs.empty else np.array([])
+            v = gs["value"].to_numpy(dtype=float) * sc if not gs.empty else np.array([])
             data.append(v[np.isfinite(v)])
             names.append("" if g is None else str(g))
         colors = _colors(groups)
