@@ -137,6 +137,7 @@ def run_campaign(a) -> dict:
                 ran += 1
             if kind in FAILURES:
                 failing.append([i, kind, detail])
+                print(f"FAILURE {i} {kind}: {detail}", file=sys.stderr, flush=True)
             done += 1
         for fd, st in list(procs.items()):
             if st.get("started") and now - st["last"] > a.timeout:

@@ -199,8 +199,10 @@ quantity!(
     u64,
     parse_rate,
     "rate",
-    |n| if n > 0.0 {
+    |n| if n >= 1.0 {
         to_u64(n, "rate", &n.to_string(), "18446744073709551615 bit/s")
+    } else if n > 0.0 {
+        Err(format!("rate {n} is below 1 bit/s"))
     } else {
         Err(format!("rate {n} must be positive"))
     },
