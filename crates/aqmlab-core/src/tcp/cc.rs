@@ -55,6 +55,11 @@ pub struct Window {
     pub ss: SsGrowth,
     /// Congestion-avoidance counting (`ca_growth`).
     pub ca: CaGrowth,
+    /// Segments in flight (RFC 6675 pipe) when the sender asks for a new ssthresh.
+    pub flight: u32,
+    /// Reno halves FlightSize (RFC 5681 eq. 4, ns-3 `TcpNewReno::GetSsThresh`) instead
+    /// of cwnd (Linux `tcp_reno_ssthresh`, ns-2 `window()`): `reno_halves = "flight"`.
+    pub halve_flight: bool,
 }
 
 impl Window {
@@ -66,6 +71,8 @@ impl Window {
             clamp,
             ss: SsGrowth::Segments,
             ca: CaGrowth::Segments,
+            flight: 0,
+            halve_flight: false,
         }
     }
     /// A window with the given growth rules (stack profiles).

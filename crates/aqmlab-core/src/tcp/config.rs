@@ -99,6 +99,17 @@ pub enum Recovery {
     RateHalving,
 }
 
+/// What Reno halves on a congestion signal.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RenoHalves {
+    /// cwnd (Linux `tcp_reno_ssthresh`; ns-2 `slowdown` halves `window()` = min(cwnd, wnd)).
+    Cwnd,
+    /// The segments in flight (RFC 5681 eq. 4 FlightSize; ns-3.44
+    /// `TcpNewReno::GetSsThresh(tcb, BytesInFlight())`).
+    Flight,
+}
+
 /// Where the minimum RTO applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -178,7 +189,8 @@ impl Stack {
     ///   `tcp-socket-base.cc` (`MinRto 1s`, RTO = max(MinRto, SRTT + max(G, 4·RTTVAR))),
     ///   `rtt-estimator.cc` (`InitialEstimation 1s`), `tcp-congestion-ops.cc`
     ///   (`TcpNewReno::SlowStart` +1 segment per ACK, `CongestionAvoidance`
-    ///   MSS²/cWnd per ACK), `tcp-recovery-ops.cc` (`TcpClassicRecovery`: cwnd = ssthresh).
+    ///   MSS²/cWnd per ACK, `GetSsThresh` = max(2 MSS, BytesInFlight/2)),
+    ///   `tcp-recovery-ops.cc` (`TcpClassicRecovery`: cwnd = ssthresh).
     pub fn options(self) -> TcpOptions {
         use Limit::{Bytes, Packets};
         let ms = |x: u64| Some(DurationSpec(SimDuration::from_millis(x)));
@@ -199,7 +211,12 @@ impl Stack {
                 ..Default::default()
             };
         let linux_rwnd = Bytes(DEFAULT_RCV_WINDOW as u64);
-        match self {
+        let halves = if self == Stack::Ns3 {
+            RenoHalves::Flight
+        } else {
+            RenoHalves::Cwnd
+        };
+        let o = match self {
             Stack::Linux => base(
                 CcKind::Cubic,
                 10,
@@ -265,6 +282,10 @@ impl Stack {
                 false,
                 Bytes(131_072),
             ),
+        };
+        TcpOptions {
+            reno_halves: Some(halves),
+            ..o
         }
     }
 }
@@ -337,6 +358,9 @@ pub struct TcpOptions {
     /// Where `min_rto` applies: "variance" (Linux) or "sum" (RFC 6298, ns-2, ns-3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rto_floor: Option<RtoFloor>,
+    /// NewReno's ssthresh halves "cwnd" (Linux, ns-2) or "flight" (RFC 5681, ns-3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reno_halves: Option<RenoHalves>,
     /// Record samples `cwnd` and `ssthresh` (bytes), `srtt` and `rto` (seconds) of the
     /// data sender. Default false.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -457,6 +481,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "min_rto floors the variance term (Linux) or the whole RTO (sum: RFC 6298, ns-2, ns-3)",
     },
     ParamDoc {
+        name: "reno_halves",
+        default: "cwnd",
+        doc: "NewReno ssthresh = max(2, X/2) with X = cwnd (Linux, ns-2) or flight (RFC 5681, ns-3 TcpNewReno)",
+    },
+    ParamDoc {
         name: "trace",
         default: "false",
         doc: "record cwnd, ssthresh (bytes), srtt, rto (s) samples of the sender",
@@ -521,6 +550,7 @@ pub struct TcpConfig {
     pub ss_growth: SsGrowth,
     pub ca_growth: CaGrowth,
     pub rto_floor: RtoFloor,
+    pub reno_halves: RenoHalves,
     pub trace: bool,
     pub pacing: bool,
     pub pacing_ss_ratio: u32,
@@ -569,6 +599,7 @@ impl TcpOptions {
             ca_growth: over.ca_growth.or(self.ca_growth),
             recovery: over.recovery.or(self.recovery),
             rto_floor: over.rto_floor.or(self.rto_floor),
+            reno_halves: over.reno_halves.or(self.reno_halves),
             trace: over.trace.or(self.trace),
             pacing: over.pacing.or(self.pacing),
             pacing_ss_ratio: over.pacing_ss_ratio.or(self.pacing_ss_ratio),
@@ -722,6 +753,7 @@ impl TcpOptions {
             ss_growth: o.ss_growth.unwrap_or(SsGrowth::Segments),
             ca_growth: o.ca_growth.unwrap_or(CaGrowth::Segments),
             rto_floor: o.rto_floor.unwrap_or(RtoFloor::Variance),
+            reno_halves: o.reno_halves.unwrap_or(RenoHalves::Cwnd),
             trace: o.trace.unwrap_or(false),
         })
     }
@@ -810,6 +842,10 @@ mod tests {
             (SimDuration::from_millis(200), RtoFloor::Sum, false)
         );
         let t = r("stack = \"ns3\"").unwrap();
+        assert_eq!(
+            (t.reno_halves, d.reno_halves),
+            (RenoHalves::Flight, RenoHalves::Cwnd)
+        );
         assert_eq!(
             (t.delayed_ack, t.min_rto, t.rcv_window, t.recovery),
             (

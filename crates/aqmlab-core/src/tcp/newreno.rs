@@ -2,7 +2,8 @@
 //!
 //! Slow start below ssthresh, one segment per window of acknowledged segments above it,
 //! and ssthresh = max(cwnd / 2, 2) on loss, ECN and the first timeout. RFC 5681 (eq. 4)
-//! halves FlightSize; Linux halves cwnd (`tcp_reno_ssthresh`), which is followed here.
+//! halves FlightSize; Linux halves cwnd (`tcp_reno_ssthresh`), which is the default here;
+//! `reno_halves = "flight"` halves the segments in flight (RFC 5681, ns-3 `TcpNewReno`).
 //! The NewReno part (RFC 6582, partial ACKs) is loss recovery and lives in the sender.
 
 use super::cc::{AckSample, CcBuild, CcParams, CongestionControl, Window};
@@ -13,7 +14,8 @@ pub struct NewReno;
 
 impl NewReno {
     fn ssthresh(w: &Window) -> u32 {
-        (w.cwnd / 2).max(2)
+        let base = if w.halve_flight { w.flight } else { w.cwnd };
+        (base / 2).max(2)
     }
 }
 

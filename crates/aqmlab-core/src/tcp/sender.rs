@@ -39,7 +39,7 @@
 //! (`tcp_slow_start_after_idle`: cwnd halved per RTO idle, down to the initial window).
 
 use super::cc::{AckSample, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
-use super::config::{CcKind, Recovery, RtoFloor, TcpConfig};
+use super::config::{CcKind, Recovery, RenoHalves, RtoFloor, TcpConfig};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Delivered, Scoreboard, DUP_THRESH};
 use super::AnyCc;
@@ -179,7 +179,10 @@ impl Sender {
             rwnd: cfg.rcv_window as u64,
             sb: Scoreboard::new(),
             reno_sacked: 0,
-            w: Window::with_growth(cfg.init_cwnd, cfg.max_cwnd, cfg.ss_growth, cfg.ca_growth),
+            w: Window {
+                halve_flight: cfg.reno_halves == RenoHalves::Flight,
+                ..Window::with_growth(cfg.init_cwnd, cfg.max_cwnd, cfg.ss_growth, cfg.ca_growth)
+            },
             cc: AnyCc::new(cfg.cc, &CcParams::from_config(cfg)),
             state: CaState::Open,
             high_seq: 0,
@@ -394,6 +397,7 @@ impl Sender {
         self.prior_cwnd = self.w.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
+        self.w.flight = self.in_flight();
         self.w.ssthresh = if ecn {
             self.cc.on_ecn(&self.w, now)
         } else {
@@ -683,6 +687,7 @@ impl Sender {
         let reduce = self.state == CaState::Open
             || self.snd_una >= self.high_seq
             || (self.state == CaState::Loss && self.rto_retrans == 0);
+        self.w.flight = self.in_flight();
         if let Some(s) = self.cc.on_rto(&self.w, now, self.snd_nxt, reduce) {
             self.w.ssthresh = s;
         }
@@ -987,6 +992,34 @@ mod tests {
         assert_eq!((s.state, s.w.cwnd), (CaState::Open, 6));
         assert_eq!(s.stats.retransmits, 1);
         s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn ns3_profile_halves_flight_size() {
+        // Same loss as the PRR trace: cwnd 10, segment 0 lost, SACKs for 1, 2, 3, limited
+        // transmit sent 10 and 11. Entering recovery the pipe is 12 − 3 SACKed − 1 lost = 8:
+        // ns-3 TcpNewReno sets ssthresh = 8/2 = 4 (RFC 5681 eq. 4) where Linux halves cwnd
+        // (5); cwnd = ssthresh at once in both (classic recovery / prr = false).
+        let run = |f: &dyn Fn(&mut TcpOptions)| {
+            let mut s = sender(cfg(|o| f(o)), false);
+            drain(&mut s, ms(100));
+            for k in 2..=4 {
+                s.on_ack(ms(200 + k), &ack(0, &[(1, k)]), false);
+                drain(&mut s, ms(200 + k));
+            }
+            assert_eq!(s.state, CaState::Recovery);
+            (s.w.ssthresh, s.w.cwnd)
+        };
+        assert_eq!(run(&|o| o.stack = Some(crate::tcp::Stack::Ns3)), (4, 4));
+        assert_eq!(run(&|o| o.prr = Some(false)), (5, 5));
+        // A single key switches it back: ns3 with reno_halves = "cwnd".
+        assert_eq!(
+            run(&|o| {
+                o.stack = Some(crate::tcp::Stack::Ns3);
+                o.reno_halves = Some(crate::tcp::RenoHalves::Cwnd);
+            }),
+            (5, 5)
+        );
     }
 
     #[test]
