@@ -34,6 +34,7 @@ FIDELITY = """
 [run]
 name = "ns3-fidelity"
 duration = "{duration}s"
+seed = {seed}
 warmup = "10s"
 
 [dumbbell]
@@ -73,18 +74,24 @@ def _bench(text: str) -> dict:
 
 def sojourn(a, ns3: pathlib.Path) -> int:
     rows = []
-    print(f"mean / p99 sojourn (ms), {a.duration:g} s runs, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
+    print(f"mean / p99 sojourn (ms), {a.duration:g} s runs x {a.seeds} seeds, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
           f"TcpNewReno + TcpClassicRecovery\n")
     print(f"{'aqm':6} {'flows':>5} {'aqmlab mean':>12} {'ns-3 mean':>10} {'ratio':>6} {'aqmlab p99':>11} {'ns-3 p99':>9}")
+    def mean_of(runs: list[dict]) -> dict:
+        return {k: sum(r[k] for r in runs) / len(runs) for k in ("sojourn_mean", "sojourn_p99")}
+
     for aqm in a.aqm.split(","):
         for n in [int(x) for x in a.flows_list.split(",")]:
-            aq = _bench(FIDELITY.format(duration=f"{a.duration:g}", flows=n, qdisc=QDISCS[aqm]))
-            out = subprocess.run([str(ns3), f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10",
-                                  f"--aqm={aqm}", "--recovery=classic"],
-                                 capture_output=True, text=True, check=True).stdout.strip().splitlines()
-            ns = json.loads(out[-1])
+            aqs, nss = [], []
+            for seed in range(1, a.seeds + 1):
+                aqs.append(_bench(FIDELITY.format(duration=f"{a.duration:g}", flows=n, qdisc=QDISCS[aqm], seed=seed)))
+                out = subprocess.run([str(ns3), f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10",
+                                      f"--aqm={aqm}", "--recovery=classic", f"--seed={seed}"],
+                                     capture_output=True, text=True, check=True).stdout.strip().splitlines()
+                nss.append(json.loads(out[-1]))
+            aq, ns = mean_of(aqs), mean_of(nss)
             r = aq["sojourn_mean"] / ns["sojourn_mean"] if ns["sojourn_mean"] else float("nan")
-            rows.append({"aqm": aqm, "flows": n, "aqmlab": aq, "ns3": ns, "ratio": r})
+            rows.append({"aqm": aqm, "flows": n, "aqmlab": aqs, "ns3": nss, "ratio": r})
             print(f"{aqm:6} {n:>5} {aq['sojourn_mean'] * 1e3:>12.2f} {ns['sojourn_mean'] * 1e3:>10.2f} {r:>6.2f} "
                   f"{aq['sojourn_p99'] * 1e3:>11.2f} {ns['sojourn_p99'] * 1e3:>9.2f}", flush=True)
     if a.json:
@@ -100,6 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sojourn", action="store_true", help="fidelity table: CoDel and PIE sojourn vs ns-3 with the ns3 stack profile")
     ap.add_argument("--flows-list", default="1,4,16,64", help="flow counts for --sojourn")
     ap.add_argument("--aqm", default="codel,pie", help="qdiscs for --sojourn")
+    ap.add_argument("--seeds", type=int, default=1, help="runs per point for --sojourn (seeds 1..N, means averaged)")
     a = ap.parse_args(argv)
     ns3 = HERE / "build" / "ns3-dumbbell"
     if not ns3.exists():
