@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: sets up .venv (scripts/setup.sh: pinned deps + release build of the
-# extension), then the Rust tests of the whole workspace, then the Python tests.
+# extension), the lint step (clippy, ruff, mypy), then the Rust tests of the whole
+# workspace, then the Python tests.
 # Exits non-zero on any failure. Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,15 @@ bash scripts/setup.sh
 
 # Build pyo3 for the same interpreter as maturin did, so cargo does not rebuild it.
 export PYO3_PYTHON=$VENV/bin/python
+
+echo "test: cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "test: ruff check python"
+"$VENV/bin/ruff" check python
+
+echo "test: mypy (python/aqmlab; settings in pyproject.toml)"
+"$VENV/bin/mypy"
 
 echo "test: cargo test --workspace"
 cargo test --workspace

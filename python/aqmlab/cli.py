@@ -253,7 +253,6 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None) 
     import aqmlab
     from aqmlab.linux.crosscheck import compare, render, to_json, verdict
     from aqmlab.linux.engine import run_linux
-
     from aqmlab.linux.translate import translate
 
     sc = aqmlab.load_scenario(Path(file))

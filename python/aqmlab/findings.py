@@ -245,7 +245,7 @@ def evaluate(finding: Any, store: Any, study: Any = None) -> Evidence:
     return Evidence(text, "pass" if ok_all else "fail", head + ": " + "; ".join(parts), see, c)
 
 
-def _axis_order(study: Any, exp: str, axis: str, values: pd.Series) -> list[str]:
+def _axis_order(study: Any, exp: str | None, axis: str, values: pd.Series) -> list[str]:
     present = list(dict.fromkeys(values.astype(str)))
     if study is not None:
         try:

@@ -197,7 +197,7 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
     kinds = flows["kind"].astype(str)
     dirs = flows["src"].map(_direction)
     gp = series[(series["kind"] == "flow") & (series["metric"] == "goodput_bps")] if len(series) else series
-    width = _bin(gp) if len(gp) else None
+    width = _bin(gp) if len(gp) else 0.0  # unused when there is no goodput series
     single = test in ("voip-1up", "http-1up")
     for d, word in (("up", "upload"), ("down", "download")):
         bulk = flows[(kinds == "bulk") & (dirs == d)].sort_values("name")
@@ -324,10 +324,10 @@ def _t0(provenance: dict) -> datetime.datetime:
     if s:
         try:
             t = datetime.datetime.fromisoformat(str(s))
-            return t.astimezone(datetime.timezone.utc) if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
+            return t.astimezone(datetime.UTC) if t.tzinfo else t.replace(tzinfo=datetime.UTC)
         except ValueError:
             pass
-    return datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+    return datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
 
 
 def export_flent(store_dir: str | pathlib.Path, out_dir: str | pathlib.Path, study: Any = None) -> list[pathlib.Path]:
@@ -439,7 +439,7 @@ def export_flent_run(run_dir: str | pathlib.Path, out_dir: str | pathlib.Path) -
     run = pd.Series({"run_id": name, "experiment": name, "repetition": 0, "seed": int(meta.get("seed", 1))})
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    t0 = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+    t0 = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
     return [_write_flent(out, run, flows, table("samples"), table("series"), test, t0, None, {}, 2)]
 
 

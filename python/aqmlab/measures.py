@@ -28,7 +28,8 @@ DualPI2 measures (NaN on other qdiscs): ``l_delay_mean``/``l_delay_p99`` and
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

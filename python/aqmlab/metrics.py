@@ -7,7 +7,7 @@ CDFs and point-wise mean time series over repetitions.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -93,7 +93,7 @@ def min_max_ratio(x: Iterable[float]) -> float:
     return 1.0 if mx == 0 else float(np.min(a) / mx)
 
 
-def tewma(event_times: Sequence[float], grid: Sequence[float], memory: float = 0.5) -> np.ndarray:
+def tewma(event_times: Sequence[float] | np.ndarray, grid: Sequence[float] | np.ndarray, memory: float = 0.5) -> np.ndarray:
     """Time-exponentially weighted moving average of an event rate (events/s).
 
     Each event at time t_k contributes exp(-(t - t_k)/memory)/memory to the rate at
@@ -118,7 +118,7 @@ def tewma(event_times: Sequence[float], grid: Sequence[float], memory: float = 0
     return out
 
 
-def induced_latency(rtt_samples: Sequence[float], base_rtt: float) -> float:
+def induced_latency(rtt_samples: Sequence[float] | np.ndarray, base_rtt: float) -> float:
     """Mean probe RTT minus the path's base RTT (the residential study's metric)."""
     a = np.asarray(rtt_samples, dtype=float)
     a = a[~np.isnan(a)]
@@ -134,7 +134,7 @@ def ecdf(values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return a, np.arange(1, a.size + 1) / max(a.size, 1)
 
 
-def pointwise_mean(series: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+def pointwise_mean(series: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Point-wise mean and standard deviation over repetitions of equally-binned series
     (shorter series are padded with NaN and ignored where missing)."""
     n = max(len(s) for s in series)

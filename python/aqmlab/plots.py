@@ -138,7 +138,8 @@ import fnmatch
 import math
 import pathlib
 import re
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd

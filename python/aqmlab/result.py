@@ -64,6 +64,8 @@ class Result:
 
     def __init__(self, raw: Mapping[str, Any], scenario: Scenario | None = None) -> None:
         self._raw = raw
+        #: the Linux engine's run information (kernel, CPU load ...); empty for simulator runs
+        self.engine_info: dict[str, Any] = {}
         self.scenario = scenario
         self.version: str = raw["version"]
         self.seed: int = raw["seed"]

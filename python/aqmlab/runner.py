@@ -30,8 +30,9 @@ import json
 import os
 import pathlib
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from aqmlab.study import RunSpec, Study
 
@@ -151,7 +152,7 @@ def _record_repaired(out: pathlib.Path, damaged: list) -> None:
         return
     prov = out / "provenance.json"
     doc = json.loads(prov.read_text()) if prov.exists() else {}
-    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    when = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     doc.setdefault("repaired", []).extend({"run_id": d.run_id, "file": d.file, "reason": d.reason, "found": when} for d in damaged)
     _write_bytes_durably(json.dumps(doc, indent=2).encode(), prov)
     _fsync_dir(out)
@@ -183,7 +184,7 @@ def _prepare(study: Study, out: pathlib.Path) -> None:
                 "quick": study.quick,
                 "quick_note": study.quick_note,
                 "aqmlab_version": aqmlab.__version__,
-                "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             },
             indent=2,
         ).encode(),
@@ -377,7 +378,7 @@ def _run_dask(scheduler, args, out, bar, on_done, fail) -> None:
             client.close()
 
 
-def _take(it: Iterable, n: int) -> list:
+def _take(it: Iterator, n: int) -> list:
     out = []
     for _ in range(n):
         try:

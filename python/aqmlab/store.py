@@ -370,6 +370,7 @@ def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int =
             def flush_group() -> None:
                 nonlocal buf, buf_n
                 if buf:
+                    assert writer is not None  # a part is open whenever rows are buffered
                     writer.write_table(pa.concat_tables(buf), row_group_size=max(row_group_rows, buf_n))
                 buf, buf_n = [], 0
 
@@ -565,7 +566,7 @@ class Store:
         keep = None if columns is None else [c for c in names if c in set(columns) | {"run_id"}]
         rid_col = names.index("run_id")
         pending: list = []
-        pending_id = None
+        pending_id: str | None = None
         for i in range(pf.num_row_groups):
             if want is not None:
                 st = pf.metadata.row_group(i).column(rid_col).statistics
@@ -586,7 +587,7 @@ class Store:
                     pending = []
                 pending_id = rid
                 pending.append(part)
-        if pending:
+        if pending and pending_id is not None:
             yield pending_id, pa.concat_tables(pending)
 
     # -- public reading -------------------------------------------------------------------

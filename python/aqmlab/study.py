@@ -226,7 +226,7 @@ class Study:
     name: str
     title: str
     description: str
-    findings: list[str]
+    findings: list[dict[str, Any]]
     seed: int
     experiments: list[Experiment]
     text: str
@@ -238,13 +238,13 @@ class Study:
         for e in self.experiments:
             if only and e.name not in only:
                 continue
-            for ci, params in enumerate(e.combinations()):
+            for params in e.combinations():
                 scen = e.scenario(params)
                 for r in range(e.repetitions):
                     out.append(RunSpec(self.name, e.name, params, r, self.seed + r, scen))
         return out
 
-    def restricted(self, only: list[str] | None) -> "Study":
+    def restricted(self, only: list[str] | None) -> Study:
         """This study limited to the experiments named in `only` (``--only``): the
         header, tables, report and findings then cover those experiments alone. A
         finding is kept when its ``check`` names a kept experiment (or the study has one
@@ -362,8 +362,8 @@ def _check_findings(findings: Any) -> list:
 def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Study:
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise StudyError(f"{source}: {e}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise StudyError(f"{source}: {err}") from None
     except RecursionError:
         raise StudyError(f"{source}: malformed TOML: tables/arrays nested too deeply") from None
     allowed = {"study", "quick", "base", "experiment"}
@@ -439,7 +439,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
         )
     return Study(
         name=meta["name"],
-        title=meta.get("title", meta["name"]),
+        title=str(meta.get("title", meta["name"])),
         description=meta.get("description", ""),
         findings=_check_findings(meta.get("findings", [])),
         seed=int(meta.get("seed", 1)),

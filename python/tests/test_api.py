@@ -12,6 +12,7 @@ import pytest
 import aqmlab
 from aqmlab import _core
 from aqmlab.scenario import dumbbell, flow, link, load_scenario, node, qdisc, scenario, to_toml
+
 from conftest import FIFO_OVERLOAD, PING_RTTS
 
 
@@ -107,7 +108,7 @@ def test_explicit_topology_builders():
         flows=[flow("udp_rr", "a", "b", interval="100ms")],
     )
     plan = aqmlab.validate(sc)
-    assert [l["name"] for l in plan["links"]] == ["a->r", "r->a", "r->b", "b->r"]
+    assert [ln["name"] for ln in plan["links"]] == ["a->r", "r->a", "r->b", "b->r"]
     r = aqmlab.run(sc)
     rtt = r.flow_samples("udp_rr0", "rtt")["value"]
     assert len(rtt) >= 19 and rtt.min() == pytest.approx(0.010, abs=1e-4)

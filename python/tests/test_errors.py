@@ -9,6 +9,7 @@ import pytest
 
 import aqmlab
 from aqmlab import _core
+
 from conftest import BAD_INPUTS, FIFO_OVERLOAD
 
 IDS = [b[0] for b in BAD_INPUTS]

@@ -13,9 +13,10 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_nontrivial_png
 
 from aqmlab.flent import export_flent, flent_test_for
+
+from conftest import assert_nontrivial_png
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -229,9 +230,9 @@ def test_export_of_a_single_run_dir(run_dirs):
 
 
 def test_runner_keeps_goodput_series_of_flent_runs_without_keep_series():
-    from conftest import EXAMPLES
-
     from aqmlab.runner import execute_run
+
+    from conftest import EXAMPLES
 
     text = (EXAMPLES / "rrul_web.toml").read_text().replace('duration = "30s"', 'duration = "6s"')
     spec = {"scenario": text, "seed": 1, "run_id": "r", "experiment": "e", "repetition": 0, "params": {}}

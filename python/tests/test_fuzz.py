@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 
+import fuzzgen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import aqmlab
-import fuzzgen
 
 # Seconds, not minutes: each example is one validate (~1 ms) or one 0.2 s run.
 VALIDATE_EXAMPLES = 300

@@ -9,11 +9,12 @@ import types
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_nontrivial_png
 from matplotlib.patches import Ellipse, Rectangle
 
 from aqmlab import plots
 from aqmlab.plots import FigureSpecError
+
+from conftest import assert_nontrivial_png
 
 
 def _store(**tables):

@@ -15,6 +15,7 @@ from aqmlab import runner
 from aqmlab.runner import run_study
 from aqmlab.store import finished_runs
 from aqmlab.study import load_study
+
 from conftest import FIFO_OVERLOAD
 
 MINI = Path(__file__).parent / "data" / "mini_study.toml"
@@ -163,7 +164,7 @@ def test_dead_worker_is_that_runs_failure_and_the_sweep_goes_on(tmp_path, monkey
     for rid in bad:
         info = json.loads((tmp_path / "o" / "failed" / f"{rid}.json").read_text())
         assert "died" in info["error"] and info["params"] == {"qdisc": "fifo", "rate": "20M"}
-        saved = aqmlab.validate((tmp_path / "o" / "failed" / f"{rid}.toml"))
+        saved = aqmlab.validate(tmp_path / "o" / "failed" / f"{rid}.toml")
         assert saved["links"]  # the saved scenario is the run's, valid on its own
     # the next sweep retries only the failed run(s)
     monkeypatch.setattr(runner, "execute_run", _REAL_EXECUTE)

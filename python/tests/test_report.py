@@ -3,21 +3,22 @@ screenshot of the page in headless Chromium."""
 from __future__ import annotations
 
 import base64
-from html import escape as html_escape
 import os
 import pathlib
 import re
 import shutil
 import subprocess
+from html import escape as html_escape
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_nontrivial_png
 
 from aqmlab import findings as F
 from aqmlab import report, tables
 from aqmlab.study import StudyError, parse_study
+
+from conftest import assert_nontrivial_png
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

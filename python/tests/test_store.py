@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import synthstore
 from aqmlab import findings, flent, plots, store, tables
 from aqmlab.store import TABLES
+
+import synthstore
 
 WALL = ["wall_seconds", "sim_wall_seconds"]
 
@@ -146,10 +147,10 @@ def test_load_is_lazy(stores, monkeypatch):
     st = store.load(loose)
     monkeypatch.setattr(pq.ParquetFile, "read", spy)
     assert st._raw_runs is None and not st._cache  # nothing read yet
-    st.runs
+    _ = st.runs
     n_runs = len(read)
     assert n_runs == len(st.runs)  # the runs table only
-    st.flows
+    _ = st.flows
     assert len(read) > n_runs and "samples" not in st._cache
 
 

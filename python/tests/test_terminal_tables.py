@@ -6,11 +6,12 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import EXAMPLES
 from rich.console import Console
 
 import aqmlab
 from aqmlab.result import link_drop_fraction, link_utilization
+
+from conftest import EXAMPLES
 
 
 @pytest.fixture(scope="module")

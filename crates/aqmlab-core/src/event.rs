@@ -159,7 +159,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 3 != 0 || reference.is_empty() {
+            if !x.is_multiple_of(3) || reference.is_empty() {
                 let t = now + (x >> 20) % 50;
                 seq += 1;
                 q.push(SimTime::from_nanos(t), Event::TxDone(step));

@@ -60,7 +60,7 @@ impl SimDuration {
     }
     /// Rounds to the nearest nanosecond; negative or NaN input gives zero.
     pub fn from_secs_f64(s: f64) -> Self {
-        if !(s > 0.0) {
+        if s.is_nan() || s <= 0.0 {
             return SimDuration(0);
         }
         SimDuration((s * 1e9).round().min(u64::MAX as f64) as u64)

@@ -116,7 +116,7 @@ fn packets_are_conserved_at_every_step() {
     let mut sim = Simulator::new(&sc, 7).unwrap();
     let mut t = SimTime::ZERO;
     while t < sim.end {
-        t = t + aqmlab_core::SimDuration::from_millis(137);
+        t += aqmlab_core::SimDuration::from_millis(137);
         sim.run_until(t.min(sim.end));
         sim.check_conservation().unwrap();
     }

@@ -128,11 +128,13 @@ def render(rows: list[Row], title: str = ""):
     """A rich table of the rows."""
     from rich.table import Table
 
+    def fmt(v: float) -> str:
+        return "–" if not math.isfinite(v) else f"{v:.3f}"
+
     t = Table(title=title or None, title_justify="left", show_edge=False, pad_edge=False)
     for c in ("", "entity", "metric", "sim", "linux", "diff", "agree"):
         t.add_column(c, justify="right" if c in ("sim", "linux", "diff") else "left")
     for r in rows:
-        fmt = (lambda v: "–" if not math.isfinite(v) else f"{v:.3f}")
         t.add_row(r.section, r.entity, r.metric, fmt(r.sim), fmt(r.linux), r.diff, r.verdict)
     return t
 

@@ -34,7 +34,7 @@ from aqmlab.errors import AqmlabError
 from aqmlab.linux import vm
 from aqmlab.linux.translate import FlowMap, QueueMap, Translation, translate
 from aqmlab.result import Result
-from aqmlab.scenario import Scenario, load_scenario
+from aqmlab.scenario import load_scenario
 
 __all__ = ["run_linux", "collect", "CPU_SATURATED"]
 
@@ -232,7 +232,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     # after the warm-up, leaving out the bin of the engine's own warm-up snapshot
     after = [b for t, b in busy if t > warm + (binw if warm > 0 else 0) + 1e-9 and t <= dur + 1e-9]
     virt = times.get("end", t0 + dur) - times.get("boot", 0.0)
-    info = {
+    info: dict[str, Any] = {
         "engine": "linux",
         "cpu_busy_mean": float(np.mean(after)) if after else NAN,
         "cpu_busy_max": float(np.max(after)) if after else NAN,
@@ -536,7 +536,7 @@ def run_linux(
             shutil.rmtree(job, ignore_errors=True)
     info.update(kernel=image.version, icount_shift=shift, memory_mb=mem)
     r = Result(raw, sc)
-    r.engine_info = info  # type: ignore[attr-defined]
+    r.engine_info = info
     return r
 
 

@@ -426,7 +426,6 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
         if ln["lower"] != "wire" and ln["lower"] not in ("shaper", "htb", "tbf"):
             raise ScenarioError("", f"link {ln['name']!r}: lower layer {ln['lower']!r} is not supported by the linux engine")
     qtables = _link_qdisc_tables(sc, links)
-    by_name = {ln["name"]: ln for ln in links}
 
     # pair links into duplex veth pairs
     pairs: list[tuple[dict, dict]] = []
@@ -442,11 +441,10 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
 
     cmds: dict[str, list[str]] = {ns: [] for ns in node_ns.values()}
     top: list[str] = []  # commands run in the root namespace (creation)
-    ifaces: dict[str, list[Iface]] = {n: [] for n in nodes}
     queues: list[QueueMap] = []
     boxes: list[str] = []
     adj: dict[str, list[tuple[str, Iface]]] = {n: [] for n in nodes}
-    ip, tc = BIN["ip"], BIN["tc"]
+    ip = BIN["ip"]
 
     for k, (a, b) in enumerate(pairs):
         base = f"10.{1 + k // 16384}.{(k // 64) % 256}.{(k % 64) * 4}"
@@ -475,7 +473,7 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
                 cmds[d].append(f"tc qdisc replace dev {dev} root " + " ".join(net))
         else:
             top.append(f"{ip} link add {dev_a} netns {ns_a} type veth peer name {dev_b} netns {ns_b}")
-        for ns, dev, addr, peer in ((ns_a, dev_a, addr_a, addr_b), (ns_b, dev_b, addr_b, addr_a)):
+        for ns, dev, addr in ((ns_a, dev_a, addr_a), (ns_b, dev_b, addr_b)):
             cmds[ns] += [f"addr add {addr}/30 dev {dev}", f"link set {dev} up"]
         ia, ib = Iface(ns_a, dev_a, addr_a, addr_b), Iface(ns_b, dev_b, addr_b, addr_a)
         adj[a["from"]].append((a["to"], ia))
@@ -566,9 +564,9 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
         if kind == "bulk":
             ftcp = dict(tab.get("tcp", {}))
             fset = _tcp_settings(ftcp, f"{where}.tcp")
-            for k in fset:
-                if k != "cc" and fset[k] != tcp.get(k, fset[k] if k not in ("ecn",) else False):
-                    raise ScenarioError(f"{where}.tcp.{k}", "per-flow values other than cc are not supported by the linux engine (set it in [tcp])")
+            for key in fset:
+                if key != "cc" and fset[key] != tcp.get(key, fset[key] if key not in ("ecn",) else False):
+                    raise ScenarioError(f"{where}.tcp.{key}", "per-flow values other than cc are not supported by the linux engine (set it in [tcp])")
             fm.cc = fset.get("cc", tcp.get("cc", "cubic"))
             if "bytes" in tab:
                 fm.bytes = int(parse_size(tab["bytes"], f"{where}.bytes"))
@@ -643,18 +641,20 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         sns = tr.node_ns[f.src]
         daddr = tr.node_addr[f.dst]
         dur = max(f.stop - f.start, 0.001)
+        # set for every kind that uses them (udp: rate and size; ping, irtt: size and interval)
+        size, rate, interval = f.size or 0, f.rate_bps or 0.0, f.interval or 0.0
         if f.tool == "iperf3":
             if f.kind == "bulk":
                 what = f"-n {f.bytes}" if f.bytes else f"-t {dur:.3f}"
                 cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} {what} -C {f.cc} -J -i {tr.bin:g} -l 128K"
             else:
-                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(f.rate_bps * (f.size - 28) / f.size)} -l {f.size - 28} -t {dur:.3f} -J -i {tr.bin:g}"
+                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(rate * (size - 28) / size)} -l {size - 28} -t {dur:.3f} -J -i {tr.bin:g}"
             run = f"{ip} netns exec {sns} {cmd} > $O/cli.{f.port}.json 2> $O/cli.{f.port}.err"
         elif f.tool == "ping":
-            n = max(1, int(dur / f.interval))
-            run = f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(f.size - 28, 0)} -W 5 {daddr} > $O/ping.{f.port} 2>&1"
+            n = max(1, int(dur / interval))
+            run = f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(size - 28, 0)} -W 5 {daddr} > $O/ping.{f.port} 2>&1"
         else:
-            run = f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(f.interval)} -d {_us(dur)} -l {max(f.size - 28, 60)} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
+            run = f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(interval)} -d {_us(dur)} -l {max(size - 28, 60)} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
         L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run} ) & P=\"$P $!\"")
     def snap(tag: str) -> str:
         # self-contained (no shell functions or variables): it may run in a child shell

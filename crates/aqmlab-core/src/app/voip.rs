@@ -2,8 +2,8 @@
 //! receiver: one-way delay of every packet (sample `owd`), interarrival jitter (RFC 3550
 //! §6.4.1, J += (|D| − J)/16), loss, and the E-model call quality R.
 //!
-//! Defaults are G.711 at 64 kbit/s with 20 ms packetisation: 160 bytes of voice + 12 RTP
-//! + 8 UDP + 20 IP = 200-byte packets (the residential study). The DOCSIS study's talker
+//! Defaults are G.711 at 64 kbit/s with 20 ms packetisation: 160 bytes of voice, 12 RTP,
+//! 8 UDP and 20 IP make 200-byte packets (the residential study). The DOCSIS study's talker
 //! is `size = 238`, `interval = "20ms"`.
 //!
 //! ## R-value

@@ -311,7 +311,7 @@ impl<'de> Deserialize<'de> for FlowConfig {
                 "missing field `from` or `to` (host names)",
             ));
         };
-        if count < 1 || count > 1_000_000 {
+        if !(1..=1_000_000).contains(&count) {
             return Err(de::Error::custom(format!(
                 "field `count`: {count} is not allowed (1 to 1000000)"
             )));

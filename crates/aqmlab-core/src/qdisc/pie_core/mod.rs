@@ -497,8 +497,8 @@ mod tests {
     /// The declared defaults, variant by variant (each cited in its file).
     #[test]
     fn defaults_by_variant() {
-        let rows: Vec<(
-            &str,
+        type Row = (
+            &'static str,
             u64,
             u64,
             u64,
@@ -508,7 +508,8 @@ mod tests {
             u64,
             Option<u32>,
             bool,
-        )> = PieVariant::ALL
+        );
+        let rows: Vec<Row> = PieVariant::ALL
             .iter()
             .map(|v| {
                 let d = v.defaults();
