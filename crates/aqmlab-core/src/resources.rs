@@ -91,7 +91,10 @@ impl Budget {
 
 fn env_memory() -> Option<f64> {
     let v = std::env::var("AQMLAB_MAX_MEMORY").ok()?;
-    crate::units::parse_size(v.trim()).ok().filter(|&b| b > 0).map(|b| b as f64)
+    crate::units::parse_size(v.trim())
+        .ok()
+        .filter(|&b| b > 0)
+        .map(|b| b as f64)
 }
 
 /// Physical memory in bytes (`MemTotal` of `/proc/meminfo`), or 8 GiB if unknown.
@@ -165,7 +168,10 @@ pub fn check_flow_counts(groups: &[(u64, u64, f64)], budget: &Budget) -> Result<
         let (gi, &(c, k, b)) = groups
             .iter()
             .enumerate()
-            .max_by(|a, b| (a.1 .0 as f64 * a.1 .1 as f64 * a.1 .2).total_cmp(&(b.1 .0 as f64 * b.1 .1 as f64 * b.1 .2)))
+            .max_by(|a, b| {
+                (a.1 .0 as f64 * a.1 .1 as f64 * a.1 .2)
+                    .total_cmp(&(b.1 .0 as f64 * b.1 .1 as f64 * b.1 .2))
+            })
             .expect("total > 0 means a group");
         return Err(ScenarioError::new(
             format!("flow[{gi}].count"),
@@ -225,7 +231,10 @@ fn budget_source(b: &Budget) -> String {
     } else if env_memory().is_some() {
         "AQMLAB_MAX_MEMORY".to_string()
     } else {
-        format!("half of this machine's {} of memory", fmt_bytes(physical_memory()))
+        format!(
+            "half of this machine's {} of memory",
+            fmt_bytes(physical_memory())
+        )
     }
 }
 
@@ -271,24 +280,39 @@ pub fn estimate(plan: &Plan, flows: &[FlowLoad], routers: usize, qdisc_trace: bo
             .iter()
             .map(|&l| plan.links[l as usize].0.mtu.max(1) as f64)
             .fold(f64::INFINITY, f64::min);
-        let fwd_b = f.profile.fwd_bytes.unwrap_or(if mtu.is_finite() { mtu } else { 1500.0 }).max(1.0);
+        let fwd_b = f
+            .profile
+            .fwd_bytes
+            .unwrap_or(if mtu.is_finite() { mtu } else { 1500.0 })
+            .max(1.0);
         let narrowest = f
             .fwd
             .iter()
             .map(|&l| plan.links[l as usize].0.rate.bps() as f64 / (8.0 * fwd_b))
             .fold(f64::INFINITY, f64::min);
-        let narrowest = if narrowest.is_finite() { narrowest } else { 0.0 };
+        let narrowest = if narrowest.is_finite() {
+            narrowest
+        } else {
+            0.0
+        };
         let pps = f.profile.fixed_pps.unwrap_or(narrowest);
         for &l in &f.fwd {
             offered[l as usize] += pps * f.active_secs * fwd_b;
         }
         for &l in &f.rev {
-            offered[l as usize] += pps * f.active_secs * f.profile.reverse_per_pkt * f.profile.rev_bytes;
+            offered[l as usize] +=
+                pps * f.active_secs * f.profile.reverse_per_pkt * f.profile.rev_bytes;
         }
         fs.push(F { pps, narrowest });
     }
     let frac: Vec<f64> = (0..nl)
-        .map(|l| if offered[l] > cap_bytes[l] { cap_bytes[l] / offered[l] } else { 1.0 })
+        .map(|l| {
+            if offered[l] > cap_bytes[l] {
+                cap_bytes[l] / offered[l]
+            } else {
+                1.0
+            }
+        })
         .collect();
     let mut carried = vec![0.0f64; nl]; // packets
     let mut events = 0.0;
@@ -297,9 +321,17 @@ pub fn estimate(plan: &Plan, flows: &[FlowLoad], routers: usize, qdisc_trace: bo
     let mut per_group_events: Vec<f64> = Vec::new();
     let mut per_group_mem: Vec<f64> = Vec::new();
     for (f, x) in flows.iter().zip(&fs) {
-        let share = f.fwd.iter().map(|&l| frac[l as usize]).fold(1.0f64, f64::min);
+        let share = f
+            .fwd
+            .iter()
+            .map(|&l| frac[l as usize])
+            .fold(1.0f64, f64::min);
         let eff = x.pps * share; // packets per second that get through
-        let sent = if f.profile.fixed_pps.is_some() { x.pps } else { eff } * f.active_secs;
+        let sent = if f.profile.fixed_pps.is_some() {
+            x.pps
+        } else {
+            eff
+        } * f.active_secs;
         let through = eff * f.active_secs;
         let back = through * f.profile.reverse_per_pkt;
         for &l in &f.fwd {
@@ -317,7 +349,11 @@ pub fn estimate(plan: &Plan, flows: &[FlowLoad], routers: usize, qdisc_trace: bo
             per_group_mem.resize(g + 1, 0.0);
         }
         per_group_events[g] += ev;
-        let fixed = if f.tcp { TCP_FLOW_BYTES } else { UDP_FLOW_BYTES };
+        let fixed = if f.tcp {
+            TCP_FLOW_BYTES
+        } else {
+            UDP_FLOW_BYTES
+        };
         per_group_mem[g] += fixed + bins * SERIES_ROW_BYTES;
         flow_mem += fixed;
     }
@@ -330,7 +366,11 @@ pub fn estimate(plan: &Plan, flows: &[FlowLoad], routers: usize, qdisc_trace: bo
         .map(|(a, b)| (b.as_nanos().saturating_sub(a.as_nanos())) as f64 * 1e-9)
         .sum();
     for (l, (p, q)) in plan.links.iter().enumerate() {
-        let arrivals = if frac[l] < 1.0 { carried[l] / frac[l] } else { carried[l] };
+        let arrivals = if frac[l] < 1.0 {
+            carried[l] / frac[l]
+        } else {
+            carried[l]
+        };
         let limit = qdisc_limit(q).unwrap_or(f64::INFINITY);
         queued += limit.min(arrivals);
         if p.trace {

@@ -30,7 +30,10 @@ pub fn key_at(text: &str, offset: usize) -> Option<String> {
         } else if let Some(name) = l.strip_prefix('[').and_then(|r| r.split(']').next()) {
             let name = clean_key(name);
             // `[flow.tcp]` after `[[flow]]` belongs to the last flow
-            table = match counts.iter().find(|(k, _)| name.starts_with(&format!("{k}."))) {
+            table = match counts
+                .iter()
+                .find(|(k, _)| name.starts_with(&format!("{k}.")))
+            {
                 Some((k, c)) => format!("{k}[{}]{}", c - 1, &name[k.len()..]),
                 None => name,
             };
@@ -52,10 +55,7 @@ pub fn key_at(text: &str, offset: usize) -> Option<String> {
     if rest.contains('{') {
         if let Some(e) = rest.rfind('=') {
             let head = &rest[..e];
-            let start = head
-                .rfind(|c: char| c == '{' || c == ',')
-                .map(|i| i + 1)
-                .unwrap_or(0);
+            let start = head.rfind(['{', ',']).map(|i| i + 1).unwrap_or(0);
             let inner = clean_key(&head[start..]);
             if !inner.is_empty() && !inner.contains(['[', '{', '}', '"', '\'']) {
                 // keys of enclosing inline tables between the first key and this one
@@ -118,10 +118,16 @@ mod tests {
     fn finds_the_key_of_a_value() {
         let t = "[run]\nseed = 99999999999999999999\n\n[dumbbell]\nqdisc = { kind = \"fifo\", limit = 999999999999999999999 }\n\n[[flow]]\nkind = \"a\"\n[[flow]]\nrate = 1e999\n[flow.tcp]\ncc = 5\n";
         assert_eq!(at(t, "9999999").as_deref(), Some("run.seed"));
-        assert_eq!(at(t, "999999999999999999999 }").as_deref(), Some("dumbbell.qdisc.limit"));
+        assert_eq!(
+            at(t, "999999999999999999999 }").as_deref(),
+            Some("dumbbell.qdisc.limit")
+        );
         assert_eq!(at(t, "1e999").as_deref(), Some("flow[1].rate"));
         assert_eq!(at(t, "5\n").as_deref(), Some("flow[1].tcp.cc"));
-        assert_eq!(at("a = { b = { c = 1, d = 7 } }", "7").as_deref(), Some("a.b.d"));
+        assert_eq!(
+            at("a = { b = { c = 1, d = 7 } }", "7").as_deref(),
+            Some("a.b.d")
+        );
         assert_eq!(at("[run]\n[x", "[x"), None);
     }
 }

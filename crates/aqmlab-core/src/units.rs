@@ -49,15 +49,22 @@ const U64_LIMIT: f64 = 18_446_744_073_709_551_616.0;
 /// `v` rounded to u64, or an error if it does not fit (instead of saturating silently).
 fn to_u64(v: f64, what: &str, shown: &str, max_shown: &str) -> Result<u64, String> {
     let r = v.round();
-    if !(r < U64_LIMIT) {
-        return Err(format!("{what} {shown} is too large (the largest is {max_shown})"));
+    if r.is_nan() || r >= U64_LIMIT {
+        return Err(format!(
+            "{what} {shown} is too large (the largest is {max_shown})"
+        ));
     }
     Ok(r as u64)
 }
 
 /// Nanoseconds of `secs` seconds, or an error above u64::MAX ns (about 584 years).
 fn to_nanos(secs: f64, shown: &str) -> Result<SimDuration, String> {
-    let ns = to_u64(secs * 1e9, "duration", shown, "18446744073s, about 584 years")?;
+    let ns = to_u64(
+        secs * 1e9,
+        "duration",
+        shown,
+        "18446744073s, about 584 years",
+    )?;
     Ok(SimDuration::from_nanos(ns))
 }
 
@@ -107,7 +114,12 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     if v < 1.0 {
         return Err(format!("rate '{s}' is below 1 bit/s"));
     }
-    to_u64(v, "rate", &format!("'{s}'"), "18446744073709551615 bit/s, about 18 Ebit/s")
+    to_u64(
+        v,
+        "rate",
+        &format!("'{s}'"),
+        "18446744073709551615 bit/s, about 18 Ebit/s",
+    )
 }
 
 /// Parses a duration such as `"25ms"`. Negative durations are errors.
@@ -151,7 +163,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if n < 0.0 {
         return Err(format!("size '{s}' must not be negative"));
     }
-    to_u64(n * mult, "size", &format!("'{s}'"), "18446744073709551615 bytes")
+    to_u64(
+        n * mult,
+        "size",
+        &format!("'{s}'"),
+        "18446744073709551615 bytes",
+    )
 }
 
 macro_rules! quantity {
@@ -363,7 +380,8 @@ pub mod seed {
     use serde::Serializer;
     use std::fmt;
 
-    const RANGE: &str = "an integer 0 to 9223372036854775807, or a string \"0\" to \"18446744073709551615\"";
+    const RANGE: &str =
+        "an integer 0 to 9223372036854775807, or a string \"0\" to \"18446744073709551615\"";
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         struct V;
@@ -373,7 +391,8 @@ pub mod seed {
                 write!(f, "a seed: {RANGE}")
             }
             fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
-                u64::try_from(n).map_err(|_| E::custom(format!("seed {n} is negative (allowed: {RANGE})")))
+                u64::try_from(n)
+                    .map_err(|_| E::custom(format!("seed {n} is negative (allowed: {RANGE})")))
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
                 Ok(n)
@@ -381,7 +400,9 @@ pub mod seed {
             fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
                 let t = s.trim();
                 if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(E::custom(format!("seed '{s}' is not a whole number (allowed: {RANGE})")));
+                    return Err(E::custom(format!(
+                        "seed '{s}' is not a whole number (allowed: {RANGE})"
+                    )));
                 }
                 t.parse::<u64>()
                     .map_err(|_| E::custom(format!("seed '{s}' is too large (allowed: {RANGE})")))

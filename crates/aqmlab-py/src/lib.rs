@@ -139,7 +139,11 @@ fn run(
         guarded(move || -> Result<Simulator, ScenarioError> {
             let sc = Scenario::from_toml_str(&text)?;
             let seed = seed.unwrap_or(sc.run.seed);
-            let budget = if force { Budget::UNLIMITED } else { sc.budget() };
+            let budget = if force {
+                Budget::UNLIMITED
+            } else {
+                sc.budget()
+            };
             let mut plan = sc.validate_with(&budget)?;
             sc.spread_starts(&mut plan, seed);
             Ok(Simulator::from_plan(plan, seed))
@@ -178,7 +182,11 @@ fn validate(py: Python<'_>, toml_text: &str, force: bool) -> PyResult<PyObject> 
         .allow_threads(move || {
             guarded(move || -> Result<(Scenario, Plan), ScenarioError> {
                 let sc = Scenario::from_toml_str(&text)?;
-                let budget = if force { Budget::UNLIMITED } else { sc.budget() };
+                let budget = if force {
+                    Budget::UNLIMITED
+                } else {
+                    sc.budget()
+                };
                 let plan = sc.validate_with(&budget)?;
                 Ok((sc, plan))
             })

@@ -135,7 +135,13 @@ impl Routes {
     }
     /// The links from `a` to `b` (empty if unreachable or `a == b`).
     pub fn path(&self, a: NodeId, b: NodeId, links: &[(LinkParams, QdiscConfig)]) -> Vec<u32> {
-        crate::resources::walk(a, b, self.n, |at, dst| self.next(at, dst), |l, dst| self.far_end(l, dst, links))
+        crate::resources::walk(
+            a,
+            b,
+            self.n,
+            |at, dst| self.next(at, dst),
+            |l, dst| self.far_end(l, dst, links),
+        )
     }
     /// The destination → peer tables of the multi-peer links.
     pub fn peer_tables(&self) -> &[(u32, Vec<u32>)] {

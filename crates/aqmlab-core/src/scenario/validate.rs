@@ -39,8 +39,11 @@ impl Scenario {
         use crate::resources;
         let run = &self.run;
         if let Some(e) = run.max_events {
-            if !(e > 0.0) {
-                return Err(ScenarioError::new("run.max_events", format!("{e} must be a positive number of events")));
+            if e.is_nan() || e <= 0.0 {
+                return Err(ScenarioError::new(
+                    "run.max_events",
+                    format!("{e} must be a positive number of events"),
+                ));
             }
         }
         if run.duration.0.is_zero() {
