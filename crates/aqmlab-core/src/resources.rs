@@ -29,7 +29,6 @@
 //! [`MIN_INTERVAL_NS`] would be rounded by the 1 ns clock by more than 1 % (and at
 //! "1e30Tbit" every packet would leave at the same nanosecond), so it is refused.
 
-use crate::packet::NodeId;
 use crate::scenario::{Plan, ScenarioError};
 
 /// Bytes of one flow instance that runs TCP (two connection ends with their scoreboards,
@@ -486,25 +485,4 @@ pub fn check(plan: &Plan, est: &Estimate, budget: &Budget) -> Result<(), Scenari
         ));
     }
     Ok(())
-}
-
-/// The path of links from `a` to `b` given a next-hop function (`None` = unreachable)
-/// and the far end of a link towards `b`; at most `max_hops` links.
-pub fn walk(
-    a: NodeId,
-    b: NodeId,
-    max_hops: usize,
-    mut next: impl FnMut(NodeId, NodeId) -> Option<u32>,
-    mut far: impl FnMut(u32, NodeId) -> NodeId,
-) -> Vec<u32> {
-    let mut at = a;
-    let mut out = Vec::new();
-    while at != b && out.len() <= max_hops {
-        let Some(l) = next(at, b) else {
-            return Vec::new();
-        };
-        out.push(l);
-        at = far(l, b);
-    }
-    out
 }

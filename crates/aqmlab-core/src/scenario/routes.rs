@@ -135,7 +135,7 @@ impl Routes {
     }
     /// The links from `a` to `b` (empty if unreachable or `a == b`).
     pub fn path(&self, a: NodeId, b: NodeId, links: &[(LinkParams, QdiscConfig)]) -> Vec<u32> {
-        crate::resources::walk(
+        walk(
             a,
             b,
             self.n,
@@ -213,4 +213,25 @@ impl Routes {
     }
     /// Kept for callers: the routes hold no validation-only data any more.
     pub fn shrink(&mut self) {}
+}
+
+/// The path of links from `a` to `b` given a next-hop function (`None` = unreachable)
+/// and the far end of a link towards `b`; at most `max_hops` links.
+pub fn walk(
+    a: NodeId,
+    b: NodeId,
+    max_hops: usize,
+    mut next: impl FnMut(NodeId, NodeId) -> Option<u32>,
+    mut far: impl FnMut(u32, NodeId) -> NodeId,
+) -> Vec<u32> {
+    let mut at = a;
+    let mut out = Vec::new();
+    while at != b && out.len() <= max_hops {
+        let Some(l) = next(at, b) else {
+            return Vec::new();
+        };
+        out.push(l);
+        at = far(l, b);
+    }
+    out
 }
