@@ -44,8 +44,8 @@ tcp = { cc = "dctcp" }
     let q_mean = metric(&r, "bottleneck_up", "l_sojourn_mean") / pkt_time;
     let q_p99 = metric(&r, "bottleneck_up", "l_sojourn_p99") / pkt_time;
     let bdp = 100e6 * 0.001 / ((1500.0 + 14.0) * 8.0); // C·RTT ≈ 8.3 packets
-    let n = 1.0;
-    let amp = 0.5 * (2.0 * n * (bdp + k) as f64).sqrt();
+    let n: f64 = 1.0;
+    let amp = 0.5 * (2.0 * n * (bdp + k)).sqrt();
     assert!(
         q_mean > k + n - amp - 1.0 && q_mean < k + n + 1.0,
         "mean queue {q_mean:.1} packets, K = {k}, A = {amp:.1}"

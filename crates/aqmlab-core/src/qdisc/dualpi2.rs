@@ -233,7 +233,7 @@ fn tc_units(hz: f64) -> u32 {
 
 /// `dualpi2_scale_alpha_beta`: tc units → probability per 64 ns of delay.
 pub fn scale_alpha_beta(tc: u32) -> u32 {
-    ((tc as u64 * MAX_PROB as u64 >> (ALPHA_BETA_SHIFT - ALPHA_BETA_GRANULARITY)) / 1_000_000_000)
+    (((tc as u64 * MAX_PROB as u64) >> (ALPHA_BETA_SHIFT - ALPHA_BETA_GRANULARITY)) / 1_000_000_000)
         as u32
 }
 
@@ -903,7 +903,7 @@ mod tests {
             if q.len() > 4 {
                 let p = q.dequeue(ms(0), &mut out).unwrap();
                 if p.ecn == Ecn::Ce {
-                    if p.uid % 2 == 0 {
+                    if p.uid.is_multiple_of(2) {
                         ml += 1
                     } else {
                         mc += 1

@@ -305,7 +305,7 @@ impl Sender {
         let len_ns = (bytes as f64 * 1e9 / rate) as u64;
         let credit = self.wstamp.saturating_since(prior).as_nanos();
         let len_ns = len_ns - (len_ns / 2).min(credit);
-        self.wstamp = self.wstamp + SimDuration::from_nanos(len_ns);
+        self.wstamp += SimDuration::from_nanos(len_ns);
     }
 
     /// Queues `bytes` more bytes of application data.
