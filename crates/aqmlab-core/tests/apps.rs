@@ -41,6 +41,7 @@ fn small_page_on_an_idle_path_costs_six_rtts_plus_serialisation() {
     let r = run(
         r#"
         [run]
+        noise = false
         duration = "5s"
         [dumbbell]
         rate = "10Mbit"
@@ -429,6 +430,7 @@ fn has_scenario(rate: &str, ftp: u32, adaptation: &str, duration: &str) -> Strin
     format!(
         r#"
         [run]
+        noise = false
         duration = "{duration}"
         [dumbbell]
         pairs = 9
@@ -759,6 +761,7 @@ fn closed_connections_are_forgotten() {
     let sc = Scenario::from_toml_str(
         r#"
         [run]
+        noise = false
         duration = "60s"
         [dumbbell]
         pairs = 3

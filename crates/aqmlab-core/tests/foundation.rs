@@ -50,7 +50,8 @@ fn overloaded_fifo_standing_delay_is_buffer_over_rate() {
 
 #[test]
 fn idle_path_ping_rtt_is_exact() {
-    let sc = example("ping_rtts.toml");
+    let mut sc = example("ping_rtts.toml");
+    sc.run.noise = false; // exact: no start or host jitter
     let r = run_scenario(&sc, 1).unwrap();
     let access = Rate::from_bps(1_000_000_000);
     let bottleneck = Rate::from_bps(10_000_000);
@@ -318,6 +319,7 @@ fn explicit_topology_routes_over_several_hops() {
     // a - r1 - r2 - b with a shortcut-free chain: RTT = 2 * (1+2+3) ms + serialisation.
     let text = r#"
 [run]
+noise = false
 duration = "2s"
 [[node]]
 name = "a"
@@ -362,6 +364,7 @@ to = "b"
 fn voip_quality_drops_behind_a_bloated_fifo() {
     let base = r#"
 [run]
+noise = false
 duration = "20s"
 warmup = "2s"
 [dumbbell]

@@ -26,6 +26,7 @@ fn run(qdisc: &str, window: (u32, u32), trace: bool, flows: &str) -> RunResult {
     let text = format!(
         r#"
 [run]
+noise = false
 warmup = "{}s"
 duration = "{}s"
 trace = {trace}

@@ -259,6 +259,7 @@ fn wifi_dumbbell(wifi: &str, flows: &str, duration: &str) -> String {
     format!(
         r#"
 [run]
+noise = false
 duration = "{duration}"
 warmup = "0.5s"
 [dumbbell]
@@ -492,6 +493,7 @@ interval = "50ms"
 fn wifi_idle_medium_ping_uses_immediate_access() {
     let toml = r#"
 [run]
+noise = false
 duration = "2s"
 [[node]]
 name = "srv"
@@ -643,8 +645,14 @@ fn link_model_examples_show_what_they_say() {
         "{ping}"
     );
 
-    // DOCSIS tiers: the channel is full; a FIFO does not give tier 2 twice tier 1
-    let (_, r) = run(&ex("docsis_tiers"), 1);
+    // DOCSIS tiers: the channel is full; a FIFO does not give tier 2 twice tier 1.
+    // Checked with noise off: the backlogged regulators release strictly periodic
+    // streams, so with random start times the drop-tail FIFO's split depends on their
+    // phases (Floyd & Jacobson's phase effects: some seeds lock a flow out entirely).
+    let (_, r) = run(
+        &ex("docsis_tiers").replace("\n[run]\n", "\n[run]\nnoise = false\n"),
+        1,
+    );
     let g: Vec<f64> = (0..10)
         .map(|i| r.flow(&format!("cbr0.{i}")).unwrap().goodput_bps * 1518.0 / 1472.0)
         .collect();

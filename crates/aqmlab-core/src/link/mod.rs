@@ -22,7 +22,8 @@
 //!
 //! Common rules:
 //! - Propagation delay is constant, so packets on the wire stay in order and one pending
-//!   `Arrive` event per link suffices.
+//!   `Arrive` event per link suffices. An end host's egress link may add host processing
+//!   jitter ([`HostJitter`]), which never lets a packet overtake the one ahead of it.
 //! - A link may have several far ends (`LinkParams::peers`: the CMTS downstream channel,
 //!   a WiFi access point); the next hop of a packet is then looked up by its destination
 //!   in a table built from the routes, and its arrivals are `LinkTimer { kind: ARRIVE }`
@@ -253,6 +254,8 @@ pub struct Link {
     uncounted: u32,
     wire: VecDeque<(SimTime, Packet)>,
     rng: Rng,
+    /// Host processing jitter (end hosts' egress links with noise on; else off).
+    jitter: HostJitter,
     pub stats: LinkStats,
     pub lower: Lower,
     /// Multi-peer links: destination node → index into `p.peers` (`u32::MAX` where
@@ -330,6 +333,7 @@ fn carry(
     stats: &mut LinkStats,
     rng: &mut Rng,
     wire: &mut VecDeque<(SimTime, Packet)>,
+    jitter: &mut HostJitter,
     out: &mut QdiscOut,
     id: LinkId,
     pkt: Packet,
@@ -346,11 +350,52 @@ fn carry(
         stats.wire_drops += 1;
         out.drops.push((pkt, DropReason::Wire));
     } else {
-        let at = now + p.delay;
+        let at = jitter.apply(now + p.delay);
         wire.push_back((at, pkt));
         if wire.len() == 1 {
             ev.push(at, arrival_event(id, !p.peers.is_empty()));
         }
+    }
+}
+
+/// Host processing jitter on an end host's egress link (see
+/// `crate::scenario::NoiseConfig`): each packet reaches the far end later by a uniform
+/// draw in `[0, max]`, but never before the packet ahead of it on this link, so the
+/// wire stays FIFO and no flow is reordered (netem delay jitter behind a FIFO). Off
+/// (`max` = 0) it costs one branch per packet and draws nothing.
+#[derive(Clone, Debug)]
+pub struct HostJitter {
+    max_ns: u64,
+    rng: Rng,
+    last: SimTime,
+}
+
+impl HostJitter {
+    /// No jitter.
+    pub fn off() -> Self {
+        HostJitter {
+            max_ns: 0,
+            rng: Rng::default(),
+            last: SimTime::ZERO,
+        }
+    }
+    /// Jitter uniform in `[0, max]` (whole nanoseconds) from `rng`.
+    pub fn new(max: SimDuration, rng: Rng) -> Self {
+        HostJitter {
+            max_ns: max.as_nanos(),
+            rng,
+            last: SimTime::ZERO,
+        }
+    }
+    /// The (jittered, order-preserving) arrival instant of a packet due at `at`.
+    #[inline(always)]
+    pub fn apply(&mut self, at: SimTime) -> SimTime {
+        if self.max_ns == 0 {
+            return at;
+        }
+        let t = (at + SimDuration::from_nanos(self.rng.below(self.max_ns + 1))).max(self.last);
+        self.last = t;
+        t
     }
 }
 
@@ -410,11 +455,18 @@ impl Link {
             qdisc,
             out: QdiscOut::new(trace),
             rng,
+            jitter: HostJitter::off(),
             stats: LinkStats::new(warmup, bin),
             lower: Lower::new(&p.lower),
             peer_of: Vec::new(),
             p,
         }
+    }
+
+    /// Gives this link host processing jitter (the simulator does it for end hosts'
+    /// egress links when the run's noise is on).
+    pub fn set_host_jitter(&mut self, j: HostJitter) {
+        self.jitter = j;
     }
 
     /// Installs the destination → peer table of a multi-peer link (from the routes).
@@ -542,7 +594,7 @@ impl Link {
         let done = now + tx;
         self.busy_until = done;
         self.uncounted = pkt.size;
-        let at = done + self.p.delay;
+        let at = self.jitter.apply(done + self.p.delay);
         self.wire.push_back((at, pkt));
         if self.wire.len() == 1 {
             ev.push(at, Event::Arrive(self.id));
@@ -730,7 +782,7 @@ impl Link {
             self.stats.wire_drops += 1;
             self.out.drops.push((pkt, DropReason::Wire));
         } else {
-            let at = now + self.p.delay;
+            let at = self.jitter.apply(now + self.p.delay);
             self.wire.push_back((at, pkt));
             if self.wire.len() == 1 {
                 ev.push(at, Event::Arrive(self.id));
@@ -767,16 +819,17 @@ impl Link {
                 self.kick_lower(now, ev);
             }
             (timer::CHANNEL, Lower::Docsis(d)) => {
-                let (p, stats, rng, wire, out, id) = (
+                let (p, stats, rng, wire, jitter, out, id) = (
                     &self.p,
                     &mut self.stats,
                     &mut self.rng,
                     &mut self.wire,
+                    &mut self.jitter,
                     &mut self.out,
                     self.id,
                 );
                 d.on_channel_done(idx, &self.peer_of, |pkt| {
-                    carry(p, stats, rng, wire, out, id, pkt, now, ev)
+                    carry(p, stats, rng, wire, jitter, out, id, pkt, now, ev)
                 });
                 self.kick_lower(now, ev);
             }

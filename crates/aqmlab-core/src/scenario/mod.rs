@@ -102,6 +102,20 @@ pub struct RunConfig {
     /// as a sample `sojourn` (seconds) and every drop there as a sample `drop`. Default none.
     #[serde(default)]
     pub packet_trace: Vec<[DurationSpec; 2]>,
+    /// Run-to-run variability (see [`NoiseConfig`]): on by default, so that different
+    /// seeds give different runs the way repeated testbed runs differ. `false` turns
+    /// every mechanism off: a bit-exact "no noise" run (the seed then only drives the
+    /// model's own randomness: PIE/RED drop draws, hash salts, loss, WiFi backoff).
+    #[serde(default = "d_true")]
+    pub noise: bool,
+    /// Flows with neither `start` nor `start_spread` start at a uniformly random instant
+    /// in `[0, start_jitter)`. Default 100 ms (see [`NoiseConfig::DEFAULT_START_JITTER`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_jitter: Option<DurationSpec>,
+    /// Per-packet processing delay at end hosts, uniform in `[0, host_jitter]`, never
+    /// reordering. Default 50 µs (see [`NoiseConfig::DEFAULT_HOST_JITTER`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_jitter: Option<DurationSpec>,
 }
 
 impl Default for RunConfig {
@@ -117,7 +131,101 @@ impl Default for RunConfig {
             max_events: None,
             trace: false,
             packet_trace: Vec::new(),
+            noise: true,
+            start_jitter: None,
+            host_jitter: None,
         }
+    }
+}
+
+/// The run-to-run variability mechanisms of a run, resolved from `[run]` (`noise`,
+/// `start_jitter`, `host_jitter`). Every draw comes from its own seeded stream
+/// ([`Rng::stream`]), so the same (scenario, seed) stays bit-identical.
+///
+/// Real experiments differ from run to run because flows do not start at the same
+/// nanosecond and hosts do not process packets at exact instants; a simulator without
+/// either repeats one trajectory for every seed. Two mechanisms put that variability
+/// back, each small enough not to bias what is measured:
+///
+/// - **start jitter**: a flow with neither `start` nor `start_spread` starts at a
+///   uniformly random instant in `[0, start_jitter)` (each flow a composite such as
+///   `rrul` expands into draws its own). The default, 100 ms, is a few base RTTs of the
+///   studies' paths (10–100 ms), enough to desynchronise slow starts, and at most 1 % of
+///   a 10 s run (runs with a warm-up do not count it at all). A test script starting
+///   netperf/iperf processes "together" spreads them over milliseconds to tens of ms.
+///   Flows with an explicit `start` (e.g. a flow joining at 5 s) or `start_spread` keep
+///   exactly what they say.
+/// - **host jitter**: every packet leaving an end host (its egress link's wire) is
+///   delayed by a uniform draw in `[0, host_jitter]`, but never overtakes the packet
+///   before it on that link (arrival = max(draw, previous arrival)), so a flow's packets
+///   stay in order, as with netem behind a FIFO. The default, 50 µs, is Linux's default
+///   timer slack for ordinary threads (`PR_SET_TIMERSLACK`, 50 µs) and the order of NIC
+///   interrupt moderation (tens of µs): the scale at which host timing really wanders.
+///   It adds at most 2 × 50 µs (mean ≈ 50 µs) to a round trip — 0.1 % of a 50 ms base
+///   RTT, 0.5 % of a 10 ms one — and nothing to queueing delay or to the goodput of a
+///   bottleneck-limited flow. WiFi station interfaces do not get it (their medium access
+///   is random already).
+///
+/// What is already seeded and stays on with `noise = false`: qdisc hash salts (fq_codel,
+/// fq_pie and sfq draw theirs from the seed at setup, as Linux draws a random
+/// perturbation, so which flows share a bucket changes with the seed), PIE/RED/ARED drop
+/// draws, wire loss, WiFi backoff and frame errors, workloads' own random draws (web
+/// users' think times and sizes), and `start_spread`. The model has no TCP initial
+/// sequence numbers or ports to randomise: sequence numbers are offsets from the SYN
+/// (nothing depends on their absolute value), and the 5-tuple hash is only ever used
+/// salted by the seeded qdisc salt, so an ephemeral-port draw would add nothing.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct NoiseConfig {
+    /// Start-time jitter for flows without `start`/`start_spread` (zero: off).
+    pub start_jitter: SimDuration,
+    /// Per-packet delay bound at end hosts' egress (zero: off).
+    pub host_jitter: SimDuration,
+}
+
+impl NoiseConfig {
+    /// Default start jitter: 100 ms.
+    pub const DEFAULT_START_JITTER: SimDuration = SimDuration::from_millis(100);
+    /// Default host jitter: 50 µs (Linux's default timer slack).
+    pub const DEFAULT_HOST_JITTER: SimDuration = SimDuration::from_micros(50);
+
+    /// Resolves `[run]`'s noise keys; an explicit jitter with `noise = false` is an error
+    /// (it would be silently ignored).
+    pub fn resolve(run: &RunConfig) -> Result<NoiseConfig, ScenarioError> {
+        if !run.noise {
+            for (k, v) in [
+                ("start_jitter", &run.start_jitter),
+                ("host_jitter", &run.host_jitter),
+            ] {
+                if v.is_some_and(|d| !d.0.is_zero()) {
+                    return Err(ScenarioError::new(
+                        format!("run.{k}"),
+                        "is set but run.noise = false turns every noise mechanism off; remove one of them",
+                    ));
+                }
+            }
+            return Ok(NoiseConfig::default());
+        }
+        let start_jitter = run.start_jitter.map_or(Self::DEFAULT_START_JITTER, |d| d.0);
+        let host_jitter = run.host_jitter.map_or(Self::DEFAULT_HOST_JITTER, |d| d.0);
+        if host_jitter > SimDuration::from_secs(1) {
+            return Err(ScenarioError::new(
+                "run.host_jitter",
+                format!("{host_jitter} is not allowed (0 to 1s; it models host timing noise, typically tens of µs)"),
+            ));
+        }
+        if start_jitter >= run.duration.0 {
+            return Err(ScenarioError::new(
+                "run.start_jitter",
+                format!(
+                    "{start_jitter} must be shorter than run.duration ({})",
+                    run.duration.0
+                ),
+            ));
+        }
+        Ok(NoiseConfig {
+            start_jitter,
+            host_jitter,
+        })
     }
 }
 
@@ -253,16 +361,35 @@ pub struct FlowConfig {
     pub from: String,
     /// Receiving host; `{i}` as for `from`.
     pub to: String,
-    /// Start time. Default 0.
-    pub start: DurationSpec,
+    /// Start time. Default 0, plus the run's start jitter (`run.start_jitter`, see
+    /// [`NoiseConfig`]) when neither `start` nor `start_spread` is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<DurationSpec>,
     /// Each instance starts at a uniformly random time in [start, start + start_spread).
-    pub start_spread: DurationSpec,
+    /// Default 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_spread: Option<DurationSpec>,
     /// Stop time. Default: end of run.
     pub stop: Option<DurationSpec>,
     /// Number of identical instances. Default 1.
     pub count: u32,
     #[serde(flatten)]
     pub app: AppConfig,
+}
+
+impl FlowConfig {
+    /// The start time (default 0).
+    pub fn start_at(&self) -> SimDuration {
+        self.start.map_or(SimDuration::ZERO, |d| d.0)
+    }
+    /// The start spread (default 0).
+    pub fn spread(&self) -> SimDuration {
+        self.start_spread.map_or(SimDuration::ZERO, |d| d.0)
+    }
+    /// True if the run's start jitter applies: neither `start` nor `start_spread` given.
+    pub fn takes_start_jitter(&self) -> bool {
+        self.start.is_none() && self.start_spread.is_none()
+    }
 }
 
 const FLOW_COMMON: &[&str] = &[
@@ -292,8 +419,8 @@ impl<'de> Deserialize<'de> for FlowConfig {
         let from: Option<String> = take(&mut t, "from")?;
         let to: Option<String> = take(&mut t, "to")?;
         let name = take(&mut t, "name")?;
-        let start = take(&mut t, "start")?.unwrap_or(d_zero());
-        let start_spread = take(&mut t, "start_spread")?.unwrap_or(d_zero());
+        let start = take(&mut t, "start")?;
+        let start_spread = take(&mut t, "start_spread")?;
         let stop = take(&mut t, "stop")?;
         let count: i64 = take(&mut t, "count")?.unwrap_or(1);
         if !t.contains_key("kind") {
@@ -409,6 +536,8 @@ pub struct Plan {
     pub env: AppEnv,
     /// The resource model's estimate of events and memory (`crate::resources`).
     pub estimate: crate::resources::Estimate,
+    /// The run-to-run variability mechanisms (`[run]` `noise`, `start_jitter`, `host_jitter`).
+    pub noise: NoiseConfig,
 }
 
 impl Scenario {

@@ -4,7 +4,7 @@
 
 use super::build::Builder;
 use super::routes::Routes;
-use super::{Plan, PlanFlow, Scenario};
+use super::{NoiseConfig, Plan, PlanFlow, Scenario};
 use crate::app::AppEnv;
 use crate::params::ScenarioError;
 use crate::rng::Rng;
@@ -119,24 +119,26 @@ impl Scenario {
             .collect();
         resources::check_flow_counts(&groups, budget)?;
         let end = SimTime::ZERO + run.duration.0;
+        let noise = NoiseConfig::resolve(run)?;
         let mut flows = Vec::new();
         for (gi, f) in self.flows.iter().enumerate() {
             let field = format!("flow[{gi}]");
+            let (f_start, f_spread) = (f.start_at(), f.spread());
             f.app.validate(&field, &env)?;
             let stop = match f.stop {
                 Some(s) => SimTime::ZERO + s.0,
                 None => end,
             };
-            if f.start.0 >= run.duration.0 {
+            if f_start >= run.duration.0 {
                 return Err(ScenarioError::new(
                     format!("{field}.start"),
                     format!(
                         "{} is not before the end of the run ({})",
-                        f.start.0, run.duration.0
+                        f_start, run.duration.0
                     ),
                 ));
             }
-            if stop <= SimTime::ZERO + f.start.0 {
+            if stop <= SimTime::ZERO + f_start {
                 return Err(ScenarioError::new(
                     format!("{field}.stop"),
                     "must be after start",
@@ -178,7 +180,7 @@ impl Scenario {
                     name,
                     src,
                     dst,
-                    start: SimTime::ZERO + f.start.0,
+                    start: SimTime::ZERO + f_start,
                     stop: stop.min(end),
                     app,
                     group: gi as u32,
@@ -195,8 +197,7 @@ impl Scenario {
                     None => flows.push(flow(name, src, dst, f.app.clone())),
                 }
             }
-            if f.start_spread.0 > SimDuration::ZERO && f.start.0 + f.start_spread.0 > run.duration.0
-            {
+            if f_spread > SimDuration::ZERO && f_start + f_spread > run.duration.0 {
                 return Err(ScenarioError::new(
                     format!("{field}.start_spread"),
                     "start + start_spread goes past the end of the run",
@@ -234,6 +235,7 @@ impl Scenario {
             warnings: b.warnings,
             env,
             estimate: resources::Estimate::default(),
+            noise,
         };
         let loads: Vec<resources::FlowLoad> = plan
             .flows
@@ -259,24 +261,40 @@ impl Scenario {
         Ok(plan)
     }
 
-    /// Draws the random start times of flows with `start_spread` (from the run seed).
-    /// Every instance of a table draws one offset, in instance order; the flows a
-    /// composite instance expands into share it (they start together).
+    /// Draws the random start times (from the run seed): flows with `start_spread`, and
+    /// (noise on) the start jitter of flows with neither `start` nor `start_spread`.
+    ///
+    /// `start_spread`: every instance of a table draws one offset, in instance order
+    /// (stream `("flow-start", table)`); the flows a composite instance expands into share
+    /// it (they start together). Start jitter: every resolved flow of the table draws its
+    /// own offset, in flow order (stream `("start-jitter", table)`), uniform in
+    /// `[0, min(start_jitter, span / 2))` where span is the flow's start-to-stop time, so
+    /// that a short flow still runs.
     pub fn spread_starts(&self, plan: &mut Plan, seed: u64) {
         let mut k = 0usize;
+        let jitter = plan.noise.start_jitter;
         for (gi, f) in self.flows.iter().enumerate() {
             let mut rng = Rng::stream(seed, "flow-start", gi as u64);
+            let mut jrng = Rng::stream(seed, "start-jitter", gi as u64);
+            let spread = f.spread();
+            let jittered = f.takes_start_jitter() && !jitter.is_zero();
             for i in 0..f.count {
-                let off = if f.start_spread.0.is_zero() {
+                let off = if spread.is_zero() {
                     0
                 } else {
-                    rng.below(f.start_spread.0.as_nanos())
+                    rng.below(spread.as_nanos())
                 };
                 while k < plan.flows.len()
                     && plan.flows[k].group == gi as u32
                     && plan.flows[k].instance == i
                 {
-                    plan.flows[k].start += SimDuration::from_nanos(off);
+                    let pf = &mut plan.flows[k];
+                    pf.start += SimDuration::from_nanos(off);
+                    if jittered {
+                        let span = pf.stop.saturating_since(pf.start).as_nanos() / 2;
+                        let window = jitter.as_nanos().min(span);
+                        pf.start += SimDuration::from_nanos(jrng.below(window));
+                    }
                     k += 1;
                 }
             }

@@ -10,7 +10,7 @@ mod collect;
 
 use crate::app::{AnyApp, Application, FlowCtx, FlowStats};
 use crate::event::{Event, EventQueue};
-use crate::link::{Link, WifiMedium};
+use crate::link::{HostJitter, Link, WifiMedium};
 pub use crate::net::Net;
 use crate::packet::{FlowId, NodeId, Packet};
 use crate::qdisc::{BuildCtx, Qdisc};
@@ -114,6 +114,17 @@ impl Simulator {
                     warmup,
                     plan.bin,
                 );
+                // Host processing jitter on end hosts' egress (noise on; not on WiFi
+                // station interfaces, whose medium access is random already).
+                if !plan.noise.host_jitter.is_zero()
+                    && plan.nodes[p.from as usize].kind == NodeKind::Host
+                    && !matches!(p.lower, crate::link::LowerParams::Wifi(_))
+                {
+                    link.set_host_jitter(HostJitter::new(
+                        plan.noise.host_jitter,
+                        Rng::stream(seed, "host-jitter", i as u64),
+                    ));
+                }
                 // Per-packet logging only on the measured queues.
                 if p.trace || p.name.starts_with("bottleneck") || p.name == "docsis_down" {
                     link.stats.packet_windows = plan.packet_trace.clone();
