@@ -252,3 +252,29 @@ start = "2s"
         check(&format!("pie_{name}"), &text, 7, *want);
     }
 }
+
+/// The default noise on (start jitter and host jitter, seeded streams): RRUL through
+/// CoDel with flows that take the start jitter. Guards the noise mechanisms' draws.
+#[test]
+fn rrul_codel_noise() {
+    check(
+        "rrul_codel_noise",
+        r#"
+[run]
+duration = "3s"
+warmup = "0.5s"
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+qdisc = { kind = "codel" }
+[tcp]
+cc = "cubic"
+[[flow]]
+kind = "rrul"
+from = "client0"
+to = "server0"
+"#,
+        4,
+        (0x6b81e829b86a2300, 7352, 7176),
+    );
+}
