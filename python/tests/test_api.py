@@ -54,7 +54,10 @@ def test_ping_rtt_on_idle_path_is_exact(ping):
     for name, one_way in (("ping0.0", 0.015), ("ping0.1", 0.035), ("ping0.2", 0.105)):
         rtt = ping.flow_samples(name, "rtt")["value"]
         assert len(rtt) >= 49
-        assert np.allclose(rtt, 2 * one_way + ser, rtol=0, atol=1e-9)
+        # the example runs with the default noise: one host jitter (0-50 us) at each end
+        exact = 2 * one_way + ser
+        assert (rtt >= exact - 1e-9).all() and (rtt <= exact + 2 * 50e-6 + 1e-9).all()
+        assert rtt.mean() == pytest.approx(exact + 50e-6, abs=15e-6)
     assert len(ping.probes) == 3
 
 
