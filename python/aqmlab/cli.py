@@ -430,12 +430,26 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
     if summary.failed:
         for rid in summary.failed:
             con.print(f"failed: {rid} (scenario and error in {out_dir / 'failed' / rid}.toml/.json)", markup=False)
+    _warn_identical(out_dir, study, con)
     if outputs and not summary.failed:
         _print_numbers(out_dir, study)
         page = rep.write_report(out_dir, study)
         con.print(f"report: {page}")
     if summary.failed:
         _fail(f"{len(summary.failed)} run(s) failed (see {out_dir / 'failed'}/); the other runs are stored, and rerunning retries the failed ones", EXIT_INTERNAL)
+
+
+def _warn_identical(out_dir: Path, study, con) -> None:
+    """Warns about experiments whose repetitions all came out identical."""
+    from aqmlab.report import identical_runs
+    from aqmlab.store import load
+
+    try:
+        found = identical_runs(load(out_dir), study)
+    except Exception:  # a store that cannot be read is reported by the next step
+        return
+    for w in found:
+        con.print(f"[yellow]warning: {w.message}[/yellow]")
 
 
 def _print_numbers(out_dir: Path, study) -> None:

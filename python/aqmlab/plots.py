@@ -64,7 +64,8 @@ entities; ``entity`` = a name, a glob such as ``"bulk0.*"``, or a list; for flow
 Type-specific keys:
 
 ``ellipse`` — latency–goodput plane, per group the median point and the 1-σ
-    covariance ellipse of the per-run values over repetitions.
+    covariance ellipse of the per-run values over repetitions (as Flent's ellipsis plot),
+    with the repetitions as small dots.
     ``x``, ``y``: measures (run-level columns); one of them may be a list to plot
     several measures against the same other one (asymmetric links: both
     directions' goodput against the same latency; markers ● ▲ ■ … per entry).
@@ -77,18 +78,18 @@ Type-specific keys:
     ``resample``: seconds; keep one sample per entity and interval (the last one
     before each grid point, as a tool sampling every 200 ms would see it).
 ``timeseries`` — point-wise mean over repetitions vs time, one line per group
-    with a ±1 sd band. ``metric`` (required); ``source`` = ``"samples"`` or
+    with its point-wise 95 % confidence band (Student t over the repetitions). ``metric`` (required); ``source`` = ``"samples"`` or
     ``"series"`` (default: series for the per-bin metrics ``goodput_bps``,
     ``tx_bps``, ``sojourn_mean``, ``drops``, ``backlog_max``, else samples);
     ``bin``: seconds for binning samples (default 0.2; series keep their bins);
     ``agg``: how entities of one run combine per bin, ``"mean"`` (default) or
     ``"sum"`` (e.g. total goodput); ``minus_base`` as for ``cdf``; ``band`` (true).
-``bar`` — mean ± sd over repetitions. ``y``: a measure (default source) or, with
+``bar`` — mean over repetitions with its 95 % confidence interval (Student t). ``y``: a measure (default source) or, with
     ``source = "flows"``, a flows column such as ``"goodput_bps"``; ``x``: the
     category axis (default: ``group``); ``hue``: second axis or, for flows,
     ``"flow"`` to get one bar per flow name.
 ``flows_vs_rtt`` — per-flow throughput vs base RTT, one line per group, each
-    point the mean over repetitions (error bar: sd). ``y`` (default
+    point the mean over repetitions (error bar: 95 % confidence interval). ``y`` (default
     ``"goodput_bps"``), ``x`` (default ``"base_rtt"``): flows columns;
     ``flow_kind`` (default ``"bulk"``).
 ``queue_delay`` — queue delay of consecutive packets in short windows with drops
@@ -108,7 +109,7 @@ Type-specific keys:
     absent, from the per-bin ``drops`` series. ``memory`` (default 0.5 s),
     ``step`` (grid, default 0.05 s), ``entity`` (default ``"bottleneck_down"``).
 ``line`` — a measure vs a numeric axis (e.g. utilisation vs CoDel target), one
-    line per group, mean ± sd over repetitions. ``x``: the axis (labels are read
+    line per group, mean over repetitions with its 95 % confidence interval. ``x``: the axis (labels are read
     as numbers: ``"5ms"`` → 5, and their shared unit labels the axis: ``target (ms)``);
     ``y``: the measure. ``diagonal``: ``true`` or a legend label such as
     ``"target"``: a dashed y = x line (mean delay vs target). Axis values whose runs
@@ -146,6 +147,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
+from aqmlab.stats import mean_ci as _mean_ci
+from aqmlab.stats import t975 as _t975
 from aqmlab import metrics
 from aqmlab import store as store_data
 from aqmlab._fmt import axis_label, label_unit, label_value, natural_key, readable, unit_for
@@ -573,6 +576,8 @@ def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
                 if len(pairs) > 1:
                     which = readable(xm if len(xs) > 1 else ym)
                     label = f"{g} – {which}" if g is not None else which
+                if len(pts) > 1:  # the repetitions themselves
+                    ax.plot(pts[:, 0], pts[:, 1], marker=".", markersize=3, color=colors[g], linestyle="none", alpha=0.6)
                 ax.plot(*med, marker=_MARKERS[pi % len(_MARKERS)], color=colors[g], linestyle="none",
                         markersize=7, label=label, markeredgecolor="black", markeredgewidth=0.5)
                 if len(pts) >= 2:
@@ -724,11 +729,15 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
             wide = bins.pivot(index="t", columns="run_id", values="value").sort_index()
             with np.errstate(all="ignore"):
                 mean = np.nanmean(wide.to_numpy(dtype=float), axis=1) * sc
-                sd = np.nanstd(wide.to_numpy(dtype=float), axis=1) * sc
+                # point-wise 95 % confidence interval of the mean over the repetitions
+                arr = wide.to_numpy(dtype=float)
+                k = np.sum(np.isfinite(arr), axis=1)
+                sd = np.nanstd(arr, axis=1, ddof=1) * sc
+                half = np.array([_t975(int(n) - 1) if n > 1 else np.nan for n in k]) * sd / np.sqrt(np.maximum(k, 1))
             t = wide.index.to_numpy(dtype=float)
             ax.plot(t, mean, color=colors[g], label=None if g is None else f"{g} (n={wide.shape[1]})", linewidth=1.3)
             if spec.get("band", True) and wide.shape[1] > 1:
-                ax.fill_between(t, mean - sd, mean + sd, color=colors[g], alpha=0.15, linewidth=0)
+                ax.fill_between(t, mean - half, mean + half, color=colors[g], alpha=0.15, linewidth=0)
             drawn += 1
         if not drawn:
             _no_data(ax, f"no {metric!r}")
@@ -752,7 +761,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
     df = ctx.runs() if source == "runs" else ctx.rows(source)
     if source == "flows":
         df = _pick_flows(ctx, df)
-    title = f"{ctx.exp}: {readable(y)} (mean ± sd over repetitions)"
+    title = f"{ctx.exp}: {readable(y)} (mean and 95 % CI over repetitions)"
     if df.empty or y not in df.columns or df[y].astype(float).isna().all():
         return _empty_figure(ctx, title, f"no values of {y!r} in {source} of experiment {ctx.exp!r}")
     xname = spec.get("x", spec.get("group", "qdisc" if "p_qdisc" in df.columns else None))
@@ -774,7 +783,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
             for c in cats:
                 v = _match(hs, xcol, c)[y].astype(float).dropna().to_numpy() * sc
                 means.append(v.mean() if v.size else np.nan)
-                sds.append(v.std(ddof=1) if v.size > 1 else 0.0)
+                sds.append(_mean_ci(v).half if v.size > 1 else 0.0)
             pos = np.arange(len(cats)) + (hi - (len(hues) - 1) / 2) * width
             col = [colors[h]] * len(cats) if hcol else [colors[c] for c in cats]
             ax.bar(pos, means, width * 0.95, yerr=sds, color=col, capsize=3, edgecolor="black", linewidth=0.4,
@@ -811,7 +820,7 @@ def plot_flows_vs_rtt(store: Any, spec: dict, experiment: Any = None) -> Figure:
             gs = _match(sub, gcol, g)
             if gs.empty:
                 continue
-            st = gs.groupby("name").agg(x=(x, "mean"), y=(y, "mean"), sd=(y, "std")).sort_values("x")
+            st = gs.groupby("name").agg(x=(x, "mean"), y=(y, "mean"), sd=(y, lambda v: _mean_ci(v.to_numpy(dtype=float)).half)).sort_values("x")
             ax.errorbar(st["x"] * xs_, st["y"] * ys_, yerr=st["sd"].fillna(0) * ys_, marker="o", markersize=4,
                         capsize=3, color=colors[g], label=None if g is None else str(g), linewidth=1.2)
         ax.set_xlabel(ctx.get("xlabel", axis_label(x, xu)))
@@ -1024,7 +1033,8 @@ def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
             have = set(gs.dropna(subset=["_y"])[xcol].astype(str))
             missing += [f"{lv}" + (f" ({g})" if g is not None else "") for lv in dict.fromkeys(gs[xcol].astype(str)) if lv not in have]
             gs = gs.dropna(subset=["_x", "_y"])
-            st = gs.groupby("_x")["_y"].agg(["mean", "std"]).sort_index()
+            st = gs.groupby("_x")["_y"].agg(["mean", lambda v: _mean_ci(v.to_numpy(dtype=float)).half]).sort_index()
+            st.columns = ["mean", "std"]  # "std": the 95 % CI half-width of the mean
             if st.empty:
                 continue
             ax.errorbar(st.index, st["mean"], yerr=st["std"].fillna(0), marker="o", markersize=4, capsize=3,

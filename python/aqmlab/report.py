@@ -215,6 +215,15 @@ def validate_outputs(study: Any) -> None:
         raise StudyError("bad output spec(s):\n  " + "\n  ".join(problems))
 
 
+def identical_runs(store: Any, study: Any) -> list:
+    """Experiments whose repetitions all came out identical (see
+    :func:`aqmlab.stats.identical_repetitions`): repeating them added nothing."""
+    from aqmlab.stats import identical_repetitions
+
+    runs = runs_of(store)
+    return identical_repetitions(runs, {e.name: list(e.measures) for e in study.experiments})
+
+
 def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str | pathlib.Path | None = None,
                  files_dir: str | pathlib.Path | None = None) -> pathlib.Path:
     """Writes the study's report page and returns its path.
@@ -246,6 +255,8 @@ def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str
         note = prov.get("quick_note") or study.quick_note or "quick mode"
         body.append(f'<div class="banner"><b>Quick mode.</b> {_e(note)}. Durations and repetitions are cut for a demo; '
                     "numbers are noisier than the full study's and transients weigh more.</div>")
+    for w in identical_runs(store, study):
+        body.append(f'<div class="banner identical"><b>Warning.</b> {_e(w.message)}.</div>')
     nav = ['<a href="#findings">Findings</a>', '<a href="#provenance">Provenance</a>']
     nav += [f'<a href="#exp-{_anchor(e.name)}">{_e(e.name)}</a>' for e in study.experiments]
     body.append("<nav>" + "".join(nav) + "</nav>")

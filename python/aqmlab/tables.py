@@ -19,8 +19,11 @@ Keys:
     axes of the experiment. Runs of axes that are neither rows nor cols (nor fixed by
     ``where``) are pooled.
 ``stat``
-    ``"mean"`` (default), ``"median"``, ``"mean±sd"`` (also written ``"mean+-sd"``),
-    ``"sd"``, ``"min"``, ``"max"``, ``"count"``.
+    ``"mean"`` (default: the mean with its 95 % confidence interval, Student t over the
+    n repetitions, written ``mean ± half-width``), ``"median"``, ``"mean±sd"`` (also
+    written ``"mean+-sd"``), ``"sd"``, ``"min"``, ``"max"``, ``"count"``. The note under
+    the table gives n (runs per cell); a cell whose n differs from the others says its own.
+    A cell of one run has no interval (just the value).
 ``experiment``
     which experiment (default: the one the table sits under).
 ``where``
@@ -36,10 +39,13 @@ Keys:
 ``digits``
     decimals in the Markdown (default: 3 significant digits).
 
-The CSV of a ``mean±sd`` table has two columns per column value, ``<col> mean`` and
-``<col> sd``; cells without runs are empty in the CSV and "–" in the Markdown.
+The CSV of a ``mean`` table has three columns per column value, ``<col> mean``,
+``<col> ci95`` (half-width of the 95 % interval) and ``<col> n``; of a ``mean±sd`` table
+``<col> mean``, ``<col> sd`` and ``<col> n``; cells without runs are empty in the CSV and
+"–" in the Markdown. The per-repetition numbers are in the store
+(``aqmlab.load(DIR).runs``, one row per run); :mod:`aqmlab.stats` has the helpers.
 
-:func:`summary_table` gives, per experiment, every measure's mean ± sd for every
+:func:`summary_table` gives, per experiment, every measure's mean ± 95 % CI for every
 combination of axis values (one row per combination), plus the run count.
 """
 from __future__ import annotations
@@ -54,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from aqmlab._fmt import fmt_num, natural_key, unit_for
+from aqmlab.stats import mean_ci
 from aqmlab.store import runs_of
 
 __all__ = ["TableSpecError", "Table", "table", "summary_table", "render_tables", "render_table_records", "validate_spec", "STATS"]
@@ -159,6 +166,8 @@ def _order(values: pd.Series, order: list[str] | None) -> list[str]:
 
 
 def _reduce(v: np.ndarray, stat: str) -> tuple[float, float]:
+    """(value, spread): the spread is the 95 % CI half-width for "mean", the sd for
+    "mean±sd", NaN otherwise."""
     v = v[~np.isnan(v)]
     if stat == "count":
         return float(v.size), np.nan
@@ -166,7 +175,7 @@ def _reduce(v: np.ndarray, stat: str) -> tuple[float, float]:
         return np.nan, np.nan
     sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
     return {
-        "mean": (float(v.mean()), np.nan),
+        "mean": (float(v.mean()), mean_ci(v).half),
         "median": (float(np.median(v)), np.nan),
         "mean±sd": (float(v.mean()), sd),
         "sd": (sd, np.nan),
@@ -198,8 +207,18 @@ def table(store: Any, spec: dict, experiment: Any = None) -> Table:
     clab = _order(runs[f"p_{cols}"], axes.get(cols)) if cols else [value]
     num_cols: dict[str, list[float]] = {}
     cells: dict[str, list[str]] = {c: [] for c in clab}
+    spread = stat in ("mean", "mean±sd")
+    counts: dict[tuple[str, str], int] = {}
     for c in clab:
-        means, sds = [], []
+        for r in rlab:
+            sel = runs[runs[f"p_{rows}"].astype(str) == r]
+            if cols:
+                sel = sel[sel[f"p_{cols}"].astype(str) == c]
+            counts[(r, c)] = int(np.isfinite(sel[value].to_numpy(dtype=float)).sum())
+    nz = [k for k in counts.values() if k > 0]
+    common = max(set(nz), key=lambda k: (nz.count(k), k)) if nz else 0  # most frequent n (ties: the larger)
+    for c in clab:
+        means, sds, ns = [], [], []
         for r in rlab:
             sel = runs[runs[f"p_{rows}"].astype(str) == r]
             if cols:
@@ -208,27 +227,37 @@ def table(store: Any, spec: dict, experiment: Any = None) -> Table:
             k = 1.0 if stat == "count" else scale
             means.append(m * k)
             sds.append(sd * k)
-            cells[c].append(fmt_num(m * k, digits) + (f" ± {fmt_num(sd * k, digits)}" if stat == "mean±sd" and not np.isnan(m) else ""))
+            ns.append(counts[(r, c)])
+            txt = fmt_num(m * k, digits)
+            if spread and not np.isnan(m) and not np.isnan(sd):
+                txt += f" ± {fmt_num(sd * k, digits)}"
+            if spread and counts[(r, c)] and counts[(r, c)] != common:
+                txt += f" (n={counts[(r, c)]})"
+            cells[c].append(txt)
         label = c if cols else (f"{value} ({unit})" if unit else value)
-        if stat == "mean±sd":
+        if spread:
             num_cols[f"{label} mean"] = means
-            num_cols[f"{label} sd"] = sds
+            num_cols[f"{label} {'ci95' if stat == 'mean' else 'sd'}"] = sds
+            num_cols[f"{label} n"] = ns
         else:
             num_cols[label] = means
     numeric = pd.DataFrame(num_cols, index=pd.Index(rlab, name=rows))
     cell_df = pd.DataFrame({(c if cols else (f"{value} ({unit})" if unit else value)): v for c, v in cells.items()}, index=pd.Index(rlab, name=rows))
     n = runs.groupby([f"p_{a}" for a in [rows] + ([cols] if cols else [])]).size()
-    note = f"{stat} over {int(n.min())}–{int(n.max())} runs per cell" if n.min() != n.max() else f"{stat} over {int(n.min())} runs per cell"
+    what = {"mean": "mean ± 95 % CI (Student t)", "mean±sd": "mean ± sd"}.get(stat, stat)
+    note = f"{what} over {int(n.min())}–{int(n.max())} runs per cell" if n.min() != n.max() else f"{what} over n = {int(n.min())} runs per cell"
+    if stat == "mean" and n.max() < 2:
+        note += " (one run: no confidence interval)"
     if cols and unit:
         note += f"; values in {unit}"
     return Table(name, title, numeric, cell_df, note=note)
 
 
 def summary_table(store: Any, experiment: Any) -> Table:
-    """Every measure of an experiment as mean ± sd per combination of axis values."""
+    """Every measure of an experiment as mean ± 95 % CI per combination of axis values."""
     exp_name, axes = _exp({}, experiment)
     runs = _select(runs_of(store), exp_name, None)
-    title = f"{exp_name}: all measures, mean ± sd over repetitions"
+    title = f"{exp_name}: all measures, mean ± 95 % CI (Student t) over repetitions"
     if runs.empty:
         empty = pd.DataFrame()
         return Table(_file_stem(f"{exp_name}-summary"), title, empty, empty, note="no data: no finished runs")
@@ -253,10 +282,10 @@ def summary_table(store: Any, experiment: Any) -> Table:
         num, txt = {"runs": float(len(sel))}, {"runs": str(len(sel))}
         for m in measures:
             s, u = unit_for(m)
-            mean, sd = _reduce(sel[m].to_numpy(dtype=float), "mean±sd")
+            ci = mean_ci(sel[m].to_numpy(dtype=float))
             col = f"{m} ({u})" if u else m
-            num[f"{col} mean"], num[f"{col} sd"] = mean * s, sd * s
-            txt[col] = fmt_num(mean * s) + ("" if np.isnan(mean) else f" ± {fmt_num(sd * s)}")
+            num[f"{col} mean"], num[f"{col} sd"], num[f"{col} ci95"] = ci.mean * s, ci.sd * s, ci.half * s
+            txt[col] = fmt_num(ci.mean * s) + ("" if np.isnan(ci.half) else f" ± {fmt_num(ci.half * s)}")
         rows_num.append(num)
         rows_txt.append(txt)
     idx = pd.Index(labels, name="combination")

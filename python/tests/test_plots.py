@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Ellipse, Rectangle
 
-from aqmlab import plots
+from aqmlab import plots, stats
 from aqmlab.plots import FigureSpecError
 
 from conftest import assert_nontrivial_png
@@ -61,8 +61,11 @@ def test_ellipse_median_and_covariance_and_flip():
     fig = plots.figure(_store(runs=runs), {"type": "ellipse", "x": "goodput_down", "y": "induced_latency"})
     ax = fig.axes[0]
     assert ax.yaxis_inverted() and not ax.xaxis_inverted(), "latency on y is flipped"
-    (line,) = ax.lines
+    (line,) = [ln for ln in ax.lines if not ln.get_label().startswith("_")]
     scaled = pts * [1e-6, 1e3]
+    # the repetitions themselves are drawn as dots
+    (dots,) = [ln for ln in ax.lines if ln.get_label().startswith("_")]
+    assert np.column_stack([dots.get_xdata(), dots.get_ydata()]) == pytest.approx(scaled)
     assert line.get_xdata()[0] == pytest.approx(np.median(scaled[:, 0]))
     assert line.get_ydata()[0] == pytest.approx(np.median(scaled[:, 1]))
     (ell,) = [p for p in ax.patches if isinstance(p, Ellipse)]
@@ -82,8 +85,9 @@ def test_ellipse_two_directions_share_latency(synth, synth_study):
         assert ax.get_title() == f"link = {link}"
         assert all(a.yaxis_inverted() for a in fig.axes), "sharey must not undo the flip"
         # 3 qdiscs × 2 directions, each marker at the same latency for both directions
-        assert len(ax.lines) == 6
-        by_label = {ln.get_label(): (ln.get_xdata()[0], ln.get_ydata()[0]) for ln in ax.lines}
+        marks = [ln for ln in ax.lines if not ln.get_label().startswith("_")]
+        assert len(marks) == 6
+        by_label = {ln.get_label(): (ln.get_xdata()[0], ln.get_ydata()[0]) for ln in marks}
         assert by_label["fifo – download goodput"][1] == pytest.approx(by_label["fifo – upload goodput"][1])
     runs = synth.runs[(synth.runs.experiment == "rrul") & (synth.runs.p_link == "10/1") & (synth.runs.p_qdisc == "fifo")]
     x, y = {ln.get_label(): (ln.get_xdata()[0], ln.get_ydata()[0]) for ln in fig.axes[1].lines}["fifo – upload goodput"]
@@ -145,7 +149,7 @@ def test_timeseries_sum_of_flows_from_series(synth, synth_study):
     assert line.get_ydata()[10] == pytest.approx(sel.groupby("run_id")["value"].sum().mean() / 1e6)
 
 
-def test_bar_mean_and_sd(synth, synth_study):
+def test_bar_mean_and_ci(synth, synth_study):
     fig = plots.figure(synth, {"type": "bar", "y": "jain"}, synth_study.experiment("rtt_fair"))
     ax = fig.axes[0]
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
@@ -155,7 +159,9 @@ def test_bar_mean_and_sd(synth, synth_study):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["fifo", "codel", "fq_codel"]
     (err,) = [c for c in ax.collections if c.__class__.__name__ == "LineCollection"]
     seg = err.get_segments()[0]
-    assert seg[1][1] - seg[0][1] == pytest.approx(2 * runs[runs.p_qdisc == "fifo"]["jain"].std(ddof=1))
+    fifo = runs[runs.p_qdisc == "fifo"]["jain"]
+    half = stats.t975(len(fifo) - 1) * fifo.std(ddof=1) / np.sqrt(len(fifo))  # 95 % CI of the mean
+    assert seg[1][1] - seg[0][1] == pytest.approx(2 * half)
 
 
 def test_flows_vs_rtt_sorted_by_rtt(synth, synth_study):

@@ -31,7 +31,8 @@ def test_table_mean_sd_matches_the_runs(synth, synth_study, tmp_path):
     t = tables.table(synth, e.tables[0], e)
     r = synth.runs[synth.runs.experiment == "rrul"]
     assert list(t.numeric.index) == ["fifo", "codel", "fq_codel"]
-    assert list(t.numeric.columns) == ["10/10 mean", "10/10 sd", "10/1 mean", "10/1 sd"]
+    assert list(t.numeric.columns) == ["10/10 mean", "10/10 sd", "10/10 n", "10/1 mean", "10/1 sd", "10/1 n"]
+    assert t.numeric.loc["codel", "10/1 n"] == 3
     sel = r[(r.p_qdisc == "codel") & (r.p_link == "10/1")]["induced_latency"]
     assert t.numeric.loc["codel", "10/1 mean"] == pytest.approx(sel.mean() * 1e3)
     assert t.numeric.loc["codel", "10/1 sd"] == pytest.approx(sel.std(ddof=1) * 1e3)
