@@ -147,11 +147,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
-from aqmlab.stats import mean_ci as _mean_ci
-from aqmlab.stats import t975 as _t975
 from aqmlab import metrics
 from aqmlab import store as store_data
 from aqmlab._fmt import axis_label, label_unit, label_value, natural_key, readable, unit_for
+from aqmlab.stats import mean_ci as _mean_ci
+from aqmlab.stats import t975 as _t975
 
 __all__ = [
     "FigureSpecError",
