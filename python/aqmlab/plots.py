@@ -139,6 +139,7 @@ import fnmatch
 import math
 import pathlib
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -727,7 +728,9 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
                 continue
             bins = gs[["run_id", "t", "value"]]
             wide = bins.pivot(index="t", columns="run_id", values="value").sort_index()
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                # a bin with < 2 repetitions has no interval (NaN), not a warning per bin
+                warnings.simplefilter("ignore", RuntimeWarning)
                 mean = np.nanmean(wide.to_numpy(dtype=float), axis=1) * sc
                 # point-wise 95 % confidence interval of the mean over the repetitions
                 arr = wide.to_numpy(dtype=float)

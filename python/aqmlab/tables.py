@@ -173,7 +173,7 @@ def _reduce(v: np.ndarray, stat: str) -> tuple[float, float]:
         return float(v.size), np.nan
     if v.size == 0:
         return np.nan, np.nan
-    sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
+    sd = float(v.std(ddof=1)) if v.size > 1 else np.nan  # one value has no spread to show
     return {
         "mean": (float(v.mean()), mean_ci(v).half),
         "median": (float(np.median(v)), np.nan),
