@@ -50,6 +50,9 @@ fn d_ping_size() -> u32 {
 fn d_udp_size() -> u32 {
     29
 }
+fn d_udp_probes() -> u32 {
+    RRUL_BE_UDP_PROBES.len() as u32
+}
 
 /// The `[[flow]]` keys of `rrul` / `rrul_be`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -67,6 +70,10 @@ pub struct RrulConfig {
     /// IP size of the UDP request/response probe. Default 29 (netperf UDP_RR).
     #[serde(default = "d_udp_size")]
     pub udp_size: u32,
+    /// UDP request/response probes, 1 to 3. Default 3 (today's Flent `rrul_be`); the
+    /// Flent of 2014 that the residential study ran had one UDP probe and one ICMP probe.
+    #[serde(default = "d_udp_probes")]
+    pub udp_probes: u32,
     /// TCP settings of the bulk flows, overriding `[tcp]` field by field.
     #[serde(default, skip_serializing_if = "TcpOptions::is_empty")]
     pub tcp: TcpOptions,
@@ -94,6 +101,11 @@ impl RrulConfig {
             name: "udp_size",
             default: "29",
             doc: "IP size of the UDP request/response probe (netperf UDP_RR)",
+        },
+        ParamDoc {
+            name: "udp_probes",
+            default: "3",
+            doc: "UDP request/response probes (1 to 3; Flent 2014's rrul_be had 1)",
         },
         ParamDoc {
             name: "tcp",
@@ -128,6 +140,12 @@ impl RrulConfig {
                 format!("{} is not allowed (1 to 1000 per direction)", self.flows),
             ));
         }
+        if !(1..=RRUL_BE_UDP_PROBES.len() as u32).contains(&self.udp_probes) {
+            return Err(ScenarioError::new(
+                format!("{field}.udp_probes"),
+                format!("{} is not allowed (1 to 3)", self.udp_probes),
+            ));
+        }
         if self.interval.0.is_zero() {
             return Err(ScenarioError::new(
                 format!("{field}.interval"),
@@ -147,7 +165,9 @@ impl RrulConfig {
 
     /// The flows one instance stands for (see the module doc): Flent `rrul_be`'s.
     pub fn expand(&self) -> Vec<SubFlow> {
-        self.expand_with(RRUL_BE_UDP_PROBES)
+        // validate refuses other counts; clamped so an unvalidated config cannot panic
+        let n = (self.udp_probes as usize).clamp(1, RRUL_BE_UDP_PROBES.len());
+        self.expand_with(&RRUL_BE_UDP_PROBES[..n])
     }
 
     /// The bulk flows in both directions, one UDP request/response probe per entry of
@@ -241,5 +261,17 @@ mod tests {
         let bad: RrulConfig = toml::from_str("flows = 0").unwrap();
         let e = bad.validate("flow[0]", &AppEnv::default()).unwrap_err();
         assert_eq!(e.field, "flow[0].flows");
+    }
+
+    #[test]
+    fn udp_probe_count_is_configurable_and_checked() {
+        let c: RrulConfig = toml::from_str("flows = 1\nudp_probes = 1").unwrap();
+        let names: Vec<_> = c.expand().into_iter().map(|s| s.suffix).collect();
+        assert_eq!(names, ["tcp_up0", "tcp_down0", "udp_be1", "icmp"]);
+        for n in [0, 4] {
+            let bad: RrulConfig = toml::from_str(&format!("udp_probes = {n}")).unwrap();
+            let e = bad.validate("flow[0]", &AppEnv::default()).unwrap_err();
+            assert_eq!(e.field, "flow[0].udp_probes");
+        }
     }
 }
