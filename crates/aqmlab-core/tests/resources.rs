@@ -334,8 +334,14 @@ proptest! {
 /// 1 bit/s rounded to 0 and panicked when the link was built.
 #[test]
 fn numeric_rates_below_one_bit_or_above_u64_name_their_field() {
-    for (v, word) in [("1e-300", "below 1 bit/s"), ("0.4", "below 1 bit/s"), ("1e30", "too large"), ("-3", "positive")] {
-        let e = Scenario::from_toml_str(&BASE.replace("rate = \"10Mbit\"", &format!("rate = {v}"))).unwrap_err();
+    for (v, word) in [
+        ("1e-300", "below 1 bit/s"),
+        ("0.4", "below 1 bit/s"),
+        ("1e30", "too large"),
+        ("-3", "positive"),
+    ] {
+        let e = Scenario::from_toml_str(&BASE.replace("rate = \"10Mbit\"", &format!("rate = {v}")))
+            .unwrap_err();
         assert_eq!(e.field, "dumbbell.rate", "{v}: {e}");
         assert!(e.message.contains(word), "{v}: {e}");
     }
