@@ -417,30 +417,35 @@ def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int =
 # reading
 
 
+def _compare(x: Any, op: str, val: Any) -> Any:
+    """One filter term on a pyarrow field expression or a pandas Series (both take the
+    same operators and ``isin``)."""
+    if op in ("==", "="):
+        return x == val
+    if op == "!=":
+        return x != val
+    if op == "in":
+        return x.isin(list(val))
+    if op == "not in":
+        return ~x.isin(list(val))
+    if op == "<":
+        return x < val
+    if op == "<=":
+        return x <= val
+    if op == ">":
+        return x > val
+    if op == ">=":
+        return x >= val
+    raise ValueError(f"filter op {op!r} is not supported")
+
+
 def _expr(filters: Filter | None) -> Any:
     import pyarrow.compute as pc
 
     e = None
     for col, op, val in filters or []:
         f = pc.field(col)
-        if op in ("==", "="):
-            x = f == val
-        elif op == "!=":
-            x = f != val
-        elif op == "in":
-            x = f.isin(list(val))
-        elif op == "not in":
-            x = ~f.isin(list(val))
-        elif op == "<":
-            x = f < val
-        elif op == "<=":
-            x = f <= val
-        elif op == ">":
-            x = f > val
-        elif op == ">=":
-            x = f >= val
-        else:
-            raise ValueError(f"filter op {op!r} is not supported")
+        x = _compare(f, op, val)
         e = x if e is None else (e & x)
     return e
 
@@ -702,24 +707,7 @@ def _apply_filters(df: Any, filters: Filter | None) -> Any:
         if col not in df.columns:
             return df.iloc[0:0]
         s = df[col]
-        if op in ("==", "="):
-            m = s == val
-        elif op == "!=":
-            m = s != val
-        elif op == "in":
-            m = s.isin(list(val))
-        elif op == "not in":
-            m = ~s.isin(list(val))
-        elif op == "<":
-            m = s < val
-        elif op == "<=":
-            m = s <= val
-        elif op == ">":
-            m = s > val
-        elif op == ">=":
-            m = s >= val
-        else:
-            raise ValueError(f"filter op {op!r} is not supported")
+        m = _compare(s, op, val)
         df = df[np.asarray(m.fillna(False), dtype=bool)]
     return df
 
