@@ -109,6 +109,11 @@ pub struct Packet {
     pub size: u32,
     pub kind: PacketKind,
     pub ecn: Ecn,
+    /// Differentiated Services codepoint (RFC 2474): the upper six bits of the former TOS
+    /// byte, 0 = default forwarding (CS0, best effort). Set by the sending application;
+    /// read by DSCP-aware qdiscs (band and tin selection). Travels beside `ecn`, which
+    /// holds the lower two bits.
+    pub dscp: u8,
     /// Stand-in for the 5-tuple hash (unsalted); qdiscs that hash add their own salt.
     pub hash: u32,
     /// Datagram/probe sequence number (UDP and ICMP); for TCP the sub-connection number
