@@ -11,6 +11,11 @@ use crate::units::Limit;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+/// Slots reserved up front; the queue grows on demand up to its limit. Reserving the
+/// whole limit (up to 4096 packets × ~170 bytes per link) made a 10,000-pair dumbbell
+/// reserve ~7 GB of address space for ~0.7 GB it touched.
+const INITIAL_SLOTS: usize = 64;
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FifoConfig {
@@ -68,7 +73,7 @@ impl Fifo {
         };
         Fifo {
             limit: cfg.limit,
-            q: VecDeque::with_capacity(cap + 1),
+            q: VecDeque::with_capacity((cap + 1).min(INITIAL_SLOTS)),
             bytes: 0,
             stats: QdiscStats::default(),
         }

@@ -115,9 +115,11 @@ impl Default for PktQueue {
 
 impl PacketStore {
     /// A store pre-sized for `cap` packets (more are allocated on demand).
+    /// Reserves at most 64 nodes up front, whatever `cap` says: the slab grows on demand,
+    /// so an idle queue with a large limit costs no address space (see fifo.rs).
     pub fn with_capacity(cap: usize) -> Self {
         PacketStore {
-            nodes: Vec::with_capacity(cap),
+            nodes: Vec::with_capacity(cap.min(64)),
             free: NIL,
         }
     }
