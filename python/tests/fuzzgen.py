@@ -105,7 +105,10 @@ def _mutate_tree(rng: random.Random, d: dict[str, Any]) -> dict[str, Any]:
     elif op < 0.72 and isinstance(parent, dict):
         parent[rng.choice(["x", "limit", "count", "pairs", "rate", "interval", "trace", "max_memory", "seed"])] = interesting(rng)
     elif op < 0.78 and isinstance(parent, list):
-        parent.append(copy.deepcopy(parent[key]))
+        try:
+            parent.append(copy.deepcopy(parent[key]))
+        except RecursionError:  # a 400-deep nesting exceeds deepcopy's recursion: share it instead
+            parent.append(parent[key])
     elif op < 0.84:
         d.setdefault("run", {})[rng.choice(["duration", "bin", "warmup", "seed", "trace", "packet_trace", "max_memory", "max_events"])] = rng.choice(
             [interesting(rng), "1ns", "1e9s", "1us", "1000s", 2**63, "18446744073709551615", [["0s", "1s"]], [["1s", "0s"]], 1e300]
