@@ -782,14 +782,20 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
         sub = _match(df, fcol, fv)
         for hi, h in enumerate(hues):
             hs = _match(sub, hcol, h)
-            means, sds = [], []
+            means, lo, hi_ = [], [], []
             for c in cats:
                 v = _match(hs, xcol, c)[y].astype(float).dropna().to_numpy() * sc
-                means.append(v.mean() if v.size else np.nan)
-                sds.append(_mean_ci(v).half if v.size > 1 else 0.0)
+                m = v.mean() if v.size else np.nan
+                half = _mean_ci(v).half if v.size > 1 else 0.0
+                means.append(m)
+                hi_.append(half)
+                # A quantity that cannot be negative (all values >= 0: goodput, delay, loss)
+                # gets its lower whisker cut at 0: a t interval over 3 repetitions can
+                # reach below zero, which reads as a measurement error.
+                lo.append(min(half, m) if v.size and v.min() >= 0 else half)
             pos = np.arange(len(cats)) + (hi - (len(hues) - 1) / 2) * width
             col = [colors[h]] * len(cats) if hcol else [colors[c] for c in cats]
-            ax.bar(pos, means, width * 0.95, yerr=sds, color=col, capsize=3, edgecolor="black", linewidth=0.4,
+            ax.bar(pos, means, width * 0.95, yerr=[lo, hi_], color=col, capsize=3, edgecolor="black", linewidth=0.4,
                    label=str(h) if hcol else None, error_kw=dict(linewidth=0.8))
         ax.set_xticks(np.arange(len(cats)))
         ax.set_xticklabels([str(c) if c is not None else "" for c in cats], rotation=30 if len(cats) > 5 else 0, ha="right" if len(cats) > 5 else "center")

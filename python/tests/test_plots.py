@@ -164,6 +164,24 @@ def test_bar_mean_and_ci(synth, synth_study):
     assert seg[1][1] - seg[0][1] == pytest.approx(2 * half)
 
 
+def test_bar_whisker_of_a_nonnegative_measure_stops_at_zero(synth, synth_study):
+    """Three repetitions 0.01, 0.01, 0.9: the t interval's lower end is below zero; the
+    whisker of a measure that cannot be negative stops at 0, the upper one is unchanged."""
+    runs = synth.runs.copy()
+    idx = runs.index[(runs.experiment == "rtt_fair") & (runs.p_qdisc == "fifo")]
+    vals = np.resize([0.01, 0.01, 0.9], len(idx))
+    runs.loc[idx, "jain"] = vals
+    st = _store(runs=runs, flows=synth.flows, queues=synth.queues, samples=synth.samples, series=synth.series)
+    fig = plots.figure(st, {"type": "bar", "y": "jain"}, synth_study.experiment("rtt_fair"))
+    (err,) = [c for c in fig.axes[0].collections if c.__class__.__name__ == "LineCollection"]
+    seg = err.get_segments()[0]
+    mean = vals.mean()
+    half = stats.t975(len(vals) - 1) * vals.std(ddof=1) / np.sqrt(len(vals))
+    assert half > mean  # the case under test: the symmetric interval would cross zero
+    assert min(seg[0][1], seg[1][1]) == pytest.approx(0.0, abs=1e-12)
+    assert max(seg[0][1], seg[1][1]) == pytest.approx(mean + half)
+
+
 def test_flows_vs_rtt_sorted_by_rtt(synth, synth_study):
     fig = plots.figure(synth, {"type": "flows_vs_rtt"}, synth_study.experiment("rtt_fair"))
     ax = fig.axes[0]
