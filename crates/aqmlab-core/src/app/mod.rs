@@ -5,7 +5,8 @@
 //! ## Adding a workload
 //! Write `app/NAME.rs` with a config struct (serde, `deny_unknown_fields`, documented
 //! defaults, a `validate`), the application implementing [`Application`], and tests; then
-//! add one arm to `workload_registry!` below.
+//! add one arm to `workload_registry!` below. `tests/defaults.rs` checks the `PARAMS`
+//! defaults against the serde defaults (`required` for a key without one).
 
 pub mod bulk;
 pub mod cbr;

@@ -66,7 +66,7 @@ impl VoipConfig {
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc { name: "size", default: "200", doc: "IP packet size in bytes (G.711 20 ms: 160 voice + 12 RTP + 8 UDP + 20 IP); DOCSIS study: 238" },
         ParamDoc { name: "interval", default: "20ms", doc: "packetisation interval" },
-        ParamDoc { name: "codec_delay", default: "= interval", doc: "codec/packetisation delay added to the one-way delay for the E-model" },
+        ParamDoc { name: "codec_delay", default: "same as interval", doc: "codec/packetisation delay added to the one-way delay for the E-model" },
         ParamDoc { name: "jitter_buffer", default: "0ms", doc: "fixed playout buffer; 0 = ideal (no late loss); otherwise late packets count as lost" },
         ParamDoc { name: "r_model", default: "cole-rosenbluth", doc: "E-model variant: cole-rosenbluth (R = 94.2 - Id - Ie) or g107" },
     ];

@@ -261,13 +261,13 @@ impl DualPi2Config {
         },
         ParamDoc {
             name: "alpha",
-            default: "0.16",
-            doc: "integral gain, Hz (tc 41/256)",
+            default: "0.16015625",
+            doc: "integral gain, Hz: Linux's default 41/256 (tc shows 0.16); used in tc's 1/256 Hz steps",
         },
         ParamDoc {
             name: "beta",
-            default: "3.2",
-            doc: "proportional gain, Hz (tc 819/256)",
+            default: "3.19921875",
+            doc: "proportional gain, Hz: Linux's default 819/256 (tc shows 3.2); used in tc's 1/256 Hz steps",
         },
         ParamDoc {
             name: "coupling_factor",

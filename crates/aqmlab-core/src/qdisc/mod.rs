@@ -19,7 +19,9 @@
 //! ## Adding a discipline
 //! Write `qdisc/NAME.rs` with a config struct (serde, `deny_unknown_fields`, documented
 //! defaults), the qdisc struct implementing [`Qdisc`], and tests; then add one arm to
-//! `qdisc_registry!` at the bottom of this file.
+//! `qdisc_registry!` at the bottom of this file. `PARAMS` documents every key with its
+//! default as written in a scenario file; `tests/defaults.rs` checks it against the
+//! serde defaults (docs/architecture.md, "Defaults are declared once").
 
 pub mod codel;
 pub mod codel_core;
