@@ -19,9 +19,21 @@ _RATE = ("goodput", "throughput", "bps", "bitrate", "tx_rate")
 _TIME = ("latency", "delay", "rtt", "owd", "sojourn", "jitter", "page_time", "fetch_time", "response_time", "wrt", "mouth_to_ear")
 
 
+# Quantities stored in their paper's own unit rather than an SI base unit (the HAS
+# metrics of the DOCSIS study, app/has.rs): shown as stored, with that unit.
+_AS_STORED = {
+    "has_playback_rate": "Mbit/s", "video_playback_rate": "Mbit/s",
+    "has_adaptation_rate": "changes/h", "adaptation_rate": "changes/h",
+    "has_rebuffer": "% of time", "rebuffer_time": "% of time",
+    "has_bias": "%", "application_bias": "%",
+}
+
+
 def unit_for(name: str | None) -> tuple[float, str]:
     """(scale, unit) to display a stored quantity called `name`: value × scale in unit."""
     n = (name or "").lower()
+    if n in _AS_STORED:
+        return 1.0, _AS_STORED[n]
     if any(k in n for k in _FRACTION):
         return 100.0, "%"
     if any(k in n for k in _RATE):

@@ -284,5 +284,8 @@ def test_units_are_guessed_from_names():
     assert unit_for("induced_latency") == (1e3, "ms")
     assert unit_for("loss_rate") == (100.0, "%")
     assert unit_for("jain") == (1.0, "")
+    # HAS metrics are stored in the DOCSIS paper's units (app/has.rs), not SI base units
+    assert unit_for("has_playback_rate") == (1.0, "Mbit/s")
+    assert unit_for("has_rebuffer") == (1.0, "% of time")
     assert label_value("5ms") == 5 and label_value("10/1") == 10 and math.isnan(label_value("fifo"))
     assert fmt_num(0.0123) == "0.0123" and fmt_num(88.18) == "88.2" and fmt_num(float("nan")) == "–"
