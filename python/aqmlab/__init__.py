@@ -110,14 +110,16 @@ def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, fo
 
 
 def kinds(category: str) -> list[tuple[str, str]]:
-    """``(name, description)`` of every ``"qdiscs"``, ``"workloads"`` or ``"cc"`` kind."""
-    fns = {"qdiscs": _core.list_qdiscs, "workloads": _core.list_workloads, "cc": _core.list_cc}
+    """``(name, description)`` of every ``"qdiscs"``, ``"workloads"``, ``"cc"`` or
+    ``"links"`` (topology and link-model tables) kind."""
+    fns = {"qdiscs": _core.list_qdiscs, "workloads": _core.list_workloads, "cc": _core.list_cc, "links": _core.list_links}
     if category not in fns:
         raise ScenarioError("category", f"unknown category {category!r} (allowed: {', '.join(fns)})")
     return fns[category]()
 
 
 def describe(kind: str) -> dict[str, Any]:
-    """Documentation of a qdisc, workload or congestion-control kind: ``kind``,
-    ``category``, ``about`` and ``params`` (``name``, ``default``, ``doc``)."""
+    """Documentation of a qdisc, workload, congestion-control or link-model kind (or
+    ``"tcp"``): ``kind``, ``category``, ``about`` and ``params`` (``name``, ``default``,
+    ``doc``); ``tcp`` adds ``profiles``."""
     return dict(_core.describe(kind))

@@ -24,7 +24,7 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
 
-CATEGORIES = ("qdiscs", "cc", "workloads", "studies")
+CATEGORIES = ("qdiscs", "cc", "workloads", "links", "studies")
 
 #: Rows of the flow and link tables `aqmlab validate` prints (--json has all of them).
 TABLE_ROWS = 200
@@ -324,17 +324,19 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
         con.print(f"… and {len(plan['links']) - TABLE_ROWS} more links (--json lists all)", markup=False)
 
 
-@cli.command("list", short_help="List qdiscs, congestion controls, workloads or studies.")
+@cli.command("list", short_help="List qdiscs, congestion controls, workloads, link models or studies.")
 @click.argument("category", type=click.Choice(CATEGORIES), metavar="{" + "|".join(CATEGORIES) + "}")
 @click.option("--verbose", "-v", is_flag=True, help="Add a one-line description after each name.")
 def list_cmd(category: str, verbose: bool) -> None:
-    """List the available queue disciplines, congestion controls, workloads or studies,
-    one name per line.
+    """List the available queue disciplines, congestion controls, workloads, topology
+    and link-model tables (links: [[link]], [dumbbell], shaper/htb/tbf, wifi, docsis)
+    or studies, one name per line.
 
     \b
     Examples:
       aqmlab list qdiscs
       aqmlab list workloads --verbose
+      aqmlab list links -v
     """
     if category == "studies":
         items = [(name, _study_about(path)) for name, path in find_studies().items()]
@@ -347,22 +349,29 @@ def list_cmd(category: str, verbose: bool) -> None:
         click.echo(f"{name:<{width}}  {about}" if verbose else name)
 
 
-@cli.command("describe", short_help="Show a qdisc's or workload's parameters and defaults.")
+@cli.command("describe", short_help="Show the parameters and defaults of a qdisc, workload, link model or tcp.")
 @click.argument("kind")
 def describe_cmd(kind: str) -> None:
-    """Show the parameters of a queue discipline or workload, with defaults;
-    `tcp` shows the [tcp] keys and the TCP stack profiles.
+    """Show the parameters of a queue discipline, workload or topology/link-model table
+    (`aqmlab list links`), with defaults; `tcp` shows the [tcp] keys and the TCP stack
+    profiles.
 
     \b
     Examples:
       aqmlab describe fifo
       aqmlab describe ping
+      aqmlab describe htb
+      aqmlab describe wifi
       aqmlab describe tcp
     """
     import aqmlab
 
     d = aqmlab.describe(kind)
-    click.echo(f"{d['kind']} ({d['category']}): {d['about']}")
+    head = textwrap.wrap(f"{d['kind']} ({d['category']}): {d['about']}", width=92)
+    click.echo("\n".join(head[:1] + ["    " + line for line in head[1:]]))
+    if d["category"] == "cc":
+        click.echo(f"settings: keys of the [tcp] table (cc = \"{d['kind']}\"); see aqmlab describe tcp")
+        return
     if d.get("profiles"):
         click.echo("stack profiles (stack = NAME):")
         for name, about in d["profiles"]:

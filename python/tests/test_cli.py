@@ -155,6 +155,28 @@ def test_list_and_describe(cli):
         assert f"\n  {profile}\n" in d.stdout, d.stdout
     bad = cli("describe", "fiffo")
     assert bad.returncode == 2 and bad.stderr.startswith("error: kind: unknown kind 'fiffo'")
+    assert "links: link, dumbbell, shaper, htb, tbf, wifi" in bad.stderr
+
+
+def test_describe_every_kind_reads(cli):
+    """Every listed kind (link models too) is describable; every parameter line is
+    'name = default' with a default (voip once printed 'codec_delay = = interval')."""
+    import aqmlab
+
+    links = cli("list", "links", "-v").stdout
+    assert {line.split()[0] for line in links.splitlines()} >= {"link", "dumbbell", "htb", "tbf", "wifi", "docsis"}
+    kinds = [k for cat in ("qdiscs", "workloads", "cc", "links") for k, _ in aqmlab.kinds(cat)] + ["tcp"]
+    for k in kinds:
+        d = aqmlab.describe(k)
+        assert d["kind"] == k and d["about"]
+        for p in d["params"]:
+            assert p["default"].strip() and not p["default"].startswith("="), (k, p)
+    out = {k: cli("describe", k).stdout for k in ("voip", "htb", "wifi", "cubic")}
+    assert "codec_delay = same as interval" in out["voip"] and "= =" not in out["voip"]
+    assert "kind = htb" in out["htb"] and "burst = max(mtu + overhead, 1 ms at rate)" in out["htb"]
+    assert "phy_rate = 130Mbit" in out["wifi"] and "retry_limit = 30" in out["wifi"]
+    assert "aqmlab describe tcp" in out["cubic"]
+    assert all(len(line) <= 100 for text in out.values() for line in text.splitlines())
     bad = cli("list", "colours")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 

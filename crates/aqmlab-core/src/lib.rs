@@ -20,6 +20,7 @@
 //! A run is a pure function of (scenario, seed): `sim::run_scenario(&scenario, seed)`.
 
 pub mod app;
+pub mod describe;
 pub mod event;
 pub mod link;
 pub mod metrics;

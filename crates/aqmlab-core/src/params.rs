@@ -70,6 +70,13 @@ pub struct ParamDoc {
     pub doc: &'static str,
 }
 
+impl ParamDoc {
+    /// `ParamDoc::new("limit", "1000", "packets ...")`, for compact `PARAMS` tables.
+    pub const fn new(name: &'static str, default: &'static str, doc: &'static str) -> Self {
+        ParamDoc { name, default, doc }
+    }
+}
+
 /// A bad parameter of one component (field relative to the component's table, e.g. a
 /// qdisc's `target`).
 #[derive(Clone, Debug, PartialEq, Eq)]

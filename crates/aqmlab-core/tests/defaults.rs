@@ -145,6 +145,41 @@ fn workload_docs_match_code_defaults() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+fn table(s: &str) -> toml::Table {
+    toml::from_str(s).unwrap()
+}
+
+/// The topology and link-model tables (`aqmlab list links`).
+#[test]
+fn link_docs_match_code_defaults() {
+    use aqmlab_core::describe::{link_params, LINK_KINDS};
+    use aqmlab_core::link::ShaperConfig;
+    use aqmlab_core::scenario::access::{DocsisConfig, StationConfig, TierConfig, WifiConfig};
+    use aqmlab_core::scenario::{DumbbellConfig, LinkConfig};
+    let mut bad = Vec::new();
+    for (kind, _) in LINK_KINDS {
+        let docs = link_params(kind).unwrap();
+        let what = format!("link {kind}");
+        bad.extend(match *kind {
+            "link" => {
+                check::<LinkConfig>(&what, &table("from = 'a'\nto = 'b'\nrate = '10Mbit'"), docs)
+            }
+            "dumbbell" => check::<DumbbellConfig>(&what, &table(""), docs),
+            "shaper" | "htb" | "tbf" => {
+                check::<ShaperConfig>(&what, &table("rate = '10Mbit'"), docs)
+            }
+            "wifi" => check::<WifiConfig>(&what, &table(""), docs),
+            "wifi.station" => check::<StationConfig>(&what, &table(""), docs),
+            "docsis" => check::<DocsisConfig>(&what, &table(""), docs),
+            "docsis.tier" => check::<TierConfig>(&what, &table("max_rate = '10Mbit'"), docs),
+            k => vec![format!(
+                "link kind {k}: not covered by tests/defaults.rs; add its config type here"
+            )],
+        });
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 /// `describe tcp` shows the `linux` profile's values: the `[tcp]` table resolved by that
 /// profile.
 #[test]

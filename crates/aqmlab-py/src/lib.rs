@@ -20,7 +20,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 
 use aqmlab_core::metrics::LongTable;
-use aqmlab_core::qdisc::{DropReason, MarkReason, ParamDoc};
+use aqmlab_core::qdisc::{DropReason, MarkReason};
 use aqmlab_core::resources::Budget;
 use aqmlab_core::result::{
     Cell, ColType, Column, RunResult, FLOW_COLUMNS, QUEUE_COLUMNS, QUEUE_TAIL_COLUMNS,
@@ -214,55 +214,24 @@ fn list_cc() -> Vec<(&'static str, &'static str)> {
     aqmlab_core::tcp::CC_KINDS.to_vec()
 }
 
-/// Documentation of a qdisc, workload or congestion-control kind:
-/// `{"kind", "category", "about", "params": [{"name", "default", "doc"}]}`.
+/// `[(name, description)]` of the topology and link-model tables (`aqmlab list links`).
+#[pyfunction]
+fn list_links() -> Vec<(&'static str, &'static str)> {
+    aqmlab_core::describe::LINK_KINDS.to_vec()
+}
+
+/// Documentation of a qdisc, workload, congestion-control, link-model kind or `tcp`
+/// (`aqmlab_core::describe`): `{"kind", "category", "about", "params": [{"name",
+/// "default", "doc"}]}` plus `"profiles"` for `tcp`.
 #[pyfunction]
 fn describe(py: Python<'_>, kind: &str) -> PyResult<PyObject> {
-    let find = |list: &[(&'static str, &'static str)]| {
-        list.iter().find(|(n, _)| *n == kind).map(|(_, a)| *a)
-    };
-    let (category, about, params): (&str, &str, &[ParamDoc]) = if let Some(a) =
-        find(aqmlab_core::qdisc::QDISC_KINDS)
-    {
-        (
-            "qdisc",
-            a,
-            aqmlab_core::qdisc::qdisc_params(kind).unwrap_or(&[]),
-        )
-    } else if let Some(a) = find(aqmlab_core::app::WORKLOAD_KINDS) {
-        (
-            "workload",
-            a,
-            aqmlab_core::app::workload_params(kind).unwrap_or(&[]),
-        )
-    } else if let Some(a) = find(aqmlab_core::tcp::CC_KINDS) {
-        ("cc", a, &[])
-    } else if kind == "tcp" {
-        (
-            "tcp",
-            "the [tcp] table and a flow's tcp = { ... }: TCP stack profile and settings",
-            aqmlab_core::tcp::TCP_PARAMS,
-        )
-    } else {
-        let names = |l: &[(&str, &str)]| l.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
-        let msg = format!(
-            "unknown kind '{kind}' (qdiscs: {}; workloads: {}; congestion controls: {}; or tcp)",
-            names(aqmlab_core::qdisc::QDISC_KINDS),
-            names(aqmlab_core::app::WORKLOAD_KINDS),
-            if aqmlab_core::tcp::CC_KINDS.is_empty() {
-                "none yet".to_string()
-            } else {
-                names(aqmlab_core::tcp::CC_KINDS)
-            }
-        );
-        return Err(scenario_err(py, &ScenarioError::new("kind", msg)));
-    };
+    let desc = aqmlab_core::describe::describe(kind).map_err(|e| scenario_err(py, &e))?;
     let d = PyDict::new(py);
-    d.set_item("kind", kind)?;
-    d.set_item("category", category)?;
-    d.set_item("about", about)?;
+    d.set_item("kind", desc.kind)?;
+    d.set_item("category", desc.category)?;
+    d.set_item("about", desc.about)?;
     let ps = PyList::empty(py);
-    for p in params {
+    for p in desc.params {
         let pd = PyDict::new(py);
         pd.set_item("name", p.name)?;
         pd.set_item("default", p.default)?;
@@ -270,8 +239,8 @@ fn describe(py: Python<'_>, kind: &str) -> PyResult<PyObject> {
         ps.append(pd)?;
     }
     d.set_item("params", ps)?;
-    if category == "tcp" {
-        d.set_item("profiles", aqmlab_core::tcp::STACKS.to_vec())?;
+    if !desc.profiles.is_empty() {
+        d.set_item("profiles", desc.profiles.to_vec())?;
     }
     Ok(d.into_any().unbind())
 }
@@ -569,6 +538,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_qdiscs, m)?)?;
     m.add_function(wrap_pyfunction!(list_workloads, m)?)?;
     m.add_function(wrap_pyfunction!(list_cc, m)?)?;
+    m.add_function(wrap_pyfunction!(list_links, m)?)?;
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(result_schema, m)?)?;

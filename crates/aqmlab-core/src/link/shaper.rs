@@ -24,6 +24,7 @@ use super::token_bucket::TokenBucket;
 use super::{note_dequeue, timer, LinkStats};
 use crate::event::{Event, EventQueue};
 use crate::packet::{LinkId, Packet};
+use crate::params::ParamDoc;
 use crate::qdisc::{AnyQdisc, Qdisc, QdiscOut};
 use crate::time::{Rate, SimTime};
 use crate::units::{RateSpec, SizeSpec};
@@ -64,6 +65,13 @@ pub struct ShaperParams {
 }
 
 impl ShaperConfig {
+    /// Parameter documentation for `aqmlab describe shaper` (also `htb`, `tbf`).
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc::new("rate", "required", "shaped rate, counting each packet's IP bytes plus the link's overhead (the frame Linux charges)"),
+        ParamDoc::new("burst", "max(mtu + overhead, 1 ms at rate)", "bucket depth (sqm-scripts' default burst duration of 1000 us, at least one full frame)"),
+        ParamDoc::new("kind", "htb", "htb = dequeue while tokens >= 0 and charge afterwards, may owe one packet (sqm-scripts, CeroWrt SQM); tbf = strict, the head packet is taken from the qdisc early (peek) and waits until the bucket holds it"),
+    ];
+
     /// Resolves the default burst; `frame` is `mtu + overhead`.
     pub fn resolve(&self, frame: u64) -> ShaperParams {
         let rate = self.rate.rate();

@@ -32,6 +32,7 @@ use crate::link::docsis::{DocsisParams, ServiceFlowParams};
 use crate::link::wifi::{Access, MediumParams, WifiPhy, WifiPortParams, SUBFRAME_OVERHEAD};
 use crate::link::{LinkParams, LowerParams, ShaperConfig};
 use crate::packet::NodeId;
+use crate::params::ParamDoc;
 use crate::qdisc::fifo::FifoConfig;
 use crate::qdisc::QdiscConfig;
 use crate::time::{Rate, SimDuration};
@@ -152,6 +153,60 @@ pub struct DocsisConfig {
     /// Service tiers, assigned to modems in order (`[[docsis.tier]]`). Default: none.
     #[serde(default, rename = "tier")]
     pub tiers: Vec<TierConfig>,
+}
+
+impl TierConfig {
+    /// Parameter documentation for `aqmlab describe docsis.tier`.
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc::new("name", "tier{k}", "name for reports (k = position, from 1)"),
+        ParamDoc::new(
+            "count",
+            "1",
+            "number of consecutive cable modems in this tier",
+        ),
+        ParamDoc::new(
+            "max_rate",
+            "required",
+            "Maximum Sustained Traffic Rate (bit/s of Ethernet frames)",
+        ),
+        ParamDoc::new(
+            "bucket",
+            "3044B",
+            "Maximum Traffic Burst (DOCSIS 3.0 default: two 1522-byte frames)",
+        ),
+        ParamDoc::new(
+            "peak_rate",
+            "off",
+            "Peak Traffic Rate (a second token bucket)",
+        ),
+        ParamDoc::new(
+            "peak_bucket",
+            "1522B",
+            "bucket of the peak limiter (one maximum frame, as ns-2's DelayTb)",
+        ),
+    ];
+}
+
+impl DocsisConfig {
+    /// Parameter documentation for `aqmlab describe docsis`.
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc::new("modems", "sum of the tiers' counts, or 1", "number of cable modems (hosts cm0, cm1, ...)"),
+        ParamDoc::new("channels", "1", "downstream channels in the bonding group (1 to 64)"),
+        ParamDoc::new("channel_rate", "38Mbit", "rate of one downstream channel (6 MHz, 256-QAM, after FEC and framing)"),
+        ParamDoc::new("upstream_rate", "27Mbit", "each modem's upstream rate (the DOCSIS study's upstream channel)"),
+        ParamDoc::new("delay", "0ms", "one-way CMTS <-> modem propagation delay"),
+        ParamDoc::new("downstream_qdisc", "{ kind = \"fifo\", limit = 2048 }", "the CMTS downstream qdisc under test (the study's QUEUE_CAPACITY)"),
+        ParamDoc::new("upstream_qdisc", "{ kind = \"fifo\", limit = 4096 }", "each modem's upstream qdisc (twice the CMTS capacity: never the bottleneck)"),
+        ParamDoc::new("servers", "modems", "number of servers (hosts server0, server1, ...)"),
+        ParamDoc::new("server_delay", "0ms", "one-way delay of every server's access link unless server_delays is given"),
+        ParamDoc::new("server_delays", "server_delay for each", "per-server one-way access delays (one per server)"),
+        ParamDoc::new("core_rate", "10 x downstream capacity, at least 1Gbit", "rate of the core and server links"),
+        ParamDoc::new("core_qdisc", "{ kind = \"fifo\", limit = 4096 }", "qdisc of the core and server links (never the bottleneck)"),
+        ParamDoc::new("overhead", "18", "framing bytes per packet counted by the regulators and channels (Ethernet header + CRC)"),
+        ParamDoc::new("mtu", "1500", "largest IP packet"),
+        ParamDoc::new("regulator_limit", "2048", "holding queue of each service-flow regulator, in packets"),
+        ParamDoc::new("tier", "[]", "service tiers [[docsis.tier]], assigned to modems in order (see describe docsis.tier); modems without a tier are unregulated"),
+    ];
 }
 
 /// EDCA access parameters; any key left out falls back to the next level (`access`,
@@ -299,6 +354,61 @@ pub struct WifiConfig {
     /// Per-station overrides, by station node name.
     #[serde(default)]
     pub station: BTreeMap<String, StationConfig>,
+}
+
+impl StationConfig {
+    /// Parameter documentation for `aqmlab describe wifi.station`.
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc::new(
+            "phy_rate",
+            "the BSS's phy_rate",
+            "PHY rate between this station and the AP (both directions)",
+        ),
+        ParamDoc::new(
+            "fer",
+            "the BSS's fer",
+            "subframe error rate between this station and the AP (both directions)",
+        ),
+        ParamDoc::new(
+            "access",
+            "{}",
+            "this station's EDCA parameters aifsn, cwmin, cwmax (each over the BSS's access)",
+        ),
+        ParamDoc::new(
+            "qdisc",
+            "the BSS's qdisc",
+            "qdisc on this station's WiFi interface",
+        ),
+    ];
+}
+
+impl WifiConfig {
+    /// Parameter documentation for `aqmlab describe wifi`.
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc::new("name", "wifi{k} (dumbbell: wifi)", "BSS name; its interface links are named NAME_NODE"),
+        ParamDoc::new("ap", "required in [[wifi]]", "the access point node ([dumbbell.wifi] uses router_a)"),
+        ParamDoc::new("stations", "required in [[wifi]]", "station nodes ([dumbbell.wifi] uses the clients)"),
+        ParamDoc::new("phy_rate", "130Mbit", "PHY rate of every station, both directions (802.11n MCS 15: two spatial streams, 20 MHz, 800 ns guard interval)"),
+        ParamDoc::new("fer", "0.0", "subframe error rate, 0 <= fer < 1"),
+        ParamDoc::new("delay", "0ms", "one-way propagation delay"),
+        ParamDoc::new("qdisc", "fifo 1000 (dumbbell: access_qdisc)", "qdisc on every WiFi interface"),
+        ParamDoc::new("ap_qdisc", "qdisc", "qdisc on the AP's interface"),
+        ParamDoc::new("access", "{}", "EDCA parameters of every node: aifsn (1 to 15), cwmin, cwmax (2^k - 1); unset keys are 802.11 best effort: 3, 15, 1023"),
+        ParamDoc::new("ap_access", "{}", "the AP's EDCA parameters (over access)"),
+        ParamDoc::new("driver_queue", "123", "frames the driver holds below the qdisc, per interface (ath9k ATH_MAX_QDEPTH)"),
+        ParamDoc::new("hw_aggregates", "2", "aggregates queued in hardware (ath9k ATH_AGGR_MIN_QDEPTH)"),
+        ParamDoc::new("max_frames", "32", "subframes per A-MPDU, 1 to 64 (ath9k ATH_AMPDU_SUBFRAME_DEFAULT)"),
+        ParamDoc::new("max_bytes", "65535B", "A-MPDU length limit (802.11n maximum)"),
+        ParamDoc::new("max_airtime", "4ms", "PPDU duration limit (ath9k)"),
+        ParamDoc::new("retry_limit", "30", "retransmissions of a subframe before it is dropped (ath9k ATH_MAX_SW_RETRIES)"),
+        ParamDoc::new("slot", "9us", "slot time (OFDM)"),
+        ParamDoc::new("sifs", "16us", "SIFS (5 GHz OFDM)"),
+        ParamDoc::new("preamble", "40us", "HT-mixed preamble and headers (two spatial streams)"),
+        ParamDoc::new("control_rate", "24Mbit", "legacy rate of block acks"),
+        ParamDoc::new("overhead", "14", "framing bytes the qdisc sees per packet (Ethernet); airtime uses the model's 802.11 framing"),
+        ParamDoc::new("mtu", "1500", "largest IP packet"),
+        ParamDoc::new("station", "{}", "per-station overrides [wifi.station.NAME] (see describe wifi.station)"),
+    ];
 }
 
 /// 802.11 best-effort EDCA defaults (AIFSN 3, CWmin 15, CWmax 1023).

@@ -31,7 +31,7 @@ pub use routes::Routes;
 use crate::app::{AppConfig, AppEnv};
 use crate::link::{LinkParams, MediumParams, ShaperConfig};
 use crate::packet::NodeId;
-use crate::params::split_field_prefixes;
+use crate::params::{split_field_prefixes, ParamDoc};
 use crate::qdisc::QdiscConfig;
 use crate::time::{SimDuration, SimTime};
 use crate::units::{DurationSpec, RateSpec};
@@ -303,6 +303,47 @@ pub struct DumbbellConfig {
     /// Replaces the client access links by one WiFi BSS with `router_a` as the access
     /// point and every client as a station (`[dumbbell.wifi]`). Default: wired clients.
     pub wifi: Option<access::WifiConfig>,
+}
+
+impl DumbbellConfig {
+    /// Parameter documentation for `aqmlab describe dumbbell`.
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc::new("pairs", "1", "client/server host pairs (client0.., server0..)"),
+        ParamDoc::new("rate", "required unless up.rate and down.rate", "bottleneck rate in both directions"),
+        ParamDoc::new("delay", "0ms", "one-way propagation delay of the bottleneck"),
+        ParamDoc::new("qdisc", "fifo 1000", "bottleneck qdisc in both directions"),
+        ParamDoc::new("up", "{}", "client -> server direction (bottleneck_up) overrides: rate, qdisc, loss, loss_periods, shaper"),
+        ParamDoc::new("down", "{}", "server -> client direction (bottleneck_down) overrides: rate, qdisc, loss, loss_periods, shaper"),
+        ParamDoc::new("access_rate", "10 x the faster bottleneck direction, at least 1Gbit", "rate of the access links"),
+        ParamDoc::new("access_delay", "0ms", "one-way delay of every access link unless given per host"),
+        ParamDoc::new("client_delays", "access_delay for each", "per-client one-way access delays (length = pairs), for per-flow RTTs"),
+        ParamDoc::new("server_delays", "access_delay for each", "per-server one-way access delays (length = pairs)"),
+        ParamDoc::new("access_qdisc", "fifo 1000", "qdisc on access links (hosts' and routers' egress towards hosts)"),
+        ParamDoc::new("overhead", "14", "framing bytes added per packet on the wire (Ethernet header)"),
+        ParamDoc::new("mtu", "1500", "largest IP packet"),
+        ParamDoc::new("device_queue", "1", "device queue below the bottleneck qdisc in packets, counting the one being sent"),
+        ParamDoc::new("wifi", "none (wired clients)", "[dumbbell.wifi]: the clients reach router_a over one WiFi BSS (see describe wifi)"),
+    ];
+}
+
+impl LinkConfig {
+    /// Parameter documentation for `aqmlab describe link`.
+    pub const PARAMS: &'static [ParamDoc] = &[
+        ParamDoc::new("name", "FROM->TO", "link name in results; the reverse of a duplex link is NAME_rev (or TO->FROM)"),
+        ParamDoc::new("from", "required", "sending node"),
+        ParamDoc::new("to", "required", "receiving node"),
+        ParamDoc::new("rate", "required", "line rate (\"10Mbit\"; a bare number is bit/s)"),
+        ParamDoc::new("delay", "0ms", "one-way propagation delay"),
+        ParamDoc::new("qdisc", "{ kind = \"fifo\", limit = 1000 }", "queue discipline at the sending end (see aqmlab list qdiscs)"),
+        ParamDoc::new("overhead", "14", "framing bytes added per packet on the wire (Ethernet header)"),
+        ParamDoc::new("mtu", "1500", "largest IP packet"),
+        ParamDoc::new("device_queue", "1", "device queue below the qdisc in packets, counting the one being sent"),
+        ParamDoc::new("loss", "0.0", "Bernoulli loss probability on the wire"),
+        ParamDoc::new("loss_periods", "[]", "scheduled loss periods, e.g. [{ start = \"10s\", stop = \"11s\", loss = 1.0 }] (loss default 1: an outage)"),
+        ParamDoc::new("duplex", "true", "also create the reverse link with the same settings"),
+        ParamDoc::new("trace", "false", "record qdisc state traces on this link (or run.trace for all)"),
+        ParamDoc::new("shaper", "none", "token-bucket shaper between the qdisc and the wire (see describe shaper)"),
+    ];
 }
 
 #[derive(Copy, Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
