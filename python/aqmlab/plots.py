@@ -528,6 +528,21 @@ def _facets(ctx: _Ctx, df: pd.DataFrame) -> tuple[str | None, list]:
     return fcol, ctx.levels(df, fcol)
 
 
+def _refuse_pooled_axes(df: pd.DataFrame, used: list[str | None], kind: str) -> None:
+    """A mean and CI "over repetitions" must not pool runs that differ in an axis the
+    figure does not show (the residential web figure pooled its two cross-traffic
+    conditions into one bar and drew their spread as if it were run-to-run noise)."""
+    shown = {c for c in used if c}
+    for col in [c for c in df.columns if c.startswith("p_") and c not in shown]:
+        levels = sorted({str(v) for v in df[col].dropna()})
+        if len(levels) > 1:
+            axis = col[2:]
+            raise FigureSpecError(
+                f"{kind}: runs differ in axis {axis!r} ({', '.join(levels)}), which this figure neither shows "
+                f"(x, hue, facet) nor fixes: add where = {{ {axis} = ... }} or show it as x, hue or facet"
+            )
+
+
 def _empty_figure(ctx: _Ctx, title: str, message: str) -> Figure:
     fig, axes = _new_figure(ctx)
     _no_data(axes[0][0], message)
@@ -772,6 +787,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
     hname = spec.get("hue")
     hcol = ("name" if hname == "flow" else ctx.col(df, hname, "hue")) if hname else None
     fcol, facets = _facets(ctx, df)
+    _refuse_pooled_axes(df, [xcol, hcol, fcol], "bar")
     cats = ctx.levels(df, xcol)
     hues = ctx.levels(df, hcol)
     colors = _colors(hues if hcol else cats)

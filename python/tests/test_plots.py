@@ -289,3 +289,16 @@ def test_units_are_guessed_from_names():
     assert unit_for("has_rebuffer") == (1.0, "% of time")
     assert label_value("5ms") == 5 and label_value("10/1") == 10 and math.isnan(label_value("fifo"))
     assert fmt_num(0.0123) == "0.0123" and fmt_num(88.18) == "88.2" and fmt_num(float("nan")) == "–"
+
+
+def test_bar_refuses_to_pool_an_axis_it_does_not_show(synth, synth_study):
+    """The rrul experiment varies qdisc and link: a bar over qdisc alone would mix the
+    links into one mean and draw their difference as run-to-run spread."""
+    exp = synth_study.experiment("rrul")
+    with pytest.raises(FigureSpecError, match="axis 'link'"):
+        plots.figure(synth, {"type": "bar", "y": "induced_latency", "x": "qdisc"}, exp)
+    links = sorted(synth.runs[synth.runs.experiment == "rrul"]["p_link"].astype(str).unique())
+    fig = plots.figure(synth, {"type": "bar", "y": "induced_latency", "x": "qdisc", "where": {"link": links[0]}}, exp)
+    n_qdiscs = synth.runs[synth.runs.experiment == "rrul"]["p_qdisc"].nunique()
+    assert len([p for p in fig.axes[0].patches if isinstance(p, Rectangle)]) == n_qdiscs
+    plots.figure(synth, {"type": "bar", "y": "induced_latency", "x": "qdisc", "hue": "link"}, exp)
