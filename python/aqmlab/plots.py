@@ -755,7 +755,16 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
             t = wide.index.to_numpy(dtype=float)
             ax.plot(t, mean, color=colors[g], label=None if g is None else f"{g} (n={wide.shape[1]})", linewidth=1.3)
             if spec.get("band", True) and wide.shape[1] > 1:
-                ax.fill_between(t, mean - half, mean + half, color=colors[g], alpha=0.15, linewidth=0)
+                lo = mean - half
+                vals = wide.to_numpy(dtype=float)
+                if np.nanmin(vals) >= 0:
+                    # a quantity that cannot be negative: the band stops at 0, and on a log
+                    # axis (where 0 is off the chart) at the smallest repetition's value
+                    with np.errstate(all="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        floor = np.nanmin(vals, axis=1) * sc if spec.get("logy") else np.zeros_like(lo)
+                    lo = np.maximum(lo, floor)
+                ax.fill_between(t, lo, mean + half, color=colors[g], alpha=0.15, linewidth=0)
             drawn += 1
         if not drawn:
             _no_data(ax, f"no {metric!r}")
