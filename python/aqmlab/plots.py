@@ -1219,11 +1219,16 @@ def _quick_note(experiment: Any) -> str | None:
         return None
     from aqmlab.study import _parse_duration
 
-    durs = set()
+    durs, scales = set(), set()
     try:
+        full = dataclasses.replace(experiment, cap=None)
         for params in experiment.combinations():
             run = experiment.scenario(params).get("run", {})
-            durs.add(_parse_duration(run.get("duration", 10.0), "run.duration"))
+            d = _parse_duration(run.get("duration", 10.0), "run.duration")
+            durs.add(d)
+            d_full = _parse_duration(full.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
+            if d_full > d:
+                scales.add(round(d / d_full, 4))
     except Exception:  # noqa: BLE001 - a note, never a reason to fail a figure
         return None
     if not durs:
@@ -1231,7 +1236,14 @@ def _quick_note(experiment: Any) -> str | None:
     lo, hi = min(durs), max(durs)
     runs = f"{lo:g} s runs" if lo == hi else f"runs of {lo:g}–{hi:g} s"
     reps = int(getattr(experiment, "repetitions", 1))
-    return f"quick mode: {runs}, {reps} repetition{'s' if reps != 1 else ''}"
+    note = f"quick mode: {runs}, {reps} repetition{'s' if reps != 1 else ''}"
+    # quick mode scales flows' start/stop times with the run (study._cap_durations): say
+    # so, since a title's times ("active 500-1500 s") are the full study's
+    if len(scales) == 1:
+        note += f", all times × {next(iter(scales)):g}"
+    elif scales:
+        note += ", all times scaled to the shorter runs"
+    return note
 
 
 def figure(store: Any, spec: dict, experiment: Any = None) -> Figure:

@@ -89,6 +89,8 @@ def test_quick_mode_titles_say_the_real_run_length(synth, synth_study):
     spec, e = _spec(quick, "rrul-goodput")
     title = plots.FIGURE_TYPES[spec["type"]](synth, spec, e)._suptitle.get_text()
     assert "quick mode: 10 s runs, 2 repetitions" in title
+    # the full study's runs are 30 s: quick mode scaled every start/stop time by 1/3
+    assert "all times × 0.3333" in title
     spec, e = _spec(synth_study, "rrul-goodput")
     assert "quick mode" not in plots.FIGURE_TYPES[spec["type"]](synth, spec, e)._suptitle.get_text()
 
