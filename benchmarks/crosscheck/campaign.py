@@ -8,7 +8,7 @@ The scenarios are the benchmark ones (benchmarks/scenarios/) with the duration s
 10-30x real time. Run it niced, one case at a time:
 
     nice .venv/bin/python benchmarks/crosscheck/campaign.py            # all cases
-    nice .venv/bin/python benchmarks/crosscheck/campaign.py tcp16_codel rrul
+    nice .venv/bin/python benchmarks/crosscheck/campaign.py tcp16_codel rrul res_rrul_fq_codel
     .venv/bin/python benchmarks/crosscheck/campaign.py --summary             # table only
 """
 
@@ -51,7 +51,27 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
     rrul = tomllib.loads((SCEN / "rrul_residential.toml").read_text())
     rrul["run"].update(name="rrul", duration=duration, warmup="5s")
     out["rrul"] = rrul
+    # the residential study's RRUL at 10/10 (studies/residential.toml): tbf shapers on
+    # 1 Gbit/s, 50 ms base RTT, 1514-byte frames, a one-packet device queue, RRUL with one
+    # UDP request/response and one ICMP probe; today's Linux TCP defaults (the kernel in the
+    # VM is 6.1, so the stack profile is "linux", not the study's "linux-3.14")
+    for q, qd in RESIDENTIAL.items():
+        out[f"res_rrul_{q}"] = {
+            "run": {"name": f"res_rrul_{q}", "duration": duration, "warmup": "5s", "bin": "200ms"},
+            "tcp": {"cc": "cubic"},
+            "dumbbell": {"pairs": 1, "rate": "1Gbit", "delay": "25ms", "overhead": 14, "device_queue": 1, "qdisc": qd,
+                         "up": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}, "down": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}},
+            "flow": [{"kind": "rrul", "from": "client0", "to": "server0", "udp_probes": 1}],
+        }
     return out
+
+
+#: The residential study's 10/10 parameters of the schemes the kernel has (its table).
+RESIDENTIAL = {
+    "fifo": {"kind": "fifo", "limit": 127},
+    "codel": {"kind": "codel", "target": "5ms", "interval": "100ms", "limit": 1000},
+    "fq_codel": {"kind": "fq_codel", "target": "5ms", "interval": "100ms", "limit": 10240, "drop_batch": 1},
+}
 
 
 def _correct_old_sojourn(d: dict, b: dict, get: dict, s: dict) -> dict:
@@ -105,7 +125,9 @@ def summary(markdown: bool = False) -> None:
         for r in d["rows"]:
             if r["metric"] == "induced latency ms":
                 rows.append((d["scenario"], r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))
-    f = lambda v, n=2: "–" if v is None else f"{v:.{n}f}"
+    def f(v: float | None, n: int = 2) -> str:
+        return "–" if v is None else f"{v:.{n}f}"
+
     if markdown:
         print("| case | queue / probe | utilisation % sim / linux | mean sojourn or induced latency ms sim / linux | agree (util, latency) | drops/s sim / linux | guest CPU peak | overhead |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -124,6 +146,9 @@ def main() -> None:
     ap.add_argument("only", nargs="*", help="case names (default: all)")
     ap.add_argument("--duration", default="40s")
     ap.add_argument("--warmup", default="10s")
+    ap.add_argument("--bin", default=None, help="run.bin of the cases (the kernel side samples the qdiscs once per bin; default the scenario's)")
+    ap.add_argument("--tag", default="", help="suffix of the result files (a repeat with other settings keeps the first)")
+    ap.add_argument("--keep", action="store_true", help="keep each VM job's raw output in results/raw/CASE (not committed)")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="with --summary: a Markdown table")
     a = ap.parse_args()
@@ -135,14 +160,20 @@ def main() -> None:
     for name in a.only or list(all_cases):
         if name not in all_cases:
             sys.exit(f"unknown case {name!r}; cases: {', '.join(all_cases)}")
-        toml = RESULTS / f"{name}.toml"
-        toml.write_text(tomli_w.dumps(all_cases[name]))
+        sc = all_cases[name]
+        if a.bin:
+            sc["run"]["bin"] = a.bin
+        toml = RESULTS / f"{name}{a.tag}.toml"
+        toml.write_text(tomli_w.dumps(sc))
         t = time.time()
-        p = subprocess.run([sys.executable, "-m", "aqmlab", "crosscheck", str(toml), "--json"], capture_output=True, text=True)
+        cmd = [sys.executable, "-m", "aqmlab", "crosscheck", str(toml), "--json"]
+        if a.keep:
+            cmd += ["--keep", str(RESULTS / "raw" / f"{name}{a.tag}")]
+        p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"{name}: failed: {p.stderr.strip()[-500:]}", flush=True)
             continue
-        (RESULTS / f"{name}.json").write_text(p.stdout)
+        (RESULTS / f"{name}{a.tag}.json").write_text(p.stdout)
         print(f"{name}: done in {time.time() - t:.0f} s", flush=True)
     summary()
 

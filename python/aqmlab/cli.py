@@ -240,7 +240,8 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
 @click.option("--seed", type=int, default=None, help="Run seed of the simulator (and start times of both).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison rows as JSON.")
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write both results as Parquet to OUT/sim and OUT/linux.")
-def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None) -> None:
+@click.option("--keep", "keep", type=click.Path(file_okay=False), default=None, help="Keep the VM job (guest script and raw output: tc samples, iperf3 JSON, ping) in this directory.")
+def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None, keep: str | None) -> None:
     """Run a scenario on both engines and print the side-by-side table: per-queue
     utilisation, sojourn mean/p99, drops and marks by reason, per-flow goodput and probe
     RTTs, with ratios. Utilisation must agree within 2 points, mean sojourn and induced
@@ -259,7 +260,7 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None) 
     translate(sc.to_dict(), sc.validate())  # an unsupported key fails here, before any run
     sim = aqmlab.run(sc, seed=seed)
     say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
-    lin = run_linux(sc, seed, log=say)
+    lin = run_linux(sc, seed, log=say, keep=keep)
     if out is not None:
         sim.write_parquet(Path(out) / "sim")
         lin.write_parquet(Path(out) / "linux")

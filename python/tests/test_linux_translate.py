@@ -438,3 +438,62 @@ def test_engine_tables_have_the_simulators_columns():
     r = aqmlab.run(HEADLINE)
     assert queue_columns() == list(r.queues.columns)
     assert list(r.flows.columns)[: len(flow_base_columns())] == flow_base_columns()
+
+
+def test_kernel_ldelay_samples_of_codel_and_fq_codel(tmp_path):
+    """CoDel's own per-packet sojourn: sch_codel's qdisc statistics and fq_codel's per-flow
+    class statistics carry ``ldelay`` (µs), the sojourn of the packet dequeued last. The
+    sampler dumps fq_codel's classes (only for fq_codel queues); a sample is the mean over
+    the listed flows with backlog, or over all listed flows when none has any."""
+    from aqmlab.linux.engine import _ldelay, _Long, ldelay_sample, parse_class_samples
+    from aqmlab.linux.translate import QueueMap
+
+    tr, _ = _tr(HEADLINE)
+    assert "class show" not in tr.script  # codel: the qdisc dump has ldelay already
+    tr_fq, _ = _tr(HEADLINE.replace('qdisc = { kind = "codel" }', 'qdisc = { kind = "fq_codel" }'))
+    up = next(q for q in tr_fq.queues if q.name == "bottleneck_up")
+    assert f"-s -j class show dev {up.dev} parent 10:; echo; }} >> $O/cls.{up.ns}" in tr_fq.script
+
+    assert ldelay_sample("codel", {"ldelay": 4200}, None) == pytest.approx(0.0042)
+    assert ldelay_sample("codel", {}, None) != ldelay_sample("codel", {}, None)  # NaN
+    busy = [{"class": "fq_codel", "handle": "10:3", "qlen": 3, "ldelay": 6000}, {"class": "fq_codel", "handle": "10:9", "qlen": 1, "ldelay": 2000}, {"class": "fq_codel", "handle": "10:a", "qlen": 0, "ldelay": 100}]
+    assert ldelay_sample("fq_codel", None, busy) == pytest.approx(0.004)
+    idle = [dict(c, qlen=0) for c in busy]
+    assert ldelay_sample("fq_codel", None, idle) == pytest.approx((6000 + 2000 + 100) / 3 * 1e-6)
+
+    text = "".join(f"T {10.0 + 0.5 * k:.1f} e0a\n{json.dumps([dict(busy[0], ldelay=1000 * (k + 1))])}\n\n" for k in range(5)) + "T 12.6 e0a\n[{\"cut"
+    cls = parse_class_samples(text)
+    assert [t for t, _, _ in cls] == [10.0, 10.5, 11.0, 11.5, 12.0] and all(d == "e0a" for _, d, _ in cls)
+    qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "fq_codel", ["fq_codel"], "htb", 14, 1500)
+    series = _Long(["ldelay"])
+    # t0 = 10, warm-up 1 s, duration 2 s: samples at 1.0, 1.5, 2.0 (3, 4, 5 ms)
+    st = _ldelay(qm, 10.0, 1.0, 2.0, 0.5, 4, None, cls, series, 0)
+    assert st["n"] == 3 and st["mean"] == pytest.approx(0.004)
+    vals = [v for (_, _, _, _, v) in series.rows]
+    assert vals == pytest.approx([0.001, 0.002, 0.003, 0.004])  # the sample at 2.0 s is past the last bin
+
+
+def test_kernel_tcp_counters_from_the_senders_mib():
+    """The warm-up and final snapshots read /proc/net/netstat and /proc/net/snmp in every
+    namespace with a bulk sender; RTOs and recovery episodes come from TcpExt counters."""
+    from aqmlab.linux.engine import parse_mib, tcp_counters
+
+    tr, _ = _tr(HEADLINE)
+    for c in ("client0", "client1"):
+        assert f"netns exec {tr.node_ns[c]} cat /proc/net/netstat /proc/net/snmp > /tmp/out/final.mib.{tr.node_ns[c]}" in tr.script
+    assert f"/tmp/out/final.mib.{tr.node_ns['server0']}" not in tr.script  # receivers only
+    text = (
+        "TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes TCPLossProbeRecovery TCPSackRecovery TCPRenoRecovery TCPDSACKUndo TCPSpuriousRTOs\n"
+        "TcpExt: 0 7 31 4 12 0 2 1\n"
+        "IpExt: InNoRoutes InOctets\n"
+        "IpExt: 0 123456\n"
+        "Ip: Forwarding DefaultTTL\n"
+        "Ip: 1 64\n"
+        "Tcp: RtoAlgorithm RtoMin ActiveOpens RetransSegs\n"
+        "Tcp: 1 200 3 57\n"
+    )
+    m = parse_mib(text)
+    assert m["TcpExt.TCPTimeouts"] == 7 and m["IpExt.InOctets"] == 123456 and m["Tcp.RetransSegs"] == 57
+    c = tcp_counters(m)
+    assert (c["rtos"], c["fast_recoveries"], c["loss_probes"], c["loss_probe_recoveries"], c["retransmits"], c["undos"], c["spurious_rtos"]) == (7, 12, 31, 4, 57, 2, 1)
+    assert tcp_counters({})["rtos"] != tcp_counters({})["rtos"]  # NaN: no counter

@@ -95,6 +95,81 @@ def parse_tc_samples(text: str) -> list[tuple[float, list[dict]]]:
     return out
 
 
+def parse_class_samples(text: str) -> list[tuple[float, str, list[dict]]]:
+    """``T <uptime> <dev>`` lines each followed by one ``tc -s -j class show`` JSON array."""
+    out = []
+    head: tuple[float, str] | None = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("T "):
+            p = line.split()
+            head = (float(p[1]), p[2]) if len(p) >= 3 else None
+        elif line.startswith("[") and head is not None:
+            try:
+                out.append((head[0], head[1], json.loads(line)))
+            except json.JSONDecodeError:
+                pass  # a sample cut off at shutdown
+            head = None
+    return out
+
+
+def ldelay_sample(kind: str | None, qdisc: dict | None, classes: list[dict] | None) -> float:
+    """One sample (seconds) of the sojourn of the packet the CoDel instance dequeued last
+    (the kernel's ``ldelay``, microseconds), or NaN. sch_codel reports it in its qdisc
+    statistics; fq_codel per flow, in the class dump of the flows on its lists. A flow
+    without backlog is still listed until the round robin passes it, and between
+    departures every backlogged flow gets an equal share of the link, so the sample is the
+    mean over the listed flows with backlog, or over all listed flows when none has any."""
+    if kind == "codel":
+        if qdisc is None or "ldelay" not in qdisc:
+            return NAN
+        return float(qdisc["ldelay"]) * 1e-6
+    if kind == "fq_codel" and classes:
+        fl = [c for c in classes if "ldelay" in c]
+        busy = [c for c in fl if c.get("qlen", 0) > 0]
+        use = busy or fl
+        if use:
+            return float(np.mean([c["ldelay"] for c in use])) * 1e-6
+    return NAN
+
+
+def parse_mib(text: str) -> dict[str, int]:
+    """``/proc/net/netstat`` + ``/proc/net/snmp`` (header line, value line per group) as
+    ``{"Group.Name": value}``, e.g. ``TcpExt.TCPTimeouts``, ``Tcp.RetransSegs``."""
+    out: dict[str, int] = {}
+    lines = [ln.split() for ln in text.splitlines() if ":" in ln]
+    for head, vals in zip(lines, lines[1:]):
+        if head[0] != vals[0] or len(head) != len(vals) or not all(v.lstrip("-").isdigit() for v in vals[1:]):
+            continue
+        g = head[0].rstrip(":")
+        for k, v in zip(head[1:], vals[1:]):
+            out[f"{g}.{k}"] = int(v)
+    return out
+
+
+#: Kernel TCP counters the engine reports per sender namespace (``engine_info["tcp"]``):
+#: RTO expiries, tail loss probes sent and the losses they repaired, recovery episodes
+#: entered with SACK and without, retransmitted segments, undone reductions.
+TCP_MIB = {
+    "rtos": ("TcpExt.TCPTimeouts",),
+    "fast_recoveries": ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery"),
+    "loss_probes": ("TcpExt.TCPLossProbes",),
+    "loss_probe_recoveries": ("TcpExt.TCPLossProbeRecovery",),
+    "retransmits": ("Tcp.RetransSegs",),
+    "undos": ("TcpExt.TCPFullUndo", "TcpExt.TCPPartialUndo", "TcpExt.TCPDSACKUndo", "TcpExt.TCPLossUndo"),
+    "spurious_rtos": ("TcpExt.TCPSpuriousRTOs",),
+}
+
+
+def tcp_counters(mib: dict[str, int]) -> dict[str, float]:
+    """The :data:`TCP_MIB` sums of one namespace's counters (NaN where the kernel has none)."""
+    out = {}
+    for name, keys in TCP_MIB.items():
+        have = [mib[k] for k in keys if k in mib]
+        out[name] = float(sum(have)) if have else NAN
+    return out
+
+
 def _child(entries: list[dict], dev: str) -> dict | None:
     for e in entries:
         if e.get("dev") == dev and e.get("handle") == "10:":
@@ -187,7 +262,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     starts = {int(ln.split()[0]): float(ln.split()[1]) - t0 for ln in _read(out, "starts").splitlines() if len(ln.split()) == 2}
     dur, warm, binw = tr.duration, tr.warmup, tr.bin
     nbins = max(1, math.ceil(dur / binw - 1e-9))
-    names = ["goodput_bps", "rtt", "owd_fwd", "owd_rev", "tx_bps", "drops", "backlog_max", "sojourn_mean"]
+    names = ["goodput_bps", "rtt", "owd_fwd", "owd_rev", "tx_bps", "drops", "backlog_max", "sojourn_mean", "ldelay"]
     series, samples = _Long(names), _Long(names)
 
     # -- flows
@@ -214,15 +289,37 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
             series.push(0, i, "goodput_bps", b * binw, bins[b] * 8 / binw)
         for c in cols:
             fl[c].append(row[c])
+    # RTOs and recovery episodes: per-namespace kernel counters over the whole run (the
+    # namespaces are created for the run), a flow's own when it is its host's only TCP sender
+    tcp_ns: dict[str, dict[str, float]] = {}
+    for f in tr.flows:
+        ns = tr.node_ns[f.src]
+        if f.kind != "bulk" or ns in tcp_ns:
+            continue
+        text = _read(out, f"final.mib.{ns}")
+        if text:
+            tcp_ns[ns] = tcp_counters(parse_mib(text))
+    for i, f in enumerate(tr.flows):
+        ns = tr.node_ns[f.src]
+        alone = sum(1 for g in tr.flows if g.kind == "bulk" and tr.node_ns[g.src] == ns) == 1
+        if f.kind == "bulk" and alone and ns in tcp_ns:
+            for c in ("rtos", "fast_recoveries"):
+                if c in fl:
+                    fl[c][i] = tcp_ns[ns][c]
     groups = _groups(tr)
     fl["group"] = [groups.get(f.name, 0) for f in tr.flows]
 
     # -- queues
     sampled = {ns: parse_tc_samples(_read(out, f"tc.{ns}")) for ns in tr.sampled_ns}
+    classes = {ns: parse_class_samples(_read(out, f"cls.{ns}")) for ns in tr.sampled_ns}
+    ldelay: dict[str, dict[str, float]] = {}
     qcols = queue_columns()
     q: dict[str, list] = {c: [] for c in qcols}
     for j, qm in enumerate(tr.queues):
         row = _queue_row(out, qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), series, j)
+        ld = _ldelay(qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), classes.get(qm.ns), series, j)
+        if ld:
+            ldelay[qm.name] = ld
         row.update(id=j, name=qm.name, **{"from": qm.src}, to=qm.dst, qdisc=qm.qdisc, rate_bps=int(qm.rate_bps), delay=qm.delay, trace_vars="", lower="wire")
         for c in qcols:
             q[c].append(row.get(c, NAN))
@@ -242,6 +339,10 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         "notes": list(tr.notes),
         # sojourn estimates divide by 1 + head drops / transmissions (Little's law)
         "sojourn_estimator": "littles-law-v2",
+        # CoDel queues: the kernel's own per-packet sojourn (ldelay), sampled every bin
+        "ldelay": ldelay,
+        # kernel TCP counters of the senders' namespaces, summed (whole run)
+        "tcp": {k: float(np.nansum([c[k] for c in tcp_ns.values()])) for k in TCP_MIB} if tcp_ns else {},
     }
     warnings = [f"linux engine: {n}" for n in tr.notes]
     if after and info["cpu_busy_max"] > CPU_SATURATED:
@@ -372,6 +473,33 @@ def _irtt_flow(out: Path, f: FlowMap, st: float, warm: float, row: dict, samples
     sent = len(rts)
     lost = sum(1 for rt in rts if "rtt" not in (rt.get("delay") or {}))
     row.update(probes_sent=float(sent), loss_rate=lost / sent if sent else NAN, rtt_mean=s["mean"], rtt_p50=s["p50"], rtt_p90=s["p90"], rtt_p99=s["p99"], rtt_min=s["min"], rtt_max=s["max"])
+
+
+def _ldelay(qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins: int, samples: list | None, classes: list | None, series: _Long, j: int) -> dict[str, float]:
+    """Statistics of the kernel's ``ldelay`` samples of a codel or fq_codel queue after the
+    warm-up (seconds; ``n`` samples), and its per-bin mean as the ``ldelay`` series."""
+    pts: list[tuple[float, float]] = []
+    if qm.qdisc == "codel" and samples:
+        for t, entries in samples:
+            e = _child(entries, qm.dev)
+            pts.append((t - t0, ldelay_sample("codel", e, None)))
+    elif qm.qdisc == "fq_codel" and classes:
+        for t, dev, entries in classes:
+            if dev == qm.dev:
+                pts.append((t - t0, ldelay_sample("fq_codel", None, [c for c in entries if c.get("class") == "fq_codel"])))
+    pts = [(t, v) for t, v in pts if v == v]
+    if not pts:
+        return {}
+    bins: list[list[float]] = [[] for _ in range(nbins)]
+    for t, v in pts:
+        k = int(t // binw)
+        if 0 <= k < nbins:
+            bins[k].append(v)
+    for k in range(nbins):
+        series.push(1, j, "ldelay", k * binw, float(np.mean(bins[k])) if bins[k] else NAN)
+    keep = [v for t, v in pts if warm <= t <= dur]
+    s = _stats(keep)
+    return {"n": float(len(keep)), "mean": s["mean"], "p50": s["p50"], "p99": s["p99"]}
 
 
 def _counter(e: dict | None, key: str) -> float:

@@ -631,8 +631,16 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
     # samplers: one per sampled namespace, plus CPU
     stop = "/tmp/stop"
     for ns in tr.sampled_ns:
+        # fq_codel keeps its CoDel state per flow: the class dump (active flows only) gives
+        # each flow's ldelay, the sojourn of the packet it dequeued last (sch_codel has the
+        # same in its qdisc statistics)
+        cls = "".join(
+            f"{{ echo \"T $(up) {qm.dev}\"; {tc} -n {ns} -s -j class show dev {qm.dev} parent 10:; echo; }} >> $O/cls.{ns}; "
+            for qm in tr.queues
+            if qm.ns == ns and qm.qdisc == "fq_codel"
+        )
         L.append(
-            f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -j qdisc show; echo; sleep {tr.sample_period:g}; done > $O/tc.{ns} ) &"
+            f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -j qdisc show; echo; {cls}sleep {tr.sample_period:g}; done > $O/tc.{ns} ) &"
         )
     L.append(f"( while [ ! -e {stop} ]; do echo \"T $(up) $(head -1 /proc/stat)\"; sleep {tr.bin:g}; done > $O/cpu ) &")
     L.append("P=; T0=$(up); echo t0 $T0 >> $O/times")
@@ -658,7 +666,11 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run} ) & P=\"$P $!\"")
     def snap(tag: str) -> str:
         # self-contained (no shell functions or variables): it may run in a child shell
-        return "; ".join(f"( echo T $(cut -d' ' -f1 /proc/uptime); {tc} -n {ns} -s -j qdisc show ) > /tmp/out/{tag}.{ns}" for ns in tr.node_ns.values())
+        qd = "; ".join(f"( echo T $(cut -d' ' -f1 /proc/uptime); {tc} -n {ns} -s -j qdisc show ) > /tmp/out/{tag}.{ns}" for ns in tr.node_ns.values())
+        # the TCP senders' MIB counters (per network namespace: RTOs, loss probes, recoveries)
+        mib = "".join(f"; {ip} netns exec {ns} cat /proc/net/netstat /proc/net/snmp > /tmp/out/{tag}.mib.{ns}" for ns in senders)
+        return qd + mib
+    senders = sorted({tr.node_ns[f.src] for f in tr.flows if f.kind == "bulk"})
     if tr.warmup > 0:
         L.append(f"( sleep {tr.warmup:.6f}; {snap('warm')} ) &")
     L.append(f"sleep {tr.duration:.6f}")
