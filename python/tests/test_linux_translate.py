@@ -497,3 +497,55 @@ def test_kernel_tcp_counters_from_the_senders_mib():
     c = tcp_counters(m)
     assert (c["rtos"], c["fast_recoveries"], c["loss_probes"], c["loss_probe_recoveries"], c["retransmits"], c["undos"], c["spurious_rtos"]) == (7, 12, 31, 4, 57, 2, 1)
     assert tcp_counters({})["rtos"] != tcp_counters({})["rtos"]  # NaN: no counter
+
+
+def test_cake_translation_to_tc_keywords():
+    """The simulator's cake settings become iproute2 q_cake.c keywords; what the scenario
+    leaves out is left to the kernel's defaults; tc has no target keyword (sch_cake uses
+    rtt / 20), so only that target is accepted."""
+    assert tc_qdisc_args({"kind": "cake"}, "q") == ["cake"]
+    a = tc_qdisc_args(
+        {"kind": "cake", "bandwidth": "10Mbit", "rtt": "50ms", "target": "2500us", "diffserv": "diffserv4", "isolation": "triple-isolate", "nat": False,
+         "wash": True, "ingress": True, "ack_filter": "aggressive", "overhead": 18, "mpu": 64, "atm": "noatm", "ether_vlan": 2, "memlimit": "4MiB"},
+        "dumbbell.qdisc",
+    )
+    assert a == ["cake", "bandwidth", "10000000bit", "rtt", "50000us", "diffserv4", "triple-isolate", "nonat", "wash", "ingress", "ack-filter-aggressive",
+                 "overhead", "18", "mpu", "64", "noatm", "ether-vlan", "ether-vlan", "memlimit", str(4 * 1024 * 1024)]
+    assert tc_qdisc_args({"kind": "cake", "rtt": "metro", "isolation": "dual-srchost", "preset": "docsis", "ack_filter": "off"}, "q") == ["cake", "metro", "dual-srchost", "docsis", "no-ack-filter"]
+    for q, field in (
+        ({"kind": "cake", "target": "3ms"}, "q.target"),  # internet: 100 ms / 20 = 5 ms
+        ({"kind": "cake", "rtt": "metro", "target": "5ms"}, "q.target"),
+        ({"kind": "cake", "isolation": "triple"}, "q.isolation"),
+        ({"kind": "cake", "diffserv": "diffserv5"}, "q.diffserv"),
+        ({"kind": "cake", "rtt": "galactic"}, "q.rtt"),
+        ({"kind": "cake", "overhead": 300}, "q.overhead"),
+        ({"kind": "cake", "fwmark": 1}, "q.fwmark"),
+    ):
+        with pytest.raises(ScenarioError) as e:
+            tc_qdisc_args(q, "q")
+        assert e.value.field == field, (q, e.value)
+    assert tc_qdisc_args({"kind": "cake", "rtt": "metro", "target": "500us"}, "q") == ["cake", "metro"]
+
+
+def test_cake_queue_counters_and_delay_sample(tmp_path):
+    """sch_cake: whole-run drops (COBALT/overflow not told apart: NaN reasons), the ACK
+    filter's drops and ECN marks summed over tins; the delay sample is the busiest tin's
+    avg_delay_us; COBALT's drops count as head drops in the Little's-law estimate."""
+    from aqmlab.linux.engine import _Long, _queue_row, ldelay_sample
+    from aqmlab.linux.translate import QueueMap
+
+    def entry(pk, drops, backlog=15140):
+        tins = [{"sent_bytes": 100, "drops": 1, "ecn_mark": 2, "ack_drops": 0, "avg_delay_us": 900},
+                {"sent_bytes": pk * 1514, "drops": drops - 1, "ecn_mark": 5, "ack_drops": 3, "avg_delay_us": 7000}]
+        return {"kind": "cake", "handle": "10:", "dev": "e0a", "bytes": pk * 1514, "packets": pk, "drops": drops, "backlog": backlog, "qlen": 10, "tins": tins}
+
+    (tmp_path / "warm.n0").write_text(f"T 11.0\n{json.dumps([entry(500, 40)])}\n")
+    (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([entry(1500, 140)])}\n")
+    samples = [(10.0 + 0.2 * k, [entry(500 + 100 * k, 40 + 10 * k)]) for k in range(11)]
+    qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "cake", ["cake"], "htb", 14, 1500)
+    row = _queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, samples, _Long(["tx_bps"]), 0)
+    assert row["dropped"] == 140 and row["drops_ack_filter"] == 3 and row["marks_codel"] == 7 and row["marked"] == 7
+    assert row["drops_codel"] != row["drops_codel"]  # NaN: the kernel does not split them
+    # 100 head drops after the warm-up against 1000 transmissions
+    assert row["sojourn_mean"] == pytest.approx(15140 * 8 / 10e6 / 1.1)
+    assert ldelay_sample("cake", entry(1, 1), None) == pytest.approx(0.007)

@@ -124,6 +124,14 @@ def ldelay_sample(kind: str | None, qdisc: dict | None, classes: list[dict] | No
         if qdisc is None or "ldelay" not in qdisc:
             return NAN
         return float(qdisc["ldelay"]) * 1e-6
+    if kind == "cake":
+        # sch_cake keeps per tin an average of its packets' sojourn (avg_delay_us, an
+        # EWMA over dequeued packets); the sample is that of the busiest tin (most bytes sent)
+        tins = (qdisc or {}).get("tins") or []
+        tins = [t for t in tins if "avg_delay_us" in t]
+        if not tins:
+            return NAN
+        return float(max(tins, key=lambda t: t.get("sent_bytes", 0))["avg_delay_us"]) * 1e-6
     if kind == "fq_codel" and classes:
         fl = [c for c in classes if "ldelay" in c]
         busy = [c for c in fl if c.get("qlen", 0) > 0]
@@ -479,10 +487,10 @@ def _ldelay(qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins
     """Statistics of the kernel's ``ldelay`` samples of a codel or fq_codel queue after the
     warm-up (seconds; ``n`` samples), and its per-bin mean as the ``ldelay`` series."""
     pts: list[tuple[float, float]] = []
-    if qm.qdisc == "codel" and samples:
+    if qm.qdisc in ("codel", "cake") and samples:
         for t, entries in samples:
             e = _child(entries, qm.dev)
-            pts.append((t - t0, ldelay_sample("codel", e, None)))
+            pts.append((t - t0, ldelay_sample(qm.qdisc, e, None)))
     elif qm.qdisc == "fq_codel" and classes:
         for t, dev, entries in classes:
             if dev == qm.dev:
@@ -556,6 +564,15 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
         drops["overlimit"] = delta("overlimit")
         drops["early"] = dr - drops["overlimit"]
         marks["early"] = delta("ecn_mark")
+    elif kind == "cake":
+        # sch_cake counts drops per tin without telling COBALT's CoDel and BLUE drops from
+        # overflow drops; only the ACK filter's are separate
+        tins = fin.get("tins") or []
+        drops = dict.fromkeys(DROP_REASONS, NAN)
+        acks = float(sum(t.get("ack_drops", 0) for t in tins))
+        drops["ack_filter"] = acks
+        marks = dict.fromkeys(MARK_REASONS, 0.0)
+        marks["codel"] = float(sum(t.get("ecn_mark", 0) for t in tins))
     elif kind == "red":
         drops["overlimit"] = delta("pdrop") if "pdrop" in fin else NAN
         drops["early"] = delta("early") if "early" in fin else NAN
@@ -564,7 +581,7 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
     else:
         drops = dict.fromkeys(DROP_REASONS, NAN)
         marks = dict.fromkeys(MARK_REASONS, NAN)
-    for r in DROP_REASONS:
+    for r in drops:
         row[f"drops_{r}"] = drops[r]
     for r in MARK_REASONS:
         row[f"marks_{r}"] = marks[r]
@@ -609,6 +626,8 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
         if kind == "codel":
             head = warm_delta("drops") - warm_delta("drop_overlimit")
         elif kind in ("fq_codel", "sfq"):
+            head = warm_delta("drops")
+        elif kind == "cake":  # COBALT drops at the head; overflow drops from the fattest flow's head
             head = warm_delta("drops")
     scale = 1.0 / (1.0 + head / tx_pk) if tx_pk and tx_pk > 0 and head == head and head > 0 else 1.0
     s = _stats([x * scale for x in est])

@@ -253,7 +253,90 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
         a += _flag(q, "ecn", "ecn", None, False) + _flag(q, "harddrop", "harddrop", None, False)
         a += _flag(q, "adaptive", "adaptive", None, kind == "ared")
         return a
-    raise ScenarioError(f"{where}.kind", f"qdisc kind {kind!r} is not supported by the linux engine (supported: fifo, codel, fq_codel, pie, fq_pie, sfq, red, ared)")
+    if kind == "cake":
+        return _cake_args(q, where)
+    raise ScenarioError(f"{where}.kind", f"qdisc kind {kind!r} is not supported by the linux engine (supported: fifo, codel, fq_codel, pie, fq_pie, sfq, red, ared, cake)")
+
+
+#: tc-cake's keywords (iproute2 q_cake.c) for the simulator's cake settings.
+CAKE_RTT_PRESETS = ("datacentre", "lan", "metro", "regional", "internet", "oceanic", "satellite", "interplanetary")
+CAKE_DIFFSERV = ("besteffort", "precedence", "diffserv3", "diffserv4", "diffserv8")
+CAKE_ISOLATION = ("flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost", "dual-dsthost", "triple-isolate")
+CAKE_OVERHEAD_PRESETS = (
+    "raw", "conservative", "ethernet", "docsis", "pppoe-ptm", "bridged-ptm", "pppoa-vcmux", "pppoa-llc",
+    "pppoe-vcmux", "pppoe-llcsnap", "bridged-vcmux", "bridged-llcsnap", "ipoa-vcmux", "ipoa-llcsnap",
+)
+CAKE_ACK_FILTER = {"off": "no-ack-filter", "on": "ack-filter", "aggressive": "ack-filter-aggressive"}
+
+
+def _choice(q: dict, where: str, key: str, allowed: tuple[str, ...]) -> str | None:
+    if key not in q:
+        return None
+    v = q[key]
+    if v not in allowed:
+        raise ScenarioError(f"{where}.{key}", f"{v!r}: allowed values are {', '.join(allowed)}")
+    return str(v)
+
+
+def _cake_args(q: dict, where: str) -> list[str]:
+    """``tc qdisc ... cake`` (Linux sch_cake, iproute2 q_cake.c). Only what the scenario sets
+    is passed, so the kernel's defaults (unlimited, internet, diffserv3, triple-isolate,
+    nonat, nowash, egress, no-ack-filter) apply where the simulator's do. tc has no target
+    keyword: sch_cake derives target = rtt / 20, so an explicit target must be that."""
+    _unknown(q, where, {"bandwidth", "rtt", "target", "diffserv", "isolation", "nat", "wash", "ingress", "ack_filter", "preset", "overhead", "mpu", "atm", "ether_vlan", "memlimit"})
+    a = ["cake"]
+    if "bandwidth" in q:
+        bw = q["bandwidth"]
+        a += ["unlimited"] if bw in ("unlimited", 0) else ["bandwidth", f"{int(parse_rate(bw, f'{where}.bandwidth'))}bit"]
+    rtt_us: float = 100_000.0
+    if "rtt" in q:
+        r = q["rtt"]
+        if r in CAKE_RTT_PRESETS:
+            a.append(str(r))
+            rtt_us = {"datacentre": 100, "lan": 1_000, "metro": 10_000, "regional": 30_000, "internet": 100_000, "oceanic": 300_000, "satellite": 1_000_000, "interplanetary": 1_000_000_000}[r]
+        else:
+            try:
+                d = parse_duration(r, f"{where}.rtt")
+            except ScenarioError:
+                raise ScenarioError(f"{where}.rtt", f"{r!r}: a duration or one of {', '.join(CAKE_RTT_PRESETS)}") from None
+            rtt_us = round(d * 1e6)
+            a += ["rtt", f"{int(rtt_us)}us"]
+    if "target" in q:
+        t = round(parse_duration(q["target"], f"{where}.target") * 1e6)
+        implied = max(1, int(rtt_us) // 20)
+        if t != implied:
+            raise ScenarioError(f"{where}.target", f"{q['target']!r} is not supported by the linux engine: tc-cake has no target keyword, sch_cake uses rtt / 20 = {implied}us; set rtt instead")
+    for key, allowed in (("diffserv", CAKE_DIFFSERV), ("isolation", CAKE_ISOLATION), ("preset", CAKE_OVERHEAD_PRESETS)):
+        v = _choice(q, where, key, allowed)
+        if v:
+            a.append(v)
+    a += _flag(q, "nat", "nat", "nonat", False) if "nat" in q else []
+    a += _flag(q, "wash", "wash", "nowash", False) if "wash" in q else []
+    a += _flag(q, "ingress", "ingress", "egress", False) if "ingress" in q else []
+    af = _choice(q, where, "ack_filter", tuple(CAKE_ACK_FILTER))
+    if af:
+        a.append(CAKE_ACK_FILTER[af])
+    if "overhead" in q:
+        o = q["overhead"]
+        if not isinstance(o, int) or isinstance(o, bool) or not -64 <= o <= 256:
+            raise ScenarioError(f"{where}.overhead", f"{o!r}: an integer from -64 to 256 (bytes)")
+        a += ["overhead", str(o)]
+    if "mpu" in q:
+        m = q["mpu"]
+        if not isinstance(m, int) or isinstance(m, bool) or not 0 <= m <= 256:
+            raise ScenarioError(f"{where}.mpu", f"{m!r}: an integer from 0 to 256 (bytes)")
+        a += ["mpu", str(m)]
+    v = _choice(q, where, "atm", ("noatm", "atm", "ptm"))
+    if v:
+        a.append(v)
+    if "ether_vlan" in q:
+        n = q["ether_vlan"]
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 8:
+            raise ScenarioError(f"{where}.ether_vlan", f"{n!r}: a number of VLAN tags from 0 to 8")
+        a += ["ether-vlan"] * n
+    if "memlimit" in q:
+        a += ["memlimit", str(int(parse_size(q["memlimit"], f"{where}.memlimit")))]
+    return a
 
 
 # ---------------------------------------------------------------------------------------
