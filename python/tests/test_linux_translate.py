@@ -549,3 +549,25 @@ def test_cake_queue_counters_and_delay_sample(tmp_path):
     # 100 head drops after the warm-up against 1000 transmissions
     assert row["sojourn_mean"] == pytest.approx(15140 * 8 / 10e6 / 1.1)
     assert ldelay_sample("cake", entry(1, 1), None) == pytest.approx(0.007)
+
+
+def test_queue_samplers_sleep_random_gaps():
+    """The qdisc samplers sleep a random gap, uniform in [0.5, 1.5) x half a bin, so that
+    they cannot lock onto the phase of a regular sawtooth and every bin gets a sample."""
+    import shutil
+    import subprocess
+
+    from aqmlab.linux.translate import _jittered_sleep
+
+    tr, _ = _tr(HEADLINE)  # bin 200 ms (the default)
+    assert tr.sample_period == pytest.approx(0.1)
+    assert "ms=$((50 + RANDOM % 100)); sleep $((ms / 1000))." in tr.script
+    bb = shutil.which("busybox")
+    if bb is None:
+        pytest.skip("busybox (the guest's shell) is not installed here")
+    # the guest's shell: print the sleep arguments instead of sleeping
+    snippet = "; ".join(["for i in $(seq 400); do " + _jittered_sleep(0.1).replace("sleep ", "echo ") + "; done"])
+    out = subprocess.run([bb, "sh", "-c", snippet], capture_output=True, text=True, check=True).stdout.split()
+    gaps = [float(x) for x in out]
+    assert len(gaps) == 400 and min(gaps) >= 0.05 and max(gaps) < 0.15
+    assert len(set(gaps)) > 50 and 0.09 < sum(gaps) / len(gaps) < 0.11

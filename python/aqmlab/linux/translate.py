@@ -671,10 +671,25 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
 
     routers = [node_ns[n] for n in nodes if kinds[n] == "router"]
     sampled = routers or [node_ns[n] for n in nodes]
-    period = sample_period if sample_period is not None else plan["bin"]
+    # the qdisc samplers' mean gap: half a bin, so that with the jitter below (gaps uniform
+    # in [0.5, 1.5) x the mean) every bin gets at least one sample
+    period = sample_period if sample_period is not None else plan["bin"] / 2
     tr = Translation(duration, plan["warmup"], plan["bin"], period, node_ns, node_addr, sampled, queues, flows, "", notes, cmds, {f["name"]: f["group"] for f in plan["flows"]})
     tr.script = _script(tr, top, cmds, sysctl, tcp)
     return tr
+
+
+def _jittered_sleep(mean: float) -> str:
+    """A shell ``sleep`` of a random length, uniform in [0.5, 1.5) x ``mean`` (ms resolution,
+    the shell's $RANDOM). The queue samplers must not sample at a fixed period: one
+    TCP flow under CoDel saws with a period that varies by less than a millisecond, and a
+    sampling period close to it (or to a multiple) reads the same phase of every tooth, so
+    the time average of the backlog comes out anywhere between the sawtooth's low and high
+    values (docs/validation.md, Linux engine cross-check). Random gaps spread the samples
+    over all phases."""
+    p = max(2, round(mean * 1000))
+    ms = f"$(({p // 2} + RANDOM % {p}))"
+    return f"ms={ms}; sleep $((ms / 1000)).$((ms % 1000 / 100))$((ms % 100 / 10))$((ms % 10))"
 
 
 def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl: dict[str, str], tcp: dict) -> str:
@@ -723,7 +738,7 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             if qm.ns == ns and qm.qdisc == "fq_codel"
         )
         L.append(
-            f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -j qdisc show; echo; {cls}sleep {tr.sample_period:g}; done > $O/tc.{ns} ) &"
+            f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -j qdisc show; echo; {cls}{_jittered_sleep(tr.sample_period)}; done > $O/tc.{ns} ) &"
         )
     L.append(f"( while [ ! -e {stop} ]; do echo \"T $(up) $(head -1 /proc/stat)\"; sleep {tr.bin:g}; done > $O/cpu ) &")
     L.append("P=; T0=$(up); echo t0 $T0 >> $O/times")
