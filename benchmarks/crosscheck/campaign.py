@@ -63,6 +63,27 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
                          "up": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}, "down": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}},
             "flow": [{"kind": "rrul", "from": "client0", "to": "server0", "udp_probes": 1}],
         }
+    # CAKE (issue #19: "triple-isolate, 2 hosts"): host 0 with one bulk flow, host 1 with
+    # four, through cake at the 10 Mbit/s bottleneck (unlimited: htb shapes, as for every
+    # qdisc); triple-isolate shares per host first, so both hosts should get half
+    cake = json.loads(json.dumps(base))
+    cake["run"].update(name="cake_2hosts", duration=duration, warmup=warmup)
+    cake["dumbbell"].update(pairs=2, qdisc={"kind": "cake", "isolation": "triple-isolate", "diffserv": "besteffort"})
+    cake["tcp"] = {"cc": "cubic"}
+    cake["flow"] = [
+        {"kind": "bulk", "name": "host0", "count": 1, "from": "client0", "to": "server0", "start_spread": "1s"},
+        {"kind": "bulk", "name": "host1", "count": 4, "from": "client1", "to": "server1", "start_spread": "1s"},
+    ]
+    out["cake_2hosts"] = cake
+    # BBR (v1, Linux tcp_bbr): 1 and 4 flows in the 250 KB FIFO and under fq_codel
+    for n in (1, 4):
+        for q in ("fifo", "fq_codel"):
+            sc = json.loads(json.dumps(base))
+            sc["run"].update(name=f"bbr{n}_{q}", duration=duration, warmup=warmup)
+            sc["dumbbell"].update(pairs=n, qdisc=QDISCS[q])
+            sc["flow"][0]["count"] = n
+            sc["tcp"] = {"cc": "bbr"}
+            out[f"bbr{n}_{q}"] = sc
     return out
 
 
