@@ -139,7 +139,7 @@ def summary(markdown: bool = False) -> None:
         bn = [r for r in d["rows"] if r["entity"].startswith("bottleneck") and r["metric"] == "utilisation %" and (r["sim"] or 0) > 50]
         for b in bn:
             s = dict(get.get((b["entity"], "sojourn mean ms"), {}))
-            if d["engine"].get("sojourn_estimator") != "littles-law-v2" and s.get("linux") is not None:
+            if d["engine"].get("sojourn_estimator") is None and s.get("linux") is not None:
                 s = _correct_old_sojourn(d, b, get, s)
             dr = get.get((b["entity"], "drops after warm-up /s")) or _old_drops(p, d, b["entity"], get)
             rows.append((d["scenario"], b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", "") + ("*" if s.get("corrected") else ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), dr.get("sim"), dr.get("linux")))

@@ -386,10 +386,12 @@ def test_cli_names_an_unsupported_key_before_booting_a_vm(tmp_path):
 
 
 def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
-    """A CoDel queue at 10 Mbit/s: 1000 frames sent and 190 head drops after the warm-up,
-    a steady backlog of 30 000 bytes. Utilisation counts frame bytes after the warm-up; the
-    drain time 30000*8/10e6 = 24 ms is divided by 1 + 190/1000 (Little's law with the
-    head-dropped packets leaving the queue too); the qdisc counters are whole-run."""
+    """A CoDel queue at 10 Mbit/s: 1000 frames sent and 190 head drops in the 1 s after the
+    warm-up, a steady backlog of 20 packets / 30 000 bytes. Utilisation counts frame bytes
+    after the warm-up; the mean sojourn is Little's law in packets, 20 / (1000 + 190) per
+    second = 16.8 ms (head-dropped packets leave the queue too); the percentiles are the
+    drain time 30000*8/10e6 = 24 ms divided by 1 + 190/1000; the qdisc counters are
+    whole-run."""
     from aqmlab.linux.engine import _Long, _queue_row
     from aqmlab.linux.translate import QueueMap
 
@@ -408,7 +410,8 @@ def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
     assert row["dropped"] == 250 and row["drops_overlimit"] == 10 and row["drops_codel"] == 240  # whole run
     assert row["arrivals"] == 1500 + 250 + 20
     # head drops after warm-up: (250 - 10) - (50 - 0) = 190 -> factor 1 + 190/1000
-    assert row["sojourn_mean"] == pytest.approx(30000 * 8 / 10e6 / 1.19)
+    assert row["sojourn_mean"] == pytest.approx(20 / 1190)
+    assert row["sojourn_p50"] == pytest.approx(30000 * 8 / 10e6 / 1.19)
     assert row["sojourn_n"] == 6  # samples at t - t0 in [1, 2]
 
 
@@ -546,8 +549,9 @@ def test_cake_queue_counters_and_delay_sample(tmp_path):
     row = _queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, samples, _Long(["tx_bps"]), 0)
     assert row["dropped"] == 140 and row["drops_ack_filter"] == 3 and row["marks_codel"] == 7 and row["marked"] == 7
     assert row["drops_codel"] != row["drops_codel"]  # NaN: the kernel does not split them
-    # 100 head drops after the warm-up against 1000 transmissions
-    assert row["sojourn_mean"] == pytest.approx(15140 * 8 / 10e6 / 1.1)
+    # 10 packets queued; 100 head drops after the warm-up against 1000 transmissions in 1 s
+    assert row["sojourn_mean"] == pytest.approx(10 / 1100)
+    assert row["sojourn_p50"] == pytest.approx(15140 * 8 / 10e6 / 1.1)
     assert ldelay_sample("cake", entry(1, 1), None) == pytest.approx(0.007)
 
 
@@ -571,3 +575,26 @@ def test_queue_samplers_sleep_random_gaps():
     gaps = [float(x) for x in out]
     assert len(gaps) == 400 and min(gaps) >= 0.05 and max(gaps) < 0.15
     assert len(set(gaps)) > 50 and 0.09 < sum(gaps) / len(gaps) < 0.11
+
+
+def test_fq_codel_class_dump_in_tc_text_format():
+    """Debian 12's tc prints class statistics as text even with -j: the parser reads kind,
+    handle, backlog, qlen and ldelay (us / ms / s) from it."""
+    from aqmlab.linux.engine import ldelay_sample, parse_class_samples
+
+    text = (
+        "T 3.63 e0a\n\nT 4.09 e0a\n"
+        "class fq_codel 10:68 parent 10: \n (dropped 0, overlimits 0 requeues 0) \n backlog 7570b 5p requeues 0\n  deficit 0 count 0 lastcount 0 ldelay 20.6ms\n"
+        "class fq_codel 10:31b parent 10: \n (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n  deficit 1448 count 0 lastcount 0 ldelay 716us\n"
+        "class fq_codel 10:398 parent 10: \n backlog 66b 1p requeues 0\n  deficit 1514 count 0 lastcount 0 ldelay 0us\n"
+        "T 4.30 e0a\nclass fq_codel 10:5 parent 10: \n backlog 0b 0p requeues 0\n  deficit 1514 count 2 lastcount 1 ldelay 1.2s dropping drop_next 3.0ms\n"
+    )
+    s = parse_class_samples(text)
+    assert [(t, d, len(c)) for t, d, c in s] == [(3.63, "e0a", 0), (4.09, "e0a", 3), (4.3, "e0a", 1)]
+    c = s[1][2]
+    assert c[0] == {"class": "fq_codel", "handle": "10:68", "backlog": 7570, "qlen": 5, "ldelay": pytest.approx(20600.0)}
+    assert c[1]["ldelay"] == pytest.approx(716.0) and c[2]["qlen"] == 1
+    assert s[2][2][0]["ldelay"] == pytest.approx(1.2e6)
+    # flows with backlog: (20.6 ms + 0) / 2
+    assert ldelay_sample("fq_codel", None, c) == pytest.approx(0.0103)
+    assert ldelay_sample("fq_codel", None, []) != ldelay_sample("fq_codel", None, [])  # NaN: no flow listed

@@ -12,6 +12,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from aqmlab.result import link_utilization
+
 __all__ = ["Row", "compare", "render", "UTIL_POINTS", "REL_TOL"]
 
 #: Utilisation must agree within this many percentage points.
@@ -64,7 +66,8 @@ def compare(sim, lin) -> list[Row]:
         if name not in lq.index:
             continue
         a, b = sq.loc[name], lq.loc[name]
-        ua, ub = _f(a["utilization"]), _f(b["utilization"])
+        # of the shaper's rate on a shaped link (htb/tbf), as the simulator's tables show it
+        ua, ub = link_utilization(a), link_utilization(b)
         if not (ua >= MIN_UTIL or ub >= MIN_UTIL):
             continue
         d = (ub - ua) * 100

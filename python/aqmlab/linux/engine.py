@@ -95,21 +95,60 @@ def parse_tc_samples(text: str) -> list[tuple[float, list[dict]]]:
     return out
 
 
+_CLASS = re.compile(r"class (\S+) (\S+)")
+_BACKLOG = re.compile(r"backlog (\d+)b (\d+)p")
+_LDELAY = re.compile(r"ldelay ([0-9.]+)(us|ms|s)\b")
+
+
+def _class_text(lines: list[str]) -> list[dict]:
+    """Classes from ``tc -s class show`` text (Debian 12's tc prints class statistics as
+    text even with ``-j``): kind, handle, backlog bytes, qlen and ``ldelay`` (µs)."""
+    out: list[dict] = []
+    for line in lines:
+        m = _CLASS.match(line.strip())
+        if m:
+            out.append({"class": m.group(1), "handle": m.group(2)})
+            continue
+        if not out:
+            continue
+        m = _BACKLOG.search(line)
+        if m:
+            out[-1].update(backlog=int(m.group(1)), qlen=int(m.group(2)))
+        m = _LDELAY.search(line)
+        if m:
+            out[-1]["ldelay"] = float(m.group(1)) * {"us": 1.0, "ms": 1e3, "s": 1e6}[m.group(2)]
+    return out
+
+
 def parse_class_samples(text: str) -> list[tuple[float, str, list[dict]]]:
-    """``T <uptime> <dev>`` lines each followed by one ``tc -s -j class show`` JSON array."""
+    """``T <uptime> <dev>`` lines each followed by one ``tc -s class show`` dump (a JSON
+    array, or tc's text format)."""
     out = []
     head: tuple[float, str] | None = None
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("T "):
-            p = line.split()
-            head = (float(p[1]), p[2]) if len(p) >= 3 else None
-        elif line.startswith("[") and head is not None:
+    body: list[str] = []
+
+    def flush() -> None:
+        if head is None:
+            return
+        js = [ln for ln in body if ln.startswith("[")]
+        if js:
             try:
-                out.append((head[0], head[1], json.loads(line)))
+                out.append((head[0], head[1], json.loads(js[0])))
             except json.JSONDecodeError:
                 pass  # a sample cut off at shutdown
-            head = None
+        else:
+            out.append((head[0], head[1], _class_text(body)))
+
+    for line in text.splitlines():
+        st = line.strip()
+        if st.startswith("T "):
+            flush()
+            p = st.split()
+            head = (float(p[1]), p[2]) if len(p) >= 3 else None
+            body = []
+        elif st:
+            body.append(line)
+    flush()
     return out
 
 
@@ -345,8 +384,9 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         "wall_seconds": wall_seconds,
         "overhead": wall_seconds / virt if virt > 0 else NAN,
         "notes": list(tr.notes),
-        # sojourn estimates divide by 1 + head drops / transmissions (Little's law)
-        "sojourn_estimator": "littles-law-v2",
+        # mean sojourn by Little's law in packets; drain-time percentiles divided by
+        # 1 + head drops / transmissions (docs/linux-engine.md)
+        "sojourn_estimator": "littles-law-v3",
         # CoDel queues: the kernel's own per-packet sojourn (ldelay), sampled every bin
         "ldelay": ldelay,
         # kernel TCP counters of the senders' namespaces, summed (whole run)
@@ -589,6 +629,7 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
 
     # sojourn estimate and per-bin series from the samples
     est = []
+    qlens = []
     if samples:
         prev = None
         bins_tx = np.zeros(nbins)
@@ -610,6 +651,7 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
                     bins_dr[k] += e["drops"] - prev["drops"]
             if warm <= tt <= dur:
                 est.append(d)
+                qlens.append(float(e.get("qlen", NAN)))
             prev = e
         for k in range(nbins):
             series.push(1, j, "tx_bps", k * binw, bins_tx[k] * 8 / binw)
@@ -631,6 +673,15 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
             head = warm_delta("drops")
     scale = 1.0 / (1.0 + head / tx_pk) if tx_pk and tx_pk > 0 and head == head and head > 0 else 1.0
     s = _stats([x * scale for x in est])
+    # The mean by Little's law in packets: time-average queue length over the rate at which
+    # packets leave (transmitted + dropped at the head). That is the mean over packets, as
+    # the simulator's; the drain time backlog/rate above is a byte-weighted mean, which is
+    # the same only when sojourn does not depend on packet size: under FQ, small ACKs in
+    # their own sparse queues wait far less than data (RRUL), and on a link that is not
+    # always busy the queue does not drain at the link rate.
+    leave = (tx_pk + (head if head == head else 0.0)) / span if span > 0 and tx_pk == tx_pk else NAN
+    if qlens and leave == leave and leave > 0 and all(x == x for x in qlens):
+        s["mean"] = float(np.mean(qlens)) / leave
     row.update(sojourn_n=float(len(est)) if samples else NAN, sojourn_mean=s["mean"], sojourn_p50=s["p50"], sojourn_p90=s["p90"], sojourn_p99=s["p99"], sojourn_max=s["max"])
     return row
 
