@@ -181,7 +181,7 @@ class FigureSpecError(ValueError):
 SERIES_METRICS = ("goodput_bps", "tx_bps", "sojourn_mean", "drops", "backlog_max")
 _COMMON = {
     "type", "name", "title", "experiment", "where", "group", "facet", "xlim", "ylim",
-    "xlabel", "ylabel", "x_scale", "x_unit", "y_scale", "y_unit", "logx", "logy", "width", "height",
+    "xlabel", "ylabel", "x_scale", "x_unit", "y_scale", "y_unit", "logx", "logy", "width", "height", "sharey",
 }
 _SELECT = {"of", "entity", "flow_kind", "direction", "after", "before"}
 _KEYS: dict[str, tuple[set[str], set[str]]] = {
@@ -464,6 +464,9 @@ def _new_figure(ctx: _Ctx, nrows: int = 1, ncols: int = 1, sharey: bool = False,
     w = float(ctx.get("width", max(5.5, 4.2 * ncols)))
     h = float(ctx.get("height", max(3.6, 3.1 * nrows)))
     fig = Figure(figsize=(w, h), layout="constrained")
+    # `sharey = false` in a spec gives each facet its own y range (facets whose values
+    # differ by orders of magnitude, e.g. per-flow goodput on 100/100 vs 10/1 links)
+    sharey = bool(ctx.get("sharey", sharey)) and ncols * nrows > 1
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=sharey, sharex=sharex)
     return fig, axes
 
@@ -755,16 +758,16 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
             t = wide.index.to_numpy(dtype=float)
             ax.plot(t, mean, color=colors[g], label=None if g is None else f"{g} (n={wide.shape[1]})", linewidth=1.3)
             if spec.get("band", True) and wide.shape[1] > 1:
-                lo = mean - half
+                # the 95 % CI of the mean, clipped to the range the repetitions span in
+                # that bin: with 2-3 repetitions the t interval (t = 12.7 / 4.3) reaches far
+                # beyond any observed value (negative goodput, an RTT below the base, or
+                # off a log axis)
                 vals = wide.to_numpy(dtype=float)
-                if np.nanmin(vals) >= 0:
-                    # a quantity that cannot be negative: the band stops at 0, and on a log
-                    # axis (where 0 is off the chart) at the smallest repetition's value
-                    with np.errstate(all="ignore"), warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)
-                        floor = np.nanmin(vals, axis=1) * sc if spec.get("logy") else np.zeros_like(lo)
-                    lo = np.maximum(lo, floor)
-                ax.fill_between(t, lo, mean + half, color=colors[g], alpha=0.15, linewidth=0)
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    lo = np.maximum(mean - half, np.nanmin(vals, axis=1) * sc)
+                    hi_band = np.minimum(mean + half, np.nanmax(vals, axis=1) * sc)
+                ax.fill_between(t, lo, hi_band, color=colors[g], alpha=0.15, linewidth=0)
             drawn += 1
         if not drawn:
             _no_data(ax, f"no {metric!r}")

@@ -137,23 +137,30 @@ def test_timeseries_is_the_pointwise_mean_over_repetitions():
     assert "n=2" in line.get_label()
 
 
-def test_timeseries_band_of_a_nonnegative_metric_stays_on_the_chart():
-    """Two repetitions give a t interval (t = 12.7) that reaches below zero: the band stops
-    at 0, and on a log axis at the smaller repetition's value of the bin."""
+def test_timeseries_band_stays_within_the_repetitions_range():
+    """Two repetitions give a t interval (t = 12.7) far wider than the two values: the band
+    is the CI clipped to the range the repetitions span in each bin, so it never shows a
+    negative delay or leaves a log axis."""
     st = _samples_store()
+    s = st.samples
+    per_bin = [[s[(s.run_id == r) & (s.t >= t0) & (s.t < t0 + 0.5)]["value"].mean() * 1e3 for r in ("a", "b")]
+               for t0 in (0, 0.5, 1.0, 1.5)]
     for logy in (False, True):
         fig = plots.figure(st, {"type": "timeseries", "metric": "owd", "bin": 0.5, "logy": logy})
         ax = fig.axes[0]
-        mean = ax.lines[0].get_ydata()
         (band,) = [c for c in ax.collections if c.__class__.__name__ in ("PolyCollection", "FillBetweenPolyCollection")]
         ys = band.get_paths()[0].vertices[:, 1]
-        s = st.samples
-        floor = 0.0
-        if logy:
-            floor = min(min(s[(s.run_id == r) & (s.t >= t0) & (s.t < t0 + 0.5)]["value"].mean() for r in ("a", "b"))
-                        for t0 in (0, 0.5, 1.0, 1.5)) * 1e3
-        assert ys.min() >= floor - 1e-9
-        assert ys.min() <= mean.min()
+        assert ys.min() == pytest.approx(min(min(v) for v in per_bin))
+        assert ys.max() == pytest.approx(max(max(v) for v in per_bin))
+
+
+def test_sharey_false_gives_each_facet_its_own_range(synth, synth_study):
+    e = synth_study.experiment("rrul")
+    spec = {"type": "bar", "y": "induced_latency", "x": "qdisc", "facet": "link"}
+    shared = plots.figure(synth, spec, e)
+    own = plots.figure(synth, {**spec, "sharey": False}, e)
+    assert len({a.get_ylim() for a in shared.axes}) == 1
+    assert len({a.get_ylim() for a in own.axes}) == len(own.axes) > 1
 
 
 def test_timeseries_sum_of_flows_from_series(synth, synth_study):
