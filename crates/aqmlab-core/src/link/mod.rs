@@ -546,15 +546,12 @@ impl Link {
             debug_assert!(none.is_none(), "owed dequeue found a packet");
         }
         pkt.enqueued_at = now;
-        if !self.txdone_pending && now >= self.busy_until {
-            if let AnyQdisc::Fifo(f) = &mut self.qdisc {
-                // fast path: an empty FIFO and a free serialiser — the packet would be
-                // dequeued at once, so skip the queue (same stats, same backlog record)
-                if f.pass_through(&pkt) {
-                    self.stats.bin_backlog_max.max(now, 1.0);
-                    return self.transmit_lazy(pkt, now, ev);
-                }
-            }
+        // fast path: a free serialiser would dequeue the packet at once; a qdisc that
+        // can say so (`Qdisc::pass_through`: an empty FIFO) lets it skip the queue (same
+        // stats, same backlog record)
+        if !self.txdone_pending && now >= self.busy_until && self.qdisc.pass_through(&pkt, now) {
+            self.stats.bin_backlog_max.max(now, 1.0);
+            return self.transmit_lazy(pkt, now, ev);
         }
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
         let backlog = self.qdisc.len() as f64;

@@ -80,13 +80,13 @@ impl Fifo {
     }
 }
 
-impl Fifo {
+impl Qdisc for Fifo {
     /// An arrival that finds the queue empty and the link free to send it at once: counts
     /// the enqueue and the dequeue the link would make right after, without moving the
-    /// packet through the queue (the link's lazy-wire fast path). False (nothing done)
-    /// unless the queue is empty and the packet fits.
+    /// packet through the queue. False (nothing done) unless the queue is empty and the
+    /// packet fits.
     #[inline]
-    pub(crate) fn pass_through(&mut self, pkt: &Packet) -> bool {
+    fn pass_through(&mut self, pkt: &Packet, _now: SimTime) -> bool {
         if !self.q.is_empty() {
             return false;
         }
@@ -101,9 +101,7 @@ impl Fifo {
         self.stats.on_dequeue(pkt);
         true
     }
-}
 
-impl Qdisc for Fifo {
     fn enqueue(&mut self, pkt: Packet, _now: SimTime, out: &mut QdiscOut) -> Verdict {
         let full = match self.limit {
             Limit::Packets(n) => self.q.len() >= n as usize,

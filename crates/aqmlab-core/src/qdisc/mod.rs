@@ -304,6 +304,16 @@ pub trait Qdisc {
     fn trace_vars(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Fast path for a link that would dequeue an arriving packet at once (the lazy wire
+    /// with a free serialiser): if the result is exactly `enqueue(pkt, now)` followed by a
+    /// `dequeue(now)` that returns `pkt` unchanged, count both and return true; the
+    /// packet then bypasses the queue. False (nothing done) otherwise. The default never
+    /// takes the fast path; a qdisc may implement it only when an enqueue and dequeue on
+    /// its empty queue change nothing but its stats (checked for every qdisc in
+    /// `proptests.rs`).
+    fn pass_through(&mut self, _pkt: &Packet, _now: SimTime) -> bool {
+        false
+    }
     /// Statistics before this instant are warm-up (the qdisc's own summaries skip them).
     fn set_warmup(&mut self, _t: SimTime) {}
     /// Qdisc-specific summary metrics (e.g. DualPI2's per-queue sojourn), reported
@@ -406,6 +416,10 @@ macro_rules! qdisc_registry {
             }
             fn trace_vars(&self) -> &'static [&'static str] {
                 match self { $( AnyQdisc::$variant(q) => q.trace_vars(), )* }
+            }
+            #[inline]
+            fn pass_through(&mut self, pkt: &Packet, now: SimTime) -> bool {
+                match self { $( AnyQdisc::$variant(q) => q.pass_through(pkt, now), )* }
             }
             fn set_warmup(&mut self, t: SimTime) {
                 match self { $( AnyQdisc::$variant(q) => q.set_warmup(t), )* }

@@ -219,6 +219,63 @@ fn run(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+fn build(case: &Case) -> AnyQdisc {
+    let cfg: QdiscConfig = toml::from_str(case.toml).unwrap();
+    cfg.build(BuildCtx {
+        rate: Rate::from_bps(10_000_000),
+        mtu: 1500,
+        overhead: 14,
+        rng: Rng::stream(7, "qdisc", 0),
+    })
+}
+
+/// The `Qdisc::pass_through` contract: two copies of a case see the same operations; at
+/// every arrival copy `a` offers the fast path, and where it is taken copy `b` enqueues
+/// and dequeues at once and must get the same packet back, unchanged; elsewhere both
+/// enqueue. Stats, drops and every later dequeue must agree. Returns how often the fast
+/// path was taken.
+fn run_pass_through(case: &Case, ops: &[Op]) -> Result<u64, TestCaseError> {
+    let (mut a, mut b) = (build(case), build(case));
+    let (mut oa, mut ob) = (QdiscOut::new(false), QdiscOut::new(false));
+    let mut now = SimTime::ZERO;
+    let mut taken = 0;
+    for (i, op) in ops.iter().enumerate() {
+        let ctx = || format!("{} op {i} {op:?}", case.name);
+        match *op {
+            Op::Enqueue { flow, size, ect } => {
+                let p = Packet {
+                    uid: i as u64,
+                    flow: flow as u32,
+                    size: size as u32,
+                    hash: flow_hash(flow as u32, 0, 1),
+                    enqueued_at: now,
+                    ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
+                    ..Default::default()
+                };
+                if a.pass_through(&p, now) {
+                    taken += 1;
+                    prop_assert_eq!(b.enqueue(p, now, &mut ob), Verdict::Enqueued, "{}", ctx());
+                    prop_assert_eq!(b.dequeue(now, &mut ob), Some(p), "{}", ctx());
+                } else {
+                    let (va, vb) = (a.enqueue(p, now, &mut oa), b.enqueue(p, now, &mut ob));
+                    prop_assert_eq!(va, vb, "{}", ctx());
+                }
+            }
+            Op::Dequeue => {
+                let (pa, pb) = (a.dequeue(now, &mut oa), b.dequeue(now, &mut ob));
+                prop_assert_eq!(pa, pb, "{}", ctx());
+            }
+            Op::Advance(us) => now += SimDuration::from_micros(us as u64),
+        }
+        prop_assert_eq!(&oa.drops, &ob.drops, "{}", ctx());
+        oa.drops.clear();
+        ob.drops.clear();
+        prop_assert_eq!(a.stats(), b.stats(), "{}", ctx());
+        prop_assert_eq!(a.len(), b.len(), "{}", ctx());
+    }
+    Ok(taken)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
     #[test]
@@ -227,6 +284,35 @@ proptest! {
             run(case, &ops)?;
         }
     }
+
+    #[test]
+    fn pass_through_equals_enqueue_then_dequeue(ops in prop::collection::vec(op(), 1..200)) {
+        for case in CASES {
+            run_pass_through(case, &ops)?;
+        }
+    }
+}
+
+/// The fast path is taken where it should be (an empty FIFO), so the equivalence
+/// property above is not vacuous.
+#[test]
+fn pass_through_is_taken_by_fifo() {
+    let ops: Vec<Op> = (0..10)
+        .flat_map(|_| {
+            [
+                Op::Enqueue {
+                    flow: 1,
+                    size: 1500,
+                    ect: false,
+                },
+                Op::Advance(2000),
+                Op::Dequeue,
+            ]
+        })
+        .collect();
+    let case = |n| CASES.iter().find(|c| c.name == n).unwrap();
+    assert_eq!(run_pass_through(case("fifo"), &ops).unwrap(), 10);
+    assert_eq!(run_pass_through(case("bfifo"), &ops).unwrap(), 10);
 }
 
 /// The property harness is only useful if the sequences reach the AQMs' drop and mark
