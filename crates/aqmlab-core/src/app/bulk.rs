@@ -35,6 +35,10 @@ pub struct BulkConfig {
 }
 
 impl BulkConfig {
+    /// Load on the network, for the resource model: TCP.
+    pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
+        super::LoadProfile::tcp(env, &self.tcp)
+    }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {
             name: "bytes",

@@ -31,6 +31,17 @@ pub struct CbrConfig {
 }
 
 impl CbrConfig {
+    /// Load on the network, for the resource model: `rate` in packets of `size`, a
+    /// delay sample each with `record_delay`, no reverse traffic.
+    pub fn load_profile(&self, _env: &AppEnv) -> super::LoadProfile {
+        super::LoadProfile {
+            fixed_pps: Some(self.rate.0 as f64 / (8.0 * self.size.max(1) as f64)),
+            reverse_per_pkt: 0.0,
+            samples_per_pkt: if self.record_delay { 1.0 } else { 0.0 },
+            fwd_bytes: Some(self.size as f64),
+            rev_bytes: 0.0,
+        }
+    }
     pub const PARAMS: &'static [crate::params::ParamDoc] = &[
         crate::params::ParamDoc {
             name: "rate",

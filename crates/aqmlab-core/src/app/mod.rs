@@ -4,7 +4,8 @@
 //!
 //! ## Adding a workload
 //! Write `app/NAME.rs` with a config struct (serde, `deny_unknown_fields`, documented
-//! defaults, a `validate`), the application implementing [`Application`], and tests; then
+//! defaults, a `validate`, a `load_profile` for the resource model), the application
+//! implementing [`Application`], and tests; then
 //! add one arm to `workload_registry!` below. `tests/defaults.rs` checks the `PARAMS`
 //! defaults against the serde defaults (`required` for a key without one).
 
@@ -228,6 +229,11 @@ macro_rules! workload_registry {
             pub fn validate(&self, field: &str, env: &AppEnv) -> Result<(), ScenarioError> {
                 match self { $( AppConfig::$variant(c) => c.validate(field, env), )* }
             }
+            /// The load this workload puts on the network (an upper bound per packet),
+            /// for the resource model: each kind's `load_profile`.
+            pub fn load_profile(&self, env: &AppEnv) -> LoadProfile {
+                match self { $( AppConfig::$variant(c) => c.load_profile(env), )* }
+            }
             /// Whether packets must be able to travel back from `to` to `from`.
             pub fn needs_reverse_path(&self) -> bool {
                 match self { $( AppConfig::$variant(_) => $rev, )* }
@@ -347,56 +353,24 @@ pub struct LoadProfile {
     pub rev_bytes: f64,
 }
 
-impl AppConfig {
-    /// The load this workload puts on the network (an upper bound per packet).
-    pub fn load_profile(&self, env: &AppEnv) -> LoadProfile {
-        let tcp = |o: &crate::tcp::TcpOptions| {
-            // cwnd, ssthresh, srtt (rto only on timeouts): at most 3 per ACK
-            let trace = env.tcp.merged(o).trace.unwrap_or(false);
-            LoadProfile {
-                fixed_pps: None,
-                reverse_per_pkt: 0.5,
-                samples_per_pkt: if trace { 1.5 } else { 0.0 },
-                fwd_bytes: None,
-                rev_bytes: 52.0, // an ACK with the timestamp option
-            }
-        };
-        let per_sec = |d: crate::units::DurationSpec| 1e9 / d.0.as_nanos().max(1) as f64;
-        match self {
-            AppConfig::Bulk(c) => tcp(&c.tcp),
-            AppConfig::Rrul(c) | AppConfig::RrulBe(c) => tcp(&c.tcp),
-            AppConfig::Web(c) => tcp(&c.tcp),
-            AppConfig::Wrt(c) => tcp(&c.tcp),
-            AppConfig::WebUsers(c) => tcp(&c.tcp),
-            AppConfig::Has(c) => tcp(&c.tcp),
-            AppConfig::Voip(c) => LoadProfile {
-                fixed_pps: Some(per_sec(c.interval)),
-                reverse_per_pkt: 0.0,
-                samples_per_pkt: 1.0,
-                fwd_bytes: Some(c.size as f64),
-                rev_bytes: 0.0,
-            },
-            AppConfig::Cbr(c) => LoadProfile {
-                fixed_pps: Some(c.rate.0 as f64 / (8.0 * c.size.max(1) as f64)),
-                reverse_per_pkt: 0.0,
-                samples_per_pkt: if c.record_delay { 1.0 } else { 0.0 },
-                fwd_bytes: Some(c.size as f64),
-                rev_bytes: 0.0,
-            },
-            AppConfig::Ping(c) => LoadProfile {
-                fixed_pps: Some(per_sec(c.interval)),
-                reverse_per_pkt: 1.0,
-                samples_per_pkt: 3.0,
-                fwd_bytes: Some(c.size as f64),
-                rev_bytes: c.size as f64,
-            },
-            AppConfig::UdpRr(c) => LoadProfile {
-                fixed_pps: Some(per_sec(c.interval)),
-                reverse_per_pkt: 1.0,
-                samples_per_pkt: 3.0,
-                fwd_bytes: Some(c.size as f64),
-                rev_bytes: c.size as f64,
-            },
+impl LoadProfile {
+    /// A TCP-based workload with the flow's `tcp = { ... }` options `o` over the
+    /// scenario's `[tcp]`: full-sized segments, an ACK (with timestamps) per two
+    /// segments, and with `trace` on cwnd, ssthresh, srtt samples (rto only on
+    /// timeouts): at most 3 per ACK.
+    pub fn tcp(env: &AppEnv, o: &crate::tcp::TcpOptions) -> LoadProfile {
+        let trace = env.tcp.merged(o).trace.unwrap_or(false);
+        LoadProfile {
+            fixed_pps: None,
+            reverse_per_pkt: 0.5,
+            samples_per_pkt: if trace { 1.5 } else { 0.0 },
+            fwd_bytes: None,
+            rev_bytes: 52.0, // an ACK with the timestamp option
         }
+    }
+
+    /// Packets per second of a source sending every `interval`.
+    pub fn per_interval(interval: crate::units::DurationSpec) -> f64 {
+        1e9 / interval.0.as_nanos().max(1) as f64
     }
 }

@@ -35,6 +35,17 @@ macro_rules! probe_config {
             pub size: u32,
         }
         impl $name {
+            /// Load on the network, for the resource model: a request per interval,
+            /// a reply each, RTT and both one-way delays sampled.
+            pub fn load_profile(&self, _env: &AppEnv) -> super::LoadProfile {
+                super::LoadProfile {
+                    fixed_pps: Some(super::LoadProfile::per_interval(self.interval)),
+                    reverse_per_pkt: 1.0,
+                    samples_per_pkt: 3.0,
+                    fwd_bytes: Some(self.size as f64),
+                    rev_bytes: self.size as f64,
+                }
+            }
             pub const PARAMS: &'static [crate::params::ParamDoc] = &[
                 crate::params::ParamDoc {
                     name: "interval",

@@ -80,6 +80,10 @@ pub struct RrulConfig {
 }
 
 impl RrulConfig {
+    /// Load on the network, for the resource model: TCP.
+    pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
+        super::LoadProfile::tcp(env, &self.tcp)
+    }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {
             name: "flows",

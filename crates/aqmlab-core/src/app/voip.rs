@@ -63,6 +63,17 @@ pub struct VoipConfig {
 }
 
 impl VoipConfig {
+    /// Load on the network, for the resource model: one packet per interval, one
+    /// one-way-delay sample each, no reverse traffic.
+    pub fn load_profile(&self, _env: &AppEnv) -> super::LoadProfile {
+        super::LoadProfile {
+            fixed_pps: Some(super::LoadProfile::per_interval(self.interval)),
+            reverse_per_pkt: 0.0,
+            samples_per_pkt: 1.0,
+            fwd_bytes: Some(self.size as f64),
+            rev_bytes: 0.0,
+        }
+    }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc { name: "size", default: "200", doc: "IP packet size in bytes (G.711 20 ms: 160 voice + 12 RTP + 8 UDP + 20 IP); DOCSIS study: 238" },
         ParamDoc { name: "interval", default: "20ms", doc: "packetisation interval" },

@@ -117,6 +117,10 @@ pub struct WebConfig {
 }
 
 impl WebConfig {
+    /// Load on the network, for the resource model: TCP.
+    pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
+        super::LoadProfile::tcp(env, &self.tcp)
+    }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {
             name: "page",

@@ -103,6 +103,10 @@ pub struct WebUsersConfig {
 }
 
 impl WebUsersConfig {
+    /// Load on the network, for the resource model: TCP.
+    pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
+        super::LoadProfile::tcp(env, &self.tcp)
+    }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {
             name: "page_interval",
