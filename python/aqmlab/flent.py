@@ -1,6 +1,6 @@
 """Export runs as Flent data files (``*.flent.gz``) that the real ``flent`` tool loads
 and plots: ``flent -i FILE`` draws the test's default plot (:data:`FLENT_PLOTS`:
-``all_scaled`` for ``rrul_be``/``voip-rrul``/``http-rrul``, ``totals`` for
+``all_scaled`` for ``rrul``/``rrul_be``/``voip-rrul``/``http-rrul``, ``totals`` for
 ``http-1up``, ``http_delay`` for ``http`` …; ``-p all_scaled`` exists only for the
 RRUL-based tests), and ``flent -i A -i B … -p box_combine`` compares runs. Both a study
 store and a single ``aqmlab run --out DIR`` result export (:func:`export_flent_run`).
@@ -16,6 +16,7 @@ test is recognised from each run's flows (``kind`` and direction: flows sent by
 flows of the run                              Flent test
 ============================================  ==============
 TCP ``bulk`` up and down + latency probes     ``rrul_be``
+… with probes named ``*.udp_ef`` (``rrul``)    ``rrul``
 … + a ``voip`` flow                           ``voip-rrul``
 … + a web client                              ``http-rrul``
 ``voip`` + one upstream ``bulk``              ``voip-1up``
@@ -37,6 +38,13 @@ Series (names and units as in Flent's test configurations)
   line and the file's NOTE says so); computed ``TCP upload avg``/``sum``,
   ``TCP download avg``/``sum`` and ``TCP totals``. In ``voip-1up``/``http-1up`` the
   single flow is ``TCP upload``.
+- ``rrul`` (aqmlab's DSCP-marked ``kind = "rrul"``): ``TCP upload BE``, ``… BK``,
+  ``… CS5``, ``… EF`` (``tcp_up0`` … ``tcp_up3``, the classes in Flent's order) and the
+  same for download; probes ``Ping (ms) UDP EF``, ``UDP BK``, ``UDP BE`` and ``ICMP``.
+- ``rrul_be`` with one UDP probe (``udp_probes = 1``) is written as Flent's
+  ``rrul_be_nflows`` (see :func:`flent_conf_for`): ``TCP upload BE::1`` … ``::4``,
+  ``TCP download BE::1`` …, ``Ping (ms) UDP BE``, ``Ping (ms) ICMP``, and the test
+  parameters ``upload_streams``/``download_streams``.
 - ``Ping (ms) UDP BE1``, ``UDP BE2``, ``UDP BE3`` (``udp_rr`` probes) and
   ``Ping (ms) ICMP`` (``ping`` probes), RTT in ms from the ``rtt`` samples;
   ``Ping (ms) avg``.
@@ -81,15 +89,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["export_flent", "export_flent_run", "flent_test_for", "run_to_flent", "FLENT_TESTS", "FLENT_PLOTS"]
+__all__ = ["export_flent", "export_flent_run", "flent_conf_for", "flent_test_for", "run_to_flent", "FLENT_TESTS", "FLENT_PLOTS"]
 
-FLENT_TESTS = ("rrul_be", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http")
+FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http")
 #: Each test's default plot in Flent 2.3 (``DEFAULTS['PLOT']`` of its ``tests/*.conf``):
 #: what ``flent -i FILE`` draws without ``-p``. ``all_scaled`` exists only in the tests
 #: that include ``rrul_be.conf`` (``rrul_be``, ``voip-rrul``, ``http-rrul``).
-FLENT_PLOTS = {"rrul_be": "all_scaled", "voip-rrul": "totals_loss", "http-rrul": "totals_delay",
+FLENT_PLOTS = {"rrul": "all_scaled", "rrul_be": "all_scaled", "rrul_be_nflows": "all_scaled", "voip-rrul": "totals_loss", "http-rrul": "totals_delay",
                "voip-1up": "totals_loss", "voip": "voip_delay", "http-1up": "totals", "http": "http_delay"}
 PROBE_KINDS = ("ping", "udp_rr")
+#: Flent ``rrul``'s classes: the TCP flows of each direction in order (aqmlab's
+#: ``NAME.tcp_up0`` … ``tcp_up3``) and the UDP probes by aqmlab suffix.
+RRUL_TCP_CLASSES = ("BE", "BK", "CS5", "EF")
+RRUL_UDP_SERIES = {"udp_ef": "Ping (ms) UDP EF", "udp_bk": "Ping (ms) UDP BK", "udp_be": "Ping (ms) UDP BE"}
 WEB_KINDS = ("web", "web_page", "http")
 STEP = 0.2
 FILEFORMAT_VERSION = 4  # Flent's resultset.FILEFORMAT_VERSION
@@ -116,7 +128,11 @@ def flent_test_for(flows: pd.DataFrame) -> str | None:
         return "voip-rrul" if rrul else "voip-1up" if (up == 1 and down == 0) else "voip" if up + down == 0 else None
     if web:
         return "http-rrul" if rrul else "http-1up" if (up == 1 and down == 0) else "http" if up + down == 0 else None
-    return "rrul_be" if rrul else None
+    if not rrul:
+        return None
+    # Flent's real rrul: aqmlab's `rrul` names its UDP probes by class (NAME.udp_ef …)
+    udp_names = flows.loc[kinds == "udp_rr", "name"].astype(str)
+    return "rrul" if bool(udp_names.str.endswith(".udp_ef").any()) else "rrul_be"
 
 
 def _grid_values(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> list:
@@ -199,10 +215,20 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
     gp = series[(series["kind"] == "flow") & (series["metric"] == "goodput_bps")] if len(series) else series
     width = _bin(gp) if len(gp) else 0.0  # unused when there is no goodput series
     single = test in ("voip-1up", "http-1up")
+    marked = test == "rrul"
+    nflows = test == "rrul_be_nflows"
+    tcp_keys: list[str] = []
     for d, word in (("up", "upload"), ("down", "download")):
         bulk = flows[(kinds == "bulk") & (dirs == d)].sort_values("name")
         for i, (_, f) in enumerate(bulk.iterrows()):
-            name = f"TCP {word}" if single else f"TCP {word} BE" + ("" if i == 0 else str(i + 1))
+            if marked:  # rrul: "TCP upload BE", "… BK", "… CS5", "… EF" (more flows: BE2 …)
+                k = len(RRUL_TCP_CLASSES)
+                name = f"TCP {word} {RRUL_TCP_CLASSES[i % k]}" + ("" if i < k else str(i // k + 1))
+            elif nflows:  # rrul_be_nflows: the duplicates "TCP upload BE::1" …
+                name = f"TCP {word} BE::{i + 1}"
+            else:
+                name = f"TCP {word}" if single else f"TCP {word} BE" + ("" if i == 0 else str(i + 1))
+            tcp_keys.append(name)
             s = gp[gp["entity"].astype(str) == str(f["name"])] if len(gp) else gp
             if len(s):
                 s = s.sort_values("t")
@@ -213,21 +239,27 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
                     notes.append("flat")
     if not single:
         for word in ("upload", "download"):
-            parts = [k for k in results if k.startswith(f"TCP {word} BE")]
+            parts = [k for k in tcp_keys if k.startswith(f"TCP {word} ")]
             computed(f"TCP {word} avg", parts, "avg", "Mbits/s")
             computed(f"TCP {word} sum", parts, "sum", "Mbits/s")
-        computed("TCP totals", [k for k in results if k.startswith("TCP ") and " BE" in k], "sum", "Mbits/s")
+        computed("TCP totals", list(tcp_keys), "sum", "Mbits/s")
 
     rtt = samples[(samples["kind"] == "flow") & (samples["metric"] == "rtt")] if len(samples) else samples
     udp = flows[kinds == "udp_rr"].sort_values("name")
     icmp = flows[kinds == "ping"].sort_values("name")
-    for names, fl in ((lambda i: f"Ping (ms) UDP BE{i + 1}", udp), (lambda i: "Ping (ms) ICMP" + ("" if i == 0 else str(i + 1)), icmp)):
+    def udp_series(i: int, f: pd.Series) -> str:
+        suffix = str(f["name"]).rsplit(".", 1)[-1]
+        if marked and suffix in RRUL_UDP_SERIES:
+            return RRUL_UDP_SERIES[suffix]
+        return "Ping (ms) UDP BE" if nflows else f"Ping (ms) UDP BE{i + 1}"
+
+    for names, fl in ((udp_series, udp), (lambda i, f: "Ping (ms) ICMP" + ("" if i == 0 else str(i + 1)), icmp)):
         for i, (_, f) in enumerate(fl.iterrows()):
             s = rtt[rtt["entity"].astype(str) == str(f["name"])].sort_values("t") if len(rtt) else rtt
             if len(s):
                 seq = [{"seq": j} for j in range(len(s))]
-                add(names(i), s["t"].to_numpy(float), s["value"].to_numpy(float) * 1e3, "ms", extra=seq)
-    if test in ("rrul_be", "voip-rrul", "http-rrul"):
+                add(names(i, f), s["t"].to_numpy(float), s["value"].to_numpy(float) * 1e3, "ms", extra=seq)
+    if test in ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul"):
         computed("Ping (ms) avg", [k for k in results if k.startswith("Ping (ms)") and k != "Ping (ms) avg"], "avg", "ms")
 
     if test.startswith("voip"):
@@ -277,6 +309,10 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
             if len(s):
                 add("HTTP latency", s["t"].to_numpy(float), s["value"].to_numpy(float) * 1e3, "ms")
 
+    test_params = dict(params)
+    if nflows:  # rrul_be_nflows.conf reads the stream counts from its test parameters
+        test_params["upload_streams"] = str(int(((kinds == "bulk") & (dirs == "up")).sum()))
+        test_params["download_streams"] = str(int(((kinds == "bulk") & (dirs == "down")).sum()))
     title = " ".join(f"{k}={params[k]}" for k in keys) + f" rep={int(run['repetition']) + 1}"
     note = f"aqmlab study {study_name!r}, experiment {run['experiment']!r}, run {run['run_id']}, seed {int(run['seed'])}"
     if notes:
@@ -299,7 +335,7 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
             "HOSTS": ["server0"],
             "LOCAL_HOST": "aqmlab",
             "IP_VERSION": 4,
-            "TEST_PARAMETERS": dict(params),
+            "TEST_PARAMETERS": test_params,
             "SERIES_META": meta,
             "FAILED_RUNNERS": 0,
             "DATA_FILENAME": "",
@@ -396,11 +432,24 @@ _FLENT_COLUMNS = {"flows": None, "samples": ["kind", "entity", "metric", "t", "v
                   "series": ["kind", "entity", "metric", "t", "value"]}
 
 
+def flent_conf_for(test: str, flows: pd.DataFrame) -> str:
+    """The Flent test file a run exports as: `test`, except that an all-best-effort RRUL
+    with a single UDP probe (``udp_probes = 1``, the Flent of 2014) is written as
+    ``rrul_be_nflows``, whose one ``Ping (ms) UDP BE`` series matches it; Flent's
+    ``rrul_be.conf`` names all three of its UDP probes "UDP BE1" and lists them in the
+    legend even when the file has only one."""
+    if test == "rrul_be" and len(flows) and int((flows["kind"].astype(str) == "udp_rr").sum()) == 1:
+        return "rrul_be_nflows"
+    return test
+
+
 def _write_flent(out: pathlib.Path, run: pd.Series, f: pd.DataFrame, samples: pd.DataFrame, series: pd.DataFrame,
                  test: str, t0: datetime.datetime, study: Any, axis_orders: dict, reps_width: int) -> pathlib.Path:
+    test = flent_conf_for(test, f)
     obj = run_to_flent(run, f, samples, series, test, t0,
                        getattr(study, "name", ""), axis_orders.get(run["experiment"]))
-    params = obj["metadata"]["TEST_PARAMETERS"]
+    # the run's axis values name the file (not the stream counts rrul_be_nflows adds)
+    params = {k: v for k, v in obj["metadata"]["TEST_PARAMETERS"].items() if k not in ("upload_streams", "download_streams")}
     keys = sorted(params, key=lambda k: (k != "qdisc", axis_orders.get(run["experiment"], []).index(k) if k in axis_orders.get(run["experiment"], []) else 99, k))
     group = "_".join(_sanitise(params[k]) for k in keys) or "run"
     if group.isdigit():

@@ -1344,7 +1344,15 @@ def _study_of(store: Any, study: Any):
     text = getattr(store, "study_text", "")
     if study is None and text:
         quick = bool(getattr(store, "provenance", {}).get("quick", False))
-        return parse_study(text, quick=quick, source="study.toml (from the store)")
+        parsed = parse_study(text, quick=quick, source="study.toml (from the store)")
+        if any(e.optional for e in parsed.experiments):
+            # optional experiments (variants run with --only) count when the store has runs of them
+            try:
+                present = set(store.runs["experiment"].astype(str))
+            except Exception:  # no runs table yet: the default experiments only
+                present = set()
+            parsed = parsed.without([e.name for e in parsed.experiments if e.optional and e.name not in present])
+        return parsed
     if isinstance(study, str):
         from aqmlab.study import load_study
 

@@ -49,6 +49,8 @@ A study file is TOML and is data only (loading one never executes code)::
       keep_samples = true        # store time-stamped samples (probe RTTs, VoIP delays); default true
       flent = "rrul_be"          # Flent test for `aqmlab export --flent` (default: recognised
                                  # from the flows; "none" = never export); see aqmlab.flent
+      optional = false           # true: a variant that runs only when named with --only
+                                 # (e.g. the residential study's DSCP-marked RRUL)
 
       [[experiment.figure]]
       type = "ellipse"           # see aqmlab.plots for the types and their keys
@@ -186,6 +188,8 @@ class Experiment:
     #: quick mode: longest run duration in seconds (applied after axes and overrides)
     cap: float | None = None
     flent: str | None = None
+    #: a variant outside the default run: it runs only when ``--only`` names it
+    optional: bool = False
 
     def combinations(self) -> list[dict[str, str]]:
         labels = [[v.label for v in a.values] for a in self.axes]
@@ -236,7 +240,7 @@ class Study:
     def runs(self, only: list[str] | None = None) -> list[RunSpec]:
         out = []
         for e in self.experiments:
-            if only and e.name not in only:
+            if (only and e.name not in only) or (not only and e.optional):
                 continue
             for params in e.combinations():
                 scen = e.scenario(params)
@@ -250,10 +254,12 @@ class Study:
         finding is kept when its ``check`` names a kept experiment (or the study has one
         experiment and the check names none) or its ``see`` names a figure or table of
         one; plain-text findings describe the whole study and are left out. With
-        `only` empty or None the study itself is returned."""
+        `only` empty or None the study without its ``optional`` experiments is returned
+        (the study itself when it has none)."""
         if not only:
-            return self
-        keep = [e for e in self.experiments if e.name in only]
+            return self.without([e.name for e in self.experiments if e.optional])
+        # a named optional experiment runs like any other in the restricted study
+        keep = [dataclasses.replace(e, optional=False) for e in self.experiments if e.name in only]
         names = {e.name for e in keep}
         outputs = set()
         for e in keep:
@@ -271,6 +277,16 @@ class Study:
             if exp in names or f.get("see") in outputs:
                 found.append(f)
         return dataclasses.replace(self, experiments=keep, findings=found)
+
+    def without(self, names: list[str]) -> Study:
+        """This study without the experiments in `names` and the findings whose check
+        names one of them (the study itself when `names` is empty)."""
+        if not names:
+            return self
+        drop = set(names)
+        found = [f for f in self.findings
+                 if not (isinstance(f, dict) and isinstance(f.get("check"), dict) and f["check"].get("experiment") in drop)]
+        return dataclasses.replace(self, experiments=[e for e in self.experiments if e.name not in drop], findings=found)
 
     def experiment(self, name: str) -> Experiment:
         for e in self.experiments:
@@ -335,7 +351,13 @@ def _cap_durations(doc: dict, cap: float) -> dict:
     return out
 
 
-FLENT_TESTS = ("rrul_be", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "none")
+FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "none")
+
+
+def _bool(v: Any, key: str) -> bool:
+    if not isinstance(v, bool):
+        raise StudyError(f"{key}: expected true or false, got {v!r}")
+    return v
 
 
 def _flent_test(v: Any, key: str) -> str | None:
@@ -392,7 +414,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     names = set()
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
-        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent", "quick_duration"}
+        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent", "quick_duration", "optional"}
         bad = set(e) - ok
         if bad:
             raise StudyError(f"{key}: unknown key(s) {sorted(bad)} (allowed: {', '.join(sorted(ok))})")
@@ -435,6 +457,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 keep_series=bool(e.get("keep_series", False)),
                 keep_samples=bool(e.get("keep_samples", True)),
                 flent=_flent_test(e.get("flent"), f"{key}.flent"),
+                optional=_bool(e.get("optional", False), f"{key}.optional"),
             )
         )
     return Study(

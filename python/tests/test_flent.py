@@ -54,7 +54,8 @@ def test_files_names_and_grouping(exported, synth):
     r = synth.runs
     assert len(exported) == int((r.experiment == "rrul").sum() + (r.experiment == "voip").sum())
     names = {p.name for p in exported}
-    assert "rrul_be-rrul-fq_codel_10_1-01.flent.gz" in names and "rrul_be-rrul-fifo_10_10-03.flent.gz" in names
+    # the synthetic RRUL has one UDP probe: Flent's rrul_be_nflows (see flent_conf_for)
+    assert "rrul_be_nflows-rrul-fq_codel_10_1-01.flent.gz" in names and "rrul_be_nflows-rrul-fifo_10_10-03.flent.gz" in names
     assert "voip-1up-voip-fifo-02.flent.gz" in names
     for p in exported:
         d = _load(p)
@@ -62,19 +63,20 @@ def test_files_names_and_grouping(exported, synth):
 
 
 def test_rrul_file_contents(exported, synth):
-    p = next(p for p in exported if p.name == "rrul_be-rrul-codel_10_10-02.flent.gz")
+    p = next(p for p in exported if p.name == "rrul_be_nflows-rrul-codel_10_10-02.flent.gz")
     d = _load(p)
     md = d["metadata"]
-    assert d["version"] == 4 and md["NAME"] == "rrul_be" and md["STEP_SIZE"] == 0.2
-    assert md["TITLE"] == "qdisc=codel link=10/10 rep=2" and md["TEST_PARAMETERS"] == {"qdisc": "codel", "link": "10/10"}
+    assert d["version"] == 4 and md["NAME"] == "rrul_be_nflows" and md["STEP_SIZE"] == 0.2
+    assert md["TITLE"] == "qdisc=codel link=10/10 rep=2"
+    assert md["TEST_PARAMETERS"] == {"qdisc": "codel", "link": "10/10", "upload_streams": "4", "download_streams": "4"}
     assert md["T0"] == "2026-01-02T03:04:05.000000Z" and md["LENGTH"] == pytest.approx(30.0)
-    want = {f"TCP upload BE{s}" for s in ("", "2", "3", "4")} | {f"TCP download BE{s}" for s in ("", "2", "3", "4")}
+    want = {f"TCP {w} BE::{i}" for w in ("upload", "download") for i in (1, 2, 3, 4)}
     want |= {"TCP upload avg", "TCP upload sum", "TCP download avg", "TCP download sum", "TCP totals",
-             "Ping (ms) UDP BE1", "Ping (ms) ICMP", "Ping (ms) avg"}
+             "Ping (ms) UDP BE", "Ping (ms) ICMP", "Ping (ms) avg"}
     assert set(d["results"]) == want
     n = len(d["x_values"])
     assert n == 151 and all(len(v) == n for v in d["results"].values())
-    assert md["SERIES_META"]["TCP upload BE"]["UNITS"] == "Mbits/s" and md["SERIES_META"]["Ping (ms) ICMP"]["UNITS"] == "ms"
+    assert md["SERIES_META"]["TCP upload BE::1"]["UNITS"] == "Mbits/s" and md["SERIES_META"]["Ping (ms) ICMP"]["UNITS"] == "ms"
     # ping raw values are the samples in ms at absolute times
     run = synth.runs[synth.runs.run_id.isin(synth.flows.run_id)]
     rid = run[(run.experiment == "rrul") & (run.p_qdisc == "codel") & (run.p_link == "10/10") & (run.repetition == 1)].run_id.iloc[0]
@@ -87,12 +89,12 @@ def test_rrul_file_contents(exported, synth):
     i = 50  # t = 10.0 s
     assert d["x_values"][i] == pytest.approx(10.0)
     assert d["results"]["Ping (ms) ICMP"][i] == pytest.approx(np.interp(10.0, s.t, s.value * 1e3))
-    comps = [d["results"][f"TCP download BE{s}"][i] for s in ("", "2", "3", "4")]
+    comps = [d["results"][f"TCP download BE::{k}"][i] for k in (1, 2, 3, 4)]
     assert d["results"]["TCP download sum"][i] == pytest.approx(sum(comps))
     assert d["results"]["TCP download avg"][i] == pytest.approx(sum(comps) / 4)
     # goodput in Mbit/s from the flow's 1 s bins (bin 10 covers [10, 11) s, raw point at its middle)
     f = synth.series[(synth.series.run_id == rid) & (synth.series.entity == "bulk1.0") & (synth.series.t == 10.0)]
-    assert any(abs(x["t"] - t0 - 10.5) < 1e-9 and x["val"] == pytest.approx(f.value.iloc[0] / 1e6) for x in d["raw_values"]["TCP download BE"])
+    assert any(abs(x["t"] - t0 - 10.5) < 1e-9 and x["val"] == pytest.approx(f.value.iloc[0] / 1e6) for x in d["raw_values"]["TCP download BE::1"])
 
 
 def test_voip_file_recovers_losses_from_send_times(exported, synth):
@@ -149,10 +151,10 @@ def test_real_flent_plots_the_files(exported, tmp_path):
     if exe is None:
         pytest.skip("flent is not installed and scripts/install-flent.sh could not install it (no PyPI access?)")
     d = exported[0].parent
-    one = d / "rrul_be-rrul-fq_codel_10_10-01.flent.gz"
+    one = d / "rrul_be_nflows-rrul-fq_codel_10_10-01.flent.gz"
     log = _run_flent(exe, ["-i", str(one), "-p", "all_scaled", "-o", str(tmp_path / "all.png")], d)
     assert_nontrivial_png(tmp_path / "all.png", min_bytes=20_000)
-    many = sorted(d.glob("rrul_be-rrul-*_10_10-*.flent.gz"))
+    many = sorted(d.glob("rrul_be_nflows-rrul-*_10_10-*.flent.gz"))
     assert len(many) == 9
     args = [a for p in many for a in ("-i", str(p))]
     log += _run_flent(exe, [*args, "-p", "box_combine", "-o", str(tmp_path / "box.png")], d)
@@ -187,6 +189,20 @@ to = "server0"
 {extra}
 """
 UPLOAD = '[[flow]]\nkind = "bulk"\nfrom = "client1"\nto = "server1"\n'
+# Flent's real, DSCP-marked RRUL through pfifo_fast
+RRUL_MARKED = """
+[run]
+name = "rrul-marked"
+duration = "12s"
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+qdisc = { kind = "pfifo_fast", limit = 100 }
+[[flow]]
+kind = "rrul"
+from = "client0"
+to = "server0"
+"""
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +218,8 @@ def run_dirs(tmp_path_factory):
         p = base / f"{tag}.toml"
         p.write_text(WEB_ONLY.format(tag=tag, extra=extra))
         scen[tag] = p
+    scen["rrul"] = base / "rrul.toml"
+    scen["rrul"].write_text(RRUL_MARKED)
     for tag, path in scen.items():
         d = base / tag
         r = run_cli("run", path, "--out", d, "--quiet")
@@ -229,6 +247,20 @@ def test_export_of_a_single_run_dir(run_dirs):
     assert _load(run_dirs["http-1up"])["metadata"]["NAME"] == "http-1up"
 
 
+def test_marked_rrul_exports_as_flents_rrul_with_its_series(run_dirs):
+    d = _load(run_dirs["rrul"])
+    assert d["metadata"]["NAME"] == "rrul"
+    res = d["results"]
+    per_class = {f"TCP {w} {c}" for w in ("upload", "download") for c in ("BE", "BK", "CS5", "EF")}
+    probes = {"Ping (ms) UDP EF", "Ping (ms) UDP BK", "Ping (ms) UDP BE", "Ping (ms) ICMP"}
+    assert per_class | probes <= set(res)
+    assert not any("BE2" in k or "BE1" in k for k in res)
+    # the computed series sum the four classes
+    up = [d["metadata"]["SERIES_META"][f"TCP upload {c}"]["MEAN_VALUE"] for c in ("BE", "BK", "CS5", "EF")]
+    assert d["metadata"]["SERIES_META"]["TCP upload sum"]["MEAN_VALUE"] == pytest.approx(sum(up))
+    assert d["metadata"]["SERIES_META"]["TCP totals"]["MEAN_VALUE"] > sum(up)
+
+
 def test_runner_keeps_goodput_series_of_flent_runs_without_keep_series():
     from aqmlab.runner import execute_run
 
@@ -239,7 +271,7 @@ def test_runner_keeps_goodput_series_of_flent_runs_without_keep_series():
     out = execute_run(spec, [], keep_series=False, keep_samples=True)
     s = out["series"]
     assert set(s["metric"]) == {"goodput_bps"} and set(s["kind"]) == {"flow"}
-    assert {"rrul0.tcp_up0", "rrul0.tcp_down3"} <= set(s["entity"])
+    assert {"rrul_be0.tcp_up0", "rrul_be0.tcp_down3"} <= set(s["entity"])
     bulk_only = text.split("[[flow]]")[0] + '[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\n'
     out = execute_run({**spec, "scenario": bulk_only}, [], keep_series=False, keep_samples=True)
     assert "series" not in out  # no Flent test: nothing kept beyond what was asked

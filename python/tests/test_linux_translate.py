@@ -298,6 +298,17 @@ to = "server0"
     assert len(down) == 4
 
 
+def test_dscp_marks_are_refused_not_dropped_silently():
+    base = "[run]\nduration = \"10s\"\n[dumbbell]\nrate = \"10Mbit\"\n[[flow]]\nfrom = \"client0\"\nto = \"server0\"\n"
+    with pytest.raises(ScenarioError) as e:
+        _tr(base + 'kind = "rrul"\n')
+    assert e.value.field == "flow[0].kind" and "DSCP" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        _tr(base + 'kind = "bulk"\ndscp = "EF"\n')
+    assert e.value.field == "flow[0].dscp"
+    _tr(base + 'kind = "bulk"\ndscp = "BE"\n')  # best effort is what the engine sends
+
+
 # ---------------------------------------------------------------------------------------
 # parsing the guest's output
 

@@ -137,3 +137,78 @@ pub fn flow_hash(flow: FlowId, src: NodeId, dst: NodeId) -> u32 {
     x ^= x >> 31;
     (x ^ (x >> 32)) as u32
 }
+
+/// DSCP names and the `dscp` key of workloads.
+///
+/// A workload's `dscp` is a codepoint name or a number 0..63. The names are those of
+/// netperf's `-Y` option and of `iptables -j DSCP --set-dscp-class` (RFC 2474 class
+/// selectors, RFC 2597 assured forwarding, RFC 3246 expedited forwarding), plus VA
+/// (RFC 5865 voice-admit), LE (RFC 8622 lower effort), BE (= CS0, default forwarding)
+/// and BK (= CS1, the "background" class of Flent's RRUL).
+pub mod dscp {
+    /// `(name, codepoint)` of every accepted name (compared case-insensitively).
+    pub const NAMES: &[(&str, u8)] = &[
+        ("CS0", 0),
+        ("CS1", 8),
+        ("CS2", 16),
+        ("CS3", 24),
+        ("CS4", 32),
+        ("CS5", 40),
+        ("CS6", 48),
+        ("CS7", 56),
+        ("AF11", 10),
+        ("AF12", 12),
+        ("AF13", 14),
+        ("AF21", 18),
+        ("AF22", 20),
+        ("AF23", 22),
+        ("AF31", 26),
+        ("AF32", 28),
+        ("AF33", 30),
+        ("AF41", 34),
+        ("AF42", 36),
+        ("AF43", 38),
+        ("EF", 46),
+        ("VA", 44),
+        ("LE", 1),
+        ("BE", 0),
+        ("BK", 8),
+    ];
+
+    /// Best effort (CS0).
+    pub const BE: u8 = 0;
+    /// Flent's "BK" (netperf `-Y CS1`).
+    pub const CS1: u8 = 8;
+    pub const CS5: u8 = 40;
+    /// Expedited forwarding (RFC 3246).
+    pub const EF: u8 = 46;
+
+    /// The codepoint of a `dscp` value: a name of [`NAMES`] or an integer 0..63.
+    pub fn parse(v: &toml::Value) -> Result<u8, String> {
+        let allowed = || {
+            format!(
+                "allowed: {} or a number 0 to 63",
+                NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            )
+        };
+        match v {
+            toml::Value::Integer(i) if (0..=63).contains(i) => Ok(*i as u8),
+            toml::Value::Integer(i) => Err(format!("{i} is not a DSCP ({})", allowed())),
+            toml::Value::String(s) => NAMES
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
+                .map(|(_, c)| *c)
+                .ok_or_else(|| format!("'{s}' is not a DSCP name ({})", allowed())),
+            other => Err(format!(
+                "expected a DSCP name or number, got {} ({})",
+                other.type_str(),
+                allowed()
+            )),
+        }
+    }
+
+    /// The TOS byte a socket option `IP_TOS` would carry for `dscp` (ECN bits zero).
+    pub fn tos(dscp: u8) -> u8 {
+        (dscp & 0x3f) << 2
+    }
+}

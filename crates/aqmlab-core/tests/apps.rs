@@ -518,7 +518,7 @@ fn rrul(q: &str) -> RunResult {
             delay = "25ms"
             qdisc = {q}
             [[flow]]
-            kind = "rrul"
+            kind = "rrul_be"
             from = "client0"
             to = "server0"
             "#
@@ -552,18 +552,18 @@ fn rrul_expands_into_ordinary_flows() {
     assert_eq!(
         names,
         [
-            ("rrul0.tcp_up0", "bulk", "client0"),
-            ("rrul0.tcp_up1", "bulk", "client0"),
-            ("rrul0.tcp_up2", "bulk", "client0"),
-            ("rrul0.tcp_up3", "bulk", "client0"),
-            ("rrul0.tcp_down0", "bulk", "server0"),
-            ("rrul0.tcp_down1", "bulk", "server0"),
-            ("rrul0.tcp_down2", "bulk", "server0"),
-            ("rrul0.tcp_down3", "bulk", "server0"),
-            ("rrul0.udp_be1", "udp_rr", "client0"),
-            ("rrul0.udp_be2", "udp_rr", "client0"),
-            ("rrul0.udp_be3", "udp_rr", "client0"),
-            ("rrul0.icmp", "ping", "client0"),
+            ("rrul_be0.tcp_up0", "bulk", "client0"),
+            ("rrul_be0.tcp_up1", "bulk", "client0"),
+            ("rrul_be0.tcp_up2", "bulk", "client0"),
+            ("rrul_be0.tcp_up3", "bulk", "client0"),
+            ("rrul_be0.tcp_down0", "bulk", "server0"),
+            ("rrul_be0.tcp_down1", "bulk", "server0"),
+            ("rrul_be0.tcp_down2", "bulk", "server0"),
+            ("rrul_be0.tcp_down3", "bulk", "server0"),
+            ("rrul_be0.udp_be1", "udp_rr", "client0"),
+            ("rrul_be0.udp_be2", "udp_rr", "client0"),
+            ("rrul_be0.udp_be3", "udp_rr", "client0"),
+            ("rrul_be0.icmp", "ping", "client0"),
         ]
     );
     assert!(r.flows.iter().all(|f| f.group == 0));
@@ -669,7 +669,7 @@ fn rrul_fifo_induced_latency_is_the_buffer_drain_time_fq_codel_near_zero() {
     assert!(fifo > 0.6 * drain && fifo < 1.3 * drain, "{fifo}");
     assert!((fifo - sojourn).abs() < 0.1 * fifo, "{fifo} vs {sojourn}");
     // No probe ever waits longer than two full queues.
-    assert!(extra(&r, "rrul0.icmp", "rtt_max") - 0.050 < 2.0 * drain);
+    assert!(extra(&r, "rrul_be0.icmp", "rtt_max") - 0.050 < 2.0 * drain);
     let r = rrul(r#"{ kind = "fq_codel" }"#);
     let fq = induced(&r);
     eprintln!("rrul fq_codel: induced {:.2} ms", fq * 1e3);

@@ -269,8 +269,11 @@ delay = "10ms"
 qdisc = { kind = "codel" }
 [tcp]
 cc = "cubic"
+# rrul_be: the all-best-effort RRUL this case was recorded with (named as the
+# instance was then, so the fingerprint still applies)
 [[flow]]
-kind = "rrul"
+kind = "rrul_be"
+name = "rrul0"
 from = "client0"
 to = "server0"
 "#,

@@ -517,6 +517,7 @@ fn plan_to_dict(py: Python<'_>, sc: &Scenario, plan: &Plan) -> PyResult<PyObject
         fd.set_item("dst", node(f.dst))?;
         fd.set_item("start", f.start.as_secs_f64())?;
         fd.set_item("stop", f.stop.as_secs_f64())?;
+        fd.set_item("dscp", f.dscp)?;
         flows.append(fd)?;
     }
     d.set_item("flows", flows)?;

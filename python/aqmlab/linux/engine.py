@@ -588,7 +588,7 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
     if fin is None:
         drops = dict.fromkeys(DROP_REASONS, NAN)
         marks = dict.fromkeys(MARK_REASONS, NAN)
-    elif kind in ("pfifo", "bfifo"):
+    elif kind in ("pfifo", "bfifo", "pfifo_fast"):
         drops["overlimit"] = dr
     elif kind == "codel":
         drops["overlimit"] = delta("drop_overlimit")

@@ -134,7 +134,12 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
     notes = notes if notes is not None else []
     kind = q.get("kind")
     frame = mtu + overhead
-    if kind in ("fifo", "pfifo", "bfifo", "pfifo_fast"):
+    if kind == "pfifo_fast":
+        _unknown(q, where, {"limit"})
+        if q.get("limit", 1000) != 1000:
+            raise ScenarioError(f"{where}.limit", "the linux engine keeps the veth txqueuelen of 1000 that pfifo_fast takes as its per-band limit (only 1000 is allowed)")
+        return ["pfifo_fast"]
+    if kind in ("fifo", "pfifo", "bfifo"):
         _unknown(q, where, {"limit"})
         lim = q.get("limit", 1000)
         if isinstance(lim, int) and not isinstance(lim, bool):
@@ -643,6 +648,9 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
         where = f"flow[{g}]"
         if tab.get("kind") not in SUPPORTED_FLOWS:
             raise ScenarioError(f"{where}.kind", f"{tab.get('kind')!r} is not supported by the linux engine (supported: {', '.join(SUPPORTED_FLOWS)})")
+        if f.get("dscp", 0):
+            field = "kind" if tab.get("kind") == "rrul" else "dscp"
+            raise ScenarioError(f"{where}.{field}", f"flow {f['name']!r} has DSCP {f['dscp']}: the linux engine does not mark packets yet (use rrul_be and no dscp key)")
         fm = FlowMap(f["name"], kind, f["src"], f["dst"], f["start"], min(f["stop"], duration), base_port + i, "iperf3")
         if kind == "bulk":
             ftcp = dict(tab.get("tcp", {}))

@@ -93,6 +93,12 @@ pub struct FlowCtx<'a> {
     pub dst: NodeId,
     /// When the flow stops generating new work.
     pub stop: SimTime,
+    /// DSCP of every packet the flow sends, in both directions: the flow's `dscp` key.
+    /// Like a Linux socket's `IP_TOS` set at both ends (netperf `-Y local,remote`, as
+    /// Flent runs it), so TCP data, the receiver's ACKs, UDP requests and their
+    /// replies all carry it; an ICMP echo reply copies the request's TOS
+    /// (`net/ipv4/icmp.c`, `icmp_reply`), the same value.
+    pub dscp: u8,
     pub net: &'a mut Net,
     pub stats: &'a mut FlowStats,
     pub rng: &'a mut Rng,
@@ -121,6 +127,7 @@ impl FlowCtx<'_> {
             hash: flow_hash(self.id ^ conn.rotate_left(20), from.min(to), from.max(to)),
             seq: conn as u64,
             sent_at: self.now,
+            dscp: self.dscp,
             ..Default::default()
         }
     }
@@ -269,8 +276,8 @@ macro_rules! workload_registry {
 workload_registry! {
     Bulk: "bulk" => bulk::BulkConfig => bulk::Bulk, reverse = true,
         "TCP bulk transfer from `from` to `to`, unlimited or `bytes` long";
-    Rrul: "rrul" => rrul::RrulConfig => rrul::Composite, reverse = true,
-        "Flent RRUL: 4 TCP up + 4 TCP down + 3 UDP and 1 ICMP latency probes (expands into bulk/udp_rr/ping flows; no DSCP, = rrul_be)";
+    Rrul: "rrul" => rrul::RrulMarkedConfig => rrul::Composite, reverse = true,
+        "Flent RRUL: 4 TCP up + 4 TCP down marked BE, BK, CS5, EF + UDP EF/BK/BE and ICMP latency probes (expands into bulk/udp_rr/ping flows)";
     RrulBe: "rrul_be" => rrul::RrulConfig => rrul::Composite, reverse = true,
         "Flent RRUL best effort: 4 TCP up + 4 TCP down + 3 UDP and 1 ICMP latency probes (expands into bulk/udp_rr/ping flows)";
     Voip: "voip" => voip::VoipConfig => voip::Voip, reverse = false,
@@ -299,6 +306,9 @@ pub struct SubFlow {
     /// True if the sub-flow runs from the instance's `to` host to its `from` host.
     pub reversed: bool,
     pub app: AppConfig,
+    /// The DSCP the composite gives this sub-flow (`rrul`'s classes), or None: the
+    /// instance's `dscp` (default best effort).
+    pub dscp: Option<u8>,
 }
 
 impl AppConfig {
@@ -306,7 +316,8 @@ impl AppConfig {
     /// for an ordinary workload. `Scenario::validate` replaces composites by these.
     pub fn expand(&self) -> Option<Vec<SubFlow>> {
         match self {
-            AppConfig::Rrul(c) | AppConfig::RrulBe(c) => Some(c.expand()),
+            AppConfig::Rrul(c) => Some(c.0.expand_marked()),
+            AppConfig::RrulBe(c) => Some(c.expand()),
             _ => None,
         }
     }

@@ -10,23 +10,28 @@
 //! | `NAME.udp_be1`, `udp_be2`, `udp_be3` | `udp_rr` | request `from` → `to` |
 //! | `NAME.icmp` | `ping` | request `from` → `to` |
 //!
-//! The latency probes are Flent's: `rrul_be.conf` runs three UDP request/response
-//! probes ("Ping (ms) UDP BE1" … "BE3") and one ICMP ping. The UDP probes are listed in
-//! [`RRUL_BE_UDP_PROBES`]; a DSCP-marking `rrul` (Flent's "UDP EF", "UDP BK", "UDP BE")
-//! expands through the same [`RrulConfig::expand_with`] with its own list.
+//! `rrul_be` (Flent's `rrul_be.conf`) sends everything best effort: three UDP
+//! request/response probes ("Ping (ms) UDP BE1" … "BE3", suffixes [`RRUL_BE_UDP_PROBES`];
+//! `udp_probes` takes the first 1 to 3) and one ICMP ping. A flow-level `dscp` marks all
+//! of its sub-flows with that one class instead.
 //!
-//! `NAME` is the flow's `name` or `rrul<table index>` (`rrul_be<table index>`), with the
-//! instance number appended when `count > 1`, as for any flow.
+//! `rrul` is Flent's real RRUL (`rrul.conf`): the TCP flows of each direction carry the
+//! four classes BE (CS0), BK (CS1), CS5 and EF in that order (Flent's `marking`
+//! `'CS0,CS0'`, `'CS1,CS1'`, `'CS5,CS5'`, `'EF,EF'`, i.e. netperf `-Y local,remote`, so
+//! both ends' sockets, data and ACKs, carry the mark); with `flows` other than 4 the
+//! classes repeat in that order. Its UDP probes are "UDP EF" (EF,EF), "UDP BK"
+//! (CS1,CS1) and "UDP BE" (no marking: best effort), suffixes [`RRUL_UDP_PROBES`],
+//! always all three; the ICMP ping is unmarked (Flent passes no `-Q` to ping) and Linux
+//! echoes the request's TOS in the reply (`net/ipv4/icmp.c`, `icmp_reply`). The marks
+//! are in [`SubFlow::dscp`]; a flow-level `dscp` on `rrul` is refused.
 //!
-//! Flent's `rrul` marks its flows with four DSCP classes (BE, BK, CS5, EF) so that a
-//! diffserv-aware qdisc treats them differently; `rrul_be` sends everything best effort.
-//! aqmlab's qdiscs do not classify by DSCP, so both names expand to the same flows
-//! (deviation from Flent: no DSCP marks, because nothing here would read them).
+//! Under a DSCP-blind qdisc the marks change nothing: `rrul` and `rrul_be` with
+//! `udp_probes = 3` give the same numbers (test `rrul_marks_are_invisible_to_dscp_blind_qdiscs`).
 
 use super::bulk::BulkConfig;
 use super::probe::{PingConfig, UdpRrConfig};
 use super::{AppConfig, AppEnv, Application, FlowCtx, SubFlow};
-use crate::packet::Packet;
+use crate::packet::{dscp, Packet};
 use crate::params::ParamDoc;
 use crate::params::ScenarioError;
 use crate::tcp::TcpOptions;
@@ -37,6 +42,23 @@ use serde::{Deserialize, Serialize};
 /// Name suffixes of the UDP request/response probes of Flent's `rrul_be` (three best
 /// effort probes, its series "Ping (ms) UDP BE1" … "UDP BE3").
 pub const RRUL_BE_UDP_PROBES: &[&str] = &["udp_be1", "udp_be2", "udp_be3"];
+
+/// The UDP probes of Flent's `rrul` in its order: suffix and DSCP ("Ping (ms) UDP EF",
+/// "UDP BK", "UDP BE").
+pub const RRUL_UDP_PROBES: &[(&str, u8)] = &[
+    ("udp_ef", dscp::EF),
+    ("udp_bk", dscp::CS1),
+    ("udp_be", dscp::BE),
+];
+
+/// The classes of `rrul`'s TCP flows per direction, in Flent's order: its series names
+/// ("TCP upload BE" …) and DSCPs.
+pub const RRUL_TCP_CLASSES: &[(&str, u8)] = &[
+    ("BE", dscp::BE),
+    ("BK", dscp::CS1),
+    ("CS5", dscp::CS5),
+    ("EF", dscp::EF),
+];
 
 fn d_flows() -> u32 {
     4
@@ -184,6 +206,7 @@ impl RrulConfig {
                     suffix: format!("tcp_{dir}{i}"),
                     reversed,
                     app: AppConfig::Bulk(self.bulk()),
+                    dscp: None,
                 });
             }
         }
@@ -192,14 +215,65 @@ impl RrulConfig {
                 suffix: (*name).into(),
                 reversed: false,
                 app: AppConfig::UdpRr(self.udp()),
+                dscp: None,
             });
         }
         v.push(SubFlow {
             suffix: "icmp".into(),
             reversed: false,
             app: AppConfig::Ping(self.ping()),
+            dscp: None,
         });
         v
+    }
+
+    /// Flent's real `rrul` (see the module doc): the flows of [`expand_with`] with
+    /// Flent's three marked UDP probes, every sub-flow carrying its class's DSCP.
+    ///
+    /// [`expand_with`]: Self::expand_with
+    pub fn expand_marked(&self) -> Vec<SubFlow> {
+        let names: Vec<&str> = RRUL_UDP_PROBES.iter().map(|(n, _)| *n).collect();
+        let mut v = self.expand_with(&names);
+        let n = self.flows as usize;
+        for (i, sub) in v.iter_mut().enumerate() {
+            sub.dscp = Some(if i < 2 * n {
+                RRUL_TCP_CLASSES[(i % n) % RRUL_TCP_CLASSES.len()].1
+            } else if i < 2 * n + RRUL_UDP_PROBES.len() {
+                RRUL_UDP_PROBES[i - 2 * n].1
+            } else {
+                dscp::BE
+            });
+        }
+        v
+    }
+}
+
+/// The `[[flow]]` keys of `rrul` (Flent's real, DSCP-marked RRUL): those of `rrul_be`;
+/// `udp_probes` must stay 3 (Flent's UDP EF, BK and BE probes).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct RrulMarkedConfig(pub RrulConfig);
+
+impl RrulMarkedConfig {
+    pub const PARAMS: &'static [ParamDoc] = RrulConfig::PARAMS;
+
+    /// Load on the network, for the resource model: that of `rrul_be`.
+    pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
+        self.0.load_profile(env)
+    }
+
+    pub fn validate(&self, field: &str, env: &AppEnv) -> Result<(), ScenarioError> {
+        if self.0.udp_probes != RRUL_UDP_PROBES.len() as u32 {
+            return Err(ScenarioError::new(
+                format!("{field}.udp_probes"),
+                format!(
+                    "{} is not allowed for rrul: it runs Flent's three marked UDP probes (EF, BK, BE); \
+                     udp_probes = 1 or 2 applies to rrul_be",
+                    self.0.udp_probes
+                ),
+            ));
+        }
+        self.0.validate(field, env)
     }
 }
 
@@ -209,7 +283,7 @@ impl RrulConfig {
 pub enum Composite {}
 
 impl Composite {
-    pub fn new(_c: &RrulConfig, _env: &AppEnv) -> Self {
+    pub fn new<C>(_c: &C, _env: &AppEnv) -> Self {
         unreachable!("composite workloads are expanded by Scenario::validate before building")
     }
 }

@@ -34,6 +34,7 @@ pub mod fq_pie;
 pub mod pi_core;
 pub mod pie;
 pub mod pie_core;
+pub mod prio;
 #[cfg(test)]
 mod props_codel_fq;
 #[cfg(test)]
@@ -432,7 +433,7 @@ macro_rules! qdisc_registry {
 }
 
 qdisc_registry! {
-    #[serde(alias = "pfifo", alias = "bfifo", alias = "pfifo_fast")]
+    #[serde(alias = "pfifo", alias = "bfifo")]
     Fifo: "fifo" => fifo::FifoConfig => fifo::Fifo,
         "tail-drop FIFO; limit in packets (pfifo) or bytes (bfifo), default 1000 packets";
     Codel: "codel" => codel::CodelConfig => codel::Codel,
@@ -455,6 +456,10 @@ qdisc_registry! {
         "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
     FqPie: "fq_pie" => fq_pie::FqPieConfig => fq_pie::FqPie,
         "flow queueing with per-flow PIE (Linux sch_fq_pie): 1024 flows, quantum 1514, limit 10240, target 15 ms, ECN off";
+    PfifoFast: "pfifo_fast" => prio::PfifoFastConfig => prio::Prio,
+        "Linux pfifo_fast: 3 strict-priority bands by TOS (rt_tos2priority, priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1), limit 1000 packets per band (txqueuelen)";
+    Prio: "prio" => prio::PrioConfig => prio::Prio,
+        "Linux sch_prio: strict-priority bands (default 3) chosen by priomap[rt_tos2priority(TOS)], pfifo of 1000 packets per band";
     DualPi2: "dualpi2" => dualpi2::DualPi2Config => dualpi2::DualPi2,
         "DualQ Coupled AQM (RFC 9332, Linux sch_dualpi2): L4S queue with 1 ms step marking, PI2 classic queue (target 15 ms), coupling k = 2, WRR 10/90";
 }

@@ -74,7 +74,14 @@ const CASES: &[Case] = &[
     pkts("fq_pie-ecn-dq-rate", "kind = 'fq_pie'\nlimit = 30\nflows = 4\ntarget = '1ms'\ntupdate = '2ms'\necn = true\necn_prob = 0.5\nbytemode = true\ndq_rate_estimator = true\nquantum = 600", 30),
     pkts("sfq", "kind = 'sfq'\nlimit = 20\ndivisor = 16", 20),
     pkts("drr", "kind = 'drr'\nlimit = 30\nflow_limit = 12", 30),
+    // strict-priority bands: per-band limits, so the bound is bands x limit
+    pkts("pfifo_fast", "kind = 'pfifo_fast'\nlimit = 6", 18),
+    pkts("prio-4-bands", "kind = 'prio'\nbands = 4\nlimit = 4\npriomap = [3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0]", 16),
 ];
+
+/// The DSCP of the harness's flows: BE, AF11 (pfifo_fast band 2), AF12 (band 0), EF, so
+/// band qdiscs see every band (ECT(0) moves a packet to band 2 too).
+const FLOW_DSCP: [u8; 4] = [0, 10, 12, 46];
 
 #[derive(Copy, Clone, Debug)]
 enum Op {
@@ -128,6 +135,7 @@ fn run(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
                     size: size as u32,
                     hash: flow_hash(flow as u32, 0, 1),
                     enqueued_at: now,
+                    dscp: FLOW_DSCP[flow as usize % 4],
                     ..Default::default()
                 };
                 p.ecn = if ect { Ecn::Ect0 } else { Ecn::NotEct };
@@ -334,10 +342,18 @@ fn cases_reach_the_aqm_paths() {
         ops.push(Op::Advance(1200));
         ops.push(Op::Dequeue);
     }
-    for case in CASES
-        .iter()
-        .filter(|c| !["fifo", "bfifo", "fq_nocodel", "sfq", "drr"].contains(&c.name))
-    {
+    for case in CASES.iter().filter(|c| {
+        ![
+            "fifo",
+            "bfifo",
+            "fq_nocodel",
+            "sfq",
+            "drr",
+            "pfifo_fast",
+            "prio-4-bands",
+        ]
+        .contains(&c.name)
+    }) {
         let cfg: QdiscConfig = toml::from_str(case.toml).unwrap();
         let mut q = cfg.build(BuildCtx {
             rate: Rate::from_bps(10_000_000),

@@ -394,7 +394,7 @@ pub struct LinkConfig {
 }
 
 /// `[[flow]]`: one traffic source. Common keys: `kind`, `from`, `to`, `start`, `stop`,
-/// `start_spread`, `count`, `name`; the rest depends on `kind`.
+/// `start_spread`, `count`, `name`, `dscp`; the rest depends on `kind`.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowConfig {
     pub name: Option<String>,
@@ -414,6 +414,11 @@ pub struct FlowConfig {
     pub stop: Option<DurationSpec>,
     /// Number of identical instances. Default 1.
     pub count: u32,
+    /// DSCP codepoint of every packet of the flow, both directions (see
+    /// [`crate::packet::dscp`] for the names). Default: none given, which is best effort
+    /// (0), except for `rrul`, whose sub-flows carry Flent's own marks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
     #[serde(flatten)]
     pub app: AppConfig,
 }
@@ -441,6 +446,7 @@ const FLOW_COMMON: &[&str] = &[
     "start_spread",
     "stop",
     "count",
+    "dscp",
 ];
 
 impl<'de> Deserialize<'de> for FlowConfig {
@@ -464,6 +470,13 @@ impl<'de> Deserialize<'de> for FlowConfig {
         let start_spread = take(&mut t, "start_spread")?;
         let stop = take(&mut t, "stop")?;
         let count: i64 = take(&mut t, "count")?.unwrap_or(1);
+        let dscp = match t.remove("dscp") {
+            None => None,
+            Some(v) => Some(
+                crate::packet::dscp::parse(&v)
+                    .map_err(|m| de::Error::custom(format!("field `dscp`: {m}")))?,
+            ),
+        };
         if !t.contains_key("kind") {
             return Err(de::Error::custom(format!(
                 "missing field `kind` (allowed: {})",
@@ -505,6 +518,7 @@ impl<'de> Deserialize<'de> for FlowConfig {
             start_spread,
             stop,
             count: count as u32,
+            dscp,
             app,
         })
     }
@@ -556,6 +570,8 @@ pub struct PlanFlow {
     pub instance: u32,
     /// Sum of the propagation delays from `src` to `dst` and back (no serialisation).
     pub base_rtt: SimDuration,
+    /// DSCP of every packet the flow's endpoints send (both directions).
+    pub dscp: u8,
 }
 
 /// A validated scenario with names resolved to indices, ready to build.

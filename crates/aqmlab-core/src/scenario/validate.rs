@@ -175,7 +175,7 @@ impl Scenario {
                 };
                 let base_rtt =
                     routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
-                let flow = |name: String, src, dst, app| PlanFlow {
+                let flow = |name: String, src, dst, app, dscp| PlanFlow {
                     base_rtt,
                     name,
                     src,
@@ -185,16 +185,38 @@ impl Scenario {
                     app,
                     group: gi as u32,
                     instance: i,
+                    dscp,
                 };
                 match f.app.expand() {
                     // A composite (rrul) becomes ordinary flows named `NAME.SUFFIX`.
                     Some(subs) => {
                         for sub in subs {
                             let (s, d) = if sub.reversed { (dst, src) } else { (src, dst) };
-                            flows.push(flow(format!("{name}.{}", sub.suffix), s, d, sub.app));
+                            let dscp = match (sub.dscp, f.dscp) {
+                                (Some(_), Some(_)) => {
+                                    return Err(ScenarioError::new(
+                                        format!("{field}.dscp"),
+                                        format!(
+                                            "{} marks its own flows (Flent's classes); \
+                                             for one class on every flow use rrul_be with dscp",
+                                            f.app.kind_name()
+                                        ),
+                                    ))
+                                }
+                                (Some(d), None) | (None, Some(d)) => d,
+                                (None, None) => crate::packet::dscp::BE,
+                            };
+                            let name = format!("{name}.{}", sub.suffix);
+                            flows.push(flow(name, s, d, sub.app, dscp));
                         }
                     }
-                    None => flows.push(flow(name, src, dst, f.app.clone())),
+                    None => flows.push(flow(
+                        name,
+                        src,
+                        dst,
+                        f.app.clone(),
+                        f.dscp.unwrap_or(crate::packet::dscp::BE),
+                    )),
                 }
             }
             if f_spread > SimDuration::ZERO && f_start + f_spread > run.duration.0 {

@@ -31,6 +31,8 @@ pub struct FlowSlot {
     pub app: AnyApp,
     pub stats: FlowStats,
     pub rng: Rng,
+    /// DSCP of the flow's packets (both directions).
+    pub dscp: u8,
 }
 
 impl FlowSlot {
@@ -50,6 +52,7 @@ impl FlowSlot {
             src,
             dst,
             stop,
+            dscp,
             ..
         } = self;
         (
@@ -60,6 +63,7 @@ impl FlowSlot {
                 src: *src,
                 dst: *dst,
                 stop: *stop,
+                dscp: *dscp,
                 net,
                 stats,
                 rng,
@@ -159,6 +163,7 @@ impl Simulator {
                     app: f.app.build(&plan.env),
                     stats: FlowStats::new(warmup, plan.bin),
                     rng: Rng::stream(seed, "flow", i as u64),
+                    dscp: f.dscp,
                 }
             })
             .collect();
