@@ -16,7 +16,7 @@ __all__ = ["unit_for", "fmt_num", "natural_key", "label_value", "readable", "axi
 # Order matters: "loss_rate" is a fraction, not a rate in bit/s.
 _FRACTION = ("loss", "utilization", "utilisation", "drop_prob", "bias_frac")
 _RATE = ("goodput", "throughput", "bps", "bitrate", "tx_rate")
-_TIME = ("latency", "delay", "rtt", "owd", "sojourn", "jitter", "page_time", "fetch_time", "response_time", "wrt", "mouth_to_ear")
+_TIME = ("latency", "induced", "delay", "rtt", "owd", "sojourn", "jitter", "page_time", "fetch_time", "response_time", "wrt", "mouth_to_ear")
 
 
 # Quantities stored in their paper's own unit rather than an SI base unit (the HAS
@@ -51,7 +51,7 @@ READABLE = {
     "induced_latency": "induced latency", "queue_delay_mean": "mean queueing delay",
     "queue_delay_p99": "99th percentile queueing delay", "utilization": "utilisation",
     "bottleneck_utilization": "bottleneck utilisation", "drop_rate": "drop rate", "jain": "Jain's fairness index",
-    "voip_loss": "VoIP loss", "voip_owd": "VoIP one-way delay", "voip_r": "VoIP R-value",
+    "voip_loss": "VoIP loss", "voip_owd": "VoIP one-way delay", "voip_r": "VoIP R-value", "voip_mos": "VoIP MOS",
     "page_time": "page load time", "wrt_mean": "web response time", "wrt_sd": "web response time sd",
     "web_object_time": "web object time", "has_playback_rate": "HAS playback rate",
     "has_adaptation_rate": "HAS adaptation rate", "has_rebuffer": "HAS rebuffering time", "has_bias": "HAS bias",
@@ -72,6 +72,8 @@ def readable(name: str) -> str:
         return READABLE[n]
     if n.startswith("induced ") and n[8:] in READABLE:
         return "induced " + READABLE[n[8:]]
+    if n.startswith("induced:"):  # the measure induced:udp_ef
+        return f"induced latency of {n[8:]}"
     for suf in ("_bps",):
         if n.endswith(suf):
             n = n[: -len(suf)]

@@ -18,7 +18,9 @@ Generic forms are accepted too:
 - ``queue:<name>.<column>``: a column of one queue's row (e.g.
   ``queue:bottleneck_down.sojourn_p99``);
 - ``ratio:<A>/<B>``: summed goodput of the flows named ``A*`` over that of ``B*`` (e.g.
-  ``ratio:prague/cubic``, the L4S study's throughput ratio).
+  ``ratio:prague/cubic``, the L4S study's throughput ratio);
+- ``induced:<suffix>``: the induced latency of the latency probes whose name ends in
+  ``.<suffix>`` (e.g. ``induced:udp_ef``, the EF-marked UDP probe of ``rrul``).
 
 DualPI2 measures (NaN on other qdiscs): ``l_delay_mean``/``l_delay_p99`` and
 ``c_delay_mean``/``c_delay_p99`` (per-queue sojourn of the busiest bottleneck) and
@@ -63,9 +65,11 @@ def _goodput(direction: str) -> Callable[[Result], float]:
     return g
 
 
-def _probe_rtts(res: Result) -> tuple[np.ndarray, float]:
+def _probe_rtts(res: Result, suffix: str | None = None) -> tuple[np.ndarray, float]:
     f = res.flows
     probes = f[f["kind"].isin(PROBE_KINDS)]
+    if suffix is not None:
+        probes = probes[probes["name"].astype(str).str.endswith("." + suffix)]
     if probes.empty:
         return np.array([]), math.nan
     s = res.samples
@@ -77,6 +81,36 @@ def induced_latency(res: Result) -> float:
     """Mean RTT of the latency probes after warm-up minus their base RTT (seconds)."""
     rtts, base = _probe_rtts(res)
     return metrics.induced_latency(rtts, base) if rtts.size else math.nan
+
+
+def induced_latency_of(res: Result, suffix: str) -> float:
+    """`induced:SUFFIX`: induced latency of the probes named ``*.SUFFIX`` (seconds)."""
+    rtts, base = _probe_rtts(res, suffix)
+    return metrics.induced_latency(rtts, base) if rtts.size else math.nan
+
+
+def mos_from_r(r: float) -> float:
+    """ITU-T G.107 (06/2015) Annex B, eq. B-4: the mean opinion score (conversational
+    quality) of a transmission rating R: 1 below R = 0, 4.5 above R = 100, else
+    1 + 0.035 R + R (R - 60) (100 - R) 7e-6."""
+    if not math.isfinite(r):
+        return math.nan
+    if r <= 0:
+        return 1.0
+    if r >= 100:
+        return 4.5
+    return 1.0 + 0.035 * r + r * (r - 60.0) * (100.0 - r) * 7e-6
+
+
+def voip_mos(res: Result) -> float:
+    """Mean over VoIP flows of the MOS of their E-model R-value (G.107 Annex B)."""
+    f = res.flows
+    f = f[f["kind"] == "voip"]
+    if f.empty or "r_value" not in f.columns:
+        return math.nan
+    vals = [mos_from_r(float(r)) for r in f["r_value"]]
+    vals = [v for v in vals if math.isfinite(v)]
+    return float(np.mean(vals)) if vals else math.nan
 
 
 def jain_tcp(res: Result) -> float:
@@ -196,6 +230,7 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "voip_loss": (_flow_kind_col("voip", "loss_rate", "mean"), "VoIP packet loss rate"),
     "voip_owd": (_flow_kind_col("voip", "owd_mean", "mean"), "VoIP mean one-way delay (s)"),
     "voip_r": (_flow_kind_col("voip", "r_value", "mean"), "VoIP E-model R-value"),
+    "voip_mos": (voip_mos, "VoIP mean opinion score from the E-model R-value (ITU-T G.107 Annex B, 1 to 4.5)"),
     "cbr_goodput": (_flow_kind_col("cbr", "goodput_bps", "sum"), "sum of CBR goodput (bit/s)"),
     "page_time": (_weighted("web", "page_time_mean", "pages"), "web: mean page fetch time over all pages after warm-up (s)"),
     "wrt_mean": (_weighted("wrt", "response_time_mean", "responses"), "WRT: mean response time (s)"),
@@ -234,6 +269,8 @@ def _generic(res: Result, name: str) -> float:
         return _flow_kind_col(target, col, head)(res)
     if head == "ratio":
         return goodput_ratio(res, *rest.split("/", 1))
+    if head == "induced":
+        return induced_latency_of(res, rest)
     raise KeyError(name)
 
 
@@ -256,7 +293,9 @@ def validate(names: list[str]) -> None:
             continue
         if sep and head == "ratio" and rest.count("/") == 1 and all(rest.split("/")):
             continue
-        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, ratio:FLOWPREFIX/FLOWPREFIX)")
+        if sep and head == "induced" and rest and "." not in rest:
+            continue
+        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, ratio:FLOWPREFIX/FLOWPREFIX, induced:PROBESUFFIX)")
 
 
 def compute(res: Result, names: list[str]) -> dict[str, float]:
