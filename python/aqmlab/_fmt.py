@@ -56,7 +56,7 @@ READABLE = {
     "web_object_time": "web object time", "has_playback_rate": "HAS playback rate",
     "has_adaptation_rate": "HAS adaptation rate", "has_rebuffer": "HAS rebuffering time", "has_bias": "HAS bias",
     "sojourn": "queueing delay", "sojourn_mean": "mean queueing delay", "sojourn_p99": "99th percentile queueing delay",
-    "backlog_max": "max backlog", "drops": "drops", "rtt": "RTT", "base_rtt": "base RTT",
+    "backlog_max": "max backlog", "qlen": "queue length at arrival (packets)", "drops": "drops", "rtt": "RTT", "base_rtt": "base RTT",
     "owd": "one-way delay", "owd_fwd": "one-way delay (forward)", "owd_rev": "one-way delay (reverse)",
     "rtt_mean": "mean RTT", "loss_rate": "loss", "page_time_mean": "mean page load time",
     "count": "CoDel count", "p": "drop probability p", "fetch_time": "fetch time",

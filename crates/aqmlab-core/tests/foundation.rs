@@ -454,6 +454,19 @@ fn packet_trace_logs_every_packet_and_drop_inside_the_windows() {
         "{} drops",
         drops.len()
     );
+    // every arrival logs the queue length it finds: the 100-packet FIFO is full or one
+    // short (a departure just made room) at every arrival after the first second
+    let qlen = pick("qlen");
+    assert!(
+        (qlen.len() as f64 - 1.5 * 1666.7).abs() <= 3.0,
+        "{} qlen samples",
+        qlen.len()
+    );
+    assert!(
+        qlen.iter().all(|&(_, v)| v == 99.0 || v == 100.0),
+        "{:?}",
+        qlen.iter().find(|&&(_, v)| v != 99.0 && v != 100.0)
+    );
     // no other link logs anything
     assert!(!r
         .samples

@@ -106,7 +106,7 @@ pub struct LinkStats {
     pub bin_backlog_max: Bins,
     /// `run.packet_trace` windows (empty: no per-packet log).
     pub packet_windows: Vec<(SimTime, SimTime)>,
-    /// Per-packet log inside the windows: (time, PKT_SOJOURN or PKT_DROP, value).
+    /// Per-packet log inside the windows: (time, PKT_SOJOURN, PKT_DROP or PKT_QLEN, value).
     pub packet_log: Vec<(SimTime, u8, f64)>,
 }
 
@@ -159,6 +159,8 @@ impl LowerParams {
 /// Per-packet log codes.
 pub const PKT_SOJOURN: u8 = 0;
 pub const PKT_DROP: u8 = 1;
+/// Queue length (packets in the qdisc) found by an arriving packet.
+pub const PKT_QLEN: u8 = 2;
 
 impl LinkStats {
     /// Appends to the per-packet log if `now` falls in a `run.packet_trace` window.
@@ -304,9 +306,16 @@ pub(crate) fn to_qdisc(
     now: SimTime,
 ) {
     pkt.enqueued_at = now;
+    // Inside a packet-trace window: the queue length this arrival finds (packets in the
+    // qdisc before it, whether it is then accepted or dropped), the arrival-sampled
+    // queue-length distribution.
+    let seen = (!stats.packet_windows.is_empty()).then(|| qdisc.len());
     let _ = qdisc.enqueue(pkt, now, out);
     let backlog = qdisc.len() as f64;
     stats.bin_backlog_max.max(now, backlog);
+    if let Some(n) = seen {
+        stats.log_packet(now, PKT_QLEN, n as f64);
+    }
 }
 
 /// Peer index of destination `dst` on a link (0 on a point-to-point link).
@@ -515,6 +524,12 @@ impl Link {
     /// A packet arrives for transmission on this link. Any drops are left in `self.out`.
     #[inline]
     pub fn enqueue(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if !self.stats.packet_windows.is_empty() && matches!(self.lower, Lower::Wire) {
+            // the queue length this arrival finds (lower layers log it in `to_qdisc`,
+            // when the packet reaches their qdisc)
+            self.stats
+                .log_packet(now, PKT_QLEN, self.qdisc.len() as f64);
+        }
         if self.lazy {
             return self.enqueue_lazy(pkt, now, ev);
         }

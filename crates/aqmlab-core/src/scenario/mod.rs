@@ -99,7 +99,9 @@ pub struct RunConfig {
     pub trace: bool,
     /// Time windows `[start, stop]` in which every packet leaving a measured queue (the
     /// dumbbell bottlenecks, the DOCSIS downstream, links with `trace = true`) is recorded
-    /// as a sample `sojourn` (seconds) and every drop there as a sample `drop`. Default none.
+    /// as a sample `sojourn` (seconds), every drop there as a sample `drop`, and every
+    /// arrival as a sample `qlen` (packets it finds in the qdisc, so the arrival-sampled
+    /// queue-length distribution). Default none.
     #[serde(default)]
     pub packet_trace: Vec<[DurationSpec; 2]>,
     /// Run-to-run variability (see [`NoiseConfig`]): on by default, so that different

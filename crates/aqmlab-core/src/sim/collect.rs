@@ -160,11 +160,12 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
         if !st.packet_log.is_empty() {
             let ms = names.id("sojourn");
             let md = names.id("drop");
+            let mq = names.id("qlen");
             for &(t, what, v) in &st.packet_log {
-                let m = if what == crate::link::PKT_DROP {
-                    md
-                } else {
-                    ms
+                let m = match what {
+                    crate::link::PKT_DROP => md,
+                    crate::link::PKT_QLEN => mq,
+                    _ => ms,
                 };
                 samples.push(KIND_QUEUE, q, m, t.as_secs_f64(), v);
             }
