@@ -32,6 +32,8 @@ _AS_STORED = {
 def unit_for(name: str | None) -> tuple[float, str]:
     """(scale, unit) to display a stored quantity called `name`: value × scale in unit."""
     n = (name or "").lower()
+    if n.startswith(("induced_ratio:", "ratio:")):  # dimensionless ratios of two measures
+        return 1.0, ""
     if n in _AS_STORED:
         return 1.0, _AS_STORED[n]
     if any(k in n for k in _FRACTION):
@@ -74,6 +76,9 @@ def readable(name: str) -> str:
         return "induced " + READABLE[n[8:]]
     if n.startswith("induced:"):  # the measure induced:udp_ef
         return f"induced latency of {n[8:]}"
+    if n.startswith("induced_ratio:"):  # induced_ratio:udp_ef/udp_be
+        a, _, b = n[14:].partition("/")
+        return f"induced latency {a} / {b}"
     for suf in ("_bps",):
         if n.endswith(suf):
             n = n[: -len(suf)]

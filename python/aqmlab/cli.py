@@ -503,6 +503,10 @@ def _print_numbers(out_dir: Path, study) -> None:
 def reproduce_cmd(study: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...]) -> None:
     """Run STUDY (see `aqmlab list studies`) and write its report.
 
+    Shipped studies: residential, saturated-tcp, docsis-downstream, edge-router, l4s,
+    sqm (docs/*-study.md and /studies). Optional experiments (variants such as
+    residential's rrul-diffserv) run only when named with --only.
+
     Example: aqmlab reproduce residential --quick --jobs 2 --out results/res-quick
     """
     _sweep(study, quick, jobs, scheduler, out, only, outputs=True)

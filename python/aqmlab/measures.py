@@ -20,7 +20,9 @@ Generic forms are accepted too:
 - ``ratio:<A>/<B>``: summed goodput of the flows named ``A*`` over that of ``B*`` (e.g.
   ``ratio:prague/cubic``, the L4S study's throughput ratio);
 - ``induced:<suffix>``: the induced latency of the latency probes whose name ends in
-  ``.<suffix>`` (e.g. ``induced:udp_ef``, the EF-marked UDP probe of ``rrul``).
+  ``.<suffix>`` (e.g. ``induced:udp_ef``, the EF-marked UDP probe of ``rrul``);
+- ``induced_ratio:<A>/<B>``: ``induced:A`` over ``induced:B`` (e.g.
+  ``induced_ratio:udp_ef/udp_be``: below 1 when EF is served ahead of best effort).
 
 DualPI2 measures (NaN on other qdiscs): ``l_delay_mean``/``l_delay_p99`` and
 ``c_delay_mean``/``c_delay_p99`` (per-queue sojourn of the busiest bottleneck) and
@@ -271,6 +273,9 @@ def _generic(res: Result, name: str) -> float:
         return goodput_ratio(res, *rest.split("/", 1))
     if head == "induced":
         return induced_latency_of(res, rest)
+    if head == "induced_ratio":
+        a, b = (induced_latency_of(res, x) for x in rest.split("/", 1))
+        return a / b if b > 0 else math.nan
     raise KeyError(name)
 
 
@@ -295,7 +300,9 @@ def validate(names: list[str]) -> None:
             continue
         if sep and head == "induced" and rest and "." not in rest:
             continue
-        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, ratio:FLOWPREFIX/FLOWPREFIX, induced:PROBESUFFIX)")
+        if sep and head == "induced_ratio" and rest.count("/") == 1 and all(rest.split("/")):
+            continue
+        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, ratio:FLOWPREFIX/FLOWPREFIX, induced:PROBESUFFIX, induced_ratio:PROBESUFFIX/PROBESUFFIX)")
 
 
 def compute(res: Result, names: list[str]) -> dict[str, float]:

@@ -73,6 +73,26 @@ def test_mos_from_r_follows_g107_annex_b():
     assert measures.mos_from_r(50) == pytest.approx(1 + 1.75 - 50 * 10 * 50 * 7e-6)
     assert measures.mos_from_r(-3) == 1.0 and measures.mos_from_r(120) == 4.5
     assert math.isnan(measures.mos_from_r(math.nan))
-    measures.validate(["induced:udp_ef", "voip_mos"])
+    measures.validate(["induced:udp_ef", "voip_mos", "induced_ratio:udp_ef/udp_be"])
     with pytest.raises(ValueError):
         measures.validate(["induced:"])
+
+
+def test_sqm_study_loads_validates_and_orders_the_setups():
+    st = load_study("sqm", quick=True)
+    runs = st.runs()
+    assert {r.experiment for r in runs} == {"rrul", "voip"}
+    for r in runs:
+        aqmlab.validate(r.scenario)
+    # the line: PTM payload rate with the pppoe-ptm framing on every packet
+    db = runs[0].scenario["dumbbell"]
+    assert db["overhead"] == 30 and db["down"]["rate"] == "19.69231Mbit"
+    # a short RRUL per setup: SQM cuts the induced latency by orders of magnitude and
+    # pfifo_fast serves the EF probe no sooner than the BE one
+    got = {}
+    for label in ("pfifo_fast", "fq_codel+htb"):
+        spec = next(r for r in runs if r.experiment == "rrul" and r.params["qdisc"] == label and r.repetition == 0)
+        scen = dict(spec.scenario, run=dict(spec.scenario["run"], duration="12s", warmup="4s"))
+        got[label] = measures.compute(aqmlab.run(scen, seed=1), st.experiment("rrul").measures)
+    assert got["fq_codel+htb"]["induced_latency"] < got["pfifo_fast"]["induced_latency"] / 10
+    assert 0.7 < got["pfifo_fast"]["induced_ratio:udp_ef/udp_be"] < 1.3
