@@ -901,6 +901,17 @@ def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
     metric, dmetric = spec.get("metric", "sojourn"), spec.get("drop_metric", "drop")
     windows = [float(w) for w in _as_list(spec.get("windows", [5.0]))]
     wlen = float(spec.get("window", 1.0))
+    if getattr(experiment, "cap", None) is not None:
+        # quick mode moved the traced windows (study.quick_window): draw the same ones
+        from aqmlab.study import quick_window
+
+        try:
+            durs, scales = _quick_scales(experiment)
+        except Exception:  # noqa: BLE001 - keep the full study's windows
+            durs, scales = set(), set()
+        if len(scales) == 1 and len(durs) == 1:
+            k, dur = next(iter(scales)), next(iter(durs))
+            windows = [quick_window(w, w + wlen, k, dur)[0] for w in windows]
     title = f"{ctx.exp}: queue delay of {ctx.get('entity')} with drops"
     pk = _one_rep_samples(ctx, "samples", [metric, dmetric], of="queue")
     per_packet = not pk.empty and (pk["metric"] == metric).any()
@@ -1214,24 +1225,32 @@ def _run_length(experiment: Any) -> float | None:
         return None
 
 
+def _quick_scales(experiment: Any) -> tuple[set[float], set[float]]:
+    """(run durations, time scale factors) of a quick-mode experiment's runs: quick mode
+    caps each run and scales its times by capped / full duration (study._cap_durations)."""
+    from aqmlab.study import _parse_duration
+
+    durs: set[float] = set()
+    scales: set[float] = set()
+    full = dataclasses.replace(experiment, cap=None)
+    for params in experiment.combinations():
+        d = _parse_duration(experiment.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
+        durs.add(d)
+        d_full = _parse_duration(full.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
+        if d_full > d:
+            scales.add(d / d_full)
+    return durs, scales
+
+
 def _quick_note(experiment: Any) -> str | None:
     """"quick mode: 25 s runs, 1 repetition" for an experiment whose durations quick mode
     capped (None in full mode), so that a title written for the full study ("over
     500 s") is not read as what was drawn."""
     if getattr(experiment, "cap", None) is None:
         return None
-    from aqmlab.study import _parse_duration
 
-    durs, scales = set(), set()
     try:
-        full = dataclasses.replace(experiment, cap=None)
-        for params in experiment.combinations():
-            run = experiment.scenario(params).get("run", {})
-            d = _parse_duration(run.get("duration", 10.0), "run.duration")
-            durs.add(d)
-            d_full = _parse_duration(full.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
-            if d_full > d:
-                scales.add(round(d / d_full, 4))
+        durs, scales = _quick_scales(experiment)
     except Exception:  # noqa: BLE001 - a note, never a reason to fail a figure
         return None
     if not durs:
@@ -1243,7 +1262,7 @@ def _quick_note(experiment: Any) -> str | None:
     # quick mode scales flows' start/stop times with the run (study._cap_durations): say
     # so, since a title's times ("active 500-1500 s") are the full study's
     if len(scales) == 1:
-        note += f", all times × {next(iter(scales)):g}"
+        note += f", all times × {round(next(iter(scales)), 4):g}"
     elif scales:
         note += ", all times scaled to the shorter runs"
     return note

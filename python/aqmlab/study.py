@@ -327,6 +327,18 @@ def _axis(raw: dict, key: str) -> Axis:
     return Axis(name, tuple(out))
 
 
+def quick_window(start: float, end: float, scale: float, duration: float) -> tuple[float, float]:
+    """Where quick mode puts a time window [start, end) of the full study: its start is
+    scaled like every other time, its length is kept (a 1 s window of consecutive packets
+    shows the same pattern at any run length), and it is moved back so that it ends by the
+    shorter run's end. Used for `run.packet_trace` and the `queue_delay` figure's windows."""
+    length = end - start
+    s0 = start * scale
+    if s0 + length > duration:
+        s0 = max(0.0, duration - length)
+    return s0, min(s0 + length, duration)
+
+
 def _cap_durations(doc: dict, cap: float) -> dict:
     run = dict(doc.get("run", {}))
     dur = _parse_duration(run.get("duration", "10s"), "run.duration")
@@ -336,6 +348,11 @@ def _cap_durations(doc: dict, cap: float) -> dict:
     run["duration"] = f"{cap:.9g}s"
     if "warmup" in run:
         run["warmup"] = f"{_parse_duration(run['warmup'], 'run.warmup') * scale:.9g}s"
+    pt = run.get("packet_trace")
+    if isinstance(pt, list) and all(isinstance(w, list) and len(w) == 2 for w in pt):
+        wins = [quick_window(_parse_duration(a, "run.packet_trace"), _parse_duration(b, "run.packet_trace"), scale, cap)
+                for a, b in pt]
+        run["packet_trace"] = [[f"{a:.9g}s", f"{b:.9g}s"] for a, b in wins]
     out = dict(doc)
     out["run"] = run
     # flows that start or stop at absolute times are scaled into the shorter run

@@ -77,6 +77,20 @@ def test_quick_mode_scales_time():
     assert "quick" in s.quick_note
 
 
+def test_quick_mode_moves_packet_trace_windows_into_the_run():
+    """A 501 s run with 1 s traces at 5, 50 and 500 s, capped to 25 s (scale 25/501): the
+    starts scale, the 1 s length is kept, and the last window is moved back to end at 25 s
+    (it was past the end, so quick mode traced nothing there and drew empty panels)."""
+    from aqmlab.study import _cap_durations, quick_window
+
+    doc = {"run": {"duration": "501s", "packet_trace": [["5s", "6s"], ["50s", "51s"], ["500s", "501s"]]}}
+    wins = _cap_durations(doc, 25.0)["run"]["packet_trace"]
+    k = 25 / 501
+    got = [(float(a[:-1]), float(b[:-1])) for a, b in wins]
+    assert got == [pytest.approx((5 * k, 5 * k + 1)), pytest.approx((50 * k, 50 * k + 1)), (24.0, 25.0)]
+    assert quick_window(10, 110, 0.25, 25) == (0.0, 25.0)  # longer than the run: the whole run
+
+
 def test_deep_merge_replaces_arrays():
     assert deep_merge({"a": {"b": 1, "c": [1, 2]}}, {"a": {"c": [3]}}) == {"a": {"b": 1, "c": [3]}}
 
