@@ -953,7 +953,7 @@ def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
                 _legend(ax)
             ax.set_xlim(w0, w0 + wlen)
             ax.grid(alpha=0.3)
-            ax.set_title((f"{ctx.get('group', 'qdisc')} = {g}, " if g is not None else "") + f"t ∈ [{w0:g}, {w0 + wlen:g}) s", fontsize=9)
+            ax.set_title((f"{ctx.get('group', 'qdisc')} = {g}, " if g is not None else "") + f"t ∈ [{w0:.3g}, {w0 + wlen:.3g}) s", fontsize=9)
             if r == len(groups) - 1:
                 ax.set_xlabel(ctx.get("xlabel", "time (s)"))
             if c == 0:
