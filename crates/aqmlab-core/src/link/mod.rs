@@ -70,6 +70,8 @@ pub mod timer {
     /// A multi-peer link's oldest packet on the wire reaches its next hop (point-to-point
     /// links use `Event::Arrive`, whose far end needs no lookup).
     pub const ARRIVE: u32 = 7 << 28;
+    /// A throttling qdisc (CAKE's shaper) will release a packet now (`Qdisc::next_ready`).
+    pub const QDISC: u32 = 8 << 28;
     pub const TAG: u32 = 0xF << 28;
     pub const INDEX: u32 = !TAG;
 }
@@ -263,6 +265,11 @@ pub struct Link {
     /// Multi-peer links: destination node → index into `p.peers` (`u32::MAX` where
     /// this link is not the route). Empty for point-to-point links.
     peer_of: Vec<u32>,
+    /// The qdisc may hold packets back (`Qdisc::throttles`): such a link asks it for
+    /// `next_ready` after each operation and wakes itself with a `timer::QDISC`.
+    throttles: bool,
+    /// The instant of the pending `timer::QDISC` wake-up, if any.
+    wake_at: Option<SimTime>,
 }
 
 /// Records a packet leaving the qdisc (sojourn, CE seen). Takes the two fields, not
@@ -446,7 +453,9 @@ impl Link {
     ) -> Self {
         qdisc.set_warmup(warmup);
         let trace = p.trace;
-        let lazy = matches!(p.lower, LowerParams::Wire)
+        let throttles = qdisc.throttles();
+        let lazy = !throttles
+            && matches!(p.lower, LowerParams::Wire)
             && p.device_queue == 1
             && p.loss == 0.0
             && p.loss_periods.is_empty()
@@ -468,8 +477,65 @@ impl Link {
             stats: LinkStats::new(warmup, bin),
             lower: Lower::new(&p.lower),
             peer_of: Vec::new(),
+            throttles,
+            wake_at: None,
             p,
         }
+    }
+
+    /// A throttling qdisc that holds packets but releases none before `next_ready`: set a
+    /// wake-up for that instant unless an earlier one is pending. (Cold: only CAKE with a
+    /// `bandwidth` throttles.)
+    #[cold]
+    #[inline(never)]
+    fn arm_qdisc_wake(&mut self, now: SimTime, ev: &mut EventQueue) {
+        if self.qdisc.is_empty() {
+            return;
+        }
+        let Some(t) = self.qdisc.next_ready() else {
+            return;
+        };
+        if t <= now {
+            return;
+        }
+        if let Some(w) = self.wake_at {
+            if w > now && w <= t {
+                return;
+            }
+        }
+        self.wake_at = Some(t);
+        ev.push(
+            t,
+            Event::LinkTimer {
+                link: self.id,
+                kind: timer::QDISC,
+            },
+        );
+    }
+
+    /// The `timer::QDISC` wake-up: pull from the qdisc into the lower layer again.
+    #[cold]
+    #[inline(never)]
+    fn on_qdisc_wake(&mut self, now: SimTime, ev: &mut EventQueue) {
+        if self.wake_at == Some(now) {
+            self.wake_at = None;
+        }
+        if matches!(self.lower, Lower::Wire) {
+            self.kick(now, ev);
+        } else {
+            let was_ready = self.wifi().is_some_and(|w| w.ready());
+            self.kick_lower(now, ev);
+            if !was_ready && self.wifi().is_some_and(|w| w.ready()) {
+                ev.push(
+                    now,
+                    Event::LinkTimer {
+                        link: self.id,
+                        kind: timer::MEDIUM_POKE,
+                    },
+                );
+            }
+        }
+        self.arm_qdisc_wake(now, ev);
     }
 
     /// Gives this link host processing jitter (the simulator does it for end hosts'
@@ -541,6 +607,9 @@ impl Link {
         let backlog = self.qdisc.len() as f64;
         self.stats.bin_backlog_max.max(now, backlog);
         self.kick(now, ev);
+        if self.throttles {
+            self.arm_qdisc_wake(now, ev);
+        }
     }
 
     /// The lazy wire (lossless, point-to-point, device queue of one packet). It gives the
@@ -682,6 +751,9 @@ impl Link {
                 },
             );
         }
+        if self.throttles {
+            self.arm_qdisc_wake(now, ev);
+        }
     }
 
     /// The wire: moves packets from the qdisc to the device queue while it has room, and
@@ -805,11 +877,17 @@ impl Link {
         } else {
             self.kick_lower(now, ev);
         }
+        if self.throttles {
+            self.arm_qdisc_wake(now, ev);
+        }
     }
 
     /// A lower-layer timer of this link fired (shaper, regulator, channel). WiFi medium
     /// timers are handled by the simulator, which owns the media.
     pub fn on_timer(&mut self, kind: u32, now: SimTime, ev: &mut EventQueue) {
+        if kind & timer::TAG == timer::QDISC {
+            return self.on_qdisc_wake(now, ev);
+        }
         let idx = (kind & timer::INDEX) as usize;
         match (kind & timer::TAG, &mut self.lower) {
             (timer::SHAPER, Lower::Shaper(s)) => {
@@ -850,6 +928,9 @@ impl Link {
                 "link {} got timer tag {tag:#x} its lower layer does not use",
                 self.p.name
             ),
+        }
+        if self.throttles {
+            self.arm_qdisc_wake(now, ev);
         }
     }
 

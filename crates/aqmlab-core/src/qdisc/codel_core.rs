@@ -183,6 +183,27 @@ pub fn interval_over_sqrt(interval: SimDuration, count: u32) -> SimDuration {
     SimDuration::from_nanos((i * i / c).isqrt() as u64)
 }
 
+/// One Newton–Raphson step of `y ← y·(3 − count·y²)/2` on a Q0.32 estimate `invsqrt` of
+/// 1/√count, with the kernel's u64 wrap-around and truncation to 32 bits. Linux CoDel
+/// (`codel_Newton_step`, Q0.16 storage: the caller shifts) and COBALT
+/// (`cobalt_newton_step` in `sch_cake.c`, Q0.32 storage) use this same step.
+#[inline]
+pub fn newton_step_q32(invsqrt: u32, count: u32) -> u32 {
+    let invsqrt2 = ((invsqrt as u64 * invsqrt as u64) >> 32) as u32;
+    let mut val = (3u64 << 32).wrapping_sub(count as u64 * invsqrt2 as u64);
+    val >>= 2; // keeps the next product in range for sane inputs, as in Linux
+    val = val.wrapping_mul(invsqrt as u64) >> (32 - 2 + 1);
+    val as u32
+}
+
+/// Linux `reciprocal_scale(val, ep_ro)`: `val · ep_ro / 2³²`, the control law's
+/// `interval · (1/√count)` with the reciprocal in Q0.32. (The kernel's `val` is u32, so a
+/// kernel truncates intervals above 4.29 s; here the product is computed in full width.)
+#[inline]
+pub fn reciprocal_scale(val: u64, ep_ro: u32) -> u64 {
+    ((val as u128 * ep_ro as u128) >> 32) as u64
+}
+
 /// True if `now − t < span` with a signed difference.
 #[inline]
 fn within(now: SimTime, t: SimTime, span: SimDuration) -> bool {
@@ -208,19 +229,15 @@ impl CodelVars {
     /// (Q0.32 intermediates, Q0.16 storage), with the kernel's u64 wrap-around.
     fn newton_step(&mut self) {
         let invsqrt = (self.rec_inv_sqrt as u32) << 16;
-        let invsqrt2 = ((invsqrt as u64 * invsqrt as u64) >> 32) as u32;
-        let mut val = (3u64 << 32).wrapping_sub(self.count as u64 * invsqrt2 as u64);
-        val >>= 2; // keeps the next product in range for sane inputs, as in Linux
-        val = val.wrapping_mul(invsqrt as u64) >> (32 - 2 + 1);
-        self.rec_inv_sqrt = (val >> 16) as u16;
+        self.rec_inv_sqrt = (newton_step_q32(invsqrt, self.count) >> 16) as u16;
     }
 
     /// `t + interval/√count` per the variant's arithmetic.
     pub fn control_law(&self, p: &CodelParams, t: SimTime) -> SimTime {
         if p.fixed_point() {
             // Linux reciprocal_scale(interval, rec_inv_sqrt << 16).
-            let d = (p.interval.as_nanos() as u128 * ((self.rec_inv_sqrt as u128) << 16)) >> 32;
-            t + SimDuration::from_nanos(d as u64)
+            let d = reciprocal_scale(p.interval.as_nanos(), (self.rec_inv_sqrt as u32) << 16);
+            t + SimDuration::from_nanos(d)
         } else {
             t + interval_over_sqrt(p.interval, self.count)
         }

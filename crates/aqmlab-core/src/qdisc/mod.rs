@@ -23,6 +23,8 @@
 //! default as written in a scenario file; `tests/defaults.rs` checks it against the
 //! serde defaults (docs/architecture.md, "Defaults are declared once").
 
+pub mod cake;
+pub mod cobalt;
 pub mod codel;
 pub mod codel_core;
 pub mod drr;
@@ -71,10 +73,15 @@ pub enum DropReason {
     /// DualPI2: a Not-ECT packet in the L queue above the step threshold (Linux
     /// `QDISC_DROP_L4S_STEP_NON_ECN`).
     L4sStep,
+    /// CAKE's BLUE part (COBALT) dropped a packet of a flow that keeps overflowing the
+    /// queue (Linux `SKB_DROP_REASON_CAKE_FLOOD`).
+    Blue,
+    /// CAKE's ACK filter dropped a pure ACK made redundant by a later one.
+    AckFilter,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 9] = [
+    pub const ALL: [DropReason; 11] = [
         DropReason::Overlimit,
         DropReason::Early,
         DropReason::Forced,
@@ -84,6 +91,8 @@ impl DropReason {
         DropReason::Wire,
         DropReason::LowerLayer,
         DropReason::L4sStep,
+        DropReason::Blue,
+        DropReason::AckFilter,
     ];
     pub fn index(self) -> usize {
         self as usize
@@ -99,6 +108,8 @@ impl DropReason {
             DropReason::Wire => "wire",
             DropReason::LowerLayer => "lower_layer",
             DropReason::L4sStep => "l4s_step",
+            DropReason::Blue => "blue",
+            DropReason::AckFilter => "ack_filter",
         }
     }
 }
@@ -164,7 +175,7 @@ pub struct QdiscStats {
     pub dropped_on_arrival_bytes: u64,
     pub dropped_after_enqueue: u64,
     pub dropped_after_enqueue_bytes: u64,
-    pub drops: [u64; 9],
+    pub drops: [u64; 11],
     pub marks: [u64; 6],
 }
 
@@ -320,6 +331,18 @@ pub trait Qdisc {
     /// Qdisc-specific summary metrics (e.g. DualPI2's per-queue sojourn), reported
     /// with the link's lower-layer metrics.
     fn summary(&self, _out: &mut Vec<(&'static str, f64)>) {}
+    /// Whether this qdisc may hold packets back although it has some (a built-in shaper,
+    /// e.g. CAKE's `bandwidth`): `dequeue` can then return `None` with `len() > 0`. The
+    /// link reads this once, when it is built. Default false (work-conserving).
+    fn throttles(&self) -> bool {
+        false
+    }
+    /// For a throttling qdisc with packets: the earliest instant `dequeue` may return one.
+    /// The link asks after each call and sets a timer for it when it lies in the future.
+    /// Default None (work-conserving: a packet is ready whenever the qdisc has one).
+    fn next_ready(&self) -> Option<SimTime> {
+        None
+    }
 }
 
 /// What a qdisc may know about where it is installed when it is built.
@@ -428,6 +451,13 @@ macro_rules! qdisc_registry {
             fn summary(&self, out: &mut Vec<(&'static str, f64)>) {
                 match self { $( AnyQdisc::$variant(q) => q.summary(out), )* }
             }
+            fn throttles(&self) -> bool {
+                match self { $( AnyQdisc::$variant(q) => q.throttles(), )* }
+            }
+            #[inline]
+            fn next_ready(&self) -> Option<SimTime> {
+                match self { $( AnyQdisc::$variant(q) => q.next_ready(), )* }
+            }
         }
     };
 }
@@ -462,6 +492,8 @@ qdisc_registry! {
         "Linux sch_prio: strict-priority bands (default 3) chosen by priomap[rt_tos2priority(TOS)], pfifo of 1000 packets per band";
     DualPi2: "dualpi2" => dualpi2::DualPi2Config => dualpi2::DualPi2,
         "DualQ Coupled AQM (RFC 9332, Linux sch_dualpi2): L4S queue with 1 ms step marking, PI2 classic queue (target 15 ms), coupling k = 2, WRR 10/90";
+    Cake: "cake" => cake::CakeConfig => cake::Cake,
+        "CAKE (Linux sch_cake): COBALT per flow, 8-way set-associative hashing, triple-isolate host fairness, diffserv3 tins, optional deficit-mode shaper (bandwidth) with overhead/ATM/PTM compensation, ACK filter";
 }
 
 impl Default for QdiscConfig {

@@ -77,6 +77,9 @@ const CASES: &[Case] = &[
     // strict-priority bands: per-band limits, so the bound is bands x limit
     pkts("pfifo_fast", "kind = 'pfifo_fast'\nlimit = 6", 18),
     pkts("prio-4-bands", "kind = 'prio'\nbands = 4\nlimit = 4\npriomap = [3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0]", 16),
+    bytes("cake", "kind = 'cake'\nmemlimit = '20KB'\nrtt = '5ms'", 20_000),
+    bytes("cake-shaped-ds4-ingress", "kind = 'cake'\nbandwidth = '2Mbit'\ndiffserv = 'diffserv4'\ningress = true\nack_filter = 'aggressive'\nmemlimit = '15KB'\nrtt = '5ms'\nisolation = 'dual-dsthost'", 15_000),
+    bytes("cake-flows-besteffort-atm", "kind = 'cake'\nisolation = 'flows'\ndiffserv = 'besteffort'\nmemlimit = '10KB'\npreset = 'conservative'\nwash = true\nbandwidth = '5Mbit'\nrtt = 'lan'", 10_000),
 ];
 
 /// The DSCP of the harness's flows: BE, AF11 (pfifo_fast band 2), AF12 (band 0), EF, so
@@ -388,6 +391,7 @@ fn cases_reach_the_aqm_paths() {
         let aqm = st.drops[DropReason::Early.index()]
             + st.drops[DropReason::Forced.index()]
             + st.drops[DropReason::Codel.index()]
+            + st.drops[DropReason::Blue.index()]
             + st.total_marks();
         assert!(
             aqm > 0,
