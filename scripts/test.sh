@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: sets up .venv (scripts/setup.sh: pinned deps + release build of the
-# extension), the lint step (clippy, ruff, mypy), then the Rust tests of the whole
+# extension), the lint step (clippy, ruff, mypy, import cycles), then the Rust tests of the whole
 # workspace, then the Python tests.
 # Exits non-zero on any failure. Usage: bash scripts/test.sh
 set -euo pipefail
@@ -21,6 +21,9 @@ echo "test: ruff check python"
 
 echo "test: mypy (python/aqmlab; settings in pyproject.toml)"
 "$VENV/bin/mypy"
+
+echo "test: no import cycles (Rust core per file, Python package per module)"
+"$VENV/bin/python" scripts/import_cycles.py
 
 echo "test: cargo test --workspace"
 cargo test --workspace

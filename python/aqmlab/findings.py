@@ -56,16 +56,14 @@ import numpy as np
 import pandas as pd
 
 from aqmlab._fmt import fmt_num, unit_for
+from aqmlab.store import StoreLike, drop_foreign_axes, runs_of
+from aqmlab.study import FindingError, validate_finding
+
+#: the declaration check lives with the study-file schema (``aqmlab.study``), which
+#: validates findings when a study is loaded; re-exported here
+validate = validate_finding
 
 __all__ = ["FindingError", "Evidence", "validate", "evaluate", "evaluate_all"]
-
-_FINDING_KEYS = {"text", "check", "see"}
-_FORMS = ("lower", "higher", "order", "trend", "at_most", "at_least", "between")
-_CHECK_KEYS = {"experiment", "measure", "stat", "where", "axis", "than", "by", *_FORMS}
-
-
-class FindingError(ValueError):
-    """A malformed finding; the message names the key."""
 
 
 @dataclasses.dataclass
@@ -81,49 +79,6 @@ class Evidence:
     @property
     def symbol(self) -> str:
         return {"pass": "✓", "fail": "✗", "no data": "?", "unchecked": "–"}[self.status]
-
-
-def validate(finding: Any, where: str = "findings") -> None:
-    """Raises :class:`FindingError` unless `finding` is a string or a well-formed table."""
-    if isinstance(finding, str):
-        return
-    if not isinstance(finding, dict):
-        raise FindingError(f"{where}: a finding is a string or a table with `text`, got {finding!r}")
-    if not isinstance(finding.get("text"), str):
-        raise FindingError(f"{where}.text: a finding table needs a text string")
-    bad = sorted(set(finding) - _FINDING_KEYS)
-    if bad:
-        raise FindingError(f"{where}: unknown key(s) {bad} (allowed: {', '.join(sorted(_FINDING_KEYS))})")
-    c = finding.get("check")
-    if c is None:
-        return
-    w = f"{where}.check"
-    if not isinstance(c, dict):
-        raise FindingError(f"{w}: expected a table, got {c!r}")
-    bad = sorted(set(c) - _CHECK_KEYS)
-    if bad:
-        raise FindingError(f"{w}: unknown key(s) {bad} (allowed: {', '.join(sorted(_CHECK_KEYS))})")
-    if not isinstance(c.get("measure"), str):
-        raise FindingError(f"{w}.measure: a check needs the measure it compares")
-    forms = [f for f in _FORMS if f in c]
-    ranges = {"at_most", "at_least"}
-    if not forms or (len(forms) > 1 and not set(forms) <= ranges):
-        raise FindingError(f"{w}: give exactly one of lower/higher (+than), order, trend, at_most/at_least, between; got {forms or 'none'}")
-    form = forms[0]
-    if form in ("lower", "higher", "order", "trend") and not isinstance(c.get("axis"), str):
-        raise FindingError(f"{w}.axis: a {form!r} check needs the axis it compares along")
-    if form in ("lower", "higher") and "than" not in c:
-        raise FindingError(f"{w}.than: a {form!r} check needs `than`")
-    if form == "order" and (not isinstance(c["order"], list) or len(c["order"]) < 2):
-        raise FindingError(f"{w}.order: expected a list of at least two axis values")
-    if form == "trend" and c["trend"] not in ("increasing", "decreasing"):
-        raise FindingError(f"{w}.trend: {c['trend']!r} is not allowed (increasing, decreasing)")
-    if form == "between" and (not isinstance(c["between"], list) or len(c["between"]) != 2):
-        raise FindingError(f"{w}.between: expected [low, high]")
-    if c.get("stat", "mean") not in ("mean", "median"):
-        raise FindingError(f"{w}.stat: {c.get('stat')!r} is not allowed (mean, median)")
-    if "by" in c and (not isinstance(c["by"], (int, float)) or c["by"] <= 0):
-        raise FindingError(f"{w}.by: expected a positive factor, got {c['by']!r}")
 
 
 def _stat(v: pd.Series, how: str) -> float:
@@ -148,16 +103,14 @@ def _slices(runs: pd.DataFrame, skip: str | None, study: Any = None, exp: str | 
     return [(lab, g) for _, lab, g in sorted(out, key=lambda x: x[0])]
 
 
-def evaluate(finding: Any, store: Any, study: Any = None) -> Evidence:
+def evaluate(finding: Any, store: StoreLike, study: Any = None) -> Evidence:
     """The evidence the store's runs give for one finding."""
     if isinstance(finding, str):
         return Evidence(finding, "unchecked", "not machine-checked: compare with the figures and tables")
-    validate(finding)
+    validate_finding(finding)
     text, see, c = finding["text"], finding.get("see"), finding.get("check")
     if c is None:
         return Evidence(text, "unchecked", "not machine-checked: compare with the figures and tables", see)
-    from aqmlab.store import runs_of
-
     runs = runs_of(store)
     exp = c.get("experiment")
     if exp is None and study is not None and len(study.experiments) == 1:
@@ -169,9 +122,7 @@ def evaluate(finding: Any, store: Any, study: Any = None) -> Evidence:
     fmt = lambda v: fmt_num(v * scale) + (f" {unit}" if unit else "")  # noqa: E731
     if not isinstance(runs, pd.DataFrame) or runs.empty or "experiment" not in runs.columns:
         return Evidence(text, "no data", "the store has no finished runs", see, c)
-    from aqmlab.plots import _drop_foreign_axes
-
-    runs = _drop_foreign_axes(runs[runs["experiment"] == exp])
+    runs = drop_foreign_axes(runs[runs["experiment"] == exp])
     for axis, val in (c.get("where") or {}).items():
         col = f"p_{axis}"
         if col not in runs.columns:
@@ -260,7 +211,7 @@ def _axis_order(study: Any, exp: str | None, axis: str, values: pd.Series) -> li
     return sorted(present, key=natural_key)
 
 
-def evaluate_all(store: Any, study: Any) -> list[Evidence]:
+def evaluate_all(store: StoreLike, study: Any) -> list[Evidence]:
     """Evidence for every finding of the study (a malformed one reports its error)."""
     out = []
     for i, f in enumerate(getattr(study, "findings", []) or []):

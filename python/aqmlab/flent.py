@@ -89,6 +89,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aqmlab.result import direction
+
 __all__ = ["export_flent", "export_flent_run", "flent_conf_for", "flent_test_for", "run_to_flent", "FLENT_TESTS", "FLENT_PLOTS"]
 
 FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http")
@@ -107,17 +109,12 @@ STEP = 0.2
 FILEFORMAT_VERSION = 4  # Flent's resultset.FILEFORMAT_VERSION
 
 
-def _direction(src: Any) -> str:
-    s = str(src)
-    return "up" if s.startswith("client") else "down" if s.startswith("server") else "other"
-
-
 def flent_test_for(flows: pd.DataFrame) -> str | None:
     """The Flent test a run's flows correspond to (see the module doc), or None."""
     if flows is None or flows.empty:
         return None
     kinds = flows["kind"].astype(str)
-    dirs = flows["src"].map(_direction)
+    dirs = flows["src"].map(direction)
     up = int(((kinds == "bulk") & (dirs == "up")).sum())
     down = int(((kinds == "bulk") & (dirs == "down")).sum())
     probes = bool(kinds.isin(PROBE_KINDS).any())
@@ -211,7 +208,7 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
         meta[name] = {"UNITS": units, "MEAN_VALUE": mv, "COMPUTED_LATE": False}
 
     kinds = flows["kind"].astype(str)
-    dirs = flows["src"].map(_direction)
+    dirs = flows["src"].map(direction)
     gp = series[(series["kind"] == "flow") & (series["metric"] == "goodput_bps")] if len(series) else series
     width = _bin(gp) if len(gp) else 0.0  # unused when there is no goodput series
     single = test in ("voip-1up", "http-1up")

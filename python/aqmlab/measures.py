@@ -38,19 +38,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aqmlab import metrics
-from aqmlab.result import link_drop_fraction, link_utilization
+from aqmlab.result import direction, link_drop_fraction, link_utilization
 
 if TYPE_CHECKING:
     from aqmlab.result import Result
 
-__all__ = ["MEASURES", "compute", "describe"]
+__all__ = ["MEASURES", "MeasureError", "compute", "describe", "validate"]
 
 TCP_KINDS = ("bulk",)
 PROBE_KINDS = ("ping", "udp_rr")
-
-
-def _direction(src: str) -> str:
-    return "up" if str(src).startswith("client") else "down" if str(src).startswith("server") else "other"
 
 
 def _tcp(res: Result):
@@ -58,10 +54,10 @@ def _tcp(res: Result):
     return f[f["kind"].isin(TCP_KINDS)]
 
 
-def _goodput(direction: str) -> Callable[[Result], float]:
+def _goodput(way: str) -> Callable[[Result], float]:
     def g(res: Result) -> float:
         f = _tcp(res)
-        f = f[f["src"].map(_direction) == direction]
+        f = f[f["src"].map(direction) == way]
         return float(f["goodput_bps"].sum()) if len(f) else math.nan
 
     return g
@@ -171,9 +167,9 @@ def has_application_bias(res: Result) -> float:
     if has.empty:
         return math.nan
     # HAS data flows server -> player (dst -> src); bulk data flows src -> dst.
-    data_dir = has["dst"].map(_direction).iloc[0]
+    data_dir = has["dst"].map(direction).iloc[0]
     bulk = _tcp(res)
-    bulk = bulk[bulk["src"].map(_direction) == data_dir]
+    bulk = bulk[bulk["src"].map(direction) == data_dir]
     tput = np.concatenate([has["goodput_bps"].to_numpy(float), bulk["goodput_bps"].to_numpy(float)])
     caps = list(has["max_bitrate"].astype(float)) + [math.inf] * len(bulk)
     shares = metrics.max_min_fair(float(tput.sum()), demands=caps)
@@ -194,7 +190,7 @@ def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
 
 def _busiest_bottleneck(res: Result):
     q = res.queues
-    b = q[q["name"].str.startswith("bottleneck")]
+    b = q[q["name"].astype(str).str.startswith("bottleneck")]
     if b.empty:
         b = q
     return b.loc[b["tx_bytes"].idxmax()] if len(b) else None
@@ -305,12 +301,29 @@ def validate(names: list[str]) -> None:
         raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, ratio:FLOWPREFIX/FLOWPREFIX, induced:PROBESUFFIX, induced_ratio:PROBESUFFIX/PROBESUFFIX)")
 
 
+class MeasureError(RuntimeError):
+    """A measure failed on a run's tables (a bug in the measure or in the tables), not a
+    run that lacks the data: that gives NaN."""
+
+
 def compute(res: Result, names: list[str]) -> dict[str, float]:
+    """One number per measure name.
+
+    - An unknown name raises ``ValueError`` (the same check as :func:`validate`, which a
+      study makes when it is loaded).
+    - Data the run genuinely does not have gives NaN, decided inside each measure: no
+      flow of the kind it reads (``voip_r`` without VoIP flows), no such flow or queue
+      or column (``flow:NAME.COL``; a column the Linux engine does not fill), a DualPI2
+      column on another qdisc, nothing after warm-up.
+    - Any exception from a measure is not turned into NaN: it is raised as
+      :class:`MeasureError` naming the measure.
+    """
+    validate(names)
     out = {}
     for n in names:
         try:
             v = MEASURES[n][0](res) if n in MEASURES else _generic(res, n)
-        except (KeyError, IndexError, ValueError):
-            v = math.nan
-        out[n] = v
+        except Exception as e:
+            raise MeasureError(f"measure {n!r}: {type(e).__name__}: {e}") from e
+        out[n] = float(v)
     return out

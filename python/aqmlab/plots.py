@@ -137,6 +137,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import math
+import os
 import pathlib
 import re
 import warnings
@@ -151,8 +152,10 @@ from matplotlib.patches import Ellipse
 from aqmlab import metrics
 from aqmlab import store as store_data
 from aqmlab._fmt import axis_label, label_unit, label_value, natural_key, readable, unit_for
+from aqmlab.result import direction
 from aqmlab.stats import mean_ci as _mean_ci
 from aqmlab.stats import t975 as _t975
+from aqmlab.store import StoreArg, StoreLike, drop_foreign_axes
 
 __all__ = [
     "FigureSpecError",
@@ -226,7 +229,7 @@ def validate_spec(spec: dict, where: str = "figure") -> None:
 # data selection helpers
 
 
-def _table(store: Any, name: str) -> pd.DataFrame:
+def _table(store: StoreLike, name: str) -> pd.DataFrame:
     """A whole (small) table: ``runs`` with its axis labels as stored; other tables are
     read through :meth:`_Ctx.rows` (only the experiment's runs, columns and rows needed)."""
     if name == "runs":
@@ -239,7 +242,7 @@ class _Ctx:
     """What a plot function needs besides the spec: the store, the experiment name and
     (if known) the axis order of that experiment."""
 
-    store: Any
+    store: StoreLike
     spec: dict
     exp: str | None
     axes: dict[str, list[str]]
@@ -256,7 +259,7 @@ class _Ctx:
         if df.empty:
             return df
         if self.exp is not None and "experiment" in df.columns:
-            df = _drop_foreign_axes(df[df["experiment"] == self.exp])
+            df = drop_foreign_axes(df[df["experiment"] == self.exp])
         for axis, val in (self.get("where") or {}).items():
             col = f"p_{axis}"
             if col not in df.columns:
@@ -278,7 +281,7 @@ class _Ctx:
         runs = store_data.runs_of(self.store)
         if runs.empty:
             return [], [], True
-        base = _drop_foreign_axes(runs[runs["experiment"] == self.exp]) if self.exp is not None and "experiment" in runs.columns else runs
+        base = drop_foreign_axes(runs[runs["experiment"] == self.exp]) if self.exp is not None and "experiment" in runs.columns else runs
         axes = [c for c in base.columns if c.startswith("p_")]
         try:
             sel = self.select(runs)
@@ -303,7 +306,7 @@ class _Ctx:
         if not ids:
             return pd.DataFrame()
         df = store_data.scan(self.store, table, self._columns(columns, axes), filters, run_ids=ids)
-        return _drop_foreign_axes(df) if not df.empty else df
+        return drop_foreign_axes(df) if not df.empty else df
 
     def per_run(self, table: str, columns: Iterable[str] | None, filters: list | None,
                 fn: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
@@ -315,7 +318,7 @@ class _Ctx:
             return pd.DataFrame()
         out = []
         for df in store_data.iter_chunks(self.store, table, self._columns(columns, axes), filters, run_ids=ids):
-            df = _drop_foreign_axes(df)
+            df = drop_foreign_axes(df)
             r = fn(df)
             if r is not None and not r.empty:
                 out.append(r)
@@ -359,13 +362,6 @@ class _Ctx:
         return float(self.spec.get(f"{which}_scale", s)), str(self.spec.get(f"{which}_unit", u))
 
 
-def _drop_foreign_axes(df: pd.DataFrame) -> pd.DataFrame:
-    """Tables of several experiments concatenate their axis columns; within one
-    experiment the other experiments' ``p_*`` columns are all missing: drop them."""
-    gone = [c for c in df.columns if c.startswith("p_") and df[c].isna().all()]
-    return df.drop(columns=gone) if gone else df
-
-
 def _match(df: pd.DataFrame, col: str | None, val: Any) -> pd.DataFrame:
     if col is None or val is None:
         return df
@@ -378,11 +374,6 @@ def _as_list(v: Any) -> list:
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
-def _direction(src: Any) -> str:
-    s = str(src)
-    return "up" if s.startswith("client") else "down" if s.startswith("server") else "other"
-
-
 def _pick_flows(ctx: _Ctx, flows: pd.DataFrame) -> pd.DataFrame:
     """Flows matching entity / flow_kind / direction."""
     if flows.empty:
@@ -392,7 +383,7 @@ def _pick_flows(ctx: _Ctx, flows: pd.DataFrame) -> pd.DataFrame:
         flows = flows[flows["kind"].astype(str).isin(kinds)]
     d = ctx.get("direction")
     if d is not None and "src" in flows.columns:
-        flows = flows[flows["src"].map(_direction) == d]
+        flows = flows[flows["src"].map(direction) == d]
     ents = _as_list(ctx.get("entity"))
     if ents and "name" in flows.columns:
         flows = flows[flows["name"].astype(str).map(lambda n: any(fnmatch.fnmatchcase(n, p) for p in ents))]
@@ -556,7 +547,7 @@ def _empty_figure(ctx: _Ctx, title: str, message: str) -> Figure:
 # figure types
 
 
-def plot_ellipse(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_ellipse(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """Latency–goodput ellipses; see the module doc for the keys."""
     ctx = _ctx(store, spec, experiment)
     xs, ys = _as_list(spec["x"]), _as_list(spec["y"])
@@ -654,7 +645,7 @@ def _resample(df: pd.DataFrame, step: float) -> pd.DataFrame:
     return pd.concat(out, ignore_index=True) if out else df.iloc[0:0]
 
 
-def plot_cdf(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """CDF of a sample metric per group; see the module doc for the keys."""
     ctx = _ctx(store, spec, experiment)
     metric = spec["metric"]
@@ -708,7 +699,7 @@ def _per_run_bins(df: pd.DataFrame, width: float | None, agg: str) -> pd.DataFra
     return per_ent.groupby(["run_id", "t"], sort=True)["value"].agg(how).reset_index()
 
 
-def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_timeseries(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """Point-wise mean over repetitions of a metric vs time; see the module doc."""
     ctx = _ctx(store, spec, experiment)
     metric = spec["metric"]
@@ -781,7 +772,7 @@ def plot_timeseries(store: Any, spec: dict, experiment: Any = None) -> Figure:
     return _finish(fig, ctx, title)
 
 
-def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_bar(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """Mean ± sd over repetitions per category (and hue); see the module doc."""
     ctx = _ctx(store, spec, experiment)
     y = spec["y"]
@@ -836,7 +827,7 @@ def plot_bar(store: Any, spec: dict, experiment: Any = None) -> Figure:
     return _finish(fig, ctx, title)
 
 
-def plot_flows_vs_rtt(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_flows_vs_rtt(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """Per-flow throughput vs base RTT per group; see the module doc."""
     ctx = _ctx(store, {"flow_kind": "bulk", **spec}, experiment)
     x, y = spec.get("x", "base_rtt"), spec.get("y", "goodput_bps")
@@ -895,7 +886,7 @@ def _one_rep_samples(ctx: _Ctx, table: str, metric: Any, of: str) -> pd.DataFram
     return _entity_samples(ctx, table, metric, of=of, filters=[("repetition", "==", int(rep))])
 
 
-def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_queue_delay(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """Queue delay of consecutive packets with drops marked; see the module doc."""
     ctx = _ctx(store, {"of": "queue", "entity": "bottleneck_down", **spec}, experiment)
     metric, dmetric = spec.get("metric", "sojourn"), spec.get("drop_metric", "drop")
@@ -961,7 +952,7 @@ def plot_queue_delay(store: Any, spec: dict, experiment: Any = None) -> Figure:
     return _finish(fig, ctx, title, f"({note})")
 
 
-def plot_state_trace(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_state_trace(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """Qdisc state variables (count, p, …) vs time; see the module doc. One row per
     metric, one column per ``facet`` value, one colour per ``group`` value."""
     ctx = _ctx(store, {"of": "queue", "entity": "bottleneck_down", **spec}, experiment)
@@ -1003,7 +994,7 @@ def plot_state_trace(store: Any, spec: dict, experiment: Any = None) -> Figure:
     return _finish(fig, ctx, title)
 
 
-def plot_drop_rate(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_drop_rate(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """TEWMA of drop events, point-wise mean over repetitions; see the module doc."""
     ctx = _ctx(store, {"of": "queue", "entity": "bottleneck_down", **spec}, experiment)
     memory = float(spec.get("memory", 0.5))
@@ -1049,7 +1040,7 @@ def plot_drop_rate(store: Any, spec: dict, experiment: Any = None) -> Figure:
     return _finish(fig, ctx, title, f"(from {source})")
 
 
-def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_line(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """A measure vs a numeric axis, one line per group (mean ± sd); see the module doc."""
     ctx = _ctx(store, spec, experiment)
     x, y = spec["x"], spec["y"]
@@ -1106,7 +1097,7 @@ def plot_line(store: Any, spec: dict, experiment: Any = None) -> Figure:
     return _finish(fig, ctx, title)
 
 
-def plot_box(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def plot_box(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     """Box plots of per-interval values, one panel per entry of ``panels`` and one box
     per group (Flent's ``box_totals`` of an RRUL test: download, upload, latency); see
     the module doc."""
@@ -1191,7 +1182,7 @@ FIGURE_TYPES: dict[str, Callable[..., Figure]] = {
 # dispatch and rendering
 
 
-def _ctx(store: Any, spec: dict, experiment: Any) -> _Ctx:
+def _ctx(store: StoreLike, spec: dict, experiment: Any) -> _Ctx:
     """experiment: an :class:`aqmlab.study.Experiment` (gives the default experiment name
     and the axis order), an experiment name, or None (then spec["experiment"] or the
     only experiment in the store)."""
@@ -1268,7 +1259,7 @@ def _quick_note(experiment: Any) -> str | None:
     return note
 
 
-def figure(store: Any, spec: dict, experiment: Any = None) -> Figure:
+def figure(store: StoreArg, spec: dict, experiment: Any = None) -> Figure:
     """Draws one figure from a spec (see the module doc for the keys)."""
     validate_spec(spec)
     return FIGURE_TYPES[spec["type"]](_as_store(store), spec, experiment)
@@ -1299,7 +1290,7 @@ def _stem(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "figure"
 
 
-def render_figure_records(store: Any, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
+def render_figure_records(store: StoreArg, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
                           strict: bool = False, dpi: int = 110) -> list[FigureRecord]:
     """Renders every ``[[experiment.figure]]`` of `study` into `outdir` and describes
     each result. With strict=False a bad spec or a plotting failure gives a figure
@@ -1335,7 +1326,7 @@ def render_figure_records(store: Any, study: Any, outdir: str | pathlib.Path, fo
     return records
 
 
-def render_figures(store: Any, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
+def render_figures(store: StoreArg, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
                    strict: bool = False) -> list[pathlib.Path]:
     """Renders every figure of the study as PNG + SVG; returns the written paths.
 
@@ -1345,15 +1336,15 @@ def render_figures(store: Any, study: Any, outdir: str | pathlib.Path, formats: 
     return [p for r in recs for p in (r.png, r.svg) if p is not None]
 
 
-def _as_store(store: Any) -> Any:
-    if isinstance(store, (str, pathlib.Path)):
+def _as_store(store: StoreArg) -> StoreLike:
+    if isinstance(store, (str, os.PathLike)):
         from aqmlab.store import load
 
         return load(store)
     return store
 
 
-def _study_of(store: Any, study: Any):
+def _study_of(store: StoreLike, study: Any):
     """Resolves (store, study) arguments: loads the store if given a path and parses the
     store's saved study text if study is None."""
     from aqmlab.study import Study, parse_study

@@ -25,7 +25,7 @@ from typing import Any
 
 from aqmlab import findings as F
 from aqmlab import plots, tables
-from aqmlab.store import runs_of
+from aqmlab.store import Store, StoreLike, runs_of
 
 __all__ = ["write_report", "validate_outputs"]
 
@@ -116,7 +116,7 @@ def _findings_html(evs: list[F.Evidence], known: set[str]) -> str:
             '<th>What this run shows</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
 
 
-def _provenance_html(store: Any, study: Any) -> str:
+def _provenance_html(store: StoreLike, study: Any) -> str:
     prov = dict(getattr(store, "provenance", {}) or {})
     runs = runs_of(store)
     planned = _planned(study)
@@ -215,7 +215,7 @@ def validate_outputs(study: Any) -> None:
         raise StudyError("bad output spec(s):\n  " + "\n  ".join(problems))
 
 
-def identical_runs(store: Any, study: Any) -> list:
+def identical_runs(store: StoreLike, study: Any) -> list:
     """Experiments whose repetitions all came out identical (see
     :func:`aqmlab.stats.identical_repetitions`): repeating them added nothing."""
     from aqmlab.stats import identical_repetitions
@@ -237,7 +237,12 @@ def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str
     """
     store = plots._as_store(store_dir)
     study = plots._study_of(store, study)
-    out = pathlib.Path(out_html) if out_html is not None else pathlib.Path(store.path) / "report.html"
+    if out_html is not None:
+        out = pathlib.Path(out_html)
+    elif isinstance(store, Store):
+        out = pathlib.Path(store.path) / "report.html"
+    else:
+        raise ValueError("out_html: in-memory tables have no directory to write the report to; give out_html")
     out.parent.mkdir(parents=True, exist_ok=True)
     files = pathlib.Path(files_dir) if files_dir is not None else out.parent / f"{out.stem}-files"
     figs = plots.render_figure_records(store, study, files / "figures")

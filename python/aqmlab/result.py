@@ -37,12 +37,21 @@ if TYPE_CHECKING:
 
     from aqmlab.scenario import Scenario
 
-__all__ = ["Result"]
+__all__ = ["Result", "direction"]
 
 KIND_NAMES = ("flow", "queue")
 
 #: Flow summary columns that describe a latency probe.
 PROBE_COLUMNS = ("probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max")
+
+
+def direction(host: Any) -> str:
+    """Which way traffic sent by `host` goes in the dumbbell naming: ``"up"`` from a
+    ``client*`` host (client → server, ``bottleneck_up``), ``"down"`` from a
+    ``server*`` host, ``"other"`` for any other node. The one place the lab derives a
+    direction from host names (measures, figures and the Flent export use it)."""
+    s = str(host)
+    return "up" if s.startswith("client") else "down" if s.startswith("server") else "other"
 
 
 def _nan_to_none(v: Any) -> Any:

@@ -51,7 +51,7 @@ import json
 import os
 import pathlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "Store",
@@ -60,6 +60,10 @@ __all__ = [
     "iter_runs",
     "iter_chunks",
     "runs_of",
+    "drop_foreign_axes",
+    "StoreLike",
+    "StoreArg",
+    "Tables",
     "write_run",
     "finished_runs",
     "verify",
@@ -774,7 +778,30 @@ def load(path: str | os.PathLike) -> Store:
 # the data-access functions the report, figures, tables, findings and export use
 
 
-def runs_of(store: Any) -> Any:
+class Tables(Protocol):
+    """An in-memory stand-in for a store (a study's tables built in memory, test
+    fixtures): the ``runs`` table as a DataFrame attribute, and those of ``flows``,
+    ``queues``, ``samples``, ``series`` that exist, likewise."""
+
+    @property
+    def runs(self) -> Any: ...
+
+
+#: What the readers (figures, tables, findings, report, Flent export) accept: a
+#: :class:`Store` on disk, read lazily, or in-memory :class:`Tables`.
+StoreLike = Store | Tables
+#: A reader's argument: a store, in-memory tables, or the directory of a store.
+StoreArg = StoreLike | str | os.PathLike
+
+
+def drop_foreign_axes(df: Any) -> Any:
+    """Tables of several experiments concatenate their axis columns; within one
+    experiment the other experiments' ``p_*`` columns are all missing: drop them."""
+    gone = [c for c in df.columns if c.startswith("p_") and df[c].isna().all()]
+    return df.drop(columns=gone) if gone else df
+
+
+def runs_of(store: StoreLike) -> Any:
     """The runs table with axis labels as stored (strings)."""
     import pandas as pd
 
@@ -784,7 +811,7 @@ def runs_of(store: Any) -> Any:
     return df if isinstance(df, pd.DataFrame) else pd.DataFrame()
 
 
-def scan(store: Any, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+def scan(store: StoreLike, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
          run_ids: Iterable[str] | None = None) -> Any:
     """:meth:`Store.scan` for a :class:`Store`; the same selection of an in-memory table
     for any other object with DataFrame attributes."""
@@ -803,7 +830,7 @@ def scan(store: Any, table: str, columns: Iterable[str] | None = None, filters: 
     return df
 
 
-def iter_chunks(store: Any, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+def iter_chunks(store: StoreLike, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
                 run_ids: Iterable[str] | None = None, max_rows: int | None = None) -> Iterator[Any]:
     """:meth:`Store.iter_chunks` for a :class:`Store`; the in-memory selection as one chunk otherwise."""
     if isinstance(store, Store):
@@ -814,7 +841,7 @@ def iter_chunks(store: Any, table: str, columns: Iterable[str] | None = None, fi
         yield df
 
 
-def iter_runs(store: Any, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
+def iter_runs(store: StoreLike, table: str, columns: Iterable[str] | None = None, filters: Filter | None = None,
               run_ids: Iterable[str] | None = None) -> Iterator[tuple[str, Any]]:
     """:meth:`Store.iter_runs` for a :class:`Store`; per run of the in-memory table otherwise."""
     if isinstance(store, Store):

@@ -111,7 +111,7 @@ import pathlib
 import tomllib
 from typing import Any
 
-__all__ = ["Study", "Experiment", "RunSpec", "StudyError", "load_study", "find_study", "list_studies", "deep_merge"]
+__all__ = ["Study", "Experiment", "RunSpec", "StudyError", "FindingError", "validate_finding", "load_study", "find_study", "list_studies", "deep_merge"]
 
 
 class StudyError(ValueError):
@@ -385,14 +385,65 @@ def _flent_test(v: Any, key: str) -> str | None:
     return str(v)
 
 
-def _check_findings(findings: Any) -> list:
-    from aqmlab.findings import FindingError, validate
+_FINDING_KEYS = {"text", "check", "see"}
+_FORMS = ("lower", "higher", "order", "trend", "at_most", "at_least", "between")
+_CHECK_KEYS = {"experiment", "measure", "stat", "where", "axis", "than", "by", *_FORMS}
 
+
+class FindingError(ValueError):
+    """A malformed finding; the message names the key."""
+
+
+def validate_finding(finding: Any, where: str = "findings") -> None:
+    """Raises :class:`FindingError` unless `finding` is a string or a well-formed table
+    (the keys are documented in :mod:`aqmlab.findings`, which evaluates them)."""
+    if isinstance(finding, str):
+        return
+    if not isinstance(finding, dict):
+        raise FindingError(f"{where}: a finding is a string or a table with `text`, got {finding!r}")
+    if not isinstance(finding.get("text"), str):
+        raise FindingError(f"{where}.text: a finding table needs a text string")
+    bad = sorted(set(finding) - _FINDING_KEYS)
+    if bad:
+        raise FindingError(f"{where}: unknown key(s) {bad} (allowed: {', '.join(sorted(_FINDING_KEYS))})")
+    c = finding.get("check")
+    if c is None:
+        return
+    w = f"{where}.check"
+    if not isinstance(c, dict):
+        raise FindingError(f"{w}: expected a table, got {c!r}")
+    bad = sorted(set(c) - _CHECK_KEYS)
+    if bad:
+        raise FindingError(f"{w}: unknown key(s) {bad} (allowed: {', '.join(sorted(_CHECK_KEYS))})")
+    if not isinstance(c.get("measure"), str):
+        raise FindingError(f"{w}.measure: a check needs the measure it compares")
+    forms = [f for f in _FORMS if f in c]
+    ranges = {"at_most", "at_least"}
+    if not forms or (len(forms) > 1 and not set(forms) <= ranges):
+        raise FindingError(f"{w}: give exactly one of lower/higher (+than), order, trend, at_most/at_least, between; got {forms or 'none'}")
+    form = forms[0]
+    if form in ("lower", "higher", "order", "trend") and not isinstance(c.get("axis"), str):
+        raise FindingError(f"{w}.axis: a {form!r} check needs the axis it compares along")
+    if form in ("lower", "higher") and "than" not in c:
+        raise FindingError(f"{w}.than: a {form!r} check needs `than`")
+    if form == "order" and (not isinstance(c["order"], list) or len(c["order"]) < 2):
+        raise FindingError(f"{w}.order: expected a list of at least two axis values")
+    if form == "trend" and c["trend"] not in ("increasing", "decreasing"):
+        raise FindingError(f"{w}.trend: {c['trend']!r} is not allowed (increasing, decreasing)")
+    if form == "between" and (not isinstance(c["between"], list) or len(c["between"]) != 2):
+        raise FindingError(f"{w}.between: expected [low, high]")
+    if c.get("stat", "mean") not in ("mean", "median"):
+        raise FindingError(f"{w}.stat: {c.get('stat')!r} is not allowed (mean, median)")
+    if "by" in c and (not isinstance(c["by"], (int, float)) or c["by"] <= 0):
+        raise FindingError(f"{w}.by: expected a positive factor, got {c['by']!r}")
+
+
+def _check_findings(findings: Any) -> list:
     if not isinstance(findings, list):
         raise StudyError(f"study.findings: expected a list of strings or tables, got {findings!r}")
     for i, f in enumerate(findings):
         try:
-            validate(f, f"study.findings[{i}]")
+            validate_finding(f, f"study.findings[{i}]")
         except FindingError as e:
             raise StudyError(str(e)) from None
     return list(findings)

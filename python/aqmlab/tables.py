@@ -61,7 +61,7 @@ import pandas as pd
 
 from aqmlab._fmt import fmt_num, natural_key, unit_for
 from aqmlab.stats import mean_ci
-from aqmlab.store import runs_of
+from aqmlab.store import StoreArg, StoreLike, runs_of
 
 __all__ = ["TableSpecError", "Table", "table", "summary_table", "render_tables", "render_table_records", "validate_spec", "STATS"]
 
@@ -144,9 +144,9 @@ def _select(runs: pd.DataFrame, exp: str | None, where: dict | None) -> pd.DataF
     if runs.empty:
         return runs
     if exp is not None:
-        from aqmlab.plots import _drop_foreign_axes
+        from aqmlab.store import drop_foreign_axes
 
-        runs = _drop_foreign_axes(runs[runs["experiment"] == exp])
+        runs = drop_foreign_axes(runs[runs["experiment"] == exp])
     for axis, val in (where or {}).items():
         col = f"p_{axis}"
         if col not in runs.columns:
@@ -184,7 +184,7 @@ def _reduce(v: np.ndarray, stat: str) -> tuple[float, float]:
     }[stat]
 
 
-def table(store: Any, spec: dict, experiment: Any = None) -> Table:
+def table(store: StoreLike, spec: dict, experiment: Any = None) -> Table:
     """Computes one table from a spec (see the module doc). `experiment` is an
     :class:`aqmlab.study.Experiment` (default experiment and axis order) or a name."""
     validate_spec(spec)
@@ -253,7 +253,7 @@ def table(store: Any, spec: dict, experiment: Any = None) -> Table:
     return Table(name, title, numeric, cell_df, note=note)
 
 
-def summary_table(store: Any, experiment: Any) -> Table:
+def summary_table(store: StoreLike, experiment: Any) -> Table:
     """Every measure of an experiment as mean ± 95 % CI per combination of axis values."""
     exp_name, axes = _exp({}, experiment)
     runs = _select(runs_of(store), exp_name, None)
@@ -321,7 +321,7 @@ class TableRecord:
     summary: bool = False
 
 
-def render_table_records(store: Any, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True) -> list[TableRecord]:
+def render_table_records(store: StoreArg, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True) -> list[TableRecord]:
     """Computes and writes every ``[[experiment.table]]`` of the study (and, with
     summaries=True, one summary table per experiment) as CSV + Markdown."""
     from aqmlab.plots import _as_store, _study_of
@@ -357,6 +357,6 @@ def render_table_records(store: Any, study: Any, outdir: str | pathlib.Path, str
     return recs
 
 
-def render_tables(store: Any, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True) -> list[pathlib.Path]:
+def render_tables(store: StoreArg, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True) -> list[pathlib.Path]:
     """Writes every table of the study as CSV + Markdown; returns the paths."""
     return [p for r in render_table_records(store, study, outdir, strict, summaries) for p in (r.csv, r.md)]

@@ -79,6 +79,32 @@ def test_has_application_bias_by_hand():
     assert measures.compute(_res(rows), ["has_bias"])["has_bias"] == pytest.approx(0.0)
 
 
+def test_direction_from_host_names_and_goodput_by_direction():
+    from aqmlab.result import direction
+
+    assert [direction(h) for h in ("client3", "server0", "router_a", "cm0")] == ["up", "down", "other", "other"]
+    r = _res([
+        {"name": "u", "kind": "bulk", "src": "client0", "dst": "server0", "goodput_bps": 3e6},
+        {"name": "d0", "kind": "bulk", "src": "server0", "dst": "client0", "goodput_bps": 5e6},
+        {"name": "d1", "kind": "bulk", "src": "server1", "dst": "client1", "goodput_bps": 2e6},
+    ])
+    out = measures.compute(r, ["goodput_up", "goodput_down", "goodput_total"])
+    assert out == {"goodput_up": 3e6, "goodput_down": 7e6, "goodput_total": 10e6}
+
+
+def test_compute_unknown_is_an_error_absent_data_nan_bug_raises():
+    r = _res([{"name": "b", "kind": "bulk", "src": "client0", "dst": "server0"}])
+    with pytest.raises(ValueError, match="unknown measure 'goodput_sideways'"):
+        measures.compute(r, ["goodput_sideways"])
+    # data the run does not have: NaN (no VoIP flow, no such flow, no such column)
+    out = measures.compute(r, ["voip_r", "flow:nope.goodput_bps", "flow:b.no_such_col", "queue_delay_mean"])
+    assert all(math.isnan(v) for v in out.values()), out
+    # tables that break a measure are not hidden behind NaN
+    broken = SimpleNamespace(flows=pd.DataFrame({"name": ["b"]}), samples=r.samples, warmup=0.0, queues=r.queues)
+    with pytest.raises(measures.MeasureError, match="measure 'goodput_up': KeyError"):
+        measures.compute(broken, ["goodput_up"])
+
+
 def test_new_measures_are_registered():
     names = ["page_time", "wrt_mean", "wrt_sd", "web_object_time", "has_playback_rate", "has_adaptation_rate", "has_rebuffer", "has_bias"]
     measures.validate(names)

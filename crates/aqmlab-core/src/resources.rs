@@ -29,7 +29,10 @@
 //! [`MIN_INTERVAL_NS`] would be rounded by the 1 ns clock by more than 1 % (and at
 //! "1e30Tbit" every packet would leave at the same nanosecond), so it is refused.
 
-use crate::scenario::{Plan, ScenarioError};
+use crate::link::LinkParams;
+use crate::params::ScenarioError;
+use crate::qdisc::QdiscConfig;
+use crate::time::{SimDuration, SimTime};
 
 /// Bytes of one flow instance that runs TCP (two connection ends with their scoreboards,
 /// the application, statistics, the results row). Measured: 6.7 KB.
@@ -258,7 +261,26 @@ pub struct FlowLoad {
 /// packet per link crossed, plus the source's own send (for a fixed-rate source, every
 /// packet it sends, even those dropped at the first queue). The total is multiplied by
 /// [`EVENT_MARGIN`] for timers (delayed ACKs, RTOs, pacing) the packets do not count.
-pub fn estimate(plan: &Plan, flows: &[FlowLoad], routers: usize, qdisc_trace: bool) -> Estimate {
+/// What the resource model reads of a validated scenario (`scenario::Plan::shape`), so
+/// that this module does not depend on the scenario module that calls it.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape<'a> {
+    pub duration: SimDuration,
+    pub bin: SimDuration,
+    /// `run.packet_trace` windows.
+    pub packet_trace: &'a [(SimTime, SimTime)],
+    pub links: &'a [(LinkParams, QdiscConfig)],
+    /// Number of nodes and of flows.
+    pub nodes: usize,
+    pub flows: usize,
+}
+
+pub fn estimate(
+    plan: &Shape<'_>,
+    flows: &[FlowLoad],
+    routers: usize,
+    qdisc_trace: bool,
+) -> Estimate {
     let dur = plan.duration.as_secs_f64();
     let bins = (plan.duration.as_nanos() as f64 / plan.bin.as_nanos().max(1) as f64).ceil();
     let nl = plan.links.len();
@@ -380,11 +402,11 @@ pub fn estimate(plan: &Plan, flows: &[FlowLoad], routers: usize, qdisc_trace: bo
             }
         }
     }
-    let route_entries = routers as f64 * plan.nodes.len() as f64;
+    let route_entries = routers as f64 * plan.nodes as f64;
     let parts = vec![
         ("flows", flow_mem),
         ("links", nl as f64 * LINK_BYTES),
-        ("nodes", plan.nodes.len() as f64 * NODE_BYTES),
+        ("nodes", plan.nodes as f64 * NODE_BYTES),
         ("routes", route_entries * ROUTE_ENTRY_BYTES),
         (
             "series",
@@ -424,7 +446,7 @@ fn qdisc_limit(q: &crate::qdisc::QdiscConfig) -> Option<f64> {
 }
 
 /// Checks an estimate against a budget; the error names the field that dominates.
-pub fn check(plan: &Plan, est: &Estimate, budget: &Budget) -> Result<(), ScenarioError> {
+pub fn check(plan: &Shape<'_>, est: &Estimate, budget: &Budget) -> Result<(), ScenarioError> {
     if est.memory > budget.max_memory {
         let (part, bytes) = est
             .parts
@@ -434,7 +456,7 @@ pub fn check(plan: &Plan, est: &Estimate, budget: &Budget) -> Result<(), Scenari
             .unwrap_or(("flows", 0.0));
         let field = match part {
             "series" => {
-                if plan.bin < crate::time::SimDuration::from_millis(200) {
+                if plan.bin < SimDuration::from_millis(200) {
                     "run.bin".to_string()
                 } else {
                     "run.duration".to_string()
@@ -453,7 +475,7 @@ pub fn check(plan: &Plan, est: &Estimate, budget: &Budget) -> Result<(), Scenari
             "series" => format!(
                 "{} time-series bins (run.duration / run.bin) × {} series",
                 fmt_count(est.bins),
-                plan.flows.len() + 4 * plan.links.len()
+                plan.flows + 4 * plan.links.len()
             ),
             "queues" => "packets that can wait in the queues (qdisc limits)".to_string(),
             p => p.to_string(),

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+import aqmlab.linux.vm as vm
 from aqmlab.errors import AqmlabError
-from aqmlab.linux import vm
 from aqmlab.linux.translate import FlowMap, QueueMap, Translation, translate
 from aqmlab.result import Result
 from aqmlab.scenario import load_scenario

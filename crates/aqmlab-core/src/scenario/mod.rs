@@ -599,6 +599,20 @@ pub struct Plan {
     pub noise: NoiseConfig,
 }
 
+impl Plan {
+    /// What the resource model (`crate::resources`) reads of the plan.
+    pub fn shape(&self) -> crate::resources::Shape<'_> {
+        crate::resources::Shape {
+            duration: self.duration,
+            bin: self.bin,
+            packet_trace: &self.packet_trace,
+            links: &self.links,
+            nodes: self.nodes.len(),
+            flows: self.flows.len(),
+        }
+    }
+}
+
 impl Scenario {
     /// Parses TOML text. Errors carry the dotted path of the offending key and the line.
     pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {

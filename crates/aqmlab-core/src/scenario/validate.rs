@@ -278,8 +278,8 @@ impl Scenario {
                 }
             })
             .collect();
-        plan.estimate = resources::estimate(&plan, &loads, routes.routers(), run.trace);
-        resources::check(&plan, &plan.estimate, budget)?;
+        plan.estimate = resources::estimate(&plan.shape(), &loads, routes.routers(), run.trace);
+        resources::check(&plan.shape(), &plan.estimate, budget)?;
         Ok(plan)
     }
 
