@@ -10,15 +10,18 @@ two simulators' bottleneck utilisation and mean/p99 CoDel sojourn side by side.
 
 `--sojourn` is the fidelity check: both simulators run the same TCP (aqmlab's `ns3` stack
 profile = ns-3.44 TcpNewReno with TcpClassicRecovery and ns-3's socket defaults; the ns-3
-program is told to use TcpClassicRecovery), the same framing (2-byte PPP header) and
+program is told to use TcpClassicRecovery), the same framing (2-byte PPP header), the same
+device queue (ns-3's 1-packet DropTailQueue holds one packet besides the one being sent:
+aqmlab device_queue = 2) and
 receive buffer (4 MiB, as dumbbell.cc sets), CoDel (Linux/RFC 8289 defaults) or PIE
 (RFC 8033 defaults, as ns-3's PieQueueDisc), and prints mean / p99 sojourn per flow count
-with the aqmlab / ns-3 ratio.
+with the aqmlab / ns-3 ratio, over seeds 1..N (default 5) with 95 % confidence intervals.
 
 Not part of CI (ns-3 takes ~10 s wall per 100 simulated seconds here).
 """
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -27,6 +30,18 @@ import tempfile
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SCEN = ROOT / "benchmarks" / "scenarios" / "tcp16_codel.toml"
+#: ns-3 results of `--sojourn` by command line (the program is deterministic per seed)
+CACHE = HERE / "build" / "sojourn-cache.json"
+
+
+def _ns3_env() -> dict:
+    """The environment for the ns-3 program: the wheel's lib64 on LD_LIBRARY_PATH, so a
+    binary built in another checkout (whose rpath points there) still finds libns3.44-*."""
+    env = dict(os.environ)
+    libs = sorted(HERE.glob(".venv/lib/python3*/site-packages/ns3/lib64"))
+    if libs:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join([str(libs[0]), *filter(None, [env.get("LD_LIBRARY_PATH")])])
+    return env
 
 
 # The aqmlab side of `--sojourn`: the ns-3 program's setup in aqmlab's words.
@@ -44,6 +59,7 @@ delay = "5ms"
 access_delay = "0.1ms"
 access_rate = "1Gbit"
 overhead = 2                 # ns-3 PointToPointNetDevice: 2-byte PPP header
+device_queue = 2             # ns-3 DropTailQueue 1p: one packet waits besides the one being sent
 qdisc = {qdisc}
 
 [tcp]
@@ -72,28 +88,58 @@ def _bench(text: str) -> dict:
     return {**json.loads(out[0]), **json.loads(out[-1])}
 
 
-def sojourn(a, ns3: pathlib.Path) -> int:
-    rows = []
-    print(f"mean / p99 sojourn (ms), {a.duration:g} s runs x {a.seeds} seeds, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
-          f"TcpNewReno + TcpClassicRecovery\n")
-    print(f"{'aqm':6} {'flows':>5} {'aqmlab mean':>12} {'ns-3 mean':>10} {'ratio':>6} {'aqmlab p99':>11} {'ns-3 p99':>9}")
-    def mean_of(runs: list[dict]) -> dict:
-        return {k: sum(r[k] for r in runs) / len(runs) for k in ("sojourn_mean", "sojourn_p99")}
+def _t95(n: int) -> float:
+    """Two-sided 95 % Student t quantile for n - 1 degrees of freedom (n = 2..30)."""
+    table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+             2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+             2.060, 2.056, 2.052, 2.048, 2.045]
+    return table[min(n, 30) - 2] if n >= 2 else float("nan")
 
+
+def _mean_ci(xs: list[float]) -> tuple[float, float]:
+    """Mean and half-width of its 95 % t confidence interval (nan with one value)."""
+    n = len(xs)
+    m = sum(xs) / n
+    if n < 2:
+        return m, float("nan")
+    sd = (sum((x - m) ** 2 for x in xs) / (n - 1)) ** 0.5
+    return m, _t95(n) * sd / n ** 0.5
+
+
+def sojourn(a, ns3: pathlib.Path) -> int:
+    """Mean sojourn of each simulator over seeds 1..N with its 95 % CI, and the ratio of the
+    means with a 95 % CI from the two relative standard errors (delta method; the seeds of
+    the two simulators are independent draws, not pairs)."""
+    rows = []
+    cache = json.loads(CACHE.read_text()) if CACHE.exists() and not a.no_cache else {}
+    print(f"mean / p99 sojourn (ms), {a.duration:g} s runs x {a.seeds} seeds, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
+          f"TcpNewReno + TcpClassicRecovery; ± = 95 % CI over seeds\n")
+    print(f"{'aqm':6} {'flows':>5} {'aqmlab mean':>14} {'ns-3 mean':>14} {'ratio':>12} {'aqmlab p99':>11} {'ns-3 p99':>9}")
     for aqm in a.aqm.split(","):
         for n in [int(x) for x in a.flows_list.split(",")]:
             aqs, nss = [], []
             for seed in range(1, a.seeds + 1):
                 aqs.append(_bench(FIDELITY.format(duration=f"{a.duration:g}", flows=n, qdisc=QDISCS[aqm], seed=seed)))
-                out = subprocess.run([str(ns3), f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10",
-                                      f"--aqm={aqm}", "--recovery=classic", f"--seed={seed}"],
-                                     capture_output=True, text=True, check=True).stdout.strip().splitlines()
-                nss.append(json.loads(out[-1]))
-            aq, ns = mean_of(aqs), mean_of(nss)
-            r = aq["sojourn_mean"] / ns["sojourn_mean"] if ns["sojourn_mean"] else float("nan")
-            rows.append({"aqm": aqm, "flows": n, "aqmlab": aqs, "ns3": nss, "ratio": r})
-            print(f"{aqm:6} {n:>5} {aq['sojourn_mean'] * 1e3:>12.2f} {ns['sojourn_mean'] * 1e3:>10.2f} {r:>6.2f} "
-                  f"{aq['sojourn_p99'] * 1e3:>11.2f} {ns['sojourn_p99'] * 1e3:>9.2f}", flush=True)
+                args = [f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10", f"--aqm={aqm}",
+                        "--recovery=classic", f"--seed={seed}"]
+                key = " ".join(args)
+                if key not in cache:  # ns-3's runs are deterministic per seed: reuse them
+                    out = subprocess.run([str(ns3), *args], capture_output=True, text=True, check=True,
+                                         env=_ns3_env()).stdout.strip().splitlines()
+                    cache[key] = json.loads(out[-1])
+                    CACHE.write_text(json.dumps(cache, indent=1))
+                nss.append(cache[key])
+            ma, ca = _mean_ci([r["sojourn_mean"] * 1e3 for r in aqs])
+            mn, cn = _mean_ci([r["sojourn_mean"] * 1e3 for r in nss])
+            pa, _ = _mean_ci([r["sojourn_p99"] * 1e3 for r in aqs])
+            pn, _ = _mean_ci([r["sojourn_p99"] * 1e3 for r in nss])
+            r = ma / mn if mn else float("nan")
+            # half-widths -> relative standard errors -> CI of the ratio (first order)
+            rel = ((ca / ma) ** 2 + (cn / mn) ** 2) ** 0.5 if mn and ma else float("nan")
+            rows.append({"aqm": aqm, "flows": n, "aqmlab": aqs, "ns3": nss, "ratio": r, "ratio_ci95": r * rel,
+                         "aqmlab_mean_ms": ma, "aqmlab_ci95_ms": ca, "ns3_mean_ms": mn, "ns3_ci95_ms": cn})
+            print(f"{aqm:6} {n:>5} {ma:>7.2f} ± {ca:<4.2f} {mn:>7.2f} ± {cn:<4.2f} {r:>5.2f} ± {r * rel:<4.2f} "
+                  f"{pa:>11.2f} {pn:>9.2f}", flush=True)
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2))
     return 0
@@ -107,7 +153,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sojourn", action="store_true", help="fidelity table: CoDel and PIE sojourn vs ns-3 with the ns3 stack profile")
     ap.add_argument("--flows-list", default="1,4,16,64", help="flow counts for --sojourn")
     ap.add_argument("--aqm", default="codel,pie", help="qdiscs for --sojourn")
-    ap.add_argument("--seeds", type=int, default=1, help="runs per point for --sojourn (seeds 1..N, means averaged)")
+    ap.add_argument("--seeds", type=int, default=5, help="runs per point for --sojourn (seeds 1..N; mean ± 95 %% CI)")
+    ap.add_argument("--no-cache", action="store_true", help="rerun ns-3 even if build/sojourn-cache.json has the run")
     a = ap.parse_args(argv)
     ns3 = HERE / "build" / "ns3-dumbbell"
     if not ns3.exists():
@@ -123,7 +170,7 @@ def main(argv=None) -> int:
                          capture_output=True, text=True, check=True).stdout.strip().splitlines()
     aq = {**json.loads(out[0]), **json.loads(out[-1])}
     out = subprocess.run([str(ns3), f"--flows={a.flows}", f"--duration={a.duration:g}", "--warmup=10"],
-                         capture_output=True, text=True, check=True).stdout.strip().splitlines()
+                         capture_output=True, text=True, check=True, env=_ns3_env()).stdout.strip().splitlines()
     ns = json.loads(out[-1])
     rows = [
         ("wall seconds", "wall_seconds", "{:.3f}"),
