@@ -342,6 +342,32 @@ mod tests {
     }
 
     #[test]
+    fn marked_expansion_repeats_flents_classes_beyond_four_flows() {
+        let c: RrulConfig = toml::from_str("flows = 6").unwrap();
+        let subs = c.expand_marked();
+        let marks: Vec<(String, u8)> = subs
+            .iter()
+            .map(|s| (s.suffix.clone(), s.dscp.unwrap()))
+            .collect();
+        let tcp = [0, 8, 40, 46, 0, 8];
+        for (i, want) in tcp.iter().enumerate() {
+            assert_eq!(marks[i], (format!("tcp_up{i}"), *want));
+            assert_eq!(marks[6 + i], (format!("tcp_down{i}"), *want));
+        }
+        assert_eq!(
+            marks[12..],
+            [
+                ("udp_ef".to_string(), 46),
+                ("udp_bk".to_string(), 8),
+                ("udp_be".to_string(), 0),
+                ("icmp".to_string(), 0)
+            ]
+        );
+        // rrul_be leaves every sub-flow to the instance's dscp
+        assert!(c.expand().iter().all(|s| s.dscp.is_none()));
+    }
+
+    #[test]
     fn udp_probe_count_is_configurable_and_checked() {
         let c: RrulConfig = toml::from_str("flows = 1\nudp_probes = 1").unwrap();
         let names: Vec<_> = c.expand().into_iter().map(|s| s.suffix).collect();
