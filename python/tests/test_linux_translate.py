@@ -609,3 +609,16 @@ def test_fq_codel_class_dump_in_tc_text_format():
     # flows with backlog: (20.6 ms + 0) / 2
     assert ldelay_sample("fq_codel", None, c) == pytest.approx(0.0103)
     assert ldelay_sample("fq_codel", None, []) != ldelay_sample("fq_codel", None, [])  # NaN: no flow listed
+
+
+def test_bbr_maps_to_the_kernels_tcp_bbr():
+    """cc = "bbr" (BBRv1, Linux tcp_bbr) selects the kernel's bbr per namespace; the module
+    is in the image; cc names the kernel lacks are refused naming the key."""
+    from aqmlab.linux.translate import _tcp_settings
+    from aqmlab.linux.vm import MODULES
+
+    assert _tcp_settings({"cc": "bbr"}, "tcp") == {"cc": "bbr"}
+    assert "tcp_bbr" in MODULES
+    with pytest.raises(ScenarioError) as e:
+        _tcp_settings({"cc": "bbr3"}, "tcp")
+    assert e.value.field == "tcp.cc"
