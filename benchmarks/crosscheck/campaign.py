@@ -53,7 +53,7 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
     out["rrul"] = rrul
     # the residential study's RRUL at 10/10 (studies/residential.toml): tbf shapers on
     # 1 Gbit/s, 50 ms base RTT, 1514-byte frames, a one-packet device queue, RRUL with one
-    # UDP request/response and one ICMP probe; today's Linux TCP defaults (the kernel in the
+    # UDP request/response and one ICMP probe (`rrul_be`, all best effort); today's Linux TCP defaults (the kernel in the
     # VM is 6.1, so the stack profile is "linux", not the study's "linux-3.14")
     for q, qd in RESIDENTIAL.items():
         out[f"res_rrul_{q}"] = {
@@ -61,7 +61,7 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
             "tcp": {"cc": "cubic"},
             "dumbbell": {"pairs": 1, "rate": "1Gbit", "delay": "25ms", "overhead": 14, "device_queue": 1, "qdisc": qd,
                          "up": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}, "down": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}},
-            "flow": [{"kind": "rrul", "from": "client0", "to": "server0", "udp_probes": 1}],
+            "flow": [{"kind": "rrul_be", "from": "client0", "to": "server0", "udp_probes": 1}],
         }
     # CAKE (issue #19: "triple-isolate, 2 hosts"): host 0 with one bulk flow, host 1 with
     # four, through cake at the 10 Mbit/s bottleneck (unlimited: htb shapes, as for every
