@@ -156,3 +156,23 @@ fn example_cake_sqm_shares_the_line_between_hosts() {
     eprintln!("sojourn p50 {} p99 {}", q.sojourn_p50, q.sojourn_p99);
     assert!(q.sojourn_p99 < 0.03, "p99 sojourn {}", q.sojourn_p99);
 }
+
+#[test]
+fn bad_cake_keys_are_errors_naming_the_field() {
+    for (bad, field) in [
+        ("bandwidth = \"fast\"", "dumbbell.qdisc.bandwidth"),
+        ("rtt = \"moon\"", "dumbbell.qdisc.rtt"),
+        ("isolation = \"nat\"", "dumbbell.qdisc.isolation"),
+        ("preset = \"adsl\"", "dumbbell.qdisc.preset"),
+        ("overhead = 999", "dumbbell.qdisc.overhead"),
+    ] {
+        let text = format!(
+            "[dumbbell]\npairs = 1\nrate = \"10Mbit\"\ndelay = \"5ms\"\nqdisc = {{ kind = \"cake\", {bad} }}\n[[flow]]\nkind = \"cbr\"\nfrom = \"client0\"\nto = \"server0\"\nrate = \"1Mbit\"\n"
+        );
+        let e = Scenario::from_toml_str(&text)
+            .and_then(|s| s.validate().map(|_| s))
+            .err()
+            .unwrap_or_else(|| panic!("{bad} accepted"));
+        assert_eq!(e.field, field, "{bad}: {e}");
+    }
+}

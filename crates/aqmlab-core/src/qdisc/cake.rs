@@ -168,8 +168,12 @@ pub const RTT_PRESETS: &[(&str, u64, u64)] = &[
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CakeConfig {
-    /// Shaper rate; absent = unlimited (Linux default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Shaper rate; absent, `"unlimited"` or 0 = unlimited (Linux default).
+    #[serde(
+        default,
+        deserialize_with = "de_bandwidth",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub bandwidth: Option<RateSpec>,
     /// RTT keyword or a duration (interval = rtt, target = rtt/20). Default "internet".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -210,6 +214,36 @@ pub struct CakeConfig {
     pub memlimit: Option<SizeSpec>,
 }
 
+/// `bandwidth`: a rate, or tc's `unlimited` (also 0, as the kernel reads rate 0).
+fn de_bandwidth<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<RateSpec>, D::Error> {
+    use serde::de::Error;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Bw {
+        Text(String),
+        Int(i64),
+        Float(f64),
+    }
+    let allowed = "a rate such as \"20Mbit\", or \"unlimited\"";
+    let n = match Bw::deserialize(d)? {
+        Bw::Text(t) if t == "unlimited" => return Ok(None),
+        Bw::Text(t) => {
+            return crate::units::parse_rate(&t)
+                .map(|r| Some(RateSpec(r)))
+                .map_err(|e| D::Error::custom(format!("{e} ({allowed})")))
+        }
+        Bw::Int(i) => i as f64,
+        Bw::Float(f) => f,
+    };
+    if n == 0.0 {
+        Ok(None)
+    } else if (1.0..1.8e19).contains(&n) {
+        Ok(Some(RateSpec(n as u64)))
+    } else {
+        Err(D::Error::custom(format!("{n} is not a rate ({allowed})")))
+    }
+}
+
 fn rtt_of(s: &str) -> Result<(u64, u64), String> {
     if let Some(&(_, t, i)) = RTT_PRESETS.iter().find(|p| p.0 == s) {
         return Ok((t * 1000, i * 1000));
@@ -224,7 +258,7 @@ fn rtt_of(s: &str) -> Result<(u64, u64), String> {
 
 impl CakeConfig {
     pub const PARAMS: &'static [ParamDoc] = &[
-        ParamDoc { name: "bandwidth", default: "unlimited", doc: "deficit-mode shaper rate (tc-cake `bandwidth`); absent = unlimited, tins then share by weighted DRR" },
+        ParamDoc { name: "bandwidth", default: "unlimited", doc: "deficit-mode shaper rate (tc-cake `bandwidth`); absent, \"unlimited\" or 0 = no shaper, tins then share by weighted DRR" },
         ParamDoc { name: "rtt", default: "internet", doc: "datacentre, lan, metro, regional, internet, oceanic, satellite, interplanetary (iproute2 presets, e.g. internet = 5ms/100ms) or a duration: interval = rtt, target = rtt/20" },
         ParamDoc { name: "target", default: "from rtt (5ms)", doc: "COBALT target; raised per tin to 1.5 MTU serialisation times at its rate (Linux cake_set_rate)" },
         ParamDoc { name: "diffserv", default: "diffserv3", doc: "besteffort, precedence, diffserv3, diffserv4, diffserv8: tins and DSCP map (Linux sch_cake tables; diffserv3 is the kernel and tc default)" },
@@ -1336,6 +1370,13 @@ mod tests {
         );
         assert_eq!(q.buffer_limit(), 10240 * 1514);
         assert!(!q.throttles());
+        for unlimited in ["bandwidth = 'unlimited'", "bandwidth = 0"] {
+            assert!(cfg(unlimited).bandwidth.is_none(), "{unlimited}");
+        }
+        assert_eq!(
+            cfg("bandwidth = 2000000").bandwidth,
+            Some(RateSpec(2_000_000))
+        );
         // diffserv4 at 20 Mbit/s: thresholds 20, 1.25, 10, 5 Mbit/s; memory 4 MiB (4 ×
         // 2.5 MB/s × 100 ms = 1 MB < 4 MiB).
         let q = Cake::new(
@@ -1380,6 +1421,8 @@ mod tests {
             assert!(bad.starts_with(e.field), "{bad}: {e:?}");
         }
         for bad in [
+            "bandwidth = 'fast'",
+            "bandwidth = -3",
             "diffserv = 'diffserv5'",
             "isolation = 'nat'",
             "ack_filter = 'yes'",
