@@ -1633,6 +1633,38 @@ mod tests {
         );
     }
 
+    /// Ingress mode: a packet CAKE drops (here an ACK the filter removes) still costs its
+    /// length on the shaper, as it already used the downstream link; the failsafe clock
+    /// (1.5 × the rate, advanced by sent packets only) bounds how long that may stall.
+    #[test]
+    fn ingress_charges_dropped_packets_to_the_shaper() {
+        let t = SimTime::ZERO + SimDuration::from_millis(1);
+        let mut out = QdiscOut::new(false);
+        // 52-byte ACKs at 1 MB/s: 52 µs each; failsafe 78 µs per sent packet.
+        for (ingress, ready_us) in [(false, 52), (true, 78)] {
+            let c = cfg(&format!(
+                "bandwidth = '8Mbit'\noverhead = 0\nack_filter = 'on'\ningress = {ingress}"
+            ));
+            let mut q = Cake::new(&c, ctx(100_000_000));
+            for i in 0..3 {
+                q.enqueue(ack(1, 1000 * (i + 1), i, i, t), t, &mut out);
+            }
+            assert_eq!(q.len(), 2, "one ACK filtered");
+            assert!(q.dequeue(t, &mut out).is_some());
+            let due = q.next_ready().unwrap();
+            assert!(
+                due.as_nanos()
+                    .abs_diff((t + SimDuration::from_micros(ready_us)).as_nanos())
+                    < 10,
+                "ingress {ingress}: {due:?}"
+            );
+            if ingress {
+                // The shaper itself owes both ACKs: 104 µs.
+                assert!((q.time_next - t.as_nanos() as i64 - 104_000).abs() < 10);
+            }
+        }
+    }
+
     #[test]
     fn wash_clears_dscp_after_tin_selection_and_ect_is_marked() {
         let mut q = Cake::new(&cfg("wash = true\ndiffserv = 'diffserv4'"), ctx(10_000_000));
