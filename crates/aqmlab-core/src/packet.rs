@@ -83,8 +83,11 @@ pub struct TcpHeader {
     pub flags: u8,
     /// Advertised receive window in bytes (already scaled).
     pub wnd: u32,
-    /// Up to three SACK blocks (RFC 2018 with timestamps leaves room for three).
-    pub sack: [SackBlock; 3],
+    /// Up to three SACK blocks (RFC 2018 with timestamps leaves room for three), stored
+    /// compactly as 32-bit offsets from `ack` (see [`TcpHeader::set_sacks`]); read them
+    /// with [`TcpHeader::sacks`]; write them with [`TcpHeader::set_sacks`].
+    pub sack: [(u32, u32); 3],
+    /// Number of SACK blocks in `sack`.
     pub n_sack: u8,
     /// Timestamp option (RFC 7323): value and echo reply, as simulated instants.
     pub ts_val: SimTime,
@@ -95,6 +98,54 @@ pub struct TcpHeader {
     /// Accurate ECN's ACE counter: CE-marked packets the sender of this segment has
     /// received so far (see `Sender::on_ack` for the width deviation).
     pub ace: u32,
+}
+
+impl TcpHeader {
+    /// Sets the SACK blocks (at most three; RFC 2018 with timestamps has room for three).
+    /// Set `ack` first: a block is kept as two 32-bit offsets from `ack` (signed, so a
+    /// block up to 2 GiB either side of `ack` round-trips exactly), which keeps a
+    /// [`Packet`] within two cache lines. A receiver only reports data inside its
+    /// receive window, and Linux's largest window is 1 GiB (`TCP_MAX_WSCALE` 14 ×
+    /// 65,535, `include/net/tcp.h`), so real blocks always fit.
+    #[inline]
+    pub fn set_sacks(&mut self, blocks: &[SackBlock]) {
+        debug_assert!(blocks.len() <= 3, "at most three SACK blocks fit");
+        let n = blocks.len().min(3);
+        for (slot, b) in self.sack.iter_mut().zip(&blocks[..n]) {
+            let (s, e) = (b.start.wrapping_sub(self.ack), b.end.wrapping_sub(self.ack));
+            debug_assert!(
+                (s as i64) >= i32::MIN as i64 && (s as i64) <= i32::MAX as i64,
+                "SACK block start {} too far from ack {}",
+                b.start,
+                self.ack
+            );
+            debug_assert!(
+                (e as i64) >= i32::MIN as i64 && (e as i64) <= i32::MAX as i64,
+                "SACK block end {} too far from ack {}",
+                b.end,
+                self.ack
+            );
+            *slot = (s as u32, e as u32);
+        }
+        self.n_sack = n as u8;
+    }
+    /// Number of SACK blocks carried.
+    #[inline]
+    pub fn n_sacks(&self) -> usize {
+        self.n_sack as usize
+    }
+    /// The SACK blocks carried, in the order they were set (most recent first).
+    #[inline]
+    pub fn sacks(&self) -> impl Iterator<Item = SackBlock> + '_ {
+        let ack = self.ack;
+        let abs = move |off: u32| ack.wrapping_add(off as i32 as i64 as u64);
+        self.sack[..self.n_sack as usize]
+            .iter()
+            .map(move |&(s, e)| SackBlock {
+                start: abs(s),
+                end: abs(e),
+            })
+    }
 }
 
 /// A packet in flight. `Copy` so it moves through queues without allocation.
@@ -123,10 +174,15 @@ pub struct Packet {
     pub sent_at: SimTime,
     /// When the packet entered the current qdisc (set by the link before enqueue).
     pub enqueued_at: SimTime,
-    /// For probes: the one-way delay of the request, carried back in the reply (ns).
-    pub echo_owd: u64,
+    /// The TCP header (TCP segments). A UDP/ICMP probe reply carries the request's
+    /// `sent_at` in `tcp.ts_ecr`, the timestamp it echoes (`app::probe`); other non-TCP
+    /// packets leave it at its default.
     pub tcp: TcpHeader,
 }
+
+// A packet is copied by value at every hop (qdisc, wire, event loop): keep it within
+// two cache lines. A field added here or to `TcpHeader` that breaks this fails the build.
+const _: () = assert!(std::mem::size_of::<Packet>() <= 128);
 
 /// Mixes flow identity and endpoints into a 32-bit value, like a 5-tuple hash.
 pub fn flow_hash(flow: FlowId, src: NodeId, dst: NodeId) -> u32 {
@@ -210,5 +266,42 @@ pub mod dscp {
     /// The TOS byte a socket option `IP_TOS` would carry for `dscp` (ECN bits zero).
     pub fn tos(dscp: u8) -> u8 {
         (dscp & 0x3f) << 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SACK blocks survive the compact encoding exactly: above `ack` (the normal case),
+    /// below it (a D-SACK-like block, RFC 2883) and 2 GiB away on either side.
+    #[test]
+    fn sack_blocks_round_trip() {
+        let ack = 5_000_000_000u64; // above 2^32: offsets, not truncated absolutes
+        let blocks = [
+            SackBlock {
+                start: ack + 1448,
+                end: ack + 4344,
+            },
+            SackBlock {
+                start: ack - 2896,
+                end: ack - 1448,
+            },
+            SackBlock {
+                start: ack - (1 << 31),
+                end: ack + (1 << 31) - 1,
+            },
+        ];
+        let mut h = TcpHeader {
+            ack,
+            ..Default::default()
+        };
+        h.set_sacks(&blocks);
+        assert_eq!(h.n_sacks(), 3);
+        assert_eq!(h.sacks().collect::<Vec<_>>(), blocks.to_vec());
+        h.set_sacks(&blocks[1..2]);
+        assert_eq!(h.sacks().collect::<Vec<_>>(), vec![blocks[1]]);
+        h.set_sacks(&[]);
+        assert_eq!(h.sacks().count(), 0);
     }
 }

@@ -129,19 +129,23 @@ impl Application for Probe {
     }
     fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
         if pkt.kind == self.req {
-            // At the responder: answer at once, carrying the request's one-way delay.
+            // At the responder: answer at once, echoing the request's send instant (as
+            // ping and irtt carry their timestamps in the payload; see `Packet::tcp`).
             let mut r = cx.packet(cx.dst, self.size, self.rep);
             r.seq = pkt.seq;
-            r.echo_owd = cx.now.saturating_since(pkt.sent_at).as_nanos();
+            r.tcp.ts_ecr = pkt.sent_at;
             cx.send(r);
         } else {
+            // The reply left the responder the instant the request arrived, so its
+            // `sent_at` splits the round trip into the two one-way delays.
+            let fwd = pkt.sent_at.saturating_since(pkt.tcp.ts_ecr).as_nanos();
             let rev = cx.now.saturating_since(pkt.sent_at).as_nanos();
-            let rtt = pkt.echo_owd + rev;
+            let rtt = fwd + rev;
             if cx.now >= cx.stats.warmup {
                 self.rtt.record(rtt);
             }
             cx.sample("rtt", rtt as f64 * 1e-9);
-            cx.sample("owd_fwd", pkt.echo_owd as f64 * 1e-9);
+            cx.sample("owd_fwd", fwd as f64 * 1e-9);
             cx.sample("owd_rev", rev as f64 * 1e-9);
             cx.delivered(0);
         }

@@ -49,7 +49,7 @@ use super::cobalt::{CobaltParams, CobaltVars, CobaltVerdict, P_DEC, P_INC};
 use super::{
     BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict,
 };
-use crate::packet::{tcp_flags, Packet, PacketKind};
+use crate::packet::{tcp_flags, Packet, PacketKind, SackBlock};
 use crate::rng::Rng;
 use crate::time::SimTime;
 use crate::units::{parse_duration, RateSpec, SizeSpec};
@@ -1103,8 +1103,15 @@ impl Cake {
 /// Linux `cake_tcph_sack_compare(a, b)`: -1 if `a` SACKs something `b` does not (or has a
 /// DSACK), 1 if `b` SACKs more bytes, 0 if equal.
 fn sack_compare(a: &Packet, b: &Packet) -> i32 {
-    let sa = &a.tcp.sack[..a.tcp.n_sack as usize];
-    let sb = &b.tcp.sack[..b.tcp.n_sack as usize];
+    let blocks = |p: &Packet| {
+        let mut v = [SackBlock::default(); 3];
+        for (slot, blk) in v.iter_mut().zip(p.tcp.sacks()) {
+            *slot = blk;
+        }
+        (v, p.tcp.n_sacks())
+    };
+    let ((va, na), (vb, nb)) = (blocks(a), blocks(b));
+    let (sa, sb) = (&va[..na], &vb[..nb]);
     match (sa.is_empty(), sb.is_empty()) {
         (false, true) => return -1,
         (true, false) => return 1,
@@ -1611,11 +1618,10 @@ mod tests {
         other.seq = 7;
         q.enqueue(other, t, &mut out);
         let mut sacked = ack(1, 1000, 2, 1, t);
-        sacked.tcp.sack[0] = SackBlock {
+        sacked.tcp.set_sacks(&[SackBlock {
             start: 2000,
             end: 3000,
-        };
-        sacked.tcp.n_sack = 1;
+        }]);
         q.enqueue(sacked, t, &mut out);
         q.enqueue(ack(1, 1000, 3, 2, t), t, &mut out);
         let mut ece = ack(1, 1000, 4, 3, t);

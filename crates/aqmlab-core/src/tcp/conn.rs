@@ -29,7 +29,7 @@
 use super::config::TcpConfig;
 use super::receiver::Receiver;
 use super::sender::{Sender, TxSeg};
-use crate::packet::{tcp_flags, Ecn, NodeId, Packet, SackBlock, TcpHeader};
+use crate::packet::{tcp_flags, Ecn, NodeId, Packet, TcpHeader};
 use crate::time::{SimDuration, SimTime};
 
 pub use super::config::HEADER_BYTES;
@@ -661,21 +661,20 @@ fn header(
         flags |= tcp_flags::ECE;
     }
     let ace = e.rcv.ce_packets;
-    let mut sack = [SackBlock::default(); 3];
-    sack[..n_sack].copy_from_slice(&e.rcv.sack_blocks()[..n_sack]);
-    TcpHeader {
+    let mut h = TcpHeader {
         seq,
         ack: e.rcv.rcv_nxt,
         len,
         flags,
         wnd: e.rcv.wnd,
-        sack,
-        n_sack: n_sack as u8,
         ts_val: now,
         ts_ecr: e.rcv.ts_recent,
         ae: false,
         ace,
-    }
+        ..TcpHeader::default()
+    };
+    h.set_sacks(&e.rcv.sack_blocks()[..n_sack]);
+    h
 }
 
 fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u32) -> Packet {

@@ -522,9 +522,9 @@ impl Sender {
         let mut d = Delivered::default();
         let mut sacked_new = false;
         if self.sack {
-            for b in &h.sack[..h.n_sack as usize] {
+            for b in h.sacks() {
                 if b.end > h.ack {
-                    let s = self.sb.sack(*b);
+                    let s = self.sb.sack(b);
                     sacked_new |= s.pkts > 0;
                     d.merge(s);
                 }
@@ -853,13 +853,14 @@ mod tests {
             wnd: 3 << 20,
             ..Default::default()
         };
-        for (i, &(f, t)) in sacks.iter().enumerate() {
-            h.sack[i] = SackBlock {
+        let blocks: Vec<SackBlock> = sacks
+            .iter()
+            .map(|&(f, t)| SackBlock {
                 start: seq(f),
                 end: seq(t),
-            };
-        }
-        h.n_sack = sacks.len() as u8;
+            })
+            .collect();
+        h.set_sacks(&blocks);
         h
     }
 
