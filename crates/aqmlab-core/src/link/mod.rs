@@ -469,7 +469,7 @@ impl Link {
             txdone_pending: false,
             idle_deq: false,
             uncounted: 0,
-            wire: VecDeque::with_capacity(64),
+            wire: VecDeque::new(),
             qdisc,
             out: QdiscOut::new(trace),
             rng,

@@ -35,11 +35,6 @@ use crate::units::{DurationSpec, Limit};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// Slots reserved up front; the queue grows on demand up to its limit. Reserving the
-/// whole limit (up to 4096 packets × ~170 bytes per link) made a 10,000-pair dumbbell
-/// reserve ~7 GB of address space for ~0.7 GB it touched.
-const INITIAL_SLOTS: usize = 64;
-
 /// Where the CoDel decision is made.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -292,16 +287,15 @@ impl Codel {
             variant: c.variant.unwrap_or(spec.default_variant()),
             fixed_count: c.fixed_count,
         };
-        let cap = match c.limit {
-            Limit::Packets(n) => (n as usize).min(4096),
-            Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
-        };
         Codel {
             vars: CodelVars::new(&params),
             params,
             cstats: CodelStats::default(),
             limit: c.limit,
-            q: VecDeque::with_capacity((cap + 1).min(INITIAL_SLOTS)),
+            // empty, grows on demand (a ring buffer touches every slot it has as it
+            // cycles: reserving the limit made 10,000 links reserve ~7 GB, and even 64
+            // slots per link are most of a many-flow run's memory)
+            q: VecDeque::new(),
             bytes: 0,
             overhead: ctx.overhead,
             drop_at: c.drop_at,

@@ -11,11 +11,6 @@ use crate::units::Limit;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// Slots reserved up front; the queue grows on demand up to its limit. Reserving the
-/// whole limit (up to 4096 packets × ~170 bytes per link) made a 10,000-pair dumbbell
-/// reserve ~7 GB of address space for ~0.7 GB it touched.
-const INITIAL_SLOTS: usize = 64;
-
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FifoConfig {
@@ -67,13 +62,12 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn new(cfg: &FifoConfig, _ctx: BuildCtx) -> Self {
-        let cap = match cfg.limit {
-            Limit::Packets(n) => (n as usize).min(4096),
-            Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
-        };
         Fifo {
             limit: cfg.limit,
-            q: VecDeque::with_capacity((cap + 1).min(INITIAL_SLOTS)),
+            // empty, grows on demand (a ring buffer touches every slot it has as it
+            // cycles: reserving the limit made 10,000 links reserve ~7 GB, and even 64
+            // slots per link are most of a many-flow run's memory)
+            q: VecDeque::new(),
             bytes: 0,
             stats: QdiscStats::default(),
         }

@@ -213,15 +213,11 @@ impl Pie {
         let params = cfg
             .resolve(&ctx)
             .unwrap_or_else(|e| panic!("invalid pie parameters (validate first): {e:?}"));
-        let cap = match params.limit {
-            Limit::Packets(n) => (n as usize).min(4096),
-            Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
-        };
         Pie {
             vars: params.new_vars(),
             timer: UpdateTimer::new(SimTime::ZERO + params.first_update(), params.tupdate),
             params,
-            q: VecDeque::with_capacity(cap + 1),
+            q: VecDeque::new(),
             bytes: 0,
             stats: QdiscStats::default(),
             rng: ctx.rng,

@@ -424,10 +424,6 @@ impl Red {
             .unwrap_or_else(|e| panic!("invalid red parameters (validate first): {e:?}"));
         let max_p = p.max_p;
         let max_p_delta = (max_p / p.qth_delta().min(u32::MAX as u64) as u32).max(1);
-        let cap = match p.limit {
-            Limit::Packets(n) => (n as usize).min(4096),
-            Limit::Bytes(b) => ((b / 1500) as usize).min(4096),
-        };
         Red {
             max_p,
             max_p_delta,
@@ -438,7 +434,7 @@ impl Red {
             idle_since: Some(SimTime::ZERO),
             timer: UpdateTimer::new(SimTime::ZERO + ADAPT_PERIOD, ADAPT_PERIOD),
             p,
-            q: VecDeque::with_capacity(cap + 1),
+            q: VecDeque::new(),
             bytes: 0,
             stats: QdiscStats::default(),
             rng: ctx.rng,
