@@ -432,17 +432,42 @@ pub fn estimate(
     }
 }
 
-/// A qdisc's packet limit, if it has one (`limit` in its table, as every tail-dropping
-/// qdisc of the kernel does).
+/// The smallest IP packet a byte limit is divided by to bound its packets: an IPv4
+/// header alone (20 bytes); every packet the simulator sends is at least that large.
+const MIN_IP_PACKET_BYTES: f64 = 20.0;
+
+/// A qdisc's packet limit, if it has one: its `limit` key (packets, or bytes divided by
+/// the smallest packet), else the limit its kind takes by default (the `limit` entry of
+/// its parameter documentation; RED's tc default is 4 × max, with max = 3 × min, or
+/// 1000 MTU-sized packets' worth of bytes when neither is given).
 fn qdisc_limit(q: &crate::qdisc::QdiscConfig) -> Option<f64> {
-    match toml::Value::try_from(q).ok()? {
-        toml::Value::Table(t) => t.get("limit").and_then(|v| match v {
-            toml::Value::Integer(i) => Some(*i as f64),
-            toml::Value::Float(f) => Some(*f),
-            _ => None,
-        }),
-        _ => None,
+    use serde::Deserialize;
+    let toml::Value::Table(t) = toml::Value::try_from(q).ok()? else {
+        return None;
+    };
+    let packets = |v: &toml::Value| -> Option<f64> {
+        match crate::units::Limit::deserialize(v.clone()).ok()? {
+            crate::units::Limit::Packets(n) => Some(n as f64),
+            crate::units::Limit::Bytes(b) => Some(b as f64 / MIN_IP_PACKET_BYTES),
+        }
+    };
+    if let Some(v) = t.get("limit") {
+        return packets(v);
     }
+    let doc = crate::qdisc::qdisc_params(q.kind_name())?
+        .iter()
+        .find(|p| p.name == "limit")?;
+    if let Ok(n) = doc.default.parse::<u32>() {
+        return Some(n as f64);
+    }
+    if doc.default == "4*max" {
+        return match (t.get("max"), t.get("min")) {
+            (Some(max), _) => packets(max).map(|p| 4.0 * p),
+            (None, Some(min)) => packets(min).map(|p| 12.0 * p),
+            (None, None) => Some(1000.0 * 1500.0 / MIN_IP_PACKET_BYTES),
+        };
+    }
+    None
 }
 
 /// Checks an estimate against a budget; the error names the field that dominates.
