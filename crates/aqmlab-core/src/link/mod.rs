@@ -165,6 +165,15 @@ pub const PKT_DROP: u8 = 1;
 pub const PKT_QLEN: u8 = 2;
 
 impl LinkStats {
+    /// Reserves the per-bin series a link records on every packet up to the run's end
+    /// ([`Bins::reserve_until`]); the drop series stays empty until a drop happens (most
+    /// links never drop).
+    pub fn reserve_bins(&mut self, end: SimTime) {
+        self.bin_tx_bytes.reserve_until(end);
+        self.bin_sojourn_sum.reserve_until(end);
+        self.bin_sojourn_n.reserve_until(end);
+        self.bin_backlog_max.reserve_until(end);
+    }
     /// Appends to the per-packet log if `now` falls in a `run.packet_trace` window.
     #[cold]
     pub fn log_packet(&mut self, now: SimTime, what: u8, value: f64) {

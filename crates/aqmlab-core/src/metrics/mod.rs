@@ -167,6 +167,17 @@ impl Bins {
             self.values[i] = v;
         }
     }
+    /// Reserves room for every bin up to the one holding `end` (the run's end), so the
+    /// series never reallocates while the run records into it; nothing is written, so an
+    /// unused series costs address space, not memory. (Growing by doubling instead cost
+    /// ~15 % of a 1024-flow run's time in reallocations of its 16,000 link series.)
+    pub fn reserve_until(&mut self, end: SimTime) {
+        let n = (end.as_nanos() / self.width.as_nanos().max(1)) as usize + 1;
+        if n > self.values.len() {
+            // a failure leaves the series to grow as it goes (and `grow` to report it)
+            let _ = self.values.try_reserve_exact(n - self.values.len());
+        }
+    }
     /// Pads with zero bins up to (but excluding) the bin that contains `end`.
     pub fn pad_to(&mut self, end: SimTime) {
         let n = end.as_nanos().div_ceil(self.width.as_nanos().max(1)) as usize;
@@ -275,6 +286,26 @@ mod tests {
     fn jain() {
         assert!((jain_index(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
         assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+    }
+
+    /// A series reserved up to the run's end records the same values and never moves
+    /// its storage while the run records into it, up to and including the end instant.
+    #[test]
+    fn reserved_bins_do_not_reallocate() {
+        let w = SimDuration::from_millis(200);
+        let end = SimTime::from_nanos(100_000_000_000);
+        let (mut r, mut g) = (Bins::new(w), Bins::new(w));
+        r.reserve_until(end);
+        let at = r.values.as_ptr();
+        let cap = r.values.capacity();
+        assert!(cap >= 501 && r.values.is_empty());
+        for k in 0..=1000u64 {
+            let t = SimTime::from_nanos(k * 100_000_000);
+            r.add(t, k as f64);
+            g.add(t, k as f64);
+        }
+        assert_eq!(r.values, g.values);
+        assert_eq!((r.values.as_ptr(), r.values.capacity()), (at, cap));
     }
 
     /// The cached bin gives the same sums and maxima as dividing every time, with times

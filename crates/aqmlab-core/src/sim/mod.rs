@@ -96,6 +96,7 @@ impl Simulator {
     /// Builds from an already validated plan.
     pub fn from_plan(plan: Plan, seed: u64) -> Simulator {
         let warmup = SimTime::ZERO + plan.warmup;
+        let end = SimTime::ZERO + plan.duration;
         let mut routes = Routes::compute(plan.nodes.len(), &plan.links);
         routes.shrink();
         let mut links: Vec<Link> = plan
@@ -133,6 +134,7 @@ impl Simulator {
                 if p.trace || p.name.starts_with("bottleneck") || p.name == "docsis_down" {
                     link.stats.packet_windows = plan.packet_trace.clone();
                 }
+                link.stats.reserve_bins(end);
                 link
             })
             .collect();
@@ -161,7 +163,11 @@ impl Simulator {
                     start: f.start,
                     stop: f.stop,
                     app: f.app.build(&plan.env),
-                    stats: FlowStats::new(warmup, plan.bin),
+                    stats: {
+                        let mut s = FlowStats::new(warmup, plan.bin);
+                        s.goodput_bins.reserve_until(end);
+                        s
+                    },
                     rng: Rng::stream(seed, "flow", i as u64),
                     dscp: f.dscp,
                 }
