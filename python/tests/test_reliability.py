@@ -179,3 +179,18 @@ def test_a_raising_run_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
     assert len(s.failed) == 1 and s.ran == len(study.runs()) - 1
     info = json.loads((tmp_path / "o" / "failed" / f"{s.failed[0]}.json").read_text())
     assert "boom in the simulator" in info["error"]
+
+
+def test_a_raising_run_on_dask_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    """On a Dask cluster too, a run that raised is recorded as failed and every other run
+    is stored."""
+    distributed = pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(runner, "execute_run", _raising_execute)
+    study = load_study(str(MINI), quick=True)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            s = run_study(study, tmp_path / "o", scheduler=client, progress=False)
+    assert len(s.failed) == 1 and s.ran == len(study.runs()) - 1
+    info = json.loads((tmp_path / "o" / "failed" / f"{s.failed[0]}.json").read_text())
+    assert "boom in the simulator" in info["error"]
+    assert set(finished_runs(tmp_path / "o")) == {sp.run_id for sp in study.runs()} - set(s.failed)
