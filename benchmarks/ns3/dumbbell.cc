@@ -6,10 +6,13 @@
 // the bottleneck qdiscs), utilisation of the up direction and mean/p99 CoDel sojourn
 // after the warm-up.
 //   usage: ns3-dumbbell [--flows=16] [--duration=100] [--warmup=10] [--rate=10Mbps]
-//                       [--aqm=codel|pie] [--recovery=classic|prr] [--cc=TcpNewReno|TcpLinuxReno]
+//                       [--aqm=codel|pie|fifo] [--recovery=classic|prr]
+//                       [--cc=TcpNewReno|TcpLinuxReno|TcpBbr] [--limit=1000] [--delay=5ms]
 // --aqm=pie installs ns3::PieQueueDisc with its defaults (RFC 8033: 15 ms, 15 ms, 150 ms
 // burst, timestamp delay); --recovery=classic (ns3::TcpClassicRecovery, the aqmlab "ns3"
-// stack profile) or prr (ns-3's default TcpPrrRecovery).
+// stack profile) or prr (ns-3's default TcpPrrRecovery). --aqm=fifo is a FifoQueueDisc of
+// --limit packets (the qdiscs' limit too); --delay is the bottleneck's one-way delay.
+// --cc=TcpBbr turns on ns-3's TCP pacing (TcpSocketState::EnablePacing), which BBR needs.
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"
@@ -49,6 +52,8 @@ int main(int argc, char* argv[])
     std::string recovery = "classic";
     std::string cc = "TcpNewReno";
     uint32_t seed = 1;
+    uint32_t limit = 1000;
+    std::string delay = "5ms";
     CommandLine cmd;
     cmd.AddValue("aqm", "bottleneck qdisc: codel or pie", aqm);
     cmd.AddValue("recovery", "classic (TcpClassicRecovery) or prr (TcpPrrRecovery)", recovery);
@@ -58,6 +63,8 @@ int main(int argc, char* argv[])
     cmd.AddValue("duration", "simulated seconds", duration);
     cmd.AddValue("warmup", "warm-up seconds", g_warmup);
     cmd.AddValue("rate", "bottleneck rate", rate);
+    cmd.AddValue("limit", "bottleneck qdisc limit (packets)", limit);
+    cmd.AddValue("delay", "bottleneck one-way delay", delay);
     cmd.Parse(argc, argv);
     RngSeedManager::SetRun(seed);
 
@@ -69,6 +76,8 @@ int main(int argc, char* argv[])
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 22));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 22));
     Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
+    if (cc == "TcpBbr")
+        Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(true));
     // Linux-like: no ns-3 "drop tail" device queue beneath the qdisc beyond one packet
     Config::SetDefault("ns3::DropTailQueue<Packet>::MaxSize", StringValue("1p"));
 
@@ -84,15 +93,18 @@ int main(int argc, char* argv[])
     access.SetChannelAttribute("Delay", StringValue("0.1ms"));
     PointToPointHelper neck;
     neck.SetDeviceAttribute("DataRate", StringValue(rate));
-    neck.SetChannelAttribute("Delay", StringValue("5ms"));
+    neck.SetChannelAttribute("Delay", StringValue(delay));
 
     TrafficControlHelper fifo;
     fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue("1000p"));
     TrafficControlHelper codel;
+    std::string lim = std::to_string(limit) + "p";
     if (aqm == "pie")
-        codel.SetRootQueueDisc("ns3::PieQueueDisc", "MaxSize", StringValue("1000p"));
+        codel.SetRootQueueDisc("ns3::PieQueueDisc", "MaxSize", StringValue(lim));
+    else if (aqm == "fifo")
+        codel.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(lim));
     else
-        codel.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", StringValue("1000p"));
+        codel.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", StringValue(lim));
 
     Ipv4AddressHelper addr;
     NetDeviceContainer nb = neck.Install(routers.Get(0), routers.Get(1));

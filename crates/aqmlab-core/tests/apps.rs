@@ -731,9 +731,9 @@ fn workload_list_and_errors() {
             "above 1",
         ),
         (
-            "kind = \"rrul\"\ntcp = { cc = \"bbr\" }",
+            "kind = \"rrul\"\ntcp = { cc = \"vegas\" }",
             "flow[0].tcp.cc",
-            "bbr",
+            "vegas",
         ),
     ] {
         let sc = Scenario::from_toml_str(&format!("{base}{keys}"));

@@ -345,6 +345,10 @@ impl TcpHost for FlowCtx<'_> {
     fn sample(&mut self, metric: &'static str, value: f64) {
         FlowCtx::sample(self, metric, value)
     }
+    #[inline]
+    fn random_u64(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
 }
 
 /// What a workload offers the network, for the resource model (`crate::resources`).

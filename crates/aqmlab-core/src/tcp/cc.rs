@@ -21,6 +21,8 @@
 //! | `cong_control` | `cong_control` | every ACK; a control that owns cwnd (Prague) |
 //! | `on_open` | `set_state(Open)` | a reduction or loss episode ended |
 //! | `pacing_rate` | sets `sk_pacing_rate` | a control with its own pacing rate |
+//! | `set_seed` | — | once, before `init`, for controls that randomise |
+//! | `marks_app_limited` | sets `tp->app_limited` | after `cong_control` (BBR's PROBE_RTT) |
 //!
 //! `AckSample::ce` carries the Accurate ECN feedback (RFC 9331 §4.2 requires a
 //! scalable control to see every mark): the number of newly delivered segments that
@@ -35,6 +37,7 @@
 //! statically dispatched `AnyCc` and the list for `aqmlab list cc`.
 
 use super::config::{CaGrowth, RttScaling, SsGrowth, TcpConfig};
+use super::sender::CaState;
 use super::CcKind;
 use crate::time::{SimDuration, SimTime};
 
@@ -186,6 +189,54 @@ pub struct AckSample {
     pub ce: u32,
     /// The smoothed RTT after this ACK's sample (RFC 6298 SRTT), if any.
     pub srtt: Option<SimDuration>,
+    /// The delivery-rate sample and the sender state rate-based controls (BBR) read.
+    pub rs: RateSample,
+}
+
+/// A delivery-rate sample (Linux `struct rate_sample`, `tcp_rate.c` `tcp_rate_gen`) and
+/// the sender counters a model-based control reads on every ACK. Counts are segments.
+///
+/// The rate is `delivered / interval` where `delivered` is the number of segments
+/// delivered between the transmission of the segment this ACK newly delivered (the
+/// most recently sent one) and now, and `interval` the longer of its send phase
+/// (`first_tx` to its transmission) and its ACK phase (the delivery count's time stamp
+/// when it was sent, to now); an interval shorter than the path's minimum RTT is
+/// unreliable (ACK compression) and makes the sample invalid, as in Linux.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RateSample {
+    /// The sample is valid (Linux `rs->delivered >= 0 && rs->interval_us > 0`).
+    pub valid: bool,
+    /// Segments delivered over `interval`.
+    pub delivered: u64,
+    pub interval: SimDuration,
+    /// `tx.delivered` of the sampled segment (Linux `rs->prior_delivered`); 0 without a
+    /// sample.
+    pub prior_delivered: u64,
+    /// The sampled segment was sent while application-limited.
+    pub is_app_limited: bool,
+    /// Segments newly marked lost while this ACK was processed (`rs->losses`).
+    pub losses: u32,
+    /// Segments in flight before this ACK (`rs->prior_in_flight`) and after it
+    /// (`tcp_packets_in_flight` when `cong_control` runs).
+    pub prior_in_flight: u32,
+    pub in_flight: u32,
+    /// Total segments delivered (`tp->delivered`), and when it last grew
+    /// (`tp->delivered_mstamp`).
+    pub delivered_total: u64,
+    pub delivered_time: SimTime,
+    /// Total segments ever marked lost (`tp->lost`) and delivered CE-marked
+    /// (`tp->delivered_ce`, Accurate ECN only).
+    pub lost_total: u64,
+    pub delivered_ce_total: u64,
+    /// Losses / CE marks since the sampled segment was sent (BBRv3 `rs->lost`,
+    /// `rs->ece_delivered` uses the ACK's counters) and the flight when it was sent
+    /// (`rs->tx_in_flight`).
+    pub lost: u64,
+    pub tx_in_flight: u32,
+    /// The sender's congestion state after this ACK's loss detection (`icsk_ca_state`).
+    pub ca_state: CaState,
+    /// The sender has no data left to send right now (its writes are exhausted).
+    pub app_limited_now: bool,
 }
 
 /// A congestion control algorithm. See the module doc for when each hook runs.
@@ -216,6 +267,14 @@ pub trait CongestionControl {
     fn on_open(&mut self) {}
     /// The control sets cwnd itself on every ACK (see `cong_control`).
     fn owns_cwnd(&self) -> bool {
+        false
+    }
+    /// A seed from the flow's random stream, given once before `init` to controls that
+    /// randomise (BBR's PROBE_BW start phase); `CcKind::uses_rng` says which.
+    fn set_seed(&mut self, _seed: u64) {}
+    /// After `cong_control`: the control wants the current flight's rate samples marked
+    /// application-limited (BBR in PROBE_RTT sets `tp->app_limited`).
+    fn marks_app_limited(&self) -> bool {
         false
     }
     /// Whether ECN was negotiated; called once, before `init`.
@@ -271,9 +330,15 @@ impl CcKind {
     pub fn sends_ect1(self) -> bool {
         matches!(self, CcKind::Prague)
     }
-    /// Paced by default: Prague asks for pacing in its `init` (`SK_PACING_NEEDED`).
+    /// Paced by default: Prague and BBR ask for pacing in their `init`
+    /// (`SK_PACING_NEEDED`).
     pub fn paced_by_default(self) -> bool {
-        matches!(self, CcKind::Prague)
+        matches!(self, CcKind::Prague | CcKind::Bbr)
+    }
+    /// The control draws random numbers (BBR's PROBE_BW phase), from a seed of the
+    /// flow's stream; only such controls draw, so other flows' streams are untouched.
+    pub fn uses_rng(self) -> bool {
+        matches!(self, CcKind::Bbr)
     }
 }
 

@@ -26,6 +26,7 @@
 //! ignored when it fires. Timer `kind`s encode connection index, side and timer type
 //! (see [`timer_kind`]); kinds with bit 31 set are left to the application.
 
+use super::cc::CongestionControl;
 use super::config::TcpConfig;
 use super::receiver::Receiver;
 use super::sender::{Sender, TxSeg};
@@ -111,6 +112,8 @@ pub trait TcpHost {
     fn send(&mut self, pkt: Packet);
     fn timer_at(&mut self, at: SimTime, kind: u32);
     fn sample(&mut self, metric: &'static str, value: f64);
+    /// A draw from the flow's random stream (only controls that randomise use it).
+    fn random_u64(&mut self) -> u64;
 }
 
 /// A timer with one pending event (see the module doc).
@@ -276,6 +279,11 @@ impl TcpConn {
         self.ends[1].node = b;
         self.ends[1].phase = Phase::Listen;
         self.ends[0].phase = Phase::SynSent;
+        if self.cfg.cc.uses_rng() {
+            for e in self.ends.iter_mut() {
+                e.snd.cc.set_seed(h.random_u64());
+            }
+        }
         self.send_syn(h, Side::A);
         self.sync_timers(h, Side::A);
     }

@@ -346,6 +346,7 @@ mod tests {
             cwnd_limited: true,
             ce: 0,
             srtt: None,
+            rs: Default::default(),
         }
     }
 
@@ -481,6 +482,7 @@ mod tests {
             cwnd_limited: true,
             ce: 0,
             srtt: None,
+            rs: Default::default(),
         };
         c.on_delivery(&mut w, &s);
         assert_eq!(c.delay_min, 100_000);

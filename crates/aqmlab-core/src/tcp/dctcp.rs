@@ -150,6 +150,7 @@ mod tests {
             cwnd_limited: true,
             ce,
             srtt: None,
+            rs: Default::default(),
         }
     }
 

@@ -13,6 +13,7 @@
 //!
 //! Applications (`app/bulk.rs`, later web and video workloads) embed connections.
 
+pub mod bbr;
 pub mod cc;
 pub mod config;
 pub mod conn;
@@ -120,6 +121,13 @@ macro_rules! cc_registry {
             fn owns_cwnd(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.owns_cwnd(), )* }
             }
+            fn set_seed(&mut self, seed: u64) {
+                match self { $( AnyCc::$variant(c) => c.set_seed(seed), )* }
+            }
+            #[inline]
+            fn marks_app_limited(&self) -> bool {
+                match self { $( AnyCc::$variant(c) => c.marks_app_limited(), )* }
+            }
             fn set_ecn_ok(&mut self, ok: bool) {
                 match self { $( AnyCc::$variant(c) => c.set_ecn_ok(ok), )* }
             }
@@ -140,6 +148,8 @@ cc_registry! {
         "DCTCP (RFC 8257, Linux tcp_dctcp): alpha EWMA g = 1/16, cwnd cut by alpha/2 once per window; ECN with Accurate ECN feedback";
     Prague: "prague" => prague::Prague,
         "TCP Prague (L4S team tcp_prague): DCTCP-like fractional cwnd, ECT(1), AccECN, paced, RTT independence (25 ms target), optional classic-ECN fallback";
+    Bbr: "bbr" => bbr::Bbr,
+        "BBRv1 (Linux 4.19 tcp_bbr, no ACK-aggregation term): model-based, paced; STARTUP gain 2.885, DRAIN, PROBE_BW 8-phase 1.25/0.75/1 cycle, PROBE_RTT every 10 s (200 ms at cwnd 4), cwnd gain 2, 10-round max-bw and 10 s min-RTT filters, long-term (policer) mode";
 }
 
 #[cfg(test)]
@@ -172,6 +182,14 @@ mod tests {
                     cwnd_limited: true,
                     ce: 0,
                     srtt: None,
+                    // The sender in fast recovery with 5 segments in flight (BBR's
+                    // packet conservation starts from the flight).
+                    rs: cc::RateSample {
+                        losses: 1,
+                        in_flight: 5,
+                        ca_state: sender::CaState::Recovery,
+                        ..Default::default()
+                    },
                 };
                 c.cong_control(&mut w, &a);
                 assert!(w.cwnd < 10, "{name} reduces on loss");

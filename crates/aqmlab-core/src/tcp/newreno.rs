@@ -66,6 +66,7 @@ mod tests {
             cwnd_limited: true,
             ce: 0,
             srtt: None,
+            rs: Default::default(),
         }
     }
 

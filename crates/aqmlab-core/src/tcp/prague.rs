@@ -430,6 +430,7 @@ mod tests {
             cwnd_limited: true,
             ce,
             srtt: Some(SimDuration::from_millis(20)),
+            rs: Default::default(),
         }
     }
 

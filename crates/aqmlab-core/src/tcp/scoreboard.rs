@@ -39,6 +39,25 @@ pub const FIN: u8 = 16;
 /// RFC 6675 DupThresh (also Linux's default `tcp_reordering`).
 pub const DUP_THRESH: u32 = 3;
 
+/// What the sender knew when it (re)transmitted a segment: the per-skb state of
+/// Linux's delivery-rate estimation (`tcp_rate.c` `tcp_rate_skb_sent`, `skb->tx`), which
+/// turns the segment's later delivery into a rate sample.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TxStamp {
+    /// Segments delivered before this one was sent (`tx.delivered`).
+    pub delivered: u64,
+    /// When that count was last raised (`tx.delivered_mstamp`).
+    pub delivered_time: SimTime,
+    /// Start of the send phase this segment belongs to (`tx.first_tx_mstamp`).
+    pub first_tx: SimTime,
+    /// The sender was application-limited (`tx.is_app_limited`).
+    pub app_limited: bool,
+    /// Segments marked lost before this one was sent (BBRv3's `tx.lost`).
+    pub lost: u64,
+    /// Segments in flight when it was sent, itself included (BBRv3's `tx.in_flight`).
+    pub in_flight: u32,
+}
+
 /// One transmitted segment.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Seg {
@@ -47,6 +66,7 @@ pub struct Seg {
     /// Time of the last (re)transmission.
     pub sent: SimTime,
     pub flags: u8,
+    pub tx: TxStamp,
 }
 
 impl Seg {
@@ -56,6 +76,24 @@ impl Seg {
     /// Payload bytes (the FIN occupies a sequence number but no payload).
     pub fn payload(&self) -> u32 {
         (self.end - self.start) as u32 - self.has(FIN) as u32
+    }
+}
+
+/// The segment whose delivery makes an ACK's rate sample (Linux
+/// `tcp_rate_skb_delivered`): of the newly delivered segments, the one sent last (highest
+/// `tx.delivered`, ties by send time), as kernels since 4.19 choose.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RateSeg {
+    pub tx: TxStamp,
+    /// Its (last) send time.
+    pub sent: SimTime,
+    /// It had been retransmitted.
+    pub retrans: bool,
+}
+
+impl RateSeg {
+    fn newer_than(&self, o: &RateSeg) -> bool {
+        (self.tx.delivered, self.sent) > (o.tx.delivered, o.sent)
     }
 }
 
@@ -70,11 +108,21 @@ pub struct Delivered {
     pub last_sent: Option<SimTime>,
     /// A retransmitted segment was among them.
     pub retrans: bool,
+    /// The segment the rate sample is taken from.
+    pub rate: Option<RateSeg>,
 }
 
 impl Delivered {
     fn note(&mut self, s: &Seg) {
         self.pkts += 1;
+        let r = RateSeg {
+            tx: s.tx,
+            sent: s.sent,
+            retrans: s.has(EVER_RETRANS),
+        };
+        if self.rate.is_none_or(|o| r.newer_than(&o)) {
+            self.rate = Some(r);
+        }
         if s.has(EVER_RETRANS) {
             self.retrans = true;
         } else {
@@ -97,6 +145,10 @@ impl Delivered {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        self.rate = match (self.rate, o.rate) {
+            (Some(a), Some(b)) => Some(if b.newer_than(&a) { b } else { a }),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -110,6 +162,8 @@ pub struct Scoreboard {
     pub sacked_out: u32,
     pub lost_out: u32,
     pub retrans_out: u32,
+    /// Segments ever marked lost (Linux `tp->lost`).
+    pub lost_total: u64,
     /// Id of the highest SACKed segment.
     high_sacked: Option<u64>,
     /// Segments with a lower id have been examined by loss marking.
@@ -155,6 +209,7 @@ impl Scoreboard {
             end,
             sent: now,
             flags: if fin { FIN } else { 0 },
+            tx: TxStamp::default(),
         });
         self.packets_out += 1;
     }
@@ -229,6 +284,7 @@ impl Scoreboard {
         }
         s.flags |= LOST;
         self.lost_out += 1;
+        self.lost_total += 1;
         true
     }
 
@@ -277,10 +333,15 @@ impl Scoreboard {
     /// in flight any more (Linux `tcp_enter_loss`).
     pub fn mark_all_lost(&mut self) {
         for s in self.segs.iter_mut() {
+            if s.has(LOST) && s.has(RETRANS) {
+                // A lost retransmission counts as a loss again (Linux `tcp_sum_lost`).
+                self.lost_total += 1;
+            }
             s.flags &= !RETRANS;
             if !s.has(SACKED | LOST) {
                 s.flags |= LOST;
                 self.lost_out += 1;
+                self.lost_total += 1;
             }
         }
         self.retrans_out = 0;
@@ -312,6 +373,11 @@ impl Scoreboard {
         s.flags |= RETRANS | EVER_RETRANS;
         s.sent = now;
         self.retrans_out += 1;
+    }
+
+    /// Records the rate-estimation state of segment `idx`'s latest transmission.
+    pub fn set_tx(&mut self, idx: usize, tx: TxStamp) {
+        self.segs[idx].tx = tx;
     }
 
     /// Checks the counters against the flags (tests and debug builds).

@@ -38,10 +38,11 @@
 //! application-limited is not modelled, but Linux's restart after idle is
 //! (`tcp_slow_start_after_idle`: cwnd halved per RTO idle, down to the initial window).
 
+use super::cc::RateSample;
 use super::cc::{AckSample, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
 use super::config::{CcKind, Recovery, RenoHalves, RtoFloor, TcpConfig};
 use super::rtt::RttEstimator;
-use super::scoreboard::{Delivered, Scoreboard, DUP_THRESH};
+use super::scoreboard::{Delivered, Scoreboard, TxStamp, DUP_THRESH};
 use super::AnyCc;
 use crate::packet::{tcp_flags, TcpHeader};
 use crate::time::{SimDuration, SimTime};
@@ -49,9 +50,11 @@ use crate::time::{SimDuration, SimTime};
 /// "Unlimited" application data: a byte count no run reaches.
 pub const UNLIMITED: u64 = u64::MAX / 4;
 
-/// Congestion state (Linux `TCP_CA_*`; `Disorder` is folded into `Open`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// Congestion state (Linux `TCP_CA_*`; `Disorder` is folded into `Open`), in Linux's
+/// order (`Open < Cwr < Recovery < Loss`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CaState {
+    #[default]
     Open,
     Cwr,
     Recovery,
@@ -158,6 +161,17 @@ pub struct Sender {
     pacing_ca_ratio: u32,
     wstamp: SimTime,
     pace_blocked: bool,
+    /// Delivery-rate estimation (Linux `tcp_rate.c`): segments delivered so far
+    /// (`tp->delivered`), when that count last grew, the start of the current send
+    /// phase, and the application-limited mark (`tp->app_limited`: the delivery count
+    /// that ends it, 0 = not limited).
+    delivered: u64,
+    delivered_time: SimTime,
+    first_tx: SimTime,
+    app_limited: u64,
+    delivered_ce: u64,
+    /// Minimum RTT seen (Linux `tcp_min_rtt`; its window is 300 s, longer than runs).
+    min_rtt: Option<SimDuration>,
     pub stats: SenderStats,
 }
 
@@ -209,6 +223,12 @@ impl Sender {
             pacing_ca_ratio: cfg.pacing_ca_ratio,
             wstamp: SimTime::ZERO,
             pace_blocked: false,
+            delivered: 0,
+            delivered_time: SimTime::ZERO,
+            first_tx: SimTime::ZERO,
+            app_limited: 0,
+            delivered_ce: 0,
+            min_rtt: None,
             stats: SenderStats::default(),
         }
     }
@@ -228,6 +248,7 @@ impl Sender {
         self.cc.set_ecn_ok(ecn_ok);
         if let Some(r) = rtt {
             self.rtt.sample(r);
+            self.min_rtt = Some(r);
         }
         // RFC 5681 3.1 / RFC 6298 5.7: a window of one segment after a lost SYN. Linux
         // (tcp_init_transfer) does so only after more than one retransmission.
@@ -511,6 +532,8 @@ impl Sender {
             return out;
         }
         self.stats.acks += 1;
+        let prior_in_flight = self.in_flight();
+        let lost_before = self.sb.lost_total;
         let prior_una = self.snd_una;
         let prior_packets = self.sb.packets_out;
         let prior_sacked = self.sb.sacked_out + self.reno_sacked;
@@ -556,6 +579,18 @@ impl Sender {
             + (self.sb.sacked_out + self.reno_sacked) as i64
             - prior_sacked as i64;
         let delivered = delivered.max(0) as u32;
+        self.delivered += delivered as u64;
+        if delivered > 0 {
+            self.delivered_time = now;
+        }
+        if let Some(r) = d.rate {
+            // Linux tcp_rate_skb_delivered: the next send phase is measured from the
+            // sampled segment's transmission.
+            self.first_tx = r.sent;
+        }
+        if self.app_limited != 0 && self.delivered > self.app_limited {
+            self.app_limited = 0;
+        }
 
         // RTT: Karn's rule on segment send times, falling back on the timestamp echo
         // (RFC 7323 RTTM) when only retransmitted data was acknowledged (Linux order).
@@ -570,6 +605,10 @@ impl Sender {
             out.rtt_sampled = true;
         }
         let ca_rtt = d.last_sent.map(|t| now.saturating_since(t)).or(rtt);
+        if let Some(r) = ca_rtt {
+            // Linux tcp_update_rtt_min is fed the congestion-control RTT.
+            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        }
         // Accurate ECN: the counter's increase is the number of CE-marked segments
         // delivered since the previous ACK. Deviation: the wire's ACE field is 3 bits
         // (the count mod 8, unwrapped by the sender); the model carries the whole
@@ -581,6 +620,7 @@ impl Sender {
         } else {
             0
         };
+        self.delivered_ce += ce as u64;
         let sample = AckSample {
             now,
             acked: delivered,
@@ -590,6 +630,7 @@ impl Sender {
             cwnd_limited: self.cwnd_limited(),
             ce,
             srtt: self.rtt.srtt(),
+            rs: RateSample::default(),
         };
         if delivered > 0 {
             self.cc.on_delivery(&mut self.w, &sample);
@@ -645,9 +686,14 @@ impl Sender {
         if self.cc.owns_cwnd() {
             let sample = AckSample {
                 snd_una: self.snd_una,
+                rs: self.rate_sample(now, &d, prior_in_flight, lost_before),
                 ..sample
             };
             self.cc.cong_control(&mut self.w, &sample);
+            if self.cc.marks_app_limited() {
+                // BBR's PROBE_RTT: its low-rate samples must not lower the bandwidth.
+                self.app_limited = (self.delivered + self.in_flight() as u64).max(1);
+            }
         } else if self.in_reduction() {
             match self.recovery {
                 Recovery::Prr => self.cwnd_reduction(delivered, newly_lost, una_advanced),
@@ -720,7 +766,9 @@ impl Sender {
         let cwnd_ok = in_flight < self.w.cwnd || self.force_rtx;
         if cwnd_ok {
             if let Some(i) = self.sb.next_lost() {
+                let tx = self.tx_stamp(now, in_flight + 1);
                 self.sb.on_retransmit(i, now);
+                self.sb.set_tx(i, tx);
                 let s = *self.sb.get(i);
                 self.stats.retransmits += 1;
                 self.stats.segs_sent += 1;
@@ -754,7 +802,9 @@ impl Sender {
                 }
                 let seq = self.snd_nxt;
                 let end = seq + len + fin as u64;
+                let tx = self.tx_stamp(now, in_flight + 1);
                 self.sb.push(seq, end, now, fin);
+                self.sb.set_tx(self.sb.len() - 1, tx);
                 self.snd_nxt = end;
                 self.fin_sent |= fin;
                 if self.rto_deadline == SimTime::NEVER {
@@ -781,6 +831,15 @@ impl Sender {
         }
         // Nothing (more) to send: Linux tcp_cwnd_validate at the end of a burst.
         let is_cwnd_limited = in_flight >= self.w.cwnd;
+        // Linux tcp_rate_check_app_limited: the window has room but the application
+        // gave nothing to send; rate samples until this flight is delivered are
+        // application-limited.
+        if !is_cwnd_limited
+            && self.unsent() < self.mss as u64
+            && self.sb.lost_out <= self.sb.retrans_out
+        {
+            self.app_limited = (self.delivered + in_flight as u64).max(1);
+        }
         let validate = self.burst_sent > 0 || is_cwnd_limited;
         if validate
             && (self.snd_una >= self.cwnd_usage_seq
@@ -801,6 +860,61 @@ impl Sender {
         if self.in_reduction() {
             self.prr_out += 1;
         }
+    }
+
+    /// Linux `tcp_rate_skb_sent`: the rate-estimation state a (re)transmission carries.
+    /// `in_flight` is the flight including this segment.
+    fn tx_stamp(&mut self, now: SimTime, in_flight: u32) -> TxStamp {
+        if self.sb.packets_out == 0 {
+            // A new send phase starts with nothing in flight.
+            self.first_tx = now;
+            self.delivered_time = now;
+        }
+        TxStamp {
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_tx: self.first_tx,
+            app_limited: self.app_limited != 0,
+            lost: self.sb.lost_total,
+            in_flight,
+        }
+    }
+
+    /// Linux `tcp_rate_gen`: the rate sample of an ACK that delivered `d`, after loss
+    /// detection (`lost_before`: `tp->lost` when the ACK arrived).
+    fn rate_sample(
+        &mut self,
+        now: SimTime,
+        d: &Delivered,
+        prior_in_flight: u32,
+        lost_before: u64,
+    ) -> RateSample {
+        let mut rs = RateSample {
+            losses: (self.sb.lost_total - lost_before) as u32,
+            prior_in_flight,
+            in_flight: self.in_flight(),
+            delivered_total: self.delivered,
+            delivered_time: self.delivered_time,
+            lost_total: self.sb.lost_total,
+            delivered_ce_total: self.delivered_ce,
+            ca_state: self.state,
+            app_limited_now: self.unsent() == 0 && !self.fin_requested,
+            ..RateSample::default()
+        };
+        let Some(r) = d.rate else {
+            return rs;
+        };
+        rs.prior_delivered = r.tx.delivered;
+        rs.is_app_limited = r.tx.app_limited;
+        rs.delivered = self.delivered - r.tx.delivered;
+        rs.lost = self.sb.lost_total - r.tx.lost;
+        rs.tx_in_flight = r.tx.in_flight;
+        // The longer of the send and the ACK phase: the rate cannot exceed either.
+        let snd = r.sent.saturating_since(r.tx.first_tx);
+        let ack = now.saturating_since(r.tx.delivered_time);
+        rs.interval = snd.max(ack);
+        rs.valid = !rs.interval.is_zero() && self.min_rtt.is_none_or(|m| rs.interval >= m);
+        rs
     }
 
     /// Bytes of cwnd and ssthresh (ssthresh `None` while unset), for traces.
