@@ -17,6 +17,13 @@ receive buffer (4 MiB, as dumbbell.cc sets), CoDel (Linux/RFC 8289 defaults) or 
 (RFC 8033 defaults, as ns-3's PieQueueDisc), and prints mean / p99 sojourn per flow count
 with the aqmlab / ns-3 ratio, over seeds 1..N (default 5) with 95 % confidence intervals.
 
+    python3 benchmarks/ns3/compare.py --cc bbr [--flows-list 1,4] [--aqm fifo,codel]
+
+`--cc bbr` is the BBR cross-check: aqmlab's `bbr` (Linux tcp_bbr) against ns-3's `TcpBbr`
+(paced) on the same dumbbell with a 20 ms bottleneck delay (≈ 40 ms base RTT, BDP 33
+packets) and a 1000-packet FIFO or CoDel; it prints utilisation and mean queue (sojourn)
+of both with the aqmlab / ns-3 ratio.
+
 Not part of CI (ns-3 takes ~10 s wall per 100 simulated seconds here).
 """
 import argparse
@@ -74,7 +81,38 @@ from = "client{{i}}"
 to = "server{{i}}"
 start_spread = "1s"
 """
+# The aqmlab side of `--cc bbr`: Linux defaults apart from the program's segment size,
+# receive buffer and PPP framing.
+BBR = """
+[run]
+name = "ns3-bbr"
+duration = "{duration}s"
+seed = {seed}
+warmup = "10s"
+
+[dumbbell]
+pairs = {flows}
+rate = "10Mbit"
+delay = "20ms"
+access_delay = "0.1ms"
+access_rate = "1Gbit"
+overhead = 2
+qdisc = {qdisc}
+
+[tcp]
+cc = "bbr"
+mss = 1448
+rcv_window = "4MiB"
+
+[[flow]]
+kind = "bulk"
+count = {flows}
+from = "client{{i}}"
+to = "server{{i}}"
+start_spread = "1s"
+"""
 QDISCS = {
+    "fifo": '{ kind = "fifo", limit = 1000 }',
     "codel": '{ kind = "codel", limit = 1000 }',
     "pie": '{ kind = "pie", variant = "rfc8033", limit = 1000 }',
 }
@@ -145,6 +183,35 @@ def sojourn(a, ns3: pathlib.Path) -> int:
     return 0
 
 
+def bbr(a, ns3: pathlib.Path) -> int:
+    rows = []
+    print(f"BBR: aqmlab bbr vs ns-3.44 TcpBbr, 10 Mbit/s, 40 ms RTT, 1000-packet queue, {a.duration:g} s runs x "
+          f"{a.seeds} seeds, 10 s warm-up\n")
+    print(f"{'aqm':6} {'flows':>5} {'util aqmlab':>11} {'util ns-3':>10} {'ratio':>6} "
+          f"{'queue aqmlab':>13} {'queue ns-3':>11} {'ratio':>6}   (mean sojourn, ms)")
+    keys = ("utilization", "sojourn_mean", "sojourn_p99")
+    for aqm in (a.aqm if a.aqm != "codel,pie" else "fifo,codel").split(","):
+        for n in [int(x) for x in (a.flows_list if a.flows_list != "1,4,16,64" else "1,4").split(",")]:
+            aqs, nss = [], []
+            for seed in range(1, a.seeds + 1):
+                aqs.append(_bench(BBR.format(duration=f"{a.duration:g}", flows=n, qdisc=QDISCS[aqm], seed=seed)))
+                out = subprocess.run([str(ns3), f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10",
+                                      f"--aqm={aqm}", "--cc=TcpBbr", "--recovery=prr", "--delay=20ms",
+                                      f"--seed={seed}"],
+                                     capture_output=True, text=True, check=True, env=_ns3_env()).stdout.strip().splitlines()
+                nss.append(json.loads(out[-1]))
+            aq = {k: sum(r[k] for r in aqs) / len(aqs) for k in keys}
+            ns = {k: sum(r[k] for r in nss) / len(nss) for k in keys}
+            ru = aq["utilization"] / ns["utilization"]
+            rq = aq["sojourn_mean"] / ns["sojourn_mean"] if ns["sojourn_mean"] else float("nan")
+            rows.append({"aqm": aqm, "flows": n, "aqmlab": aqs, "ns3": nss, "util_ratio": ru, "queue_ratio": rq})
+            print(f"{aqm:6} {n:>5} {aq['utilization']:>11.3f} {ns['utilization']:>10.3f} {ru:>6.2f} "
+                  f"{aq['sojourn_mean'] * 1e3:>13.2f} {ns['sojourn_mean'] * 1e3:>11.2f} {rq:>6.2f}", flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flows", type=int, default=16)
@@ -155,6 +222,8 @@ def main(argv=None) -> int:
     ap.add_argument("--aqm", default="codel,pie", help="qdiscs for --sojourn")
     ap.add_argument("--seeds", type=int, default=5, help="runs per point for --sojourn (seeds 1..N; mean ± 95 %% CI)")
     ap.add_argument("--no-cache", action="store_true", help="rerun ns-3 even if build/sojourn-cache.json has the run")
+    ap.add_argument("--cc", choices=["bbr"], help="congestion-control cross-check: aqmlab bbr vs ns-3 TcpBbr "
+                    "(default --flows-list 1,4, --aqm fifo,codel)")
     a = ap.parse_args(argv)
     ns3 = HERE / "build" / "ns3-dumbbell"
     if not ns3.exists():
@@ -162,6 +231,8 @@ def main(argv=None) -> int:
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
     if a.sojourn:
         return sojourn(a, ns3)
+    if a.cc == "bbr":
+        return bbr(a, ns3)
     text = SCEN.read_text().replace('duration = "100s"', f'duration = "{a.duration:g}s"')
     text = text.replace("pairs = 16", f"pairs = {a.flows}").replace("count = 16", f"count = {a.flows}")
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:

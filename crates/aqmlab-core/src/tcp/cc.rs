@@ -333,12 +333,12 @@ impl CcKind {
     /// Paced by default: Prague and BBR ask for pacing in their `init`
     /// (`SK_PACING_NEEDED`).
     pub fn paced_by_default(self) -> bool {
-        matches!(self, CcKind::Prague | CcKind::Bbr)
+        matches!(self, CcKind::Prague | CcKind::Bbr | CcKind::Bbr3)
     }
     /// The control draws random numbers (BBR's PROBE_BW phase), from a seed of the
     /// flow's stream; only such controls draw, so other flows' streams are untouched.
     pub fn uses_rng(self) -> bool {
-        matches!(self, CcKind::Bbr)
+        matches!(self, CcKind::Bbr | CcKind::Bbr3)
     }
 }
 

@@ -403,7 +403,7 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
     ParamDoc {
         name: "cc",
         default: "cubic",
-        doc: "congestion control: cubic (Linux default), newreno (alias reno), dctcp or prague",
+        doc: "congestion control: cubic (Linux default), newreno (alias reno), dctcp, prague, bbr (BBRv1 as Linux 4.20 tcp_bbr: gains 2.885/1.25/0.75, 10-round bw and 10 s RTprop filters, PROBE_RTT 200 ms at 4 segments) or bbr3 (BBRv3 as draft-ietf-ccwg-bbr / Google v3: loss threshold 2 %, beta 0.7, headroom 0.15, startup gain 2.77); aqmlab describe NAME for each",
     },
     ParamDoc {
         name: "mss",
