@@ -133,6 +133,12 @@ impl Routes {
     pub fn routers(&self) -> usize {
         self.routers
     }
+    /// Entries held in all routing and peer tables (what the routes cost in memory, in
+    /// `u32`s besides the per-node default link).
+    pub fn table_entries(&self) -> usize {
+        self.table.iter().flatten().map(Vec::len).sum::<usize>()
+            + self.peer_tables.iter().map(|(_, t)| t.len()).sum::<usize>()
+    }
     /// The links from `a` to `b` (empty if unreachable or `a == b`).
     pub fn path(&self, a: NodeId, b: NodeId, links: &[(LinkParams, QdiscConfig)]) -> Vec<u32> {
         walk(
