@@ -48,8 +48,8 @@
 //! spurious recoveries (the sender has none). On an RTO the long-term sampler sees the
 //! delivery and loss counters of the last ACK.
 
+use super::cc::CaState;
 use super::cc::{AckSample, CcBuild, CcParams, CongestionControl, RateSample, Window};
-use super::sender::CaState;
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 

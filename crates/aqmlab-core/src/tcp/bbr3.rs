@@ -34,8 +34,8 @@
 //! segments (the kernel: fixed point).
 
 use super::bbr::{rate_bytes, tso_segs_goal};
+use super::cc::CaState;
 use super::cc::{AckSample, CcBuild, CcParams, CongestionControl, RateSample, Window};
-use super::sender::CaState;
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 

@@ -37,9 +37,19 @@
 //! statically dispatched `AnyCc` and the list for `aqmlab list cc`.
 
 use super::config::{CaGrowth, RttScaling, SsGrowth, TcpConfig};
-use super::sender::CaState;
 use super::CcKind;
 use crate::time::{SimDuration, SimTime};
+
+/// Congestion state (Linux `TCP_CA_*`; `Disorder` is folded into `Open`), in Linux's
+/// order (`Open < Cwr < Recovery < Loss`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CaState {
+    #[default]
+    Open,
+    Cwr,
+    Recovery,
+    Loss,
+}
 
 /// "No threshold yet" (Linux TCP_INFINITE_SSTHRESH).
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;

@@ -38,6 +38,7 @@
 //! application-limited is not modelled, but Linux's restart after idle is
 //! (`tcp_slow_start_after_idle`: cwnd halved per RTO idle, down to the initial window).
 
+pub use super::cc::CaState;
 use super::cc::RateSample;
 use super::cc::{AckSample, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
 use super::config::{CcKind, Recovery, RenoHalves, RtoFloor, TcpConfig};
@@ -49,17 +50,6 @@ use crate::time::{SimDuration, SimTime};
 
 /// "Unlimited" application data: a byte count no run reaches.
 pub const UNLIMITED: u64 = u64::MAX / 4;
-
-/// Congestion state (Linux `TCP_CA_*`; `Disorder` is folded into `Open`), in Linux's
-/// order (`Open < Cwr < Recovery < Loss`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CaState {
-    #[default]
-    Open,
-    Cwr,
-    Recovery,
-    Loss,
-}
 
 /// A segment the sender wants transmitted.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
