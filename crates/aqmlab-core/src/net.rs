@@ -93,7 +93,7 @@ impl Net {
         let now = self.now;
         let link = &mut self.links[l];
         for d in link.out.drops.drain(..) {
-            link.stats.bin_drops.add(now, 1.0);
+            link.stats.series.drop(now);
             if !link.stats.packet_windows.is_empty() {
                 link.stats.log_packet(now, crate::link::PKT_DROP, 1.0);
             }

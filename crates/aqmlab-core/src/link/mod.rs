@@ -42,7 +42,7 @@ pub mod token_bucket;
 pub mod wifi;
 
 use crate::event::{Event, EventQueue};
-use crate::metrics::{Bins, Histogram};
+use crate::metrics::{Histogram, LinkSeries};
 use crate::packet::{Ecn, LinkId, NodeId, Packet};
 use crate::qdisc::{AnyQdisc, DropReason, Qdisc, QdiscOut};
 use crate::rng::Rng;
@@ -101,11 +101,8 @@ pub struct LinkStats {
     /// Drops below the qdisc: DOCSIS regulator overflow, WiFi retry limit.
     pub lower_drops: u64,
     pub ce_marked_seen: u64,
-    pub bin_tx_bytes: Bins,
-    pub bin_sojourn_sum: Bins,
-    pub bin_sojourn_n: Bins,
-    pub bin_drops: Bins,
-    pub bin_backlog_max: Bins,
+    /// Per-bin series: bytes sent, sojourn sum and count, drops, largest backlog.
+    pub series: LinkSeries,
     /// `run.packet_trace` windows (empty: no per-packet log).
     pub packet_windows: Vec<(SimTime, SimTime)>,
     /// Per-packet log inside the windows: (time, PKT_SOJOURN, PKT_DROP or PKT_QLEN, value).
@@ -123,11 +120,7 @@ impl LinkStats {
             wire_drops: 0,
             lower_drops: 0,
             ce_marked_seen: 0,
-            bin_tx_bytes: Bins::new(bin),
-            bin_sojourn_sum: Bins::new(bin),
-            bin_sojourn_n: Bins::new(bin),
-            bin_drops: Bins::new(bin),
-            bin_backlog_max: Bins::new(bin),
+            series: LinkSeries::new(bin),
             packet_windows: Vec::new(),
             packet_log: Vec::new(),
         }
@@ -165,15 +158,6 @@ pub const PKT_DROP: u8 = 1;
 pub const PKT_QLEN: u8 = 2;
 
 impl LinkStats {
-    /// Reserves the per-bin series a link records on every packet up to the run's end
-    /// ([`Bins::reserve_until`]); the drop series stays empty until a drop happens (most
-    /// links never drop).
-    pub fn reserve_bins(&mut self, end: SimTime) {
-        self.bin_tx_bytes.reserve_until(end);
-        self.bin_sojourn_sum.reserve_until(end);
-        self.bin_sojourn_n.reserve_until(end);
-        self.bin_backlog_max.reserve_until(end);
-    }
     /// Appends to the per-packet log if `now` falls in a `run.packet_trace` window.
     #[cold]
     pub fn log_packet(&mut self, now: SimTime, what: u8, value: f64) {
@@ -289,8 +273,7 @@ pub(crate) fn note_dequeue(stats: &mut LinkStats, enqueued_at: SimTime, ecn: Ecn
     if now >= stats.warmup {
         stats.sojourn.record(soj);
     }
-    stats.bin_sojourn_sum.add(now, soj as f64);
-    stats.bin_sojourn_n.add(now, 1.0);
+    stats.series.sojourn(now, soj);
     if !stats.packet_windows.is_empty() {
         stats.log_packet(now, PKT_SOJOURN, soj as f64 * 1e-9);
     }
@@ -327,8 +310,7 @@ pub(crate) fn to_qdisc(
     // queue-length distribution.
     let seen = (!stats.packet_windows.is_empty()).then(|| qdisc.len());
     let _ = qdisc.enqueue(pkt, now, out);
-    let backlog = qdisc.len() as f64;
-    stats.bin_backlog_max.max(now, backlog);
+    stats.series.backlog(now, qdisc.len());
     if let Some(n) = seen {
         stats.log_packet(now, PKT_QLEN, n as f64);
     }
@@ -369,7 +351,7 @@ fn carry(
         stats.tx_pkts += 1;
         stats.tx_bytes += pkt.size as u64;
     }
-    stats.bin_tx_bytes.add(now, pkt.size as f64);
+    stats.series.tx(now, pkt.size);
     let loss = loss_at(p, now);
     if loss > 0.0 && rng.bernoulli(loss) {
         stats.wire_drops += 1;
@@ -613,8 +595,7 @@ impl Link {
         }
         pkt.enqueued_at = now;
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
-        let backlog = self.qdisc.len() as f64;
-        self.stats.bin_backlog_max.max(now, backlog);
+        self.stats.series.backlog(now, self.qdisc.len());
         self.kick(now, ev);
         if self.throttles {
             self.arm_qdisc_wake(now, ev);
@@ -643,12 +624,11 @@ impl Link {
         // can say so (`Qdisc::pass_through`: an empty FIFO) lets it skip the queue (same
         // stats, same backlog record)
         if !self.txdone_pending && now >= self.busy_until && self.qdisc.pass_through(&pkt, now) {
-            self.stats.bin_backlog_max.max(now, 1.0);
+            self.stats.series.backlog(now, 1);
             return self.transmit_lazy(pkt, now, ev);
         }
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
-        let backlog = self.qdisc.len() as f64;
-        self.stats.bin_backlog_max.max(now, backlog);
+        self.stats.series.backlog(now, self.qdisc.len());
         if self.txdone_pending {
             return;
         }
@@ -708,7 +688,7 @@ impl Link {
                 self.stats.tx_pkts += 1;
                 self.stats.tx_bytes += size as u64;
             }
-            self.stats.bin_tx_bytes.add(done, size as f64);
+            self.stats.series.tx(done, size);
         }
     }
 
@@ -869,7 +849,7 @@ impl Link {
             self.stats.tx_pkts += 1;
             self.stats.tx_bytes += pkt.size as u64;
         }
-        self.stats.bin_tx_bytes.add(now, pkt.size as f64);
+        self.stats.series.tx(now, pkt.size);
         let loss = loss_at(&self.p, now);
         if loss > 0.0 && self.rng.bernoulli(loss) {
             self.stats.wire_drops += 1;
@@ -979,7 +959,7 @@ impl Link {
     /// Counts a drop (qdisc or wire) into the per-bin series; the simulator calls this
     /// once per packet it drains from `out.drops`.
     pub fn note_drop(&mut self, now: SimTime) {
-        self.stats.bin_drops.add(now, 1.0);
+        self.stats.series.drop(now);
     }
 
     /// Lower-layer summary metrics for the queue's row in the results (name, value),

@@ -426,7 +426,7 @@ impl WifiPort {
                     stats.tx_pkts += 1;
                     stats.tx_bytes += m.pkt.size as u64;
                 }
-                stats.bin_tx_bytes.add(now, m.pkt.size as f64);
+                stats.series.tx(now, m.pkt.size);
                 self.rx[peer].put(m.seq, Some(m.pkt), |p| wire.push_back((arrive_at, p)));
             } else {
                 m.tries += 1;

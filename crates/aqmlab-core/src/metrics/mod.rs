@@ -170,7 +170,8 @@ impl Bins {
     /// Reserves room for every bin up to the one holding `end` (the run's end), so the
     /// series never reallocates while the run records into it; nothing is written, so an
     /// unused series costs address space, not memory. (Growing by doubling instead cost
-    /// ~15 % of a 1024-flow run's time in reallocations of its 16,000 link series.)
+    /// ~15 % of a 1024-flow run's time when links' series were `Bins` too; they are
+    /// [`LinkSeries`] now.)
     pub fn reserve_until(&mut self, end: SimTime) {
         let n = (end.as_nanos() / self.width.as_nanos().max(1)) as usize + 1;
         if n > self.values.len() {
@@ -197,6 +198,188 @@ fn grow(v: &mut Vec<f64>, n: usize) {
         panic!("out of memory for {n} time-series bins (the resource model underestimated this scenario)");
     }
     v.resize(n, 0.0);
+}
+
+/// One time bin of a link's series ([`LinkSeries`]). Counts are integers: the dense
+/// `f64` series the results carry are these values converted, which is exact (a sum of
+/// integer sizes in `f64` is exact below 2^53, i.e. 9 PB per bin).
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct LinkBin {
+    /// IP bytes transmitted.
+    pub tx_bytes: u64,
+    /// Sum of qdisc sojourn times (ns) of the packets dequeued; `f64` as it always was,
+    /// so the per-bin mean is computed from the same rounded sum.
+    pub sojourn_sum: f64,
+    /// Packets dequeued.
+    pub sojourn_n: u32,
+    /// Packets dropped.
+    pub drops: u32,
+    /// Largest qdisc backlog (packets) an arrival left.
+    pub backlog_max: u32,
+    /// The bin's index (its start is `index × width`).
+    index: u32,
+}
+
+/// Field selectors of [`LinkSeries::dense`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LinkField {
+    TxBytes,
+    Sojourn,
+    Drops,
+    BacklogMax,
+}
+
+/// A link's per-bin series (bytes sent, sojourn sum and count, drops, largest backlog),
+/// stored sparsely: one 32-byte [`LinkBin`] per bin in which the link recorded anything,
+/// in time order. Most links of a large topology (access links at a few packets a second)
+/// touch a small share of the run's bins, so this holds the 4,096 access links of a
+/// 1024-flow dumbbell in a fraction of the 4 × 8 bytes × every bin a dense layout needs;
+/// a busy link pays 4 bytes per bin for the index. One cached bin serves all four
+/// series, since a packet's enqueue, dequeue and transmission mostly fall in one bin.
+///
+/// The dense series ([`LinkSeries::dense`]) are exactly what four dense `f64` series
+/// padded to the run's end gave: each field remembers the highest bin it touched, so a
+/// record at the run's last instant lengthens only its own series.
+#[derive(Clone, Debug)]
+pub struct LinkSeries {
+    width: u64,
+    bins: Vec<LinkBin>,
+    /// Cached bin: `bins[cur]` covers `[lo, hi)` ns (`lo == hi` before the first record).
+    lo: u64,
+    hi: u64,
+    cur: usize,
+    /// Per field (in [`LinkField`] order): one past the highest bin index it recorded in.
+    len: [u32; 4],
+}
+
+impl LinkSeries {
+    /// Bins the series makes room for at its first record (512 bytes), so a link that
+    /// records in a few dozen bins grows its storage a couple of times, not six.
+    const FIRST_ROOM: usize = 16;
+    pub fn new(width: SimDuration) -> Self {
+        LinkSeries {
+            width: width.as_nanos().max(1),
+            bins: Vec::new(),
+            lo: 0,
+            hi: 0,
+            cur: 0,
+            len: [0; 4],
+        }
+    }
+    /// The bin holding `t` (created if new), and the field's length updated.
+    #[inline(always)]
+    fn at(&mut self, t: SimTime, field: LinkField) -> &mut LinkBin {
+        let t = t.as_nanos();
+        if !(t >= self.lo && t < self.hi) {
+            self.locate(t);
+        }
+        let b = &mut self.bins[self.cur];
+        let l = &mut self.len[field as usize];
+        if b.index >= *l {
+            *l = b.index + 1;
+        }
+        b
+    }
+    #[inline(never)]
+    fn locate(&mut self, t: u64) {
+        let i = t / self.width;
+        let Ok(index) = u32::try_from(i) else {
+            panic!("time-series bin {i} is past the 2^32 a link can hold (the resource model should have refused this run.bin)");
+        };
+        let n = self.bins.len();
+        self.cur = if n > 0 && self.bins[n - 1].index == index {
+            n - 1
+        } else if n == 0 || self.bins[n - 1].index < index {
+            // the common case: time moved on into a new bin
+            let room = if n == 0 { Self::FIRST_ROOM } else { 1 };
+            if self.bins.try_reserve(room).is_err() {
+                panic!("out of memory for a link's time-series bins (the resource model underestimated this scenario)");
+            }
+            self.bins.push(LinkBin {
+                index,
+                ..LinkBin::default()
+            });
+            n
+        } else if n >= 2 && self.bins[n - 2].index == index {
+            // back one bin: a lazy link counts a transmission once its end has passed,
+            // which is often just before the bin its next packet opened
+            n - 2
+        } else {
+            match self.bins.binary_search_by_key(&index, |b| b.index) {
+                Ok(k) => k,
+                Err(k) => {
+                    self.bins.insert(
+                        k,
+                        LinkBin {
+                            index,
+                            ..LinkBin::default()
+                        },
+                    );
+                    k
+                }
+            }
+        };
+        self.lo = i * self.width;
+        self.hi = self.lo.saturating_add(self.width);
+    }
+    /// `bytes` transmitted at `t`.
+    #[inline(always)]
+    pub fn tx(&mut self, t: SimTime, bytes: u32) {
+        self.at(t, LinkField::TxBytes).tx_bytes += bytes as u64;
+    }
+    /// A packet left the qdisc at `t` after `sojourn_ns`.
+    #[inline(always)]
+    pub fn sojourn(&mut self, t: SimTime, sojourn_ns: u64) {
+        let b = self.at(t, LinkField::Sojourn);
+        b.sojourn_sum += sojourn_ns as f64;
+        b.sojourn_n += 1;
+    }
+    /// A packet was dropped at `t`.
+    #[inline]
+    pub fn drop(&mut self, t: SimTime) {
+        self.at(t, LinkField::Drops).drops += 1;
+    }
+    /// An arrival at `t` left `packets` in the qdisc.
+    #[inline(always)]
+    pub fn backlog(&mut self, t: SimTime, packets: usize) {
+        let b = self.at(t, LinkField::BacklogMax);
+        let n = u32::try_from(packets).unwrap_or(u32::MAX);
+        if n > b.backlog_max {
+            b.backlog_max = n;
+        }
+    }
+    /// The bins touched so far, in time order.
+    pub fn bins(&self) -> &[LinkBin] {
+        &self.bins
+    }
+    /// Index of `b` (its start is `index × width`).
+    pub fn index_of(b: &LinkBin) -> usize {
+        b.index as usize
+    }
+    /// One field as a dense series from time 0: zeros where nothing was recorded, padded
+    /// up to (excluding) the bin that contains `end`, and longer if the field recorded
+    /// in a later bin (a record at `end` itself) — what [`Bins`] and
+    /// [`Bins::pad_to`] give.
+    /// `empty` fills the bins without a record.
+    pub fn dense(
+        &self,
+        field: LinkField,
+        end: SimTime,
+        empty: f64,
+        value: impl Fn(&LinkBin) -> f64,
+    ) -> Vec<f64> {
+        let n =
+            (end.as_nanos().div_ceil(self.width) as usize).max(self.len[field as usize] as usize);
+        let mut v = Vec::new();
+        if v.try_reserve_exact(n).is_err() {
+            panic!("out of memory for {n} time-series bins (the resource model underestimated this scenario)");
+        }
+        v.resize(n, empty);
+        for b in self.bins.iter().take_while(|b| (b.index as usize) < n) {
+            v[b.index as usize] = value(b);
+        }
+        v
+    }
 }
 
 /// A long-format table of time-stamped values: one row per (entity, metric, t).
@@ -343,5 +526,93 @@ mod tests {
         }
         assert_eq!(b.values, sum);
         assert_eq!(mx.values, mref);
+    }
+
+    /// The sparse link series gives exactly the dense `f64` series the four [`Bins`] gave
+    /// (same sums, maxima, counts, lengths), with times that jump ahead, step back into
+    /// earlier bins (as a lazy link's transmission count does), skip bins, land on bin
+    /// edges and end with records at the run's last instant, which lengthen only the
+    /// series they touch.
+    #[test]
+    fn link_series_matches_dense_bins() {
+        let w = 200_000_000u64;
+        let end = SimTime::from_nanos(40 * w); // a multiple of the width: records at `end` open bin 40
+        let d = SimDuration::from_nanos(w);
+        let mut ls = LinkSeries::new(d);
+        let (mut tx, mut ss, mut sn, mut dr, mut bl) = (
+            Bins::new(d),
+            Bins::new(d),
+            Bins::new(d),
+            Bins::new(d),
+            Bins::new(d),
+        );
+        let mut x: u64 = 0x2545f4914f6cdd1d;
+        let mut t: u64 = 0;
+        for k in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t = match x % 8 {
+                0 => t.saturating_sub((x >> 8) % (2 * w)),
+                1 => (t / w + 1) * w,
+                2 => t + (x >> 16) % (3 * w),
+                _ => t + (x >> 20) % (w / 50),
+            }
+            .min(end.as_nanos() - 1);
+            let at = SimTime::from_nanos(t);
+            match (x >> 40) % 4 {
+                0 => {
+                    let size = 40 + (k % 1460) as u32;
+                    ls.tx(at, size);
+                    tx.add(at, size as f64);
+                }
+                1 => {
+                    let soj = (x >> 24) % 50_000_000;
+                    ls.sojourn(at, soj);
+                    ss.add(at, soj as f64);
+                    sn.add(at, 1.0);
+                }
+                2 => {
+                    ls.drop(at);
+                    dr.add(at, 1.0);
+                }
+                _ => {
+                    let n = ((x >> 32) % 100) as usize;
+                    ls.backlog(at, n);
+                    bl.max(at, n as f64);
+                }
+            }
+        }
+        // only the transmission series records at the run's end
+        ls.tx(end, 1500);
+        tx.add(end, 1500.0);
+        for b in [&mut tx, &mut ss, &mut sn, &mut dr, &mut bl] {
+            b.pad_to(end);
+        }
+        assert_eq!(tx.values.len(), 41);
+        assert_eq!(dr.values.len(), 40);
+        let f = |b: &LinkBin| b.tx_bytes as f64;
+        assert_eq!(ls.dense(LinkField::TxBytes, end, 0.0, f), tx.values);
+        let f = |b: &LinkBin| b.drops as f64;
+        assert_eq!(ls.dense(LinkField::Drops, end, 0.0, f), dr.values);
+        let f = |b: &LinkBin| b.backlog_max as f64;
+        assert_eq!(ls.dense(LinkField::BacklogMax, end, 0.0, f), bl.values);
+        let f = |b: &LinkBin| b.sojourn_sum;
+        assert_eq!(ls.dense(LinkField::Sojourn, end, 0.0, f), ss.values);
+        let f = |b: &LinkBin| b.sojourn_n as f64;
+        assert_eq!(ls.dense(LinkField::Sojourn, end, 0.0, f), sn.values);
+        // sparse: one record per touched bin, in time order
+        let idx: Vec<usize> = ls.bins().iter().map(LinkSeries::index_of).collect();
+        assert!(idx.windows(2).all(|p| p[0] < p[1]), "{idx:?}");
+        // a series with no record is all `empty`, padded to the end
+        let none = LinkSeries::new(d);
+        assert_eq!(
+            none.dense(LinkField::Sojourn, end, f64::NAN, |_| 0.0).len(),
+            40
+        );
+        assert!(none
+            .dense(LinkField::Sojourn, end, f64::NAN, |_| 0.0)
+            .iter()
+            .all(|v| v.is_nan()));
     }
 }

@@ -3,7 +3,7 @@
 
 use super::Simulator;
 use crate::app::Application;
-use crate::metrics::{LongTable, MetricNames, KIND_FLOW, KIND_QUEUE};
+use crate::metrics::{LinkField, LongTable, MetricNames, KIND_FLOW, KIND_QUEUE};
 use crate::qdisc::{DropReason, MarkReason, Qdisc};
 use crate::result::{FlowRow, QueueRow, RunResult};
 
@@ -131,31 +131,38 @@ pub(crate) fn collect(sim: &Simulator) -> RunResult {
         });
         let q = l.id;
         let st = &l.stats;
-        let mut push_bins = |name: &str, b: &crate::metrics::Bins, scale: f64| {
-            let mut b = b.clone();
-            b.pad_to(end);
+        let mut push = |name: &str, values: Vec<f64>| {
             let m = names.id(name);
-            for (i, v) in b.values.iter().enumerate() {
-                series.push(KIND_QUEUE, q, m, i as f64 * bin, v * scale);
+            for (i, v) in values.into_iter().enumerate() {
+                series.push(KIND_QUEUE, q, m, i as f64 * bin, v);
             }
         };
-        push_bins("tx_bps", &st.bin_tx_bytes, 8.0 / bin);
-        push_bins("drops", &st.bin_drops, 1.0);
-        push_bins("backlog_max", &st.bin_backlog_max, 1.0);
+        let ls = &st.series;
+        push(
+            "tx_bps",
+            ls.dense(LinkField::TxBytes, end, 0.0, |b| {
+                b.tx_bytes as f64 * (8.0 / bin)
+            }),
+        );
+        push(
+            "drops",
+            ls.dense(LinkField::Drops, end, 0.0, |b| b.drops as f64),
+        );
+        push(
+            "backlog_max",
+            ls.dense(LinkField::BacklogMax, end, 0.0, |b| b.backlog_max as f64),
+        );
         // mean sojourn per bin (NaN where nothing left the queue)
-        let mut sum = st.bin_sojourn_sum.clone();
-        let mut n = st.bin_sojourn_n.clone();
-        sum.pad_to(end);
-        n.pad_to(end);
-        let m = names.id("sojourn_mean");
-        for i in 0..sum.values.len() {
-            let v = if n.values[i] > 0.0 {
-                sum.values[i] / n.values[i] * 1e-9
-            } else {
-                f64::NAN
-            };
-            series.push(KIND_QUEUE, q, m, i as f64 * bin, v);
-        }
+        push(
+            "sojourn_mean",
+            ls.dense(LinkField::Sojourn, end, f64::NAN, |b| {
+                if b.sojourn_n > 0 {
+                    b.sojourn_sum / b.sojourn_n as f64 * 1e-9
+                } else {
+                    f64::NAN
+                }
+            }),
+        );
         let vars = l.qdisc.trace_vars();
         if !st.packet_log.is_empty() {
             let ms = names.id("sojourn");

@@ -134,7 +134,6 @@ impl Simulator {
                 if p.trace || p.name.starts_with("bottleneck") || p.name == "docsis_down" {
                     link.stats.packet_windows = plan.packet_trace.clone();
                 }
-                link.stats.reserve_bins(end);
                 link
             })
             .collect();
