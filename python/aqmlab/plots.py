@@ -103,7 +103,8 @@ Type-specific keys:
 ``state_trace`` — qdisc state variables vs time (CoDel ``count``, PIE ``p`` …).
     ``metrics`` (default ``["count", "p"]``; one row of panels for each present),
     ``entity`` (default ``"bottleneck_down"``), ``repetition`` (default first);
-    ``facet`` gives one column per value (e.g. the number of flows).
+    ``facet`` gives one column per value (e.g. the number of flows). The core writes a
+    sample when a variable changes, so each line holds its last value to the run's end.
 ``drop_rate`` — TEWMA of drop events (drops/s), point-wise mean over repetitions.
     Events come from queue samples ``drop_metric`` (default ``"drop"``) or, if
     absent, from the per-bin ``drops`` series. ``memory`` (default 0.5 s),
@@ -976,7 +977,11 @@ def plot_state_trace(store: StoreLike, spec: dict, experiment: Any = None) -> Fi
                 gs = _match(sub, gcol, g).sort_values("t")
                 if gs.empty:
                     continue
-                ax.step(gs["t"], gs["value"], where="post", color=colors[g], label=None if g is None else str(g), linewidth=1.0)
+                t, v = gs["t"].to_numpy(), gs["value"].to_numpy()
+                if ctx.run_length is not None and t[-1] < ctx.run_length:
+                    # samples are written when a variable changes: hold the last value to the run's end
+                    t, v = np.append(t, ctx.run_length), np.append(v, v[-1])
+                ax.step(t, v, where="post", color=colors[g], label=None if g is None else str(g), linewidth=1.0)
             if not ax.lines:
                 _no_data(ax, f"no {m!r} trace")
                 continue

@@ -122,6 +122,14 @@ def test_state_trace_honours_facet(synth, synth_study):
     n_steps = [max(len(ln.get_xdata()) for ln in ax.lines) for ax in count_row]
     assert n_steps[0] < n_steps[2]
     assert not any(ax.get_legend() for ax in axes) and len(fig.legends) == 1
+    # samples come on change only: every line holds its last value to the run's end
+    e = next(e for e in synth_study.experiments for sp in e.figures if sp.get("name") == "sat-state-by-flows")
+    end = plots._run_length(e)
+    assert end is not None
+    for ax in axes:
+        for ln in ax.lines:
+            x, y = ln.get_xdata(), ln.get_ydata()
+            assert x[-1] == pytest.approx(end) and y[-1] == y[-2]
 
 
 def test_ellipse_legend_is_outside_the_data_with_seven_schemes():
