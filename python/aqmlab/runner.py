@@ -132,10 +132,56 @@ def execute_run(spec: dict, measures: list[str], keep_series: bool, keep_samples
     return out
 
 
-def _store(out: pathlib.Path, tables: dict[str, Any]) -> None:
-    from aqmlab.store import write_run
+def _encoded_run(spec: dict, measures: list[str], keep_series: bool, keep_samples: bool) -> dict[str, bytes]:
+    """:func:`execute_run` with its tables encoded as Parquet, in the worker: the sweep's
+    main process then only writes bytes (and pickling bytes is cheaper than DataFrames)."""
+    from aqmlab.store import encode_run
 
-    write_run(out, tables)
+    return encode_run(execute_run(spec, measures, keep_series, keep_samples))
+
+
+class _Writer:
+    """Stores finished runs on a few threads of the main process, so that one run's fsyncs
+    (13 of them, tens of ms each on a busy disk) neither hold up the dispatch of the next
+    runs nor queue behind each other: concurrent fsyncs share the file system's journal
+    commits. A run counts as done (progress, ``on_done``) once :func:`store.write_encoded`
+    has returned, i.e. once its ``runs`` row is durable; a write error ends the sweep like
+    before. At most ``limit`` runs wait in memory."""
+
+    def __init__(self, out: pathlib.Path, bar: Any, on_done: Any, threads: int = 4, limit: int = 16) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.out, self.bar, self.on_done, self.limit = out, bar, on_done, limit
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="aqmlab-store")
+        self.pending: dict[Any, dict] = {}
+
+    def submit(self, spec: dict, files: dict[str, bytes]) -> None:
+        from aqmlab.store import write_encoded
+
+        while len(self.pending) >= self.limit:
+            self.poll(block=True)
+        self.pending[self.pool.submit(write_encoded, self.out, spec["run_id"], files)] = spec
+        self.poll()
+
+    def poll(self, block: bool = False) -> None:
+        """Reports the writes that have finished (waits for one if ``block``)."""
+        if not self.pending:
+            return
+        done, _ = wait(self.pending, timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for fut in done:
+            spec = self.pending.pop(fut)
+            fut.result()  # a failed write (disk full, …) ends the sweep
+            self.bar.advance(spec)
+            if self.on_done:
+                self.on_done(spec)
+
+    def close(self) -> None:
+        """Waits for every write; re-raises the first that failed."""
+        try:
+            while self.pending:
+                self.poll(block=True)
+        finally:
+            self.pool.shutdown(wait=True)
 
 
 def finished_runs(out: pathlib.Path) -> set[str]:
@@ -245,12 +291,15 @@ def run_study(
         failed.append(spec["run_id"])
         bar.advance(spec)
 
+    writer = _Writer(out, bar, on_done)
     try:
         if scheduler is not None:
-            _run_dask(scheduler, args, out, bar, on_done, fail)
+            _run_dask(scheduler, args, writer, fail)
         else:
-            _run_local(jobs, args, out, bar, on_done, fail)
+            _run_local(jobs, args, writer, fail)
+        writer.close()
     finally:
+        writer.pool.shutdown(wait=True)
         bar.close()
     if compact_after:
         compact(out)
@@ -278,7 +327,7 @@ def _validate_all(specs: list[RunSpec]) -> None:
             raise StudyError(f"experiment {s.experiment} ({where}): {e}") from None
 
 
-def _run_local(jobs, args, out, bar, on_done, fail) -> None:
+def _run_local(jobs, args, writer: _Writer, fail) -> None:
     """Runs `args` on `jobs` local processes. A run that raises is recorded with `fail`
     and the sweep goes on. A worker that dies (SIGKILL, out of memory, abort) breaks the
     whole pool and every pending run with it; those suspects are then re-run one at a
@@ -299,23 +348,17 @@ def _run_local(jobs, args, out, bar, on_done, fail) -> None:
         except Exception as e:
             fail(a[0], e)
             return True
-        _store(out, tables)
-        bar.advance(a[0])
-        if on_done:
-            on_done(a[0])
+        writer.submit(a[0], tables)
         return True
 
     if n == 1:  # in this process (a crash here ends the sweep; resuming skips finished runs)
         for a in args:
             try:
-                tables = execute_run(*a)
+                tables = _encoded_run(*a)
             except Exception as e:
                 fail(a[0], e)
                 continue
-            _store(out, tables)
-            bar.advance(a[0])
-            if on_done:
-                on_done(a[0])
+            writer.submit(a[0], tables)
         return
     it = iter(args)
     while True:
@@ -324,9 +367,10 @@ def _run_local(jobs, args, out, bar, on_done, fail) -> None:
             pending = {}
             try:
                 for a in _take(it, 2 * n):
-                    pending[pool.submit(execute_run, *a)] = a
+                    pending[pool.submit(_encoded_run, *a)] = a
                 while pending:
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    writer.poll()
                     for fut in finished:
                         a = pending.pop(fut)
                         if not finish(a, fut):
@@ -334,7 +378,7 @@ def _run_local(jobs, args, out, bar, on_done, fail) -> None:
                     if suspects:
                         break
                     for nxt in _take(it, len(finished)):
-                        pending[pool.submit(execute_run, *nxt)] = nxt
+                        pending[pool.submit(_encoded_run, *nxt)] = nxt
             except BrokenProcessPool:  # submit() on a pool that has just broken
                 pass
             suspects += list(pending.values())
@@ -342,13 +386,13 @@ def _run_local(jobs, args, out, bar, on_done, fail) -> None:
             return
         for a in suspects:  # isolate the culprit(s)
             with ProcessPoolExecutor(max_workers=1) as solo:
-                fut = solo.submit(execute_run, *a)
+                fut = solo.submit(_encoded_run, *a)
                 wait([fut])
                 if not finish(a, fut):
                     fail(a[0], BrokenProcessPool("worker died"))
 
 
-def _run_dask(scheduler, args, out, bar, on_done, fail) -> None:
+def _run_dask(scheduler, args, writer: _Writer, fail) -> None:
     from dask.distributed import Client, as_completed
 
     own = False
@@ -361,7 +405,7 @@ def _run_dask(scheduler, args, out, bar, on_done, fail) -> None:
         client = Client(scheduler)
         own = True
     try:
-        futs = {client.submit(execute_run, *a, pure=False): a for a in args}
+        futs = {client.submit(_encoded_run, *a, pure=False): a for a in args}
         for fut in as_completed(futs):
             a = futs[fut]
             try:
@@ -369,10 +413,7 @@ def _run_dask(scheduler, args, out, bar, on_done, fail) -> None:
             except Exception as e:  # a run that raised, or KilledWorker after Dask's retries
                 fail(a[0], e)
                 continue
-            _store(out, tables)
-            bar.advance(a[0])
-            if on_done:
-                on_done(a[0])
+            writer.submit(a[0], tables)
     finally:
         if own:
             client.close()

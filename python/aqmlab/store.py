@@ -50,6 +50,7 @@ import heapq
 import json
 import os
 import pathlib
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
@@ -65,6 +66,8 @@ __all__ = [
     "StoreArg",
     "Tables",
     "write_run",
+    "encode_run",
+    "write_encoded",
     "finished_runs",
     "verify",
     "compact",
@@ -109,7 +112,7 @@ def _write_bytes_durably(data: bytes, path: pathlib.Path) -> None:
     """Writes `data` to a temporary file, fsyncs it and renames it to `path` (the caller
     fsyncs the directory)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -137,21 +140,33 @@ def _sha256_file(path: pathlib.Path) -> str:
     return h.hexdigest()
 
 
+def encode_run(tables: dict[str, Any]) -> dict[str, bytes]:
+    """One run's tables (pandas DataFrames) as Parquet file contents, ready for
+    :func:`write_encoded` (a sweep's workers encode, so the process that writes does not)."""
+    return {name: _parquet_bytes(df) for name, df in tables.items() if df is not None and (name == "runs" or name in DATA_TABLES)}
+
+
 def write_run(out: pathlib.Path, tables: dict[str, Any]) -> None:
     """Stores one run's tables (pandas DataFrames; ``runs`` is its one-row table) durably:
     data files, then the checksum file, then the ``runs`` row, each fsynced with its
     directory before the next step."""
-    out = pathlib.Path(out)
     rid = str(tables["runs"]["run_id"].iloc[0])
+    write_encoded(out, rid, encode_run(tables))
+
+
+def write_encoded(out: pathlib.Path, rid: str, files: dict[str, bytes]) -> None:
+    """:func:`write_run` for tables already encoded by :func:`encode_run`. Safe to call from
+    several threads at once for different runs (their fsyncs then share journal commits)."""
+    out = pathlib.Path(out)
     sums: dict[str, str] = {}
     dirs = set()
     for name in DATA_TABLES:
-        if name in tables and tables[name] is not None:
-            data = _parquet_bytes(tables[name])
+        data = files.get(name)
+        if data is not None:
             _write_bytes_durably(data, out / name / f"{rid}.parquet")
             sums[name] = _sha256(data)
             dirs.add(out / name)
-    runs_data = _parquet_bytes(tables["runs"])
+    runs_data = files["runs"]
     sums["runs"] = _sha256(runs_data)
     _write_bytes_durably(json.dumps(sums, sort_keys=True).encode(), out / CHECKSUMS / f"{rid}.json")
     dirs.add(out / CHECKSUMS)
