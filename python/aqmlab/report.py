@@ -257,8 +257,9 @@ def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str
     if study.description:
         body.append(f"<p>{_e(study.description)}</p>")
     if prov.get("quick", study.quick):
-        note = prov.get("quick_note") or study.quick_note or "quick mode"
-        body.append(f'<div class="banner"><b>Quick mode.</b> {_e(note)}. Durations and repetitions are cut for a demo; '
+        note = prov.get("quick_note") or study.quick_note or ""
+        note = note.removeprefix("quick mode").lstrip(":; ")
+        body.append(f'<div class="banner"><b>Quick mode.</b> {_e(note[:1].upper() + note[1:]) + ". " if note else ""}Durations and repetitions are cut for a demo; '
                     "numbers are noisier than the full study's and transients weigh more.</div>")
     for w in identical_runs(store, study):
         body.append(f'<div class="banner identical"><b>Warning.</b> {_e(w.message)}.</div>')

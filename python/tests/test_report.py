@@ -167,7 +167,9 @@ def test_quick_mode_and_missing_runs_are_said(tmp_path):
     st = synthstore.write_store(d, quick=True, only=["voip"])
     page = report.write_report(d, None, tmp_path / "q.html")
     html = page.read_text()
-    assert "Quick mode." in html and st.quick_note in html
+    assert "Quick mode." in html
+    detail = st.quick_note.removeprefix("quick mode: ")
+    assert detail[:1].upper() + detail[1:] in html and html.count("quick mode") == 0  # said once, in the bold lead
     assert "planned run(s) are not in the store" in html  # only the voip experiment ran
     assert html.count('class="status nodata"') >= 3
 
