@@ -4,11 +4,12 @@
 Runs STUDY (default: the quick saturated-tcp study) into fresh directories, alternating
 the two schedulers --repeat times, and reports per scheduler the sweep's wall time, the
 summed CPU time of the simulations (from the runs table) and the per-run overhead
-(wall x workers / runs minus the mean simulation wall time): scheduling, pickling the
-result tables back to the main process and the Parquet writes there. Not part of the
+(wall x workers / runs minus the mean run time in the workers): scheduling, encoding and
+sending the result back to the main process, and the Parquet writes there. Not part of the
 test suite; needs the dask extra.
 
     .venv/bin/python benchmarks/dask_overhead.py [--study saturated-tcp] [--full] [--repeat 2] [--json out.json]
+    .venv/bin/python benchmarks/dask_overhead.py --pythonpath OLD_CHECKOUT/python ...   # another version's runner
 """
 from __future__ import annotations
 
@@ -43,21 +44,25 @@ def one(kind: str, study, workers: int, tmp: pathlib.Path) -> dict:
         startup = 0.0
     writes: list[float] = []
     import aqmlab.runner as R
+    import aqmlab.store as S
 
-    orig = R._store
+    # the store's writes in the main process: one run at a time (runner._store), or on
+    # the writer's threads (store.write_encoded, overlapping: their sum exceeds the wall)
+    owner, name = (R, "_store") if hasattr(R, "_store") else (S, "write_encoded")
+    orig = getattr(owner, name)
 
-    def timed_store(o, tables):
+    def timed_store(o, *rest):
         t = time.perf_counter()
-        orig(o, tables)
+        orig(o, *rest)
         writes.append(time.perf_counter() - t)
 
-    R._store = timed_store
+    setattr(owner, name, timed_store)
     c0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     try:
         s = run_study(study, out, jobs=workers, scheduler=client, progress=False, compact_after=False)
     finally:
-        R._store = orig
+        setattr(owner, name, orig)
         wall = time.perf_counter() - t0
         if client is not None:
             client.close()
@@ -90,7 +95,14 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--pythonpath", type=pathlib.Path, help="import aqmlab from this directory (main process and workers)")
+    ap.add_argument("--schedulers", default="local,dask", help="comma-separated: local, dask")
     a = ap.parse_args(argv)
+    if a.pythonpath:
+        import os
+
+        sys.path.insert(0, str(a.pythonpath.resolve()))
+        os.environ["PYTHONPATH"] = str(a.pythonpath.resolve())
     from aqmlab.study import load_study
 
     study = load_study(a.study, quick=not a.full)
@@ -99,13 +111,14 @@ def main(argv=None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="aqmlab-dask-") as tmp:
         for i in range(a.repeat):
-            for kind in (("local", "dask") if i % 2 == 0 else ("dask", "local")):
+            kinds = a.schedulers.split(",")
+            for kind in (kinds if i % 2 == 0 else kinds[::-1]):
                 r = one(kind, study, a.workers, pathlib.Path(tmp))
                 r["repeat"] = i
                 rows.append(r)
                 print(json.dumps(r), file=sys.stderr)
     print(f"{'scheduler':10} {'runs':>5} {'wall s (median)':>16} {'startup s':>10} {'sim s/run':>10} {'overhead s/run':>15} {'parquet s/run':>14}")
-    for kind in ("local", "dask"):
+    for kind in a.schedulers.split(","):
         rs = [r for r in rows if r["scheduler"] == kind]
         med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
         n = rs[0]["runs"]

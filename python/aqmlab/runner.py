@@ -393,6 +393,10 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
 
 
 def _run_dask(scheduler, args, writer: _Writer, fail) -> None:
+    """Runs `args` on a Dask cluster, several runs per task (`_dask_batch_size`). A run
+    that raises is recorded with `fail`; a task whose worker died (KilledWorker after
+    Dask's retries) has its runs submitted again one per task, so only a run that kills
+    its worker fails."""
     from dask.distributed import Client, as_completed
 
     own = False
@@ -405,18 +409,50 @@ def _run_dask(scheduler, args, writer: _Writer, fail) -> None:
         client = Client(scheduler)
         own = True
     try:
-        futs = {client.submit(_encoded_run, *a, pure=False): a for a in args}
-        for fut in as_completed(futs):
-            a = futs[fut]
+        size = _dask_batch_size(len(args), len(client.scheduler_info().get("workers", {})))
+        futs = {client.submit(_run_batch, args[i : i + size], pure=False): args[i : i + size] for i in range(0, len(args), size)}
+        ac = as_completed(futs)
+        for fut in ac:
+            batch = futs.pop(fut)
             try:
-                tables = fut.result()
-            except Exception as e:  # a run that raised, or KilledWorker after Dask's retries
-                fail(a[0], e)
+                results = fut.result()
+            except Exception as e:  # the task's worker died (or the task was lost)
+                if len(batch) == 1:
+                    fail(batch[0][0], e)
+                else:
+                    for a in batch:
+                        f = client.submit(_run_batch, [a], pure=False)
+                        futs[f] = [a]
+                        ac.add(f)
                 continue
-            writer.submit(a[0], tables)
+            for a, (ok, value) in zip(batch, results):
+                if ok:
+                    writer.submit(a[0], value)
+                else:
+                    fail(a[0], value)
     finally:
         if own:
             client.close()
+
+
+def _run_batch(batch: list[tuple]) -> list[tuple[bool, Any]]:
+    """One Dask task: :func:`_encoded_run` of each run of `batch` in turn, giving
+    (True, its files) or (False, the exception it raised), so that one raising run does
+    not lose the others."""
+    out: list[tuple[bool, Any]] = []
+    for a in batch:
+        try:
+            out.append((True, _encoded_run(*a)))
+        except Exception as e:
+            out.append((False, e))
+    return out
+
+
+def _dask_batch_size(runs: int, workers: int) -> int:
+    """Runs per Dask task: several, so that a task's scheduling and transfer cost (tens of
+    ms on a local cluster, more across machines) is spread over short runs, while every
+    worker still gets at least 8 tasks to balance uneven run lengths; at most 8 runs."""
+    return max(1, min(8, runs // (8 * max(1, workers))))
 
 
 def _take(it: Iterator, n: int) -> list:

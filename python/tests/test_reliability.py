@@ -194,3 +194,39 @@ def test_a_raising_run_on_dask_is_recorded_and_the_sweep_goes_on(tmp_path, monke
     info = json.loads((tmp_path / "o" / "failed" / f"{s.failed[0]}.json").read_text())
     assert "boom in the simulator" in info["error"]
     assert set(finished_runs(tmp_path / "o")) == {sp.run_id for sp in study.runs()} - set(s.failed)
+
+
+def test_dask_batches_of_runs_keep_failures_per_run(tmp_path, monkeypatch):
+    """Several runs per Dask task: a raising run fails alone (the others of its task are
+    stored), and a task lost as a whole (its worker died) has its runs submitted again
+    one per task, so every run that can finish is stored."""
+    distributed = pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(runner, "execute_run", _raising_execute)
+    monkeypatch.setattr(runner, "_dask_batch_size", lambda runs, workers: 2)
+    real_batch = runner._run_batch
+    marker = tmp_path / "lost.json"  # Dask runs a copy of the task function: note on disk
+
+    def losing_batch(batch):
+        if len(batch) > 1:
+            try:  # the first multi-run task dies as a whole (O_EXCL: exactly one does)
+                fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                return real_batch(batch)
+            os.write(fd, json.dumps([a[0]["run_id"] for a in batch]).encode())
+            os.close(fd)
+            raise RuntimeError("worker died")
+        return real_batch(batch)
+
+    monkeypatch.setattr(runner, "_run_batch", losing_batch)
+    study = load_study(str(MINI), quick=True)
+    assert len(study.runs()) >= 4
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            s = run_study(study, tmp_path / "o", scheduler=client, progress=False)
+    lost = [json.loads(marker.read_text())]
+    assert len(lost[0]) == 2
+    assert len(s.failed) == 1 and s.ran == len(study.runs()) - 1
+    info = json.loads((tmp_path / "o" / "failed" / f"{s.failed[0]}.json").read_text())
+    assert "boom in the simulator" in info["error"]
+    assert set(finished_runs(tmp_path / "o")) == {sp.run_id for sp in study.runs()} - set(s.failed)
+    assert set(lost[0]) - set(s.failed) <= set(finished_runs(tmp_path / "o"))
