@@ -63,27 +63,35 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
                          "up": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}, "down": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}},
             "flow": [{"kind": "rrul_be", "from": "client0", "to": "server0", "udp_probes": 1}],
         }
-    # CAKE (issue #19: "triple-isolate, 2 hosts"): host 0 with one bulk flow, host 1 with
-    # four, through cake at the 10 Mbit/s bottleneck (unlimited: htb shapes, as for every
-    # qdisc); triple-isolate shares per host first, so both hosts should get half
-    cake = json.loads(json.dumps(base))
-    cake["run"].update(name="cake_2hosts", duration=duration, warmup=warmup)
-    cake["dumbbell"].update(pairs=2, qdisc={"kind": "cake", "isolation": "triple-isolate", "diffserv": "besteffort"})
-    cake["tcp"] = {"cc": "cubic"}
-    cake["flow"] = [
-        {"kind": "bulk", "name": "host0", "count": 1, "from": "client0", "to": "server0", "start_spread": "1s"},
-        {"kind": "bulk", "name": "host1", "count": 4, "from": "client1", "to": "server1", "start_spread": "1s"},
-    ]
-    out["cake_2hosts"] = cake
-    # BBR (v1, Linux tcp_bbr): 1 and 4 flows in the 250 KB FIFO and under fq_codel
+    # CAKE (issues #17/#19: "triple-isolate, 2 hosts"): host client0 with one bulk flow,
+    # host client1 with eight, through cake at the 10 Mbit/s bottleneck of the headline
+    # dumbbell (Reno, 10 ms base RTT). cake_2hosts: cake unlimited under the link's htb
+    # (the kernel's htb shapes, as for every qdisc); cake_shaper: cake's own deficit-mode
+    # shaper at 8 Mbit/s below the 10 Mbit/s link. Defaults otherwise (triple-isolate,
+    # diffserv3, raw overhead, rtt internet), as tc-cake's; triple-isolate shares per host
+    # first, so both hosts should get half.
+    for name, qd in (("cake_2hosts", {"kind": "cake"}), ("cake_shaper", {"kind": "cake", "bandwidth": "8Mbit"})):
+        cake = json.loads(json.dumps(base))
+        cake["run"].update(name=name, duration=duration, warmup=warmup)
+        cake["dumbbell"].update(pairs=2, qdisc=qd)
+        cake["flow"] = [
+            {"kind": "bulk", "name": "hostA", "count": 1, "from": "client0", "to": "server0", "start_spread": "1s"},
+            {"kind": "bulk", "name": "hostB", "count": 8, "from": "client1", "to": "server1", "start_spread": "1s"},
+        ]
+        out[name] = cake
+    # BBR (v1, Linux tcp_bbr) on the dumbbell of `benchmarks/ns3/compare.py --cc bbr`:
+    # 10 Mbit/s, 20 ms bottleneck delay (~40 ms base RTT), a 1000-packet FIFO or CoDel, 1 and
+    # 4 flows. Differences from that script: Linux's default receive buffer (3 MiB, the
+    # engine has no knob; 4 MiB there) and Ethernet framing (14 bytes; PPP's 2 there).
     for n in (1, 4):
-        for q in ("fifo", "fq_codel"):
-            sc = json.loads(json.dumps(base))
-            sc["run"].update(name=f"bbr{n}_{q}", duration=duration, warmup=warmup)
-            sc["dumbbell"].update(pairs=n, qdisc=QDISCS[q])
-            sc["flow"][0]["count"] = n
-            sc["tcp"] = {"cc": "bbr"}
-            out[f"bbr{n}_{q}"] = sc
+        for q in ("fifo", "codel"):
+            out[f"bbr{n}_{q}"] = {
+                "run": {"name": f"bbr{n}_{q}", "duration": duration, "warmup": warmup},
+                "dumbbell": {"pairs": n, "rate": "10Mbit", "delay": "20ms", "access_delay": "0.1ms", "access_rate": "1Gbit",
+                             "qdisc": {"kind": q, "limit": 1000}},
+                "tcp": {"cc": "bbr"},
+                "flow": [{"kind": "bulk", "count": n, "from": "client{i}", "to": "server{i}", "start_spread": "1s"}],
+            }
     return out
 
 
@@ -142,15 +150,17 @@ def summary(markdown: bool = False) -> None:
             if d["engine"].get("sojourn_estimator") is None and s.get("linux") is not None:
                 s = _correct_old_sojourn(d, b, get, s)
             dr = get.get((b["entity"], "drops after warm-up /s")) or _old_drops(p, d, b["entity"], get)
-            rows.append((d["scenario"], b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", "") + ("*" if s.get("corrected") else ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), dr.get("sim"), dr.get("linux")))
+            rows.append((p.stem, b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", "") + ("*" if s.get("corrected") else ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), dr.get("sim"), dr.get("linux")))
         for r in d["rows"]:
+            if r["metric"] == "share of bulk goodput %":  # per-host shares (cake): in the utilisation columns
+                rows.append((p.stem, r["entity"].split(" (")[0] + " share % " + r["entity"][r["entity"].find("("):], r["sim"], r["linux"], None, None, "", r["diff"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))
             if r["metric"] == "induced latency ms":
-                rows.append((d["scenario"], r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))
+                rows.append((p.stem, r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))
     def f(v: float | None, n: int = 2) -> str:
         return "–" if v is None else f"{v:.{n}f}"
 
     if markdown:
-        print("| case | queue / probe | utilisation % sim / linux | mean sojourn or induced latency ms sim / linux | agree (util, latency) | drops/s sim / linux | guest CPU peak | overhead |")
+        print("| case | queue / probe / host | utilisation % (host: share of goodput %) sim / linux | mean sojourn or induced latency ms sim / linux | agree (util, latency) | drops/s sim / linux | guest CPU peak | overhead |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
             util = f"{f(r[2])} / {f(r[3])}" if r[2] is not None else ""
@@ -168,6 +178,7 @@ def main() -> None:
     ap.add_argument("--duration", default="40s")
     ap.add_argument("--warmup", default="10s")
     ap.add_argument("--bin", default=None, help="run.bin of the cases (the kernel side samples the qdiscs once per bin; default the scenario's)")
+    ap.add_argument("--seed", type=int, default=None, help="run.seed of the cases (the simulator's random streams and the start_spread draws both engines use; default the scenario's)")
     ap.add_argument("--tag", default="", help="suffix of the result files (a repeat with other settings keeps the first)")
     ap.add_argument("--keep", action="store_true", help="keep each VM job's raw output in results/raw/CASE (not committed)")
     ap.add_argument("--summary", action="store_true")
@@ -184,6 +195,8 @@ def main() -> None:
         sc = all_cases[name]
         if a.bin:
             sc["run"]["bin"] = a.bin
+        if a.seed is not None:
+            sc["run"]["seed"] = a.seed
         toml = RESULTS / f"{name}{a.tag}.toml"
         toml.write_text(tomli_w.dumps(sc))
         t = time.time()

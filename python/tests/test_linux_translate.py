@@ -384,6 +384,35 @@ def test_crosscheck_rows_of_identical_results_agree_and_a_shift_is_flagged():
     assert [(x.entity, x.metric) for x in bad] == [("bottleneck_up", "sojourn mean ms")]
 
 
+def test_crosscheck_per_group_goodput_shares():
+    """Two [[flow]] tables (host 0: one bulk flow, host 1: two): a row per table with its
+    goodput and its share of all bulk goodput; the shares add up to 100 %, and a Linux
+    result in which host 0 got everything shows up as a +/- shift in both rows."""
+    from aqmlab.linux.crosscheck import compare
+
+    text = HEADLINE.replace("count = 2\nfrom = \"client{i}\"\nto = \"server{i}\"", "from = \"client0\"\nto = \"server0\"")
+    text = text.replace("[[flow]]\nkind = \"ping\"", "[[flow]]\nkind = \"bulk\"\ncount = 2\nfrom = \"client1\"\nto = \"server1\"\n[[flow]]\nkind = \"ping\"")
+    r = aqmlab.run(text)
+    f = r.flows.set_index("name")
+    assert sorted(f[f["kind"] == "bulk"]["group"].tolist()) == [0, 1, 1]
+    rows = compare(r, r)
+    share = {x.entity: x for x in rows if x.metric == "share of bulk goodput %"}
+    assert len(share) == 2 and sum(x.sim for x in share.values()) == pytest.approx(100.0)
+    g0 = next(v for k, v in share.items() if k.startswith("group 0 (1 bulk"))
+    bulk = f[f["kind"] == "bulk"]
+    assert g0.sim == pytest.approx(100 * bulk[bulk["group"] == 0]["goodput_bps"].sum() / bulk["goodput_bps"].sum())
+    assert g0.linux == g0.sim and g0.diff == "+0.00 pt"
+
+    class HostZeroTakesAll:
+        def __init__(self, base):
+            fl = base.flows.copy()
+            fl.loc[(fl["kind"] == "bulk") & (fl["group"] == 1), "goodput_bps"] = 0.0
+            self.__dict__.update(duration=base.duration, warmup=base.warmup, series=base.series, queues=base.queues, flows=fl)
+
+    share = {x.entity: x for x in compare(r, HostZeroTakesAll(r)) if x.metric == "share of bulk goodput %"}
+    assert [round(x.linux) for x in sorted(share.values(), key=lambda x: x.entity)] == [100, 0]
+
+
 def test_cli_names_an_unsupported_key_before_booting_a_vm(tmp_path):
     import subprocess
     import sys

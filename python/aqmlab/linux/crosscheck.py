@@ -88,7 +88,8 @@ def compare(sim, lin) -> list[Row]:
         # the qdisc counters cover the whole run (slow start included), in both engines
         for col in [c for c in sq.columns if c.startswith(("drops_", "marks_"))] + ["dropped", "marked"]:
             va, vb = _f(a.get(col)), _f(b.get(col))
-            if (va or 0) == 0 and (vb or 0) == 0:
+            # nothing to compare: zero in both, or zero here and a counter the kernel lacks
+            if not (va if math.isfinite(va) else 0) and not (vb if math.isfinite(vb) else 0):
                 continue
             label = col.replace("_", " ") + " (whole run)"
             rows.append(Row("queue", name, label, va, vb, _ratio(va, vb), ""))
@@ -115,12 +116,24 @@ def compare(sim, lin) -> list[Row]:
         ga = sum(_f(sf.loc[n, "goodput_bps"]) for n in bulk) / 1e6
         gb = sum(_f(lf.loc[n, "goodput_bps"]) for n in bulk if n in lf.index) / 1e6
         rows.append(Row("flow", f"all {len(bulk)} bulk", "goodput Mbit/s", ga, gb, _ratio(ga, gb), ""))
+        # per [[flow]] table (e.g. one table per host): the goodput of its bulk flows and
+        # their share of all bulk goodput, which is what host isolation (cake) divides
+        groups = sorted({int(g) for g in sf.loc[bulk, "group"]}) if "group" in sf.columns and "group" in lf.columns else []
+        if len(groups) > 1:
+            for g in groups:
+                names = [n for n in bulk if int(sf.loc[n, "group"]) == g]
+                sa = sum(_f(sf.loc[n, "goodput_bps"]) for n in names) / 1e6
+                sb = sum(_f(lf.loc[n, "goodput_bps"]) for n in names if n in lf.index) / 1e6
+                label = f"group {g} ({len(names)} bulk: {names[0]}{'…' if len(names) > 1 else ''})"
+                rows.append(Row("flow", label, "goodput Mbit/s", sa, sb, _ratio(sa, sb), ""))
+                pa, pb = 100 * sa / ga if ga else math.nan, 100 * sb / gb if gb else math.nan
+                rows.append(Row("flow", label, "share of bulk goodput %", pa, pb, f"{pb - pa:+.2f} pt", ""))
     # loss recovery of all bulk senders over the whole run: the kernel's per-namespace MIB
     # counters (RTO expiries, SACK/Reno recovery episodes, tail loss probes) against the
     # simulator's per-flow counts; the simulator has no TLP
     tcp = (getattr(lin, "engine_info", None) or {}).get("tcp") or {}
     if len(bulk) and tcp:
-        for col, label in (("rtos", "RTOs (whole run)"), ("fast_recoveries", "fast recoveries (whole run)"), ("loss_probes", "tail loss probes (whole run)")):
+        for col, label in (("retransmits", "retransmitted segments (whole run)"), ("rtos", "RTOs (whole run)"), ("fast_recoveries", "fast recoveries (whole run)"), ("loss_probes", "tail loss probes (whole run)")):
             va = sum(_f(sf.loc[n, col]) for n in bulk) if col in sf.columns else math.nan
             vb = _f(tcp.get(col))
             rows.append(Row("flow", f"all {len(bulk)} bulk", label, va, vb, _ratio(va, vb), ""))
