@@ -172,6 +172,40 @@ def summary(markdown: bool = False) -> None:
         print(f"{r[0]:14} {r[1]:22} {f(r[2]):>8} {f(r[3]):>8} {f(r[4]):>8} {f(r[5]):>8} {r[6]:>4} {r[7]:>4} {f(r[8]):>6} {f(r[9], 1):>5}")
 
 
+def detail(names: list[str]) -> None:
+    """A Markdown row per result file of the given cases (every seed/tag): bottleneck
+    utilisation, mean sojourn, drops/s after the warm-up, retransmitted segments and RTOs
+    over the run, and the first [[flow]] table's share of the bulk goodput when there are
+    several (host A under cake). Result files from before the retransmission row get the
+    simulator's count by re-running its (deterministic) scenario file."""
+    import aqmlab
+
+    def f(v: float | None, n: int = 1) -> str:
+        return "–" if v is None else f"{v:.{n}f}"
+
+    print("| run | seed | utilisation % sim / linux | mean sojourn ms sim / linux | drops/s sim / linux | retransmitted segments sim / linux | RTOs sim / linux | host A share % sim / linux |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name in names:
+        for p in sorted(RESULTS.glob(f"{name}*.json")):
+            if p.stem != name and not p.stem[len(name):].startswith("_"):
+                continue
+            d = json.loads(p.read_text())
+            sc = tomllib.loads(p.with_suffix(".toml").read_text())
+            get = {(r["entity"], r["metric"]): r for r in d["rows"]}
+            u, s = get[("bottleneck_up", "utilisation %")], get[("bottleneck_up", "sojourn mean ms")]
+            dr = get.get(("bottleneck_up", "drops after warm-up /s"), {})
+            bulk = next((r for r in d["rows"] if r["metric"] == "RTOs (whole run)"), {})
+            rx = next((r for r in d["rows"] if r["metric"] == "retransmitted segments (whole run)"), None)
+            if rx is None:
+                sim = aqmlab.run(p.with_suffix(".toml"))
+                fl = sim.flows[sim.flows["kind"] == "bulk"]
+                rx = {"sim": float(fl["retransmits"].sum()), "linux": (d["engine"].get("tcp") or {}).get("retransmits")}
+            share = next((r for r in d["rows"] if r["metric"] == "share of bulk goodput %"), None)
+            sh = f"{f(share['sim'])} / {f(share['linux'])}" if share else ""
+            print(f"| {p.stem} | {sc['run'].get('seed', 1)} | {f(u['sim'], 2)} / {f(u['linux'], 2)} | {f(s['sim'], 2)} / {f(s['linux'], 2)} | "
+                  f"{f(dr.get('sim'))} / {f(dr.get('linux'))} | {f(rx['sim'], 0)} / {f(rx['linux'], 0)} | {f(bulk.get('sim'), 0)} / {f(bulk.get('linux'), 0)} | {sh} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("only", nargs="*", help="case names (default: all)")
@@ -183,9 +217,13 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep each VM job's raw output in results/raw/CASE (not committed)")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="with --summary: a Markdown table")
+    ap.add_argument("--detail", action="store_true", help="a Markdown table of the named cases' result files (every --tag/--seed): utilisation, sojourn, drops, retransmissions, RTOs, host shares")
     a = ap.parse_args()
     if a.summary:
         summary(a.markdown)
+        return
+    if a.detail:
+        detail(a.only)
         return
     RESULTS.mkdir(exist_ok=True)
     all_cases = cases(a.duration, a.warmup)
