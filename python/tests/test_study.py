@@ -176,6 +176,35 @@ def test_edge_router_page_load_at_1mbit_has_a_value_in_quick_mode():
     assert math.isfinite(measures.compute(res, ["page_time"])["page_time"])
 
 
+def test_edge_router_ecn_marks_on_the_download_qdisc_only():
+    """"ECN on" in the edge-router study is sqm-scripts' 2014 default: ECN at the
+    endpoints, marking on the router's inbound (download) qdisc, dropping on the upload
+    qdisc (egress NOECN). With upload marking, ARED dropped every non-ECT download ACK
+    while it only marked the upload data (docs/validation.md)."""
+    import pathlib
+
+    from aqmlab.study import load_study
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    st = load_study(str(root / "studies" / "edge-router.toml"), quick=True)
+    seen = set()
+    for spec in st.runs(["rrul"]):
+        d = spec.scenario["dumbbell"]
+        down = d.get("down", {}).get("qdisc", d["qdisc"])
+        up = d.get("up", {}).get("qdisc", d["qdisc"])
+        scheme, ecn = spec.params["scheme"], spec.params["ecn"]
+        assert spec.scenario["tcp"]["ecn"] is (ecn == "on")
+        assert up["kind"] == down["kind"], (scheme, up, down)
+        if scheme in ("codel", "pie", "fq_codel", "ared"):
+            # fq_codel marks by default (Linux); the others need ecn = true
+            marks_down = down.get("ecn", down["kind"] == "fq_codel")
+            marks_up = up.get("ecn", up["kind"] == "fq_codel")
+            assert marks_down is (ecn == "on"), (scheme, ecn, down)
+            assert marks_up is False, (scheme, ecn, up)
+            seen.add((scheme, ecn))
+    assert len(seen) == 8
+
+
 @pytest.mark.parametrize("name", ["residential", "saturated-tcp", "edge-router", "docsis-downstream", "l4s", "sqm"])
 def test_every_full_length_run_of_the_shipped_studies_validates(name, monkeypatch):
     """The full studies (paper durations, not --quick) pass validation, resource budget
