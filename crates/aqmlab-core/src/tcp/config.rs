@@ -144,9 +144,9 @@ pub enum Stack {
 
 /// `(name, one-line description)` of every stack profile, for `aqmlab describe tcp`.
 pub const STACKS: &[(&str, &str)] = &[
-    ("linux", "modern Linux (default): CUBIC, IW 10, per-segment growth, PRR, HyStart, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms"),
-    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, IW 10"),
-    ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, IW 3 (RFC 3390), initial RTO 3 s"),
+    ("linux", "modern Linux (default): CUBIC, IW 10, per-segment growth, PRR, HyStart, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms, spurious-RTO undo"),
+    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, IW 10, spurious-RTO undo"),
+    ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, IW 3 (RFC 3390), initial RTO 3 s, spurious-RTO undo"),
     ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum"),
     ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, SYN timeout 3 s, receive buffer 128 KiB"),
 ];
@@ -165,6 +165,9 @@ impl Stack {
     /// The profile's settings as a `[tcp]` table (every behavioural key set).
     ///
     /// Sources, per profile:
+    /// - every Linux profile: spurious-RTO undo (`rto_undo`): `tcp_input.c`
+    ///   `tcp_try_undo_loss` / `tcp_packet_delayed` (timestamp detection, 2.4 onwards) and
+    ///   F-RTO (`sysctl_tcp_frto` default 2 since 2.6.24; RFC 5682 since 3.10).
     /// - `linux`: the built-in defaults documented on each [`TcpOptions`] field.
     /// - `linux-3.14`: `net/ipv4/tcp_cong.c` (`tcp_slow_start(tp, acked)` since 3.13,
     ///   `tcp_cong_avoid_ai(tp, w)` counting ACKs), `tcp_cubic.c` (`bictcp_acked`
@@ -283,8 +286,13 @@ impl Stack {
                 Bytes(131_072),
             ),
         };
+        // Spurious-RTO undo: every Linux profile (timestamp detection in
+        // `tcp_try_undo_loss` since 2.4, F-RTO `tcp_frto` on by default since 2.6.24);
+        // neither ns-2's Sack1 agent nor ns-3.44's TcpSocketBase detects spurious timeouts.
+        let rto_undo = matches!(self, Stack::Linux | Stack::Linux3_14 | Stack::Linux2_6_29);
         TcpOptions {
             reno_halves: Some(halves),
+            rto_undo: Some(rto_undo),
             ..o
         }
     }
@@ -345,6 +353,14 @@ pub struct TcpOptions {
     /// Default true (Linux); false gives RFC 6675's cwnd = ssthresh at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prr: Option<bool>,
+    /// Undo the window reduction of a spurious retransmission timeout, as Linux's
+    /// `tcp_try_undo_loss`: in the Loss state an ACK that (S)ACKs data sent before the
+    /// timeout and never retransmitted (F-RTO, RFC 5682 step 3b) or whose timestamp echo
+    /// predates the first retransmission (`tcp_packet_delayed`, Eifel detection RFC 3522)
+    /// restores cwnd and ssthresh and returns to Open. Default true (Linux); the ns2-sack1
+    /// and ns3 profiles set false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rto_undo: Option<bool>,
     /// Slow-start growth: "segments" (per segment acknowledged) or "acks" (per ACK).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ss_growth: Option<SsGrowth>,
@@ -461,6 +477,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "proportional rate reduction (RFC 6937, Linux)",
     },
     ParamDoc {
+        name: "rto_undo",
+        default: "true",
+        doc: "undo a spurious RTO's reduction when never-retransmitted data is acked (F-RTO) or the timestamp echo predates the retransmission (Linux tcp_try_undo_loss); false in ns2-sack1/ns3",
+    },
+    ParamDoc {
         name: "ss_growth",
         default: "segments",
         doc: "slow start: segments (+1 per segment acknowledged, Linux >= 3.13) or acks (+1 per ACK: Linux <= 3.12, ns-2, ns-3 NewReno)",
@@ -545,6 +566,7 @@ pub struct TcpConfig {
     pub hystart: bool,
     /// `recovery == Recovery::Prr`.
     pub prr: bool,
+    pub rto_undo: bool,
     pub recovery: Recovery,
     pub stack: Stack,
     pub ss_growth: SsGrowth,
@@ -595,6 +617,7 @@ impl TcpOptions {
             rcv_window: over.rcv_window.or(self.rcv_window),
             hystart: over.hystart.or(self.hystart),
             prr: over.prr.or(self.prr),
+            rto_undo: over.rto_undo.or(self.rto_undo),
             ss_growth: over.ss_growth.or(self.ss_growth),
             ca_growth: over.ca_growth.or(self.ca_growth),
             recovery: over.recovery.or(self.recovery),
@@ -748,6 +771,7 @@ impl TcpOptions {
             rcv_window: rcv_window as u32,
             hystart: o.hystart.unwrap_or(true),
             prr: recovery == Recovery::Prr,
+            rto_undo: o.rto_undo.unwrap_or(true),
             recovery,
             stack,
             ss_growth: o.ss_growth.unwrap_or(SsGrowth::Segments),

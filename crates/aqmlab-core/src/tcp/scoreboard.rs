@@ -349,6 +349,24 @@ impl Scoreboard {
         self.rtx_hint = self.base;
     }
 
+    /// Whether an outstanding segment was ever retransmitted (Linux `tcp_enter_loss`
+    /// clears `undo_marker` when it finds one: an undo needs a clean flight).
+    pub fn any_ever_retransmitted(&self) -> bool {
+        self.segs.iter().any(|s| s.has(EVER_RETRANS))
+    }
+
+    /// Undo of a spurious timeout (Linux `tcp_undo_cwnd_reduction` with `unmark_loss`):
+    /// no segment is lost any more; retransmissions in flight stay counted, and loss
+    /// marking starts afresh.
+    pub fn unmark_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.flags &= !LOST;
+        }
+        self.lost_out = 0;
+        self.lost_mark = self.base;
+        self.rtx_hint = self.base;
+    }
+
     /// RFC 6675 NextSeg rule (1): the lowest lost segment not yet retransmitted.
     pub fn next_lost(&mut self) -> Option<usize> {
         loop {

@@ -28,9 +28,19 @@
 //!   unSACKed segment deemed lost and resent in order under slow start, backoff doubling
 //!   the timer (RFC 6298 5.5–5.7, Linux `tcp_enter_loss`).
 //!
+//!   With `rto_undo` (the Linux profiles) a spurious timeout is undone as Linux's
+//!   `tcp_try_undo_loss` does (2.6.x–6.x): the flight at the timeout must hold no
+//!   retransmission (`tcp_enter_loss` clears `undo_marker` otherwise), and an ACK that
+//!   (S)ACKs data sent before the timeout and never retransmitted (F-RTO, RFC 5682
+//!   step 3b, `FLAG_ORIG_SACK_ACKED`) or whose timestamp echo predates the first
+//!   retransmission (`tcp_packet_delayed`, RFC 3522) restores cwnd to its value at the
+//!   timeout and ssthresh to `prior_ssthresh`, unmarks every loss and returns to Open
+//!   (`tcp_undo_cwnd_reduction`). F-RTO's step 2b (sending new data instead of
+//!   retransmissions on the first ACK) is not modelled.
+//!
 //! ## Not modelled (deliberate)
-//! Linux ≥ 4.18 detects losses with RACK-TLP and undoes spurious reductions (F-RTO,
-//! D-SACK, Eifel); the studies' kernels and RFC 6675 use DupThresh, which is what this
+//! Linux ≥ 4.18 detects losses with RACK-TLP and undoes spurious fast recoveries
+//! (D-SACK, Eifel); the studies' kernels and RFC 6675 use DupThresh, which is what this
 //! model does, so a lost retransmission is recovered by the RTO. NextSeg rules (3) and
 //! (4) are not applied (Linux does not retransmit unmarked holes). No Nagle
 //! (applications write whole messages, as with TCP_NODELAY), no pacing (Linux paces
@@ -73,6 +83,8 @@ pub struct SenderStats {
     pub segs_sent: u64,
     pub retransmits: u64,
     pub rtos: u64,
+    /// Timeouts found spurious and undone (Linux MIB `TCPLossUndo`).
+    pub rto_undos: u64,
     pub fast_recoveries: u64,
     /// Window reductions caused by ECN-Echo.
     pub ecn_reductions: u64,
@@ -133,6 +145,16 @@ pub struct Sender {
     rto_deadline: SimTime,
     /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
     rto_retrans: u32,
+    /// Spurious-RTO undo (`TcpConfig::rto_undo`) and its state: the timeout's reduction
+    /// may still be undone (Linux `undo_marker`), cwnd and ssthresh before it
+    /// (`ca_ops->undo_cwnd`, `prior_ssthresh`; 0 = none), when it fired, and the time of
+    /// the first retransmission since (`retrans_stamp`).
+    rto_undo: bool,
+    undo_marker: bool,
+    undo_cwnd: u32,
+    prior_ssthresh: u32,
+    loss_time: SimTime,
+    retrans_stamp: Option<SimTime>,
     is_cwnd_limited: bool,
     max_packets_out: u32,
     cwnd_usage_seq: u64,
@@ -198,6 +220,12 @@ impl Sender {
                 .with_floor_on_sum(cfg.rto_floor == RtoFloor::Sum),
             rto_deadline: SimTime::NEVER,
             rto_retrans: 0,
+            rto_undo: cfg.rto_undo,
+            undo_marker: false,
+            undo_cwnd: 0,
+            prior_ssthresh: 0,
+            loss_time: SimTime::ZERO,
+            retrans_stamp: None,
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -641,6 +669,23 @@ impl Sender {
         if ece {
             self.stats.ece_acks += 1;
         }
+        if self.state == CaState::Loss && self.undo_marker {
+            if ece {
+                // Linux tcp_fastretrans_alert A: ECE forbids restoring ssthresh.
+                self.prior_ssthresh = 0;
+            }
+            // F-RTO (RFC 5682 3b, Linux FLAG_ORIG_SACK_ACKED): data sent before the
+            // timeout and never retransmitted was (S)ACKed, so not everything was lost.
+            let orig_acked = d.first_sent.is_some_and(|t| t < self.loss_time);
+            // Eifel detection (tcp_packet_delayed): the ACK echoes a timestamp older than
+            // the first retransmission, i.e. an original transmission arrived.
+            let delayed = una_advanced
+                && h.ts_ecr > SimTime::ZERO
+                && self.retrans_stamp.is_some_and(|r| h.ts_ecr < r);
+            if orig_acked || delayed {
+                self.undo_loss();
+            }
+        }
         match self.state {
             CaState::Recovery if self.snd_una >= self.high_seq => {
                 self.reno_sacked = 0;
@@ -712,6 +757,33 @@ impl Sender {
         out
     }
 
+    /// Linux `tcp_try_undo_loss` → `tcp_undo_cwnd_reduction(sk, true)`: the timeout was
+    /// spurious. Nothing is lost any more; cwnd goes back to its value at the timeout
+    /// (Reno's `snd_ssthresh << 1`, CUBIC's `loss_cwnd`) and ssthresh to `prior_ssthresh`
+    /// if that is higher (without it cwnd ≥ ssthresh); state Open.
+    fn undo_loss(&mut self) {
+        self.sb.unmark_lost();
+        if self.prior_ssthresh > 0 {
+            self.w.cwnd = self.w.cwnd.max(self.undo_cwnd);
+            if self.prior_ssthresh > self.w.ssthresh {
+                self.w.ssthresh = self.prior_ssthresh;
+                // TCP_ECN_withdraw_cwr
+                self.queue_cwr = false;
+            }
+        } else {
+            self.w.cwnd = self.w.cwnd.max(self.w.ssthresh);
+        }
+        self.w.cwnd = self.w.cwnd.min(self.w.clamp.max(1));
+        self.w.cnt = 0;
+        self.undo_marker = false;
+        self.prior_ssthresh = 0;
+        self.rto_retrans = 0;
+        self.reno_sacked = 0;
+        self.state = CaState::Open;
+        self.cc.on_open();
+        self.stats.rto_undos += 1;
+    }
+
     /// The retransmission timer expired.
     pub fn on_rto(&mut self, now: SimTime) {
         if self.sb.packets_out == 0 {
@@ -724,6 +796,24 @@ impl Sender {
             || self.snd_una >= self.high_seq
             || (self.state == CaState::Loss && self.rto_retrans == 0);
         self.w.flight = self.in_flight();
+        if self.rto_undo && !self.cc.owns_cwnd() {
+            // Linux tcp_enter_loss: prior_ssthresh = tcp_current_ssthresh when this
+            // timeout reduces ssthresh; the undo marker only on a flight in which
+            // nothing was ever retransmitted.
+            if reduce {
+                self.prior_ssthresh = if self.in_reduction() {
+                    self.w.ssthresh
+                } else {
+                    self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2))
+                };
+                self.undo_cwnd = self.w.cwnd;
+            } else {
+                self.prior_ssthresh = 0;
+            }
+            self.undo_marker = !self.sb.any_ever_retransmitted();
+            self.loss_time = now;
+            self.retrans_stamp = None;
+        }
         if let Some(s) = self.cc.on_rto(&self.w, now, self.snd_nxt, reduce) {
             self.w.ssthresh = s;
         }
@@ -759,6 +849,9 @@ impl Sender {
                 let tx = self.tx_stamp(now, in_flight + 1);
                 self.sb.on_retransmit(i, now);
                 self.sb.set_tx(i, tx);
+                if self.state == CaState::Loss && self.retrans_stamp.is_none() {
+                    self.retrans_stamp = Some(now);
+                }
                 let s = *self.sb.get(i);
                 self.stats.retransmits += 1;
                 self.stats.segs_sent += 1;
@@ -1238,6 +1331,87 @@ mod tests {
         );
         assert_eq!(s.stats.rtos, 2);
         s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn spurious_rto_is_undone_by_frto_or_timestamps() {
+        // A flight of 10 (NewReno, ssthresh unset) whose ACKs are only delayed: the RTO
+        // at 400 ms fires, the head is resent, then the ACK of the original first two
+        // segments arrives (timestamp echo 100 ms, before the retransmission).
+        for (label, acked, ecr) in [
+            // F-RTO 3b: never-retransmitted segment 1 is acknowledged.
+            ("frto", 2, ms(100)),
+            // Eifel: only the (retransmitted) head is acknowledged, but the echo is
+            // older than the retransmission.
+            ("timestamp", 1, ms(100)),
+        ] {
+            let mut s = sender(cfg(|_| {}), false);
+            drain(&mut s, ms(100));
+            s.on_rto(ms(400));
+            assert_eq!((s.state, s.w.cwnd, s.w.ssthresh), (CaState::Loss, 1, 5));
+            let out = drain(&mut s, ms(400));
+            assert!(out.len() == 1 && out[0].retrans, "{label}");
+            let mut a = ack(acked, &[]);
+            a.ts_ecr = ecr;
+            s.on_ack(ms(450), &a, false);
+            // tcp_undo_cwnd_reduction: cwnd back to 10 (Reno: ssthresh << 1), ssthresh
+            // back to prior_ssthresh (unset), nothing lost, state Open.
+            assert_eq!(s.state, CaState::Open, "{label}");
+            assert!(s.w.cwnd >= 10, "{label}: cwnd {}", s.w.cwnd);
+            assert_eq!(s.w.ssthresh, INFINITE_SSTHRESH, "{label}");
+            assert_eq!((s.sb.lost_out, s.stats.rto_undos), (0, 1), "{label}");
+            // No go-back-N: the next transmissions are new data, not the flight again.
+            let out = drain(&mut s, ms(450));
+            assert!(
+                !out.is_empty() && out.iter().all(|t| !t.retrans),
+                "{label}: {out:?}"
+            );
+            s.sb.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn real_loss_and_backed_off_timeouts_are_not_undone() {
+        // The retransmission's own ACK (echo = its send time) is no evidence.
+        let mut s = sender(cfg(|_| {}), false);
+        drain(&mut s, ms(100));
+        s.on_rto(ms(400));
+        drain(&mut s, ms(400));
+        let mut a = ack(1, &[]);
+        a.ts_ecr = ms(400);
+        s.on_ack(ms(500), &a, false);
+        assert_eq!(
+            (s.state, s.w.cwnd, s.stats.rto_undos),
+            (CaState::Loss, 2, 0)
+        );
+        // A backed-off timeout on a flight whose head was already resent: Linux
+        // tcp_enter_loss clears undo_marker (TCPCB_RETRANS in the queue), so even an
+        // ACK of never-retransmitted data does not undo it.
+        let mut s = sender(cfg(|_| {}), false);
+        drain(&mut s, ms(100));
+        s.on_rto(ms(400));
+        drain(&mut s, ms(400));
+        s.on_rto(ms(1000));
+        drain(&mut s, ms(1000));
+        let mut a = ack(4, &[]);
+        a.ts_ecr = ms(100);
+        s.on_ack(ms(1100), &a, false);
+        assert_eq!((s.state, s.stats.rto_undos), (CaState::Loss, 0));
+        // ns-2 / ns-3 profiles (and rto_undo = false) never undo.
+        for c in [
+            cfg(|o| o.rto_undo = Some(false)),
+            cfg(|o| o.stack = Some(crate::tcp::config::Stack::Ns3)),
+        ] {
+            let mut s = sender(c, false);
+            drain(&mut s, ms(100));
+            let deadline = s.rto_deadline();
+            s.on_rto(deadline);
+            drain(&mut s, deadline);
+            let mut a = ack(2, &[]);
+            a.ts_ecr = ms(100);
+            s.on_ack(deadline + SimDuration::from_millis(50), &a, false);
+            assert_eq!((s.state, s.stats.rto_undos), (CaState::Loss, 0));
+        }
     }
 
     #[test]
