@@ -370,6 +370,35 @@ struct Host {
     dst_bulk: u16,
 }
 
+/// The host slot for `hash` in its 8-way set (sch_cake's srchost/dsthost lookup): the way
+/// already tagged with it, else the first way from the hashed one with no bulk flows (or,
+/// all busy, the hashed way itself), re-tagged. `tag`/`bulk` pick the source or destination
+/// fields.
+fn host_slot(
+    hosts: &mut [Host],
+    hash: u32,
+    tag: impl Fn(&mut Host) -> &mut u32,
+    bulk: impl Fn(&Host) -> u16,
+) -> usize {
+    let idx = hash as usize % QUEUES;
+    let (inner, outer) = (idx % WAYS, idx - idx % WAYS);
+    let mut k = inner;
+    for _ in 0..WAYS {
+        if *tag(&mut hosts[outer + k]) == hash {
+            return outer + k;
+        }
+        k = (k + 1) % WAYS;
+    }
+    for _ in 0..WAYS {
+        if bulk(&hosts[outer + k]) == 0 {
+            break;
+        }
+        k = (k + 1) % WAYS;
+    }
+    *tag(&mut hosts[outer + k]) = hash;
+    outer + k
+}
+
 /// Per-tin counters (after warm-up), as `tc -s qdisc show` reports them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TinStats {
@@ -773,54 +802,24 @@ impl Cake {
         reduced = found.expect("set above");
         b.tags[reduced] = flow_hash;
         if alloc_src {
-            let idx = srchost_hash as usize % QUEUES;
-            let (inner, outer) = (idx % WAYS, idx - idx % WAYS);
-            let mut k = inner;
-            let mut hit = false;
-            for _ in 0..WAYS {
-                if b.hosts[outer + k].srchost_tag == srchost_hash {
-                    hit = true;
-                    break;
-                }
-                k = (k + 1) % WAYS;
-            }
-            if !hit {
-                for _ in 0..WAYS {
-                    if b.hosts[outer + k].src_bulk == 0 {
-                        break;
-                    }
-                    k = (k + 1) % WAYS;
-                }
-                b.hosts[outer + k].srchost_tag = srchost_hash;
-            }
-            let h = outer + k;
+            let h = host_slot(
+                &mut b.hosts,
+                srchost_hash,
+                |h| &mut h.srchost_tag,
+                |h| h.src_bulk,
+            );
             if b.flows[reduced].set == Set::Bulk {
                 b.hosts[h].src_bulk += 1;
             }
             b.flows[reduced].srchost = h as u16;
         }
         if alloc_dst {
-            let idx = dsthost_hash as usize % QUEUES;
-            let (inner, outer) = (idx % WAYS, idx - idx % WAYS);
-            let mut k = inner;
-            let mut hit = false;
-            for _ in 0..WAYS {
-                if b.hosts[outer + k].dsthost_tag == dsthost_hash {
-                    hit = true;
-                    break;
-                }
-                k = (k + 1) % WAYS;
-            }
-            if !hit {
-                for _ in 0..WAYS {
-                    if b.hosts[outer + k].dst_bulk == 0 {
-                        break;
-                    }
-                    k = (k + 1) % WAYS;
-                }
-                b.hosts[outer + k].dsthost_tag = dsthost_hash;
-            }
-            let h = outer + k;
+            let h = host_slot(
+                &mut b.hosts,
+                dsthost_hash,
+                |h| &mut h.dsthost_tag,
+                |h| h.dst_bulk,
+            );
             if b.flows[reduced].set == Set::Bulk {
                 b.hosts[h].dst_bulk += 1;
             }
