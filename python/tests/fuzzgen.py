@@ -28,6 +28,38 @@ SIZE_UNITS = ["", "B", "KB", "MB", "GB", "KiB", "MiB", "GiB", "TB"]
 MAGNITUDES = [0, 1e-30, 1e-9, 1e-3, 0.5, 1, 2, 7, 10, 100, 1e3, 1e6, 1e9, 1e12, 1e18, 1e19, 1e30, 1e300, -1, -1e9]
 KINDS_Q = ["fifo", "pfifo", "bfifo", "codel", "fq_codel", "pie", "fq_pie", "red", "cake", "dualpi2", "sfq", "nope", ""]
 KINDS_F = ["bulk", "cbr", "ping", "udp_rr", "voip", "web", "wrt", "web_users", "has", "rrul", "rrul_be", "nope"]
+# Keys of the newer features with plausible and implausible values: TCP stack profiles and
+# congestion controls (BBR, BBRv3, DCTCP, Prague), DSCP marks, CAKE's shaper/isolation/tins.
+TCP_KEYS: dict[str, list[Any]] = {
+    "stack": ["linux", "linux-3.14", "linux-2.6.29", "ns2-sack1", "ns3", "linux-9", ""],
+    "cc": ["reno", "newreno", "cubic", "bbr", "bbr3", "dctcp", "prague", "vegas"],
+    "ecn": [True, False, "on", 1],
+    "rto_undo": [True, False, 0],
+    "init_cwnd": [1, 2, 10, 0, -1, 10**6, 1.5],
+    "mss": [536, 1448, 1460, 9000, 0, 65536, 10**9],
+    "pacing": [True, False, "fq"],
+    "max_window": [2, 10_000, 0, 2**40],
+}
+FLOW_KEYS: dict[str, list[Any]] = {
+    "dscp": ["EF", "CS1", "AF41", "LE", "BE", "VA", 0, 46, 63, 64, -1, "XX", 1.5],
+    "cc": TCP_KEYS["cc"],
+    "stack": TCP_KEYS["stack"],
+}
+QDISC_KEYS: dict[str, list[Any]] = {
+    "bandwidth": ["unlimited", "19Mbit", "1kbit", "0", "-5Mbit", "1e30Tbit", 0],
+    "rtt": ["internet", "lan", "interplanetary", "5ms", "0ms", "-1ms", "nope"],
+    "diffserv": ["besteffort", "precedence", "diffserv3", "diffserv4", "diffserv8", "diffserv5"],
+    "isolation": ["flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost", "dual-dsthost", "triple-isolate", "quad"],
+    "ack_filter": ["off", "on", "aggressive", True, "maybe"],
+    "preset": ["raw", "docsis", "pppoe-ptm", "bridged-llcsnap", "ethernet", "nope"],
+    "overhead": [-64, -65, 0, 18, 256, 257, "raw"],
+    "mpu": [0, 64, 256, 257, -1],
+    "atm": ["noatm", "atm", "ptm", "cell"],
+    "memlimit": ["auto", "4MiB", "1B", "0", "1e30GB"],
+    "ingress": [True, False], "wash": [True, False],
+    "target": ["5ms", "0ms", "1us", "-1ms", "1h"],
+    "coupling": [2, 0, -1, 1e9], "step_thresh": ["1ms", "0ms", 1, -5],
+}
 INTS = [0, 1, 2, 3, -1, 7, 100, 10_000, 1_000_000, 2**31, 2**32, 2**53, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1]
 FLOATS = [0.0, -0.0, 0.5, 1.0, 1.5, -1.0, 1e-300, 1e300, math.inf, -math.inf, math.nan]
 STRINGS = ["", " ", "x", "client0", "server0", "router_a", "{i}", "client{i}", "é", "\x00", "1e30Tbit", "0s", "1ns", "1e9s", "-5ms", "NaN", "inf", "10Mbit", "25ms", "1500", "250KB"]
@@ -121,6 +153,8 @@ def _mutate_tree(rng: random.Random, d: dict[str, Any]) -> dict[str, Any]:
             db["pairs"] = rng.choice([10_000, 100_000, 100_001, 2**40] if big else [0, 1, 2, 3, 100, 1000, -1])
         else:
             parent[key] = interesting(rng)
+    elif op < 0.95:
+        _mutate_feature_key(rng, d)
     else:
         flows = d.get("flow")
         if isinstance(flows, list) and flows and isinstance(flows[0], dict):
@@ -132,6 +166,32 @@ def _mutate_tree(rng: random.Random, d: dict[str, Any]) -> dict[str, Any]:
         else:
             parent[key] = interesting(rng)
     return d
+
+
+def _mutate_feature_key(rng: random.Random, d: dict[str, Any]) -> None:
+    """Set one key of a newer feature (TCP profile/cc, DSCP, CAKE/DualPI2 parameter) to a
+    value that is valid, just out of range or of the wrong kind, where it belongs."""
+    r = rng.random()
+    if r < 0.35:
+        tcp = d.setdefault("tcp", {})
+        if isinstance(tcp, dict):
+            k = rng.choice(sorted(TCP_KEYS))
+            tcp[k] = rng.choice(TCP_KEYS[k])
+    elif r < 0.6:
+        flows = d.get("flow")
+        if isinstance(flows, list) and flows and isinstance(flows[0], dict):
+            f = rng.choice(flows)
+            if isinstance(f, dict):
+                k = rng.choice(sorted(FLOW_KEYS))
+                f[k] = rng.choice(FLOW_KEYS[k])
+    else:
+        tables = [v for v in _paths(d) if v and v[-1] == "qdisc" and isinstance(_get(d, v), dict)]
+        if tables:
+            q = _get(d, rng.choice(tables))
+            if rng.random() < 0.3:
+                q["kind"] = rng.choice(["cake", "dualpi2", "fq_codel", "pfifo_fast", "prio"])
+            k = rng.choice(sorted(QDISC_KEYS))
+            q[k] = rng.choice(QDISC_KEYS[k])
 
 
 def _mutate_text(rng: random.Random, text: str) -> str:
@@ -175,10 +235,11 @@ def shorten(d: dict[str, Any] | str, seconds: float = 0.2) -> dict[str, Any] | s
     at most `seconds`, warm-up 0. Text scenarios are returned unchanged."""
     if not isinstance(d, dict):
         return d
-    d = copy.deepcopy(d)
+    # Only the top level and `run` change: copy those (a deep copy of a 400-deep nesting
+    # elsewhere in the tree would exceed Python's recursion limit).
+    d = dict(d)
     run = d.get("run")
-    if not isinstance(run, dict):
-        run = d["run"] = {}
+    run = d["run"] = dict(run) if isinstance(run, dict) else {}
     run["duration"] = f"{seconds}s"
     run["warmup"] = "0s"
     return d
