@@ -44,8 +44,9 @@ RUN_MAX_EVENTS = 2e6
 
 
 def evaluate(i: int, seed: int, do_run: bool) -> tuple[str, str]:
-    import aqmlab
     import fuzzgen
+
+    import aqmlab
 
     sc = fuzzgen.mutate(random.Random(seed * 2**32 + i))
     if do_run:

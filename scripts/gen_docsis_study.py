@@ -244,7 +244,7 @@ def web_value(users, wrt_size="20KB", label=None):
     ftp = [30, 40, 50, 60, 70]
     u = [[30, 40, 50, 60, 70][i % 5] for i in range(users)]
     delays = [r / 2 for r in ftp] + [r / 2 for r in u] + [25]
-    flows = (f'{{ kind = "bulk", name = "ftp", count = 5, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
+    flows = ('{ kind = "bulk", name = "ftp", count = 5, from = "server{i}", to = "cm{i}", start_spread = "2s" }, '
              + ", ".join(f'{{ kind = "web_users", name = "user{k}", from = "cm{5 + k}", to = "server{5 + k}", start_spread = "1s" }}' for k in range(users))
              + f', {{ kind = "wrt", name = "wrt", from = "cm{5 + users}", to = "server{5 + users}", size = "{wrt_size}", think = "10s", persistent = true }}')
     return (f'  [[experiment.axis.values]]\n  label = "{label or users}"\n'

@@ -16,8 +16,8 @@ export PYO3_PYTHON=$VENV/bin/python
 echo "test: cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-echo "test: ruff check python"
-"$VENV/bin/ruff" check python
+echo "test: ruff check python benchmarks scripts"
+"$VENV/bin/ruff" check python benchmarks scripts
 
 echo "test: mypy (python/aqmlab; settings in pyproject.toml)"
 "$VENV/bin/mypy"
