@@ -121,11 +121,59 @@ pub enum RtoFloor {
     Sum,
 }
 
+/// How the sender decides that a segment is lost (before the retransmission timeout).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossDetection {
+    /// RACK (RFC 8985 §6, Linux `tcp_recovery.c`; default since 4.4, the only SACK loss
+    /// detection since 4.18): time-based, a segment is lost once a segment sent after it
+    /// was delivered and `RACK.rtt + reo_wnd` has passed since its transmission; lost
+    /// retransmissions are detected the same way. Needs SACK (without SACK Linux uses
+    /// NewReno's duplicate-ACK counting, and so does the model).
+    Rack,
+    /// RFC 6675 DupThresh: a segment is lost when 3 SACKed segments lie above it; a lost
+    /// retransmission is recovered only by the RTO (Linux before 4.4, ns-2, ns-3).
+    Dupthresh,
+}
+
+/// Tail loss probe (RFC 8985 §7): after about two round trips without an ACK the sender
+/// sends one segment (new data, else the last one again) so that a tail loss is
+/// repaired by fast recovery instead of the RTO.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Tlp {
+    #[serde(rename = "off")]
+    Off,
+    /// As Linux 3.10–3.x (`tcp_schedule_loss_probe` of 3.14, `tcp_early_retrans = 3`):
+    /// only in Open and only when the RTO is the pending timer and the sender is cwnd-
+    /// or application-limited; PTO = max(2·SRTT, 10 ms), with one segment out
+    /// max(PTO, 1.5·SRTT + 200 ms); a new-data probe opens no episode; a probe episode
+    /// ends with a duplicate ACK for `tlp_high_seq` (no loss) or an ACK above it (loss:
+    /// one cwnd reduction).
+    #[serde(rename = "linux-3.14")]
+    Linux3_14,
+    /// As Linux 6.1: in Open or CWR; PTO = 2·SRTT + 2 ms (`TCP_TIMEOUT_MIN`), with one
+    /// segment out 2·SRTT + `min_rto`; capped by the RTO deadline; every probe opens an
+    /// episode (`tlp_high_seq`), and only a probe that retransmitted (`tlp_retrans`)
+    /// and is followed by an ACK above `tlp_high_seq` reduces cwnd.
+    #[serde(rename = "linux")]
+    Linux,
+}
+
+impl Tlp {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tlp::Off => "off",
+            Tlp::Linux3_14 => "linux-3.14",
+            Tlp::Linux => "linux",
+        }
+    }
+}
+
 /// A named TCP stack profile: the defaults of one real implementation. Every field a
 /// profile sets is an ordinary `[tcp]` key, so single keys override the profile.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 pub enum Stack {
-    /// Today's Linux (≥ 4.18 without RACK; see `tcp/mod.rs`): the default.
+    /// Today's Linux (6.1: RACK-TLP loss detection): the default.
     #[serde(rename = "linux")]
     Linux,
     /// Linux 3.14 (residential and edge-router studies).
@@ -144,8 +192,8 @@ pub enum Stack {
 
 /// `(name, one-line description)` of every stack profile, for `aqmlab describe tcp`.
 pub const STACKS: &[(&str, &str)] = &[
-    ("linux", "modern Linux (default): CUBIC, IW 10, per-segment growth, PRR, HyStart, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms, spurious-RTO undo"),
-    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, IW 10, spurious-RTO undo"),
+    ("linux", "modern Linux (default, 6.1): CUBIC, IW 10, per-segment growth, PRR, HyStart, RACK-TLP loss detection, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms, spurious-RTO undo"),
+    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, DupThresh loss detection with tail loss probes, IW 10, spurious-RTO undo"),
     ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, IW 3 (RFC 3390), initial RTO 3 s, spurious-RTO undo"),
     ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum"),
     ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, SYN timeout 3 s, receive buffer 128 KiB"),
@@ -168,7 +216,18 @@ impl Stack {
     /// - every Linux profile: spurious-RTO undo (`rto_undo`): `tcp_input.c`
     ///   `tcp_try_undo_loss` / `tcp_packet_delayed` (timestamp detection, 2.4 onwards) and
     ///   F-RTO (`sysctl_tcp_frto` default 2 since 2.6.24; RFC 5682 since 3.10).
-    /// - `linux`: the built-in defaults documented on each [`TcpOptions`] field.
+    /// - `linux`: the built-in defaults documented on each [`TcpOptions`] field; RACK
+    ///   (`tcp_recovery.c`, `sysctl_tcp_recovery = 1`, RACK-only since 4.18) and TLP
+    ///   (`tcp_output.c` `tcp_schedule_loss_probe` / `tcp_send_loss_probe`,
+    ///   `sysctl_tcp_early_retrans = 3`) as in 6.1.
+    /// - `linux-3.14`: TLP as in 3.14 (`tcp_early_retrans = 3` by default since 3.10:
+    ///   early retransmit + TLP; early retransmit, RFC 5827, is not modelled), loss
+    ///   detection by DupThresh (RACK came in 4.4).
+    /// - `linux-2.6.29`, `ns2-sack1`, `ns3`: neither RACK nor TLP (TLP came in 3.10;
+    ///   ns-2 has neither; ns-3.44's `TcpSocketBase` detects losses by DupThresh,
+    ///   attribute `ReTxThreshold` 3, with `TcpTxBuffer::IsLost` of RFC 6675, and has no
+    ///   RACK or loss probe: checked in the 3.44 wheel's `tcp-socket-base.h`,
+    ///   `tcp-tx-buffer.h`, `tcp-recovery-ops.h`).
     /// - `linux-3.14`: `net/ipv4/tcp_cong.c` (`tcp_slow_start(tp, acked)` since 3.13,
     ///   `tcp_cong_avoid_ai(tp, w)` counting ACKs), `tcp_cubic.c` (`bictcp_acked`
     ///   delayed-ACK ratio, HyStart on), `include/net/tcp.h` (`TCP_INIT_CWND 10` since
@@ -290,9 +349,16 @@ impl Stack {
         // `tcp_try_undo_loss` since 2.4, F-RTO `tcp_frto` on by default since 2.6.24);
         // neither ns-2's Sack1 agent nor ns-3.44's TcpSocketBase detects spurious timeouts.
         let rto_undo = matches!(self, Stack::Linux | Stack::Linux3_14 | Stack::Linux2_6_29);
+        let (loss_detection, tlp) = match self {
+            Stack::Linux => (LossDetection::Dupthresh, Tlp::Off),
+            Stack::Linux3_14 => (LossDetection::Dupthresh, Tlp::Off),
+            _ => (LossDetection::Dupthresh, Tlp::Off),
+        };
         TcpOptions {
             reno_halves: Some(halves),
             rto_undo: Some(rto_undo),
+            loss_detection: Some(loss_detection),
+            tlp: Some(tlp),
             ..o
         }
     }
@@ -361,6 +427,15 @@ pub struct TcpOptions {
     /// and ns3 profiles set false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rto_undo: Option<bool>,
+    /// Loss detection before the RTO: "rack" (RFC 8985, Linux ≥ 4.4; the `linux`
+    /// default) or "dupthresh" (RFC 6675; every other profile). See [`LossDetection`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_detection: Option<LossDetection>,
+    /// Tail loss probes: "linux" (as Linux 6.1; the `linux` default), "linux-3.14" (as
+    /// Linux 3.10–3.x; the `linux-3.14` default) or "off" (every other profile). Needs
+    /// SACK. See [`Tlp`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlp: Option<Tlp>,
     /// Slow-start growth: "segments" (per segment acknowledged) or "acks" (per ACK).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ss_growth: Option<SsGrowth>,
@@ -482,6 +557,16 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "undo a spurious RTO's reduction when never-retransmitted data is acked (F-RTO) or the timestamp echo predates the retransmission (Linux tcp_try_undo_loss); false in ns2-sack1/ns3",
     },
     ParamDoc {
+        name: "loss_detection",
+        default: "dupthresh",
+        doc: "rack (RFC 8985 time-based, detects lost retransmissions; Linux >= 4.4, profile linux) or dupthresh (RFC 6675, 3 SACKed segments above; linux-3.14, linux-2.6.29, ns2-sack1, ns3); rack needs sack",
+    },
+    ParamDoc {
+        name: "tlp",
+        default: "off",
+        doc: "tail loss probe after ~2 SRTT (RFC 8985 section 7): linux (as 6.1), linux-3.14 (as 3.10-3.x, profile linux-3.14) or off (linux-2.6.29, ns2-sack1, ns3); needs sack",
+    },
+    ParamDoc {
         name: "ss_growth",
         default: "segments",
         doc: "slow start: segments (+1 per segment acknowledged, Linux >= 3.13) or acks (+1 per ACK: Linux <= 3.12, ns-2, ns-3 NewReno)",
@@ -567,6 +652,8 @@ pub struct TcpConfig {
     /// `recovery == Recovery::Prr`.
     pub prr: bool,
     pub rto_undo: bool,
+    pub loss_detection: LossDetection,
+    pub tlp: Tlp,
     pub recovery: Recovery,
     pub stack: Stack,
     pub ss_growth: SsGrowth,
@@ -618,6 +705,8 @@ impl TcpOptions {
             hystart: over.hystart.or(self.hystart),
             prr: over.prr.or(self.prr),
             rto_undo: over.rto_undo.or(self.rto_undo),
+            loss_detection: over.loss_detection.or(self.loss_detection),
+            tlp: over.tlp.or(self.tlp),
             ss_growth: over.ss_growth.or(self.ss_growth),
             ca_growth: over.ca_growth.or(self.ca_growth),
             recovery: over.recovery.or(self.recovery),
@@ -772,6 +861,8 @@ impl TcpOptions {
             hystart: o.hystart.unwrap_or(true),
             prr: recovery == Recovery::Prr,
             rto_undo: o.rto_undo.unwrap_or(true),
+            loss_detection: o.loss_detection.unwrap_or(LossDetection::Dupthresh),
+            tlp: o.tlp.unwrap_or(Tlp::Off),
             recovery,
             stack,
             ss_growth: o.ss_growth.unwrap_or(SsGrowth::Segments),
@@ -906,6 +997,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("linux-2.6.29") && e.contains("ns2-sack1"), "{e}");
+        // Loss detection and tail loss probes per profile (RACK-TLP in 6.1, TLP since
+        // 3.10, neither in 2.6.29, ns-2 or ns-3), and single-key overrides.
+        for (name, ld, tlp) in [
+            ("linux", LossDetection::Dupthresh, Tlp::Off),
+            ("linux-3.14", LossDetection::Dupthresh, Tlp::Off),
+            ("linux-2.6.29", LossDetection::Dupthresh, Tlp::Off),
+            ("ns2-sack1", LossDetection::Dupthresh, Tlp::Off),
+            ("ns3", LossDetection::Dupthresh, Tlp::Off),
+        ] {
+            let c = r(&format!("stack = \"{name}\"")).unwrap();
+            assert_eq!((c.loss_detection, c.tlp), (ld, tlp), "{name}");
+        }
+        let c = r("stack = \"ns3\"\nloss_detection = \"rack\"\ntlp = \"linux-3.14\"").unwrap();
+        assert_eq!(
+            (c.loss_detection, c.tlp),
+            (LossDetection::Rack, Tlp::Linux3_14)
+        );
+        let e = toml::from_str::<TcpOptions>("tlp = true")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tlp"), "{e}");
+        let e = toml::from_str::<TcpOptions>("tlp = \"on\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("off") && e.contains("linux-3.14"), "{e}");
+        let e = toml::from_str::<TcpOptions>("loss_detection = \"fack\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rack") && e.contains("dupthresh"), "{e}");
         // Every profile is listed for `aqmlab describe tcp` and resolves.
         for (name, _) in STACKS {
             let c = r(&format!("stack = \"{name}\"")).unwrap();

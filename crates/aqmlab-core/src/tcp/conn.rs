@@ -16,8 +16,9 @@
 //! the packet still fits `mss + 52`.
 //!
 //! ## Timers
-//! Each endpoint has two timers, retransmission (also used for SYN / SYN-ACK) and
-//! delayed ACK. The RTO deadline moves on almost every ACK; scheduling an event per
+//! Each endpoint has three timers: retransmission (also used for SYN / SYN-ACK, and,
+//! as in Linux, for the sender's tail loss probe and RACK reorder timeout: the sender
+//! exposes one deadline and what it is for), delayed ACK and pacing. The RTO deadline moves on almost every ACK; scheduling an event per
 //! move would flood the event queue. Instead each timer keeps its `deadline` and the
 //! time of the one event it has pending (`scheduled`): moving the deadline later costs
 //! nothing; when the pending event fires early it re-schedules itself at the current
@@ -501,8 +502,10 @@ impl TcpConn {
                             self.sync_timers(h, side);
                             return ev;
                         }
-                        e.snd.on_rto(now);
-                        if e.trace {
+                        // The slot also serves tail loss probes and RACK's reorder
+                        // timeout (Linux tcp_write_timer_handler).
+                        let fired = e.snd.on_xmit_timer(now);
+                        if e.trace && fired == super::sender::XmitTimer::Rto {
                             h.sample("rto", e.snd.rtt.rto().as_secs_f64());
                         }
                         self.transmit(h, side);

@@ -19,10 +19,21 @@
 //! examined once. Without SACK the sender emulates SACK by counting duplicate ACKs in
 //! `sacked_out` (Linux `tcp_add_reno_sack`) and marks only the head lost.
 //!
+//! RACK (RFC 8985 §6, as Linux 6.1 `net/ipv4/tcp_recovery.c`), when enabled with
+//! [`Scoreboard::enable_rack`], replaces that marking: every newly delivered segment
+//! advances `RACK.xmit_ts` / `RACK.end_seq` / `RACK.rtt` (`tcp_rack_advance`), and a
+//! segment sent before the most recently sent delivered one is lost once `RACK.rtt +
+//! reo_wnd` has passed since its (last) transmission (`tcp_rack_detect_loss`). Like
+//! Linux's `tsorted_sent_queue`, a time-ordered list of transmissions (a retransmission
+//! moves a segment to its tail) lets the walk start at the oldest outstanding
+//! transmission and stop at the first one that is not yet due, so each ACK costs
+//! O(newly delivered + newly lost). Entries are deleted lazily: an entry whose segment
+//! was acknowledged, SACKed or sent again since is skipped (and dropped) when met.
+//!
 //! The deque grows to the largest window and is then reused: no allocation per packet.
 
 use crate::packet::SackBlock;
-use crate::time::SimTime;
+use crate::time::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
 /// The receiver holds this segment (SACKed).
@@ -152,6 +163,48 @@ impl Delivered {
     }
 }
 
+/// One transmission in RACK's time-ordered list.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct TsEntry {
+    /// Segment id (running index).
+    id: u64,
+    sent: SimTime,
+    end: u64,
+}
+
+/// RACK state (RFC 8985 §6.1; Linux `tp->rack`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rack {
+    /// `RACK.xmit_ts`: latest send time of a delivered segment (`rack.mstamp`).
+    pub xmit: SimTime,
+    /// `RACK.end_seq`: its end (breaks ties between equal send times).
+    pub end_seq: u64,
+    /// `RACK.rtt`: RTT of the last segment that advanced RACK (`rack.rtt_us`).
+    pub rtt: SimDuration,
+    /// RACK advanced since the last loss detection (`rack.advanced`).
+    pub advanced: bool,
+    /// Reordering events seen (Linux `tp->reord_seen`): a never-retransmitted segment
+    /// delivered below the highest SACKed sequence.
+    pub reord_seen: u32,
+}
+
+/// RFC 8985 / Linux `tcp_skb_sent_after`: transmission (t1, seq1) is later than (t2, seq2).
+fn sent_after(t1: SimTime, t2: SimTime, seq1: u64, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+/// What one RACK loss detection found.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RackOutcome {
+    /// Segments newly marked lost (first loss or lost retransmission).
+    pub marked: u32,
+    /// Of those, retransmissions deemed lost again (Linux `TCPLostRetransmit`).
+    pub lost_retrans: u32,
+    /// Wait until the latest segment sent before `RACK.xmit_ts` is due (the reorder
+    /// timer, `*reo_timeout` of `tcp_rack_detect_loss`); `None`: nothing pending.
+    pub timeout: Option<SimDuration>,
+}
+
 /// Outstanding segments and the counters derived from them.
 #[derive(Clone, Debug, Default)]
 pub struct Scoreboard {
@@ -170,6 +223,17 @@ pub struct Scoreboard {
     lost_mark: u64,
     /// Segments with a lower id need no retransmission (RFC 6675 HighRxt, as an index).
     rtx_hint: u64,
+    /// Segments deemed lost, not SACKed and not being retransmitted: due for retransmission.
+    pending_rtx: u32,
+    /// RACK loss detection is on: its state and time-ordered transmissions.
+    rack_on: bool,
+    pub rack: Rack,
+    tsorted: VecDeque<TsEntry>,
+    /// Clock and `tcp_min_rtt` of the ACK being processed ([`Scoreboard::begin_ack`]),
+    /// and the highest SACKed sequence when it arrived (Linux `prior_fack`).
+    now: SimTime,
+    min_rtt: SimDuration,
+    prior_fack: u64,
 }
 
 impl Scoreboard {
@@ -178,6 +242,202 @@ impl Scoreboard {
             segs: VecDeque::with_capacity(64),
             ..Default::default()
         }
+    }
+
+    /// Turns RACK loss detection on (before the first segment is sent).
+    pub fn enable_rack(&mut self) {
+        self.rack_on = true;
+        self.tsorted = VecDeque::with_capacity(64);
+    }
+    pub fn rack_enabled(&self) -> bool {
+        self.rack_on
+    }
+
+    /// Starts processing an ACK at `now` (RACK needs the clock and `tcp_min_rtt`).
+    pub fn begin_ack(&mut self, now: SimTime, min_rtt: Option<SimDuration>) {
+        self.now = now;
+        self.min_rtt = min_rtt.unwrap_or(SimDuration::MAX);
+        self.prior_fack = self.fack();
+    }
+
+    /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`), 0 if none.
+    fn fack(&self) -> u64 {
+        self.high_sacked
+            .map_or(0, |h| self.segs[(h - self.base) as usize].end)
+    }
+
+    /// Linux `tcp_rack_advance` for a newly (S)ACKed segment, and reordering detection
+    /// (`tcp_check_sack_reordering`: a never-retransmitted segment delivered below the
+    /// highest SACKed sequence `fack`).
+    fn rack_delivered(&mut self, s: &Seg, fack: u64) {
+        if !self.rack_on {
+            return;
+        }
+        if !s.has(EVER_RETRANS) && s.start < fack {
+            self.rack.reord_seen += 1;
+        }
+        let rtt = self.now.saturating_since(s.sent);
+        if s.has(EVER_RETRANS) && rtt < self.min_rtt {
+            // Ambiguous: the original may have been delivered (RFC 8985 §6.2 step 2).
+            return;
+        }
+        self.rack.advanced = true;
+        self.rack.rtt = rtt;
+        if sent_after(s.sent, self.rack.xmit, s.end, self.rack.end_seq) {
+            self.rack.xmit = s.sent;
+            self.rack.end_seq = s.end;
+        }
+    }
+
+    fn ts_push(&mut self, idx: usize) {
+        if self.rack_on {
+            let s = &self.segs[idx];
+            self.tsorted.push_back(TsEntry {
+                id: self.base + idx as u64,
+                sent: s.sent,
+                end: s.end,
+            });
+        }
+    }
+
+    /// The segment of a time-list entry, if the entry is still its latest transmission
+    /// and the segment is neither delivered nor waiting for retransmission.
+    fn ts_live(&self, e: &TsEntry) -> Option<usize> {
+        let i = e.id.checked_sub(self.base)? as usize;
+        let s = self.segs.get(i)?;
+        if s.sent != e.sent || s.has(SACKED) || (s.has(LOST) && !s.has(RETRANS)) {
+            return None;
+        }
+        Some(i)
+    }
+
+    /// RACK loss detection (Linux `tcp_rack_detect_loss`): walks the transmissions
+    /// oldest first; each one sent before `RACK.xmit_ts` whose `RACK.rtt + reo_wnd` has
+    /// passed is lost (a lost retransmission is due again). Stops at the first one sent
+    /// after `RACK.xmit_ts` or not yet due; the remaining wait of the latest one sent
+    /// before `RACK.xmit_ts` is the reorder timeout.
+    pub fn rack_detect_loss(&mut self, now: SimTime, reo_wnd: SimDuration) -> RackOutcome {
+        let mut out = RackOutcome::default();
+        if !self.rack_on {
+            return out;
+        }
+        let (rx, rend) = (self.rack.xmit, self.rack.end_seq);
+        let wait = self.rack.rtt + reo_wnd;
+        while let Some(e) = self.tsorted.front().copied() {
+            let Some(i) = self.ts_live(&e) else {
+                self.tsorted.pop_front();
+                continue;
+            };
+            if !sent_after(rx, e.sent, rend, e.end) {
+                return out;
+            }
+            if now.saturating_since(e.sent) < wait {
+                break;
+            }
+            self.tsorted.pop_front();
+            out.marked += 1;
+            if self.segs[i].has(RETRANS) {
+                out.lost_retrans += 1;
+            }
+            self.mark_lost_rack(i);
+        }
+        // Not yet due: wait for the latest live transmission sent before RACK.xmit_ts
+        // (later transmissions are due later; Linux takes the maximum).
+        let p = self
+            .tsorted
+            .partition_point(|e| sent_after(rx, e.sent, rend, e.end));
+        for j in (0..p).rev() {
+            let e = self.tsorted[j];
+            if self.ts_live(&e).is_some() {
+                let due = e.sent + wait;
+                out.timeout = Some(due.saturating_since(now));
+                break;
+            }
+        }
+        out
+    }
+
+    /// Linux `tcp_mark_skb_lost`: a first loss, or a lost retransmission (due again).
+    fn mark_lost_rack(&mut self, i: usize) {
+        let s = &mut self.segs[i];
+        debug_assert!(!s.has(SACKED));
+        if s.has(LOST) {
+            if s.has(RETRANS) {
+                s.flags &= !RETRANS;
+                self.retrans_out -= 1;
+                self.lost_total += 1;
+                self.pending_rtx += 1;
+            }
+        } else {
+            s.flags |= LOST;
+            self.lost_out += 1;
+            self.lost_total += 1;
+            if !s.has(RETRANS) {
+                self.pending_rtx += 1;
+            }
+        }
+        self.rtx_hint = self.rtx_hint.min(self.base + i as u64);
+    }
+
+    /// Linux `tcp_timeout_mark_lost` with RACK: on a timeout every unSACKed segment is
+    /// lost except those sent within the last `RACK.rtt` (the head always is).
+    pub fn mark_all_lost_rack(&mut self, now: SimTime) {
+        let rtt = self.rack.rtt;
+        for i in 0..self.segs.len() {
+            let s = self.segs[i];
+            if s.has(SACKED) || (i > 0 && now.saturating_since(s.sent) < rtt) {
+                continue;
+            }
+            self.mark_lost_rack(i);
+        }
+        self.lost_mark = self.base + self.segs.len() as u64;
+        self.rtx_hint = self.base;
+    }
+
+    /// Rebuilds the time-ordered list from the scoreboard (after an undo unmarks losses).
+    fn ts_rebuild(&mut self) {
+        if !self.rack_on {
+            return;
+        }
+        let mut v: Vec<TsEntry> = self
+            .segs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.has(SACKED))
+            .map(|(i, s)| TsEntry {
+                id: self.base + i as u64,
+                sent: s.sent,
+                end: s.end,
+            })
+            .collect();
+        v.sort_by_key(|e| (e.sent, e.end));
+        self.tsorted = v.into();
+    }
+
+    /// Lowest segment due for retransmission with RACK (any segment may become lost at
+    /// any time, so only `pending_rtx` bounds the search).
+    fn next_lost_rack(&mut self) -> Option<usize> {
+        if self.pending_rtx == 0 {
+            return None;
+        }
+        loop {
+            let i = (self.rtx_hint - self.base) as usize;
+            let s = self.segs.get(i)?;
+            if s.has(LOST) && !s.has(RETRANS | SACKED) {
+                return Some(i);
+            }
+            self.rtx_hint += 1;
+        }
+    }
+
+    /// A tail loss probe retransmits segment `idx` (Linux `__tcp_retransmit_skb` from
+    /// `tcp_send_loss_probe`): a new transmission time, never again an RTT sample, but
+    /// not counted as a retransmission in flight (`retrans_out`).
+    pub fn on_probe_retransmit(&mut self, idx: usize, now: SimTime) {
+        let s = &mut self.segs[idx];
+        s.flags |= EVER_RETRANS;
+        s.sent = now;
+        self.ts_push(idx);
     }
 
     pub fn len(&self) -> usize {
@@ -212,6 +472,7 @@ impl Scoreboard {
             tx: TxStamp::default(),
         });
         self.packets_out += 1;
+        self.ts_push(self.segs.len() - 1);
     }
 
     fn forget(&mut self, s: &Seg) {
@@ -221,6 +482,9 @@ impl Scoreboard {
         }
         if s.has(LOST) {
             self.lost_out -= 1;
+            if !s.has(RETRANS | SACKED) {
+                self.pending_rtx -= 1;
+            }
         }
         if s.has(RETRANS) {
             self.retrans_out -= 1;
@@ -239,8 +503,15 @@ impl Scoreboard {
             self.base += 1;
             if !s.has(SACKED) {
                 d.note(&s);
+                let fack = self.prior_fack;
+                self.rack_delivered(&s, fack);
             }
             self.forget(&s);
+        }
+        if self.rack_on {
+            while self.tsorted.front().is_some_and(|e| e.id < self.base) {
+                self.tsorted.pop_front();
+            }
         }
         self.lost_mark = self.lost_mark.max(self.base);
         self.rtx_hint = self.rtx_hint.max(self.base);
@@ -262,11 +533,18 @@ impl Scoreboard {
                 self.sacked_out += 1;
                 if before.has(LOST) {
                     self.lost_out -= 1;
+                    if !before.has(RETRANS) {
+                        self.pending_rtx -= 1;
+                    }
                 }
                 if before.has(RETRANS) {
                     self.retrans_out -= 1;
                 }
                 d.note(&before);
+                if self.rack_on {
+                    let fack = self.fack();
+                    self.rack_delivered(&before, fack);
+                }
                 let id = self.base + i as u64;
                 if self.high_sacked.is_none_or(|h| id > h) {
                     self.high_sacked = Some(id);
@@ -285,6 +563,9 @@ impl Scoreboard {
         s.flags |= LOST;
         self.lost_out += 1;
         self.lost_total += 1;
+        if !s.has(RETRANS) {
+            self.pending_rtx += 1;
+        }
         true
     }
 
@@ -345,6 +626,7 @@ impl Scoreboard {
             }
         }
         self.retrans_out = 0;
+        self.pending_rtx = self.lost_out;
         self.lost_mark = self.base + self.segs.len() as u64;
         self.rtx_hint = self.base;
     }
@@ -363,12 +645,17 @@ impl Scoreboard {
             s.flags &= !LOST;
         }
         self.lost_out = 0;
+        self.pending_rtx = 0;
         self.lost_mark = self.base;
         self.rtx_hint = self.base;
+        self.ts_rebuild();
     }
 
     /// RFC 6675 NextSeg rule (1): the lowest lost segment not yet retransmitted.
     pub fn next_lost(&mut self) -> Option<usize> {
+        if self.rack_on {
+            return self.next_lost_rack();
+        }
         loop {
             let i = (self.rtx_hint - self.base) as usize;
             let s = self.segs.get(i)?;
@@ -388,9 +675,13 @@ impl Scoreboard {
     pub fn on_retransmit(&mut self, idx: usize, now: SimTime) {
         let s = &mut self.segs[idx];
         debug_assert!(!s.has(RETRANS));
+        if s.has(LOST) {
+            self.pending_rtx -= 1;
+        }
         s.flags |= RETRANS | EVER_RETRANS;
         s.sent = now;
         self.retrans_out += 1;
+        self.ts_push(idx);
     }
 
     /// Records the rate-estimation state of segment `idx`'s latest transmission.
@@ -421,6 +712,17 @@ impl Scoreboard {
             .any(|x| x.has(SACKED) && x.has(LOST | RETRANS))
         {
             return Err("a SACKed segment is also lost or in retransmission".into());
+        }
+        let pending = self
+            .segs
+            .iter()
+            .filter(|x| x.has(LOST) && !x.has(RETRANS | SACKED))
+            .count() as u32;
+        if pending != self.pending_rtx {
+            return Err(format!(
+                "pending_rtx {} != {pending} lost segments awaiting retransmission",
+                self.pending_rtx
+            ));
         }
         Ok(())
     }

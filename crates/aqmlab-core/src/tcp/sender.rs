@@ -38,11 +38,43 @@
 //!   (`tcp_undo_cwnd_reduction`). F-RTO's step 2b (sending new data instead of
 //!   retransmissions on the first ACK) is not modelled.
 //!
+//! ## Loss detection: DupThresh or RACK; tail loss probes
+//! `loss_detection = "dupthresh"` (RFC 6675, Linux < 4.4, ns-2, ns-3) marks a segment
+//! lost when DupThresh segments above it are SACKed; a lost retransmission then waits
+//! for the RTO. `loss_detection = "rack"` (the `linux` profile; RFC 8985 §6 as Linux 6.1
+//! `tcp_recovery.c`, RACK-only since 4.18) marks by time instead (see `scoreboard.rs`):
+//! on every ACK that is a duplicate, carries new SACK or ECE, or arrives outside Open
+//! (`tcp_ack_is_dubious`) and after anything was newly delivered, a segment sent before
+//! the most recently sent delivered one is lost once `RACK.rtt + reo_wnd` has passed
+//! since its transmission, lost retransmissions included (from Loss this starts fast
+//! recovery, as Linux's `FLAG_LOST_RETRANS`). `reo_wnd` (`tcp_rack_reo_wnd`) is 0 while
+//! no reordering was seen and the sender is in Recovery/Loss or has DupThresh segments
+//! SACKed, else min_rtt / 4 capped at SRTT. A segment not yet due arms the reorder
+//! timeout (its remaining wait + 2 ms); when it fires, whatever is due is marked and
+//! recovery entered (`tcp_rack_reo_timeout`). Recovery starts only on a marked loss. On
+//! an RTO, segments sent within the last `RACK.rtt` (but the first) stay unmarked
+//! (`tcp_timeout_mark_lost`). Reordering (a never-retransmitted segment delivered below
+//! the highest SACK) is remembered; the D-SACK-driven widening of `reo_wnd`
+//! (`reo_wnd_steps`) is not modelled because the receivers send no D-SACKs.
+//!
+//! `tlp` (RFC 8985 §7, Linux `tcp_schedule_loss_probe` / `tcp_send_loss_probe`): in
+//! Open (6.1: also CWR; not in Linux's Disorder, i.e. with SACKed, lost or
+//! retransmitted data out) the timer slot holds a probe timeout (PTO) instead of the
+//! RTO; see [`Tlp`] for the PTO of each flavour. When it fires the sender sends one
+//! segment, new data if the receive window allows (ignoring cwnd), else the last segment
+//! again (not counted as a retransmission in flight), and opens a probe episode
+//! (`tlp_high_seq`); an ACK above it after a retransmitted probe means the probe
+//! repaired a loss: cwnd is reduced once (CWR entered and left at once). Linux keeps one
+//! timer for RTO, probe and reorder timeout: [`Sender::rto_deadline`] and
+//! [`Sender::timer_kind`] are that slot, [`Sender::on_xmit_timer`] fires it; the RTO
+//! re-armed over a probe or reorder timeout counts from the oldest outstanding
+//! transmission (`tcp_rearm_rto`). Early retransmit (RFC 5827, Linux 3.5–4.10 with
+//! `tcp_early_retrans = 3`) is not modelled; RACK replaced it.
+//!
 //! ## Not modelled (deliberate)
-//! Linux ≥ 4.18 detects losses with RACK-TLP and undoes spurious fast recoveries
-//! (D-SACK, Eifel); the studies' kernels and RFC 6675 use DupThresh, which is what this
-//! model does, so a lost retransmission is recovered by the RTO. NextSeg rules (3) and
-//! (4) are not applied (Linux does not retransmit unmarked holes). No Nagle
+//! Undo of spurious fast recoveries (D-SACK, Eifel in recovery: the receivers send no
+//! D-SACKs). NextSeg rules (3) and (4) are not applied (Linux does not retransmit
+//! unmarked holes). No Nagle
 //! (applications write whole messages, as with TCP_NODELAY), no pacing (Linux paces
 //! CUBIC/Reno only under the fq qdisc), no TSO. RFC 2861 cwnd decay while
 //! application-limited is not modelled, but Linux's restart after idle is
@@ -51,7 +83,7 @@
 pub use super::cc::CaState;
 use super::cc::RateSample;
 use super::cc::{AckSample, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
-use super::config::{CcKind, Recovery, RenoHalves, RtoFloor, TcpConfig};
+use super::config::{CcKind, LossDetection, Recovery, RenoHalves, RtoFloor, TcpConfig, Tlp};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Delivered, Scoreboard, TxStamp, DUP_THRESH};
 use super::AnyCc;
@@ -76,6 +108,28 @@ pub struct TxSeg {
     pub retrans: bool,
 }
 
+/// What the sender's one retransmission-timer slot is armed for (Linux
+/// `icsk_pending`: `ICSK_TIME_RETRANS`, `ICSK_TIME_LOSS_PROBE`, `ICSK_TIME_REO_TIMEOUT`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum XmitTimer {
+    Rto,
+    /// Tail loss probe.
+    Probe,
+    /// RACK reordering timeout.
+    Reo,
+}
+
+/// The segment a fired loss probe sends.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Probe {
+    NewData,
+    Last,
+}
+
+/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000): added to the RACK reorder timeout
+/// and to the probe timeout.
+const TIMEOUT_MIN: SimDuration = SimDuration::from_millis(2);
+
 /// Counters of one sender.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SenderStats {
@@ -86,6 +140,14 @@ pub struct SenderStats {
     /// Timeouts found spurious and undone (Linux MIB `TCPLossUndo`).
     pub rto_undos: u64,
     pub fast_recoveries: u64,
+    /// Tail loss probes sent (Linux MIB `TCPLossProbes`).
+    pub loss_probes: u64,
+    /// Probe episodes that repaired a loss and reduced cwnd (`TCPLossProbeRecovery`).
+    pub loss_probe_recoveries: u64,
+    /// Retransmissions found lost by RACK (`TCPLostRetransmit`).
+    pub lost_retransmits: u64,
+    /// RACK reorder timeouts that fired.
+    pub reo_timeouts: u64,
     /// Window reductions caused by ECN-Echo.
     pub ecn_reductions: u64,
     /// ACKs that carried ECE.
@@ -142,7 +204,21 @@ pub struct Sender {
     prr_out: u32,
     force_rtx: bool,
     pub rtt: RttEstimator,
+    /// Deadline of the retransmission-timer slot and what it is armed for.
     rto_deadline: SimTime,
+    timer: XmitTimer,
+    /// RACK loss detection is on (`loss_detection = "rack"` with SACK).
+    rack: bool,
+    /// Tail loss probes (`Tlp::Off` without SACK), the open probe episode (Linux
+    /// `tlp_high_seq`, 0 = none), whether its probe was a retransmission
+    /// (`tlp_retrans`), the probe waiting to be sent, and a deferred RTO re-arm (after
+    /// the transmissions a reorder timeout triggers).
+    tlp: Tlp,
+    tlp_high_seq: u64,
+    tlp_retrans: bool,
+    probe: Option<Probe>,
+    rearm_after_send: bool,
+    min_rto: SimDuration,
     /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
     rto_retrans: u32,
     /// Spurious-RTO undo (`TcpConfig::rto_undo`) and its state: the timeout's reduction
@@ -219,6 +295,14 @@ impl Sender {
             rtt: RttEstimator::new(cfg.min_rto, cfg.initial_rto)
                 .with_floor_on_sum(cfg.rto_floor == RtoFloor::Sum),
             rto_deadline: SimTime::NEVER,
+            timer: XmitTimer::Rto,
+            rack: cfg.loss_detection == LossDetection::Rack && cfg.sack,
+            tlp: if cfg.sack { cfg.tlp } else { Tlp::Off },
+            tlp_high_seq: 0,
+            tlp_retrans: false,
+            probe: None,
+            rearm_after_send: false,
+            min_rto: cfg.min_rto,
             rto_retrans: 0,
             rto_undo: cfg.rto_undo,
             undo_marker: false,
@@ -249,6 +333,14 @@ impl Sender {
             min_rtt: None,
             stats: SenderStats::default(),
         }
+        .with_rack()
+    }
+
+    fn with_rack(mut self) -> Self {
+        if self.rack {
+            self.sb.enable_rack();
+        }
+        self
     }
 
     /// The handshake completed. `rtt` is the handshake's RTT sample; `syn_retrans` how
@@ -395,8 +487,226 @@ impl Sender {
     pub fn fin_acked(&self) -> bool {
         self.fin_sent && self.snd_una > self.write_end
     }
+    /// Deadline of the retransmission-timer slot (RTO, tail loss probe or RACK reorder
+    /// timeout: Linux keeps one timer for the three); `NEVER` when unarmed.
     pub fn rto_deadline(&self) -> SimTime {
         self.rto_deadline
+    }
+    /// What the timer slot is armed for.
+    pub fn timer_kind(&self) -> XmitTimer {
+        self.timer
+    }
+
+    fn arm(&mut self, kind: XmitTimer, at: SimTime) {
+        self.timer = kind;
+        self.rto_deadline = at;
+    }
+
+    /// Linux `tcp_rearm_rto`: no timer with nothing outstanding; else the RTO, counted
+    /// from the oldest outstanding transmission when a probe or reorder timeout held
+    /// the slot (`tcp_rto_delta_us`), from now otherwise.
+    fn rearm_rto(&mut self, now: SimTime) {
+        if self.sb.packets_out == 0 {
+            self.arm(XmitTimer::Rto, SimTime::NEVER);
+            return;
+        }
+        let rto = self.rtt.rto();
+        let at = if self.timer == XmitTimer::Rto {
+            now + rto
+        } else {
+            (self.sb.get(0).sent + rto).max(now + SimDuration::from_nanos(1_000))
+        };
+        self.arm(XmitTimer::Rto, at);
+    }
+
+    /// RTO deadline counted from the oldest outstanding transmission.
+    fn head_rto_deadline(&self) -> SimTime {
+        self.sb.get(0).sent + self.rtt.rto()
+    }
+
+    /// Linux `tcp_schedule_loss_probe` (`advancing_rto`: called for an ACK of new data,
+    /// when the RTO would be restarted from now). Returns whether a probe was armed.
+    fn schedule_probe(&mut self, now: SimTime, advancing_rto: bool) -> bool {
+        if self.tlp == Tlp::Off || self.sb.packets_out == 0 {
+            return false;
+        }
+        let Some(srtt) = self.rtt.srtt() else {
+            return false;
+        };
+        // Linux's Disorder state (SACKed, lost or retransmitted data outstanding, or a
+        // retransmitted head) counts as Open here but takes no probe.
+        let disorder = self.sb.sacked_out + self.sb.lost_out + self.sb.retrans_out > 0
+            || self.sb.get(0).has(super::scoreboard::EVER_RETRANS);
+        match self.tlp {
+            Tlp::Linux => {
+                if disorder || !matches!(self.state, CaState::Open | CaState::Cwr) {
+                    return false;
+                }
+                let mut pto = srtt * 2
+                    + if self.sb.packets_out == 1 {
+                        self.min_rto
+                    } else {
+                        TIMEOUT_MIN
+                    };
+                let rto_at = if advancing_rto {
+                    now + self.rtt.rto()
+                } else {
+                    self.head_rto_deadline()
+                };
+                if rto_at > now {
+                    pto = pto.min(rto_at.saturating_since(now));
+                }
+                self.arm(XmitTimer::Probe, now + pto);
+                true
+            }
+            Tlp::Linux3_14 => {
+                // Only when the RTO is the pending timer, in Open, and when the sender
+                // is cwnd- or application-limited.
+                if self.timer != XmitTimer::Rto
+                    || self.rto_deadline == SimTime::NEVER
+                    || disorder
+                    || self.state != CaState::Open
+                    || (self.w.cwnd > self.in_flight() && self.unsent() > 0)
+                {
+                    return false;
+                }
+                let mut pto = srtt * 2;
+                if self.sb.packets_out == 1 {
+                    // 1.5·SRTT + TCP_DELACK_MAX (200 ms).
+                    pto = pto.max(srtt + srtt / 2 + SimDuration::from_millis(200));
+                }
+                pto = pto.max(SimDuration::from_millis(10));
+                let rto_at = self.rto_deadline;
+                if now + pto > rto_at && rto_at > now {
+                    pto = rto_at.saturating_since(now);
+                }
+                self.arm(XmitTimer::Probe, now + pto);
+                true
+            }
+            Tlp::Off => false,
+        }
+    }
+
+    /// The retransmission-timer slot expired (`rto_deadline() <= now`): an RTO
+    /// ([`Sender::on_rto`]), a tail loss probe (the probe segment is then the next one
+    /// [`Sender::next_segment`] returns) or a RACK reorder timeout (lost segments are
+    /// then retransmitted by `next_segment`). Returns what fired.
+    pub fn on_xmit_timer(&mut self, now: SimTime) -> XmitTimer {
+        let kind = self.timer;
+        match kind {
+            XmitTimer::Rto => self.on_rto(now),
+            XmitTimer::Probe => self.on_probe_timer(now),
+            XmitTimer::Reo => self.on_reo_timer(now),
+        }
+        kind
+    }
+
+    /// Linux `tcp_send_loss_probe` (6.1 / 3.14): new data if the receive window allows,
+    /// else the last segment again.
+    fn on_probe_timer(&mut self, now: SimTime) {
+        if self.sb.packets_out == 0 {
+            self.arm(XmitTimer::Rto, SimTime::NEVER);
+            return;
+        }
+        let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
+        let avail = self
+            .write_end
+            .saturating_sub(self.snd_nxt)
+            .min(self.mss as u64);
+        let new_data = !self.fin_sent
+            && (avail > 0 || self.fin_requested)
+            && avail <= room
+            && !(self.pacing && now < self.wstamp);
+        match self.tlp {
+            Tlp::Linux3_14 => {
+                // 3.14 probes new data whenever some is queued; no episode for it.
+                if self.unsent() > 0 && !self.fin_sent {
+                    if new_data {
+                        self.probe = Some(Probe::NewData);
+                    }
+                } else if self.tlp_high_seq == 0 {
+                    let last = self.sb.get(self.sb.len() - 1);
+                    // "Probe with zero data doesn't trigger fast recovery."
+                    if last.payload() > 0 {
+                        self.probe = Some(Probe::Last);
+                    }
+                }
+                // The RTO restarts from now either way.
+                self.arm(XmitTimer::Rto, now + self.rtt.rto());
+            }
+            _ => {
+                if self.tlp_high_seq != 0 {
+                    // At most one probe episode at a time.
+                    self.rearm_rto(now);
+                    return;
+                }
+                self.tlp_retrans = false;
+                self.probe = Some(if new_data {
+                    Probe::NewData
+                } else {
+                    Probe::Last
+                });
+                // Until the probe is sent (next_segment re-arms from its send time).
+                self.rearm_rto(now);
+            }
+        }
+    }
+
+    /// Linux `tcp_rack_reo_timeout`: mark what has become due; entering recovery if
+    /// something was; the RTO re-armed after the retransmissions.
+    fn on_reo_timer(&mut self, now: SimTime) {
+        self.stats.reo_timeouts += 1;
+        let prior_in_flight = self.in_flight();
+        let lost_before = self.sb.lost_total;
+        let reo_wnd = self.rack_reo_wnd();
+        let r = self.sb.rack_detect_loss(now, reo_wnd);
+        self.stats.lost_retransmits += r.lost_retrans as u64;
+        if self.in_flight() != prior_in_flight && self.state != CaState::Recovery {
+            self.enter_recovery(now);
+            if !self.cc.owns_cwnd() && self.recovery == Recovery::Prr {
+                let newly_lost = self.sb.lost_total > lost_before;
+                self.cwnd_reduction(1, newly_lost, false);
+            }
+        }
+        // The slot still says "reorder timeout", so a retransmitted head does not
+        // restart the RTO; it is re-armed once the retransmissions have gone out.
+        self.rearm_after_send = true;
+    }
+
+    /// Linux `tcp_rack_reo_wnd`: no reordering window while no reordering was seen and
+    /// the sender is in Recovery/Loss or has DupThresh segments SACKed; else
+    /// min_rtt / 4 (one step: D-SACK-driven growth is not modelled, D-SACKs are not),
+    /// at most SRTT.
+    fn rack_reo_wnd(&self) -> SimDuration {
+        if self.sb.rack.reord_seen == 0
+            && (matches!(self.state, CaState::Recovery | CaState::Loss)
+                || self.sb.sacked_out >= DUP_THRESH)
+        {
+            return SimDuration::ZERO;
+        }
+        let quarter = self.min_rtt.map_or(SimDuration::MAX, |m| m / 4);
+        quarter.min(self.rtt.srtt().unwrap_or(SimDuration::ZERO))
+    }
+
+    /// RACK loss detection on an ACK (`tcp_rack_mark_lost`): arms the reorder timer if a
+    /// segment is not yet due. Returns (newly lost, lost retransmissions, reo armed).
+    fn rack_mark_lost(&mut self, now: SimTime) -> (u32, u32, bool) {
+        if !self.sb.rack.advanced {
+            return (0, 0, false);
+        }
+        self.sb.rack.advanced = false;
+        let reo_wnd = self.rack_reo_wnd();
+        let r = self.sb.rack_detect_loss(now, reo_wnd);
+        self.stats.lost_retransmits += r.lost_retrans as u64;
+        let armed = if let Some(t) = r.timeout {
+            // inet_csk_reset_xmit_timer caps the wait at the RTO.
+            let wait = (t + TIMEOUT_MIN).min(self.rtt.rto());
+            self.arm(XmitTimer::Reo, now + wait);
+            true
+        } else {
+            false
+        };
+        (r.marked, r.lost_retrans, armed)
     }
     /// Segments in flight (RFC 6675 pipe).
     pub fn in_flight(&self) -> u32 {
@@ -432,6 +742,7 @@ impl Sender {
 
     fn init_cwnd_reduction(&mut self, now: SimTime, ecn: bool) {
         self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = 0;
         self.w.cnt = 0;
         self.prior_cwnd = self.w.cwnd;
         self.prr_delivered = 0;
@@ -550,6 +861,9 @@ impl Sender {
             return out;
         }
         self.stats.acks += 1;
+        if self.rack {
+            self.sb.begin_ack(now, self.min_rtt);
+        }
         let prior_in_flight = self.in_flight();
         let lost_before = self.sb.lost_total;
         let prior_una = self.snd_una;
@@ -656,11 +970,14 @@ impl Sender {
         self.cc.on_ack_event(&mut self.w, &sample);
 
         // Loss detection and state transitions (Linux tcp_fastretrans_alert).
-        let newly_lost = if self.sack && sacked_new {
-            self.sb.mark_lost_sack() > 0
-        } else {
-            false
-        };
+        if self.sack && sacked_new && !self.rack {
+            self.sb.mark_lost_sack();
+        }
+        let pure_dup = !una_advanced && !carries_data && !window_changed && !sacked_new;
+        if self.tlp == Tlp::Linux && self.tlp_high_seq != 0 {
+            // Linux 6.1 tcp_ack: tcp_process_tlp_ack before tcp_fastretrans_alert.
+            self.process_tlp_ack(now, h.ack, pure_dup);
+        }
         let ece = if self.accecn {
             ce > 0
         } else {
@@ -703,8 +1020,31 @@ impl Sender {
             }
             _ => {}
         }
+        // RACK (Linux tcp_identify_packet_loss) on "dubious" ACKs (tcp_ack_is_dubious:
+        // a duplicate, SACK or ECE, or not in Open; Disorder counts as not Open).
+        let mut reo_armed = false;
+        if self.rack {
+            let dubious = pure_dup
+                || sacked_new
+                || ece
+                || self.state != CaState::Open
+                || self.sb.sacked_out + self.sb.lost_out + self.sb.retrans_out > 0;
+            if dubious {
+                let (_, lost_retrans, armed) = self.rack_mark_lost(now);
+                reo_armed = armed;
+                if self.state == CaState::Loss && lost_retrans > 0 {
+                    // A retransmission sent after the timeout was lost too: fast
+                    // recovery from Loss (tcp_fastretrans_alert, FLAG_LOST_RETRANS).
+                    self.enter_recovery(now);
+                }
+            }
+        }
+        let newly_lost = self.sb.lost_total > lost_before;
         if matches!(self.state, CaState::Open | CaState::Cwr) {
-            let time_to_recover = if self.sack {
+            let time_to_recover = if self.rack {
+                // tcp_time_to_recover with RACK: only a loss proven by marking.
+                self.sb.lost_out > 0
+            } else if self.sack {
                 self.sb.lost_out > 0 || self.sb.sacked_out >= DUP_THRESH
             } else {
                 self.reno_sacked >= DUP_THRESH && self.snd_una >= self.high_seq
@@ -714,6 +1054,10 @@ impl Sender {
             } else if ece && self.state == CaState::Open {
                 self.enter_cwr(now);
             }
+        }
+        if self.tlp == Tlp::Linux3_14 && self.tlp_high_seq != 0 {
+            // Linux 3.14 tcp_ack: tcp_process_tlp_ack after tcp_fastretrans_alert.
+            self.process_tlp_ack(now, h.ack, pure_dup);
         }
 
         // Window: reduce during CWR/Recovery, grow otherwise (Linux tcp_cong_control);
@@ -746,15 +1090,62 @@ impl Sender {
         }
         self.stats.cwnd_sum += self.w.cwnd as f64;
 
-        // RFC 6298 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
-        if una_advanced {
-            self.rto_deadline = if self.sb.packets_out == 0 {
-                SimTime::NEVER
-            } else {
-                now + self.rtt.rto()
-            };
+        // RFC 6298 5.2 / 5.3: stop the timer when all is acknowledged, else restart it
+        // (Linux tcp_set_xmit_timer: a loss probe instead where TLP allows one; left
+        // alone when RACK armed its reorder timeout on this ACK).
+        if una_advanced && !reo_armed && !(self.tlp == Tlp::Linux && self.schedule_probe(now, true))
+        {
+            self.rearm_rto(now);
+        }
+        if self.tlp == Tlp::Linux3_14 && self.timer == XmitTimer::Rto {
+            // Linux 3.14 tcp_ack ends with tcp_schedule_loss_probe when the RTO is pending.
+            self.schedule_probe(now, false);
         }
         out
+    }
+
+    /// Linux `tcp_process_tlp_ack`: the end of a probe episode. An ACK above
+    /// `tlp_high_seq` after a retransmitted probe means the probe repaired a loss: cwnd
+    /// is reduced once (CWR entered and left at once); a pure duplicate ACK for
+    /// `tlp_high_seq` means the original and the probe both arrived (Linux would see a
+    /// D-SACK; the model's receivers send none, and the duplicate ACK decides).
+    fn process_tlp_ack(&mut self, now: SimTime, ack: u64, pure_dup: bool) {
+        let high = self.tlp_high_seq;
+        let repaired = match self.tlp {
+            Tlp::Linux => {
+                if ack < high {
+                    return;
+                }
+                if !self.tlp_retrans {
+                    // A probe of new data was acknowledged.
+                    self.tlp_high_seq = 0;
+                    false
+                } else if ack > high {
+                    true
+                } else {
+                    if pure_dup {
+                        self.tlp_high_seq = 0;
+                    }
+                    false
+                }
+            }
+            _ => {
+                if ack == high && pure_dup {
+                    self.tlp_high_seq = 0;
+                    return;
+                }
+                if ack > high {
+                    self.tlp_high_seq = 0;
+                }
+                ack > high
+            }
+        };
+        if repaired {
+            self.init_cwnd_reduction(now, false);
+            self.state = CaState::Cwr;
+            self.end_cwnd_reduction();
+            self.stats.loss_probe_recoveries += 1;
+        }
     }
 
     /// Linux `tcp_try_undo_loss` → `tcp_undo_cwnd_reduction(sk, true)`: the timeout was
@@ -787,7 +1178,7 @@ impl Sender {
     /// The retransmission timer expired.
     pub fn on_rto(&mut self, now: SimTime) {
         if self.sb.packets_out == 0 {
-            self.rto_deadline = SimTime::NEVER;
+            self.arm(XmitTimer::Rto, SimTime::NEVER);
             return;
         }
         self.stats.rtos += 1;
@@ -817,7 +1208,13 @@ impl Sender {
         if let Some(s) = self.cc.on_rto(&self.w, now, self.snd_nxt, reduce) {
             self.w.ssthresh = s;
         }
-        self.sb.mark_all_lost();
+        if self.rack {
+            self.sb.mark_all_lost_rack(now);
+        } else {
+            self.sb.mark_all_lost();
+        }
+        self.tlp_high_seq = 0;
+        self.probe = None;
         self.reno_sacked = 0;
         self.w.cwnd = (self.in_flight() + 1).min(self.w.clamp.max(1));
         self.w.cnt = 0;
@@ -827,7 +1224,7 @@ impl Sender {
         self.queue_cwr = self.ecn_ok && !self.accecn;
         self.rto_retrans += 1;
         self.rtt.on_timeout();
-        self.rto_deadline = now + self.rtt.rto();
+        self.arm(XmitTimer::Rto, now + self.rtt.rto());
     }
 
     /// The next segment to transmit now, if cwnd and the receive window allow one.
@@ -836,10 +1233,16 @@ impl Sender {
         if !self.established {
             return None;
         }
+        if let Some(p) = self.probe.take() {
+            if let Some(t) = self.send_probe(now, p, max_payload) {
+                return Some(t);
+            }
+        }
         // Linux tcp_pacing_check: nothing leaves before the pacing timestamp.
         self.pace_blocked = false;
         if self.pacing && now < self.wstamp {
             self.pace_blocked = true;
+            self.after_send(now);
             return None;
         }
         let in_flight = self.in_flight();
@@ -855,9 +1258,10 @@ impl Sender {
                 let s = *self.sb.get(i);
                 self.stats.retransmits += 1;
                 self.stats.segs_sent += 1;
-                if i == 0 {
-                    // Linux re-arms the timer when it resends the first segment.
-                    self.rto_deadline = now + self.rtt.rto();
+                if i == 0 && self.timer != XmitTimer::Reo {
+                    // Linux re-arms the timer when it resends the first segment
+                    // (tcp_xmit_retransmit_queue; not over a pending reorder timeout).
+                    self.arm(XmitTimer::Rto, now + self.rtt.rto());
                 }
                 self.force_rtx = false;
                 self.sent_one(now);
@@ -873,43 +1277,9 @@ impl Sender {
                 });
             }
         }
-        if in_flight < self.w.cwnd && !self.fin_sent {
-            let avail = self.write_end.saturating_sub(self.snd_nxt);
-            let len = avail.min(max_payload.min(self.mss) as u64);
-            let fin = self.fin_requested && self.snd_nxt + len == self.write_end;
-            let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
-            if (len > 0 || fin) && len <= room {
-                if in_flight == 0 {
-                    self.cc
-                        .on_tx_start(now, now.saturating_since(self.lsndtime));
-                }
-                let seq = self.snd_nxt;
-                let end = seq + len + fin as u64;
-                let tx = self.tx_stamp(now, in_flight + 1);
-                self.sb.push(seq, end, now, fin);
-                self.sb.set_tx(self.sb.len() - 1, tx);
-                self.snd_nxt = end;
-                self.fin_sent |= fin;
-                if self.rto_deadline == SimTime::NEVER {
-                    self.rto_deadline = now + self.rtt.rto();
-                }
-                let ect = self.ecn_ok && len > 0;
-                let cwr = ect && self.queue_cwr;
-                if cwr {
-                    self.queue_cwr = false;
-                }
-                self.stats.segs_sent += 1;
-                self.sent_one(now);
-                self.paced(now, len as u32 + super::config::HEADER_BYTES);
-                return Some(TxSeg {
-                    seq,
-                    end,
-                    payload: len as u32,
-                    fin,
-                    cwr,
-                    ect,
-                    retrans: false,
-                });
+        if in_flight < self.w.cwnd {
+            if let Some(t) = self.send_new(now, max_payload, in_flight, false) {
+                return Some(t);
             }
         }
         // Nothing (more) to send: Linux tcp_cwnd_validate at the end of a burst.
@@ -934,7 +1304,125 @@ impl Sender {
             self.cwnd_usage_seq = self.snd_nxt;
         }
         self.burst_sent = 0;
+        self.after_send(now);
         None
+    }
+
+    /// End of a burst: the RTO re-arm a reorder timeout deferred (Linux
+    /// `tcp_rack_reo_timeout` calls `tcp_rearm_rto` after `tcp_xmit_retransmit_queue`).
+    fn after_send(&mut self, now: SimTime) {
+        if self.rearm_after_send {
+            self.rearm_after_send = false;
+            if self.timer == XmitTimer::Reo {
+                self.rearm_rto(now);
+            }
+        }
+    }
+
+    /// A new data segment if the application and the receive window allow one (the
+    /// caller checked cwnd; a loss probe ignores it).
+    fn send_new(
+        &mut self,
+        now: SimTime,
+        max_payload: u32,
+        in_flight: u32,
+        probe: bool,
+    ) -> Option<TxSeg> {
+        if self.fin_sent {
+            return None;
+        }
+        let avail = self.write_end.saturating_sub(self.snd_nxt);
+        let len = avail.min(max_payload.min(self.mss) as u64);
+        let fin = self.fin_requested && self.snd_nxt + len == self.write_end;
+        let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
+        if !((len > 0 || fin) && len <= room) {
+            return None;
+        }
+        if in_flight == 0 {
+            self.cc
+                .on_tx_start(now, now.saturating_since(self.lsndtime));
+        }
+        let prior_packets = self.sb.packets_out;
+        let seq = self.snd_nxt;
+        let end = seq + len + fin as u64;
+        let tx = self.tx_stamp(now, in_flight + 1);
+        self.sb.push(seq, end, now, fin);
+        self.sb.set_tx(self.sb.len() - 1, tx);
+        self.snd_nxt = end;
+        self.fin_sent |= fin;
+        if self.tlp == Tlp::Off {
+            if self.rto_deadline == SimTime::NEVER {
+                self.arm(XmitTimer::Rto, now + self.rtt.rto());
+            }
+        } else if !probe {
+            // Linux tcp_event_new_data_sent (RTO from the oldest transmission when a
+            // probe held the slot), then tcp_write_xmit's tcp_schedule_loss_probe.
+            if prior_packets == 0 || self.timer == XmitTimer::Probe {
+                self.rearm_rto(now);
+            }
+            self.schedule_probe(now, false);
+        }
+        let ect = self.ecn_ok && len > 0;
+        let cwr = ect && self.queue_cwr;
+        if cwr {
+            self.queue_cwr = false;
+        }
+        self.stats.segs_sent += 1;
+        self.sent_one(now);
+        self.paced(now, len as u32 + super::config::HEADER_BYTES);
+        Some(TxSeg {
+            seq,
+            end,
+            payload: len as u32,
+            fin,
+            cwr,
+            ect,
+            retrans: false,
+        })
+    }
+
+    /// Sends the probe of a fired loss-probe timer (Linux `tcp_send_loss_probe`): new
+    /// data regardless of cwnd, else the last segment again; opens the probe episode.
+    fn send_probe(&mut self, now: SimTime, p: Probe, max_payload: u32) -> Option<TxSeg> {
+        let in_flight = self.in_flight();
+        let t = match p {
+            Probe::NewData => self.send_new(now, max_payload, in_flight, true)?,
+            Probe::Last => {
+                let i = self.sb.len().checked_sub(1)?;
+                let tx = self.tx_stamp(now, in_flight + 1);
+                self.sb.on_probe_retransmit(i, now);
+                self.sb.set_tx(i, tx);
+                let s = *self.sb.get(i);
+                self.stats.retransmits += 1;
+                self.stats.segs_sent += 1;
+                self.sent_one(now);
+                self.paced(now, s.payload() + super::config::HEADER_BYTES);
+                TxSeg {
+                    seq: s.start,
+                    end: s.end,
+                    payload: s.payload(),
+                    fin: s.has(super::scoreboard::FIN),
+                    cwr: false,
+                    ect: false,
+                    retrans: true,
+                }
+            }
+        };
+        self.stats.loss_probes += 1;
+        match self.tlp {
+            Tlp::Linux => {
+                self.tlp_retrans = p == Probe::Last;
+                self.tlp_high_seq = self.snd_nxt;
+                // "Reset s.t. tcp_rearm_rto will restart timer from now."
+                self.arm(XmitTimer::Rto, now + self.rtt.rto());
+            }
+            _ => {
+                if p == Probe::Last {
+                    self.tlp_high_seq = self.snd_nxt;
+                }
+            }
+        }
+        Some(t)
     }
 
     fn sent_one(&mut self, now: SimTime) {
@@ -1018,14 +1506,28 @@ mod tests {
 
     const MSS: u64 = 1000;
 
+    /// NewReno with RFC 6675 DupThresh loss detection and no loss probes (the hand
+    /// traces below follow RFC 6675); RACK-TLP tests turn those on.
     fn cfg(f: impl FnOnce(&mut TcpOptions)) -> TcpConfig {
         let mut o = TcpOptions {
             mss: Some(MSS as u32),
             cc: Some(CcKind::NewReno),
+            loss_detection: Some(LossDetection::Dupthresh),
+            tlp: Some(Tlp::Off),
             ..Default::default()
         };
         f(&mut o);
         o.resolve("tcp").unwrap()
+    }
+    /// RACK loss detection with the given loss-probe flavour.
+    fn rack_cfg(tlp: Tlp) -> TcpConfig {
+        cfg(|o| {
+            o.loss_detection = Some(LossDetection::Rack);
+            o.tlp = Some(tlp);
+        })
+    }
+    fn kinds(out: &[TxSeg]) -> Vec<(u64, bool)> {
+        out.iter().map(|t| ((t.seq - 1) / MSS, t.retrans)).collect()
     }
     fn ms(x: u64) -> SimTime {
         SimTime::from_nanos(x * 1_000_000)
@@ -1298,6 +1800,264 @@ mod tests {
         assert_eq!(s.stats.ecn_reductions, 2);
         assert_eq!(s.w.ssthresh, 3, "6 / 2");
         assert_eq!(s.stats.retransmits, 0);
+    }
+
+    #[test]
+    fn rack_reordering_within_reo_wnd_is_not_loss() {
+        // RFC 8985 6.2: while fewer than DupThresh segments are SACKed and no reordering
+        // was seen, reo_wnd = min_rtt / 4 = 25 ms.
+        let mut s = sender(rack_cfg(Tlp::Off), false);
+        drain(&mut s, ms(100));
+        // Segment 1 is SACKed at 200 ms: RACK.xmit_ts = 100 ms, RACK.rtt = 100 ms.
+        // Segment 0 (sent at the same time, lower sequence: before RACK) is due at
+        // 100 + 100 + 25 = 225 ms: not lost yet; reorder timer at 225 + 2 ms.
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        assert_eq!((s.state, s.sb.lost_out), (CaState::Open, 0));
+        assert_eq!(s.rack_reo_wnd(), SimDuration::from_millis(25));
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Reo, ms(227))
+        );
+        assert_eq!(kinds(&drain(&mut s, ms(200))), vec![(10, false)]);
+        // Segment 0 was only reordered: it arrives at 210 ms. Nothing was marked lost;
+        // the reordering is remembered and the RTO replaces the reorder timer.
+        s.on_ack(ms(210), &ack(2, &[]), false);
+        assert_eq!(
+            (s.state, s.sb.lost_out, s.stats.retransmits),
+            (CaState::Open, 0, 0)
+        );
+        assert_eq!(s.sb.rack.reord_seen, 1);
+        assert_eq!(s.timer_kind(), XmitTimer::Rto);
+        // With reordering seen, reo_wnd stays min_rtt / 4 even in recovery.
+        s.state = CaState::Recovery;
+        assert_eq!(s.rack_reo_wnd(), SimDuration::from_millis(25));
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn rack_reorder_timeout_marks_the_hole_and_starts_recovery() {
+        let mut s = sender(rack_cfg(Tlp::Off), false);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        drain(&mut s, ms(200));
+        assert_eq!(s.rto_deadline(), ms(227));
+        // No further ACK: the reorder timeout fires, segment 0 is lost (it is 127 ms
+        // old > RACK.rtt + reo_wnd = 125 ms), recovery starts with ssthresh 10 / 2.
+        assert_eq!(s.on_xmit_timer(ms(227)), XmitTimer::Reo);
+        assert_eq!(
+            (s.state, s.sb.lost_out, s.w.ssthresh),
+            (CaState::Recovery, 1, 5)
+        );
+        // PRR for one delivered segment: in flight 11 - 1 SACKed - 1 lost = 9,
+        // sndcnt = ceil(5 * 1 / 10) = 1, cwnd 10: the retransmission goes out alone.
+        assert_eq!(kinds(&drain(&mut s, ms(227))), vec![(0, true)]);
+        // The RTO is re-armed after the retransmission, from the oldest transmission
+        // (segment 0, just resent).
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Rto, ms(227) + s.rtt.rto())
+        );
+        assert_eq!((s.stats.rtos, s.stats.reo_timeouts), (0, 1));
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn rack_detects_a_lost_retransmission_without_rto() {
+        // RFC 8985 (section 3.4 example): segment 0 and then its retransmission are lost.
+        let mut s = sender(rack_cfg(Tlp::Off), false);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        drain(&mut s, ms(200));
+        s.on_ack(ms(201), &ack(0, &[(1, 3)]), false);
+        drain(&mut s, ms(201));
+        // Third SACKed segment: reo_wnd = 0 and segment 0 (sent with segment 3) is lost.
+        s.on_ack(ms(202), &ack(0, &[(1, 4)]), false);
+        assert_eq!((s.state, s.sb.lost_out), (CaState::Recovery, 1));
+        assert_eq!(kinds(&drain(&mut s, ms(202))), vec![(0, true)]);
+        // The retransmission is lost. SACKs for 4..=9 (sent at 100 ms, before it)
+        // cannot show that; PRR sends new data at 210 ms.
+        s.on_ack(ms(210), &ack(0, &[(1, 10)]), false);
+        assert_eq!(s.stats.lost_retransmits, 0);
+        let sent = drain(&mut s, ms(210));
+        assert!(!sent.is_empty() && sent.iter().all(|t| !t.retrans));
+        let hi = (sent.last().unwrap().end - 1) / MSS;
+        // Segments 10 and 11 (sent at 200/201 ms) are SACKed: still before the
+        // retransmission (202 ms), nothing is marked.
+        s.on_ack(ms(301), &ack(0, &[(1, 12)]), false);
+        assert_eq!((s.sb.retrans_out, s.stats.lost_retransmits), (1, 0));
+        drain(&mut s, ms(301));
+        // A segment sent at 210 ms is SACKed at 310 ms: RACK.xmit_ts = 210 ms,
+        // RACK.rtt = 100 ms; the retransmission sent at 202 ms is 108 ms old >
+        // RACK.rtt + reo_wnd (0 in recovery): lost again, resent at once, no RTO.
+        s.on_ack(ms(310), &ack(0, &[(1, hi)]), false);
+        assert_eq!((s.stats.lost_retransmits, s.sb.retrans_out), (1, 0));
+        assert_eq!(s.state, CaState::Recovery);
+        let out = drain(&mut s, ms(310));
+        assert_eq!(
+            out.first().map(|t| (t.seq, t.retrans)),
+            Some((seq(0), true))
+        );
+        assert_eq!((s.stats.rtos, s.stats.fast_recoveries), (0, 1));
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn tlp_repairs_a_tail_loss_and_reduces_cwnd_once() {
+        // Linux 6.1: ten segments of a 10-segment message; the last one is lost.
+        let mut s = Sender::new(&rack_cfg(Tlp::Linux));
+        s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+        s.write(ms(100), 10 * MSS);
+        assert_eq!(drain(&mut s, ms(100)).len(), 10);
+        // PTO = 2 SRTT + 2 ms = 202 ms (below the RTO, 300 ms).
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Probe, ms(302))
+        );
+        s.on_ack(ms(200), &ack(9, &[]), false);
+        // One segment out: PTO = 2 SRTT + min_rto = 400 ms, capped by the RTO.
+        let rto = s.rtt.rto();
+        assert!(rto < SimDuration::from_millis(400));
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Probe, ms(200) + rto)
+        );
+        let cwnd = s.w.cwnd;
+        // The probe fires: no new data, so the last segment is sent again.
+        let t = ms(200) + rto;
+        assert_eq!(s.on_xmit_timer(t), XmitTimer::Probe);
+        assert_eq!(kinds(&drain(&mut s, t)), vec![(9, true)]);
+        assert_eq!((s.stats.loss_probes, s.stats.rtos), (1, 0));
+        assert_eq!((s.tlp_high_seq, s.tlp_retrans), (seq(10), true));
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Rto, t + s.rtt.rto())
+        );
+        assert_eq!(
+            (s.state, s.w.cwnd),
+            (CaState::Open, cwnd),
+            "no RTO: cwnd kept"
+        );
+        // The probe is acknowledged: whether it repaired a loss is not known yet.
+        s.on_ack(t + SimDuration::from_millis(100), &ack(10, &[]), false);
+        assert_eq!(s.tlp_high_seq, seq(10));
+        // New data; an ACK above tlp_high_seq proves the loss: one reduction, Open.
+        let t2 = t + SimDuration::from_millis(110);
+        s.write(t2, 4 * MSS);
+        assert_eq!(drain(&mut s, t2).len(), 4);
+        let cwnd = s.w.cwnd;
+        s.on_ack(t2 + SimDuration::from_millis(100), &ack(14, &[]), false);
+        assert_eq!(s.stats.loss_probe_recoveries, 1);
+        assert_eq!((s.state, s.tlp_high_seq), (CaState::Open, 0));
+        assert_eq!(s.w.ssthresh, cwnd / 2);
+        assert!(
+            (s.w.ssthresh..=s.w.ssthresh + 1).contains(&s.w.cwnd),
+            "cwnd {} = ssthresh {} (+ this ACK's growth)",
+            s.w.cwnd,
+            s.w.ssthresh
+        );
+        assert_eq!((s.stats.rtos, s.stats.fast_recoveries), (0, 0));
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn tlp_of_a_delivered_segment_is_not_a_loss() {
+        let mut s = Sender::new(&rack_cfg(Tlp::Linux));
+        s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+        s.write(ms(100), 10 * MSS);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(9, &[]), false);
+        let t = s.rto_deadline();
+        s.on_xmit_timer(t);
+        assert_eq!(kinds(&drain(&mut s, t)), vec![(9, true)]);
+        // The original was only late; then the probe's copy brings a duplicate ACK.
+        s.on_ack(t + SimDuration::from_millis(10), &ack(10, &[]), false);
+        s.on_ack(t + SimDuration::from_millis(100), &ack(10, &[]), false);
+        assert_eq!(s.tlp_high_seq, 0, "the duplicate ACK ends the episode");
+        s.write(t + SimDuration::from_millis(110), 4 * MSS);
+        drain(&mut s, t + SimDuration::from_millis(110));
+        let cwnd = s.w.cwnd;
+        s.on_ack(t + SimDuration::from_millis(210), &ack(14, &[]), false);
+        assert_eq!(s.stats.loss_probe_recoveries, 0);
+        assert!(s.w.cwnd >= cwnd);
+    }
+
+    #[test]
+    fn tlp_probes_new_data_and_recovers_a_two_segment_tail_by_rack() {
+        // Unlimited data, cwnd-limited: every ACK is lost. The probe sends new data
+        // (segment 10) regardless of cwnd.
+        let mut s = sender(rack_cfg(Tlp::Linux), false);
+        drain(&mut s, ms(100));
+        assert_eq!(s.rto_deadline(), ms(302));
+        s.on_xmit_timer(ms(302));
+        assert_eq!(kinds(&drain(&mut s, ms(302))), vec![(10, false)]);
+        assert_eq!((s.tlp_high_seq, s.tlp_retrans), (seq(11), false));
+        // Its ACK ends the episode without a reduction.
+        s.on_ack(ms(402), &ack(11, &[]), false);
+        assert_eq!((s.tlp_high_seq, s.stats.loss_probe_recoveries), (0, 0));
+
+        // A 10-segment message whose last two segments are lost: the probe resends
+        // segment 9; its SACK lets RACK mark segment 8 (fast recovery, one reduction).
+        let mut s = Sender::new(&rack_cfg(Tlp::Linux));
+        s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+        s.write(ms(100), 10 * MSS);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(8, &[]), false);
+        // Two segments out: PTO = 2 SRTT + 2 ms.
+        let srtt = s.rtt.srtt().unwrap();
+        assert_eq!(s.rto_deadline(), ms(202) + srtt * 2);
+        let t = s.rto_deadline();
+        s.on_xmit_timer(t);
+        assert_eq!(kinds(&drain(&mut s, t)), vec![(9, true)]);
+        let cwnd = s.w.cwnd;
+        s.on_ack(
+            t + SimDuration::from_millis(100),
+            &ack(8, &[(9, 10)]),
+            false,
+        );
+        assert_eq!((s.state, s.w.ssthresh), (CaState::Recovery, cwnd / 2));
+        assert_eq!(s.tlp_high_seq, 0, "recovery ends the probe episode");
+        assert_eq!(
+            kinds(&drain(&mut s, t + SimDuration::from_millis(100))),
+            vec![(8, true)]
+        );
+        s.on_ack(t + SimDuration::from_millis(200), &ack(10, &[]), false);
+        assert_eq!((s.state, s.w.cwnd), (CaState::Open, cwnd / 2));
+        assert_eq!(
+            (
+                s.stats.rtos,
+                s.stats.fast_recoveries,
+                s.stats.loss_probe_recoveries
+            ),
+            (0, 1, 0)
+        );
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn tlp_linux_3_14_timeout_rules() {
+        // 3.14: PTO = max(2 SRTT, 10 ms) without the 2 ms, only when cwnd-limited or
+        // application-limited, and max(2 SRTT, 1.5 SRTT + 200 ms) for one segment out.
+        let mut s = sender(cfg(|o| o.tlp = Some(Tlp::Linux3_14)), false);
+        drain(&mut s, ms(100));
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Probe, ms(300))
+        );
+        let mut s = Sender::new(&cfg(|o| o.tlp = Some(Tlp::Linux3_14)));
+        s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+        s.write(ms(100), MSS);
+        drain(&mut s, ms(100));
+        // 1.5 * 100 + 200 = 350 ms, later than the RTO (300 ms): the RTO's time.
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Probe, ms(400))
+        );
+        // The probe resends the only segment; an ACK above tlp_high_seq would mean a
+        // repaired loss, a duplicate ACK for it ends the episode.
+        s.on_xmit_timer(ms(400));
+        assert_eq!(kinds(&drain(&mut s, ms(400))), vec![(0, true)]);
+        assert_eq!(s.tlp_high_seq, seq(1));
+        assert_eq!(s.rto_deadline(), ms(400) + s.rtt.rto());
     }
 
     #[test]
