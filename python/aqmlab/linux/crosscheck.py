@@ -129,11 +129,11 @@ def compare(sim, lin) -> list[Row]:
                 pa, pb = 100 * sa / ga if ga else math.nan, 100 * sb / gb if gb else math.nan
                 rows.append(Row("flow", label, "share of bulk goodput %", pa, pb, f"{pb - pa:+.2f} pt", ""))
     # loss recovery of all bulk senders over the whole run: the kernel's per-namespace MIB
-    # counters (RTO expiries, SACK/Reno recovery episodes, tail loss probes) against the
-    # simulator's per-flow counts; the simulator has no TLP
+    # counters (RTO expiries, SACK/Reno recovery episodes, tail loss probes, lost
+    # retransmissions) against the simulator's per-flow counts
     tcp = (getattr(lin, "engine_info", None) or {}).get("tcp") or {}
     if len(bulk) and tcp:
-        for col, label in (("retransmits", "retransmitted segments (whole run)"), ("rtos", "RTOs (whole run)"), ("fast_recoveries", "fast recoveries (whole run)"), ("loss_probes", "tail loss probes (whole run)")):
+        for col, label in (("retransmits", "retransmitted segments (whole run)"), ("rtos", "RTOs (whole run)"), ("fast_recoveries", "fast recoveries (whole run)"), ("loss_probes", "tail loss probes (whole run)"), ("lost_retransmits", "lost retransmissions (whole run)")):
             va = sum(_f(sf.loc[n, col]) for n in bulk) if col in sf.columns else math.nan
             vb = _f(tcp.get(col))
             rows.append(Row("flow", f"all {len(bulk)} bulk", label, va, vb, _ratio(va, vb), ""))

@@ -7,7 +7,9 @@
 //! arrives. At the flow's `stop` time unsent data is dropped and the sender closes.
 //!
 //! Summary extras (sender side unless noted): `retransmits` (segments), `rtos`,
-//! `fast_recoveries`, `ecn_reductions`, `bytes_acked`, `segments_sent`,
+//! `fast_recoveries`, `loss_probes` (tail loss probes sent), `loss_probe_recoveries`
+//! (probes that repaired a loss), `lost_retransmits` (retransmissions RACK found lost),
+//! `ecn_reductions`, `bytes_acked`, `segments_sent`,
 //! `syn_retransmits`, `srtt_mean` and `rtt_min` (s), `cwnd_mean` (bytes, mean over
 //! ACKs), and `completion_time` (s from start until the receiver has every byte; NaN
 //! for unlimited or unfinished transfers).
@@ -150,6 +152,9 @@ impl Application for Bulk {
         out.push(("retransmits", st.retransmits as f64));
         out.push(("rtos", st.rtos as f64));
         out.push(("fast_recoveries", st.fast_recoveries as f64));
+        out.push(("loss_probes", st.loss_probes as f64));
+        out.push(("loss_probe_recoveries", st.loss_probe_recoveries as f64));
+        out.push(("lost_retransmits", st.lost_retransmits as f64));
         out.push(("ecn_reductions", st.ecn_reductions as f64));
         out.push(("bytes_acked", st.bytes_acked as f64));
         out.push(("segments_sent", st.segs_sent as f64));

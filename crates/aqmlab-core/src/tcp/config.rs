@@ -350,8 +350,8 @@ impl Stack {
         // neither ns-2's Sack1 agent nor ns-3.44's TcpSocketBase detects spurious timeouts.
         let rto_undo = matches!(self, Stack::Linux | Stack::Linux3_14 | Stack::Linux2_6_29);
         let (loss_detection, tlp) = match self {
-            Stack::Linux => (LossDetection::Dupthresh, Tlp::Off),
-            Stack::Linux3_14 => (LossDetection::Dupthresh, Tlp::Off),
+            Stack::Linux => (LossDetection::Rack, Tlp::Linux),
+            Stack::Linux3_14 => (LossDetection::Dupthresh, Tlp::Linux3_14),
             _ => (LossDetection::Dupthresh, Tlp::Off),
         };
         TcpOptions {
@@ -558,12 +558,12 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
     },
     ParamDoc {
         name: "loss_detection",
-        default: "dupthresh",
+        default: "rack",
         doc: "rack (RFC 8985 time-based, detects lost retransmissions; Linux >= 4.4, profile linux) or dupthresh (RFC 6675, 3 SACKed segments above; linux-3.14, linux-2.6.29, ns2-sack1, ns3); rack needs sack",
     },
     ParamDoc {
         name: "tlp",
-        default: "off",
+        default: "linux",
         doc: "tail loss probe after ~2 SRTT (RFC 8985 section 7): linux (as 6.1), linux-3.14 (as 3.10-3.x, profile linux-3.14) or off (linux-2.6.29, ns2-sack1, ns3); needs sack",
     },
     ParamDoc {
@@ -861,8 +861,8 @@ impl TcpOptions {
             hystart: o.hystart.unwrap_or(true),
             prr: recovery == Recovery::Prr,
             rto_undo: o.rto_undo.unwrap_or(true),
-            loss_detection: o.loss_detection.unwrap_or(LossDetection::Dupthresh),
-            tlp: o.tlp.unwrap_or(Tlp::Off),
+            loss_detection: o.loss_detection.unwrap_or(LossDetection::Rack),
+            tlp: o.tlp.unwrap_or(Tlp::Linux),
             recovery,
             stack,
             ss_growth: o.ss_growth.unwrap_or(SsGrowth::Segments),
@@ -1000,8 +1000,8 @@ mod tests {
         // Loss detection and tail loss probes per profile (RACK-TLP in 6.1, TLP since
         // 3.10, neither in 2.6.29, ns-2 or ns-3), and single-key overrides.
         for (name, ld, tlp) in [
-            ("linux", LossDetection::Dupthresh, Tlp::Off),
-            ("linux-3.14", LossDetection::Dupthresh, Tlp::Off),
+            ("linux", LossDetection::Rack, Tlp::Linux),
+            ("linux-3.14", LossDetection::Dupthresh, Tlp::Linux3_14),
             ("linux-2.6.29", LossDetection::Dupthresh, Tlp::Off),
             ("ns2-sack1", LossDetection::Dupthresh, Tlp::Off),
             ("ns3", LossDetection::Dupthresh, Tlp::Off),
