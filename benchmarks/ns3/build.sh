@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles dumbbell.cc against the ns-3 wheel installed by setup.sh -> build/ns3-dumbbell.
+# Compiles dumbbell.cc and rttfair.cc against the ns-3 wheel installed by setup.sh ->
+# build/ns3-dumbbell and build/ns3-rttfair.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 NS3="$("$HERE/.venv/bin/python" -c 'import ns3, os; print(os.path.dirname(ns3.__file__))' 2>/dev/null || echo "$HERE/.venv/lib/python3.11/site-packages/ns3")"
@@ -9,6 +10,8 @@ LIBS=""
 for m in core network internet point-to-point traffic-control applications stats bridge mpi; do
   [ -f "$NS3/lib64/libns3.44-$m.so" ] && LIBS="$LIBS -lns3.44-$m"
 done
-g++ -O3 -std=c++20 -DNS3_LOG_ENABLE=0 -I"$NS3/include" "$HERE/dumbbell.cc" -o "$HERE/build/ns3-dumbbell" \
-  -L"$NS3/lib64" $LIBS -Wl,-rpath,"$NS3/lib64"
-echo "built $HERE/build/ns3-dumbbell"
+for prog in dumbbell rttfair; do
+  g++ -O3 -std=c++20 -DNS3_LOG_ENABLE=0 -I"$NS3/include" "$HERE/$prog.cc" -o "$HERE/build/ns3-$prog" \
+    -L"$NS3/lib64" $LIBS -Wl,-rpath,"$NS3/lib64"
+  echo "built $HERE/build/ns3-$prog"
+done
