@@ -652,6 +652,7 @@ impl Scoreboard {
     }
 
     /// RFC 6675 NextSeg rule (1): the lowest lost segment not yet retransmitted.
+    #[inline]
     pub fn next_lost(&mut self) -> Option<usize> {
         if self.rack_on {
             return self.next_lost_rack();

@@ -217,6 +217,7 @@ pub struct Sender {
     tlp_high_seq: u64,
     tlp_retrans: bool,
     probe: Option<Probe>,
+    probe_after_send: bool,
     rearm_after_send: bool,
     min_rto: SimDuration,
     /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
@@ -301,6 +302,7 @@ impl Sender {
             tlp_high_seq: 0,
             tlp_retrans: false,
             probe: None,
+            probe_after_send: false,
             rearm_after_send: false,
             min_rto: cfg.min_rto,
             rto_retrans: 0,
@@ -526,6 +528,7 @@ impl Sender {
 
     /// Linux `tcp_schedule_loss_probe` (`advancing_rto`: called for an ACK of new data,
     /// when the RTO would be restarted from now). Returns whether a probe was armed.
+    #[inline(never)]
     fn schedule_probe(&mut self, now: SimTime, advancing_rto: bool) -> bool {
         if self.tlp == Tlp::Off || self.sb.packets_out == 0 {
             return false;
@@ -690,6 +693,7 @@ impl Sender {
 
     /// RACK loss detection on an ACK (`tcp_rack_mark_lost`): arms the reorder timer if a
     /// segment is not yet due. Returns (newly lost, lost retransmissions, reo armed).
+    #[inline(never)]
     fn rack_mark_lost(&mut self, now: SimTime) -> (u32, u32, bool) {
         if !self.sb.rack.advanced {
             return (0, 0, false);
@@ -1109,6 +1113,7 @@ impl Sender {
     /// is reduced once (CWR entered and left at once); a pure duplicate ACK for
     /// `tlp_high_seq` means the original and the probe both arrived (Linux would see a
     /// D-SACK; the model's receivers send none, and the duplicate ACK decides).
+    #[inline(never)]
     fn process_tlp_ack(&mut self, now: SimTime, ack: u64, pure_dup: bool) {
         let high = self.tlp_high_seq;
         let repaired = match self.tlp {
@@ -1308,9 +1313,15 @@ impl Sender {
         None
     }
 
-    /// End of a burst: the RTO re-arm a reorder timeout deferred (Linux
-    /// `tcp_rack_reo_timeout` calls `tcp_rearm_rto` after `tcp_xmit_retransmit_queue`).
+    /// End of a burst: the loss probe scheduled after new data (Linux `tcp_write_xmit`
+    /// ends with `tcp_schedule_loss_probe`), and the RTO re-arm a reorder timeout
+    /// deferred (`tcp_rack_reo_timeout` calls `tcp_rearm_rto` after
+    /// `tcp_xmit_retransmit_queue`).
     fn after_send(&mut self, now: SimTime) {
+        if self.probe_after_send {
+            self.probe_after_send = false;
+            self.schedule_probe(now, false);
+        }
         if self.rearm_after_send {
             self.rearm_after_send = false;
             if self.timer == XmitTimer::Reo {
@@ -1321,6 +1332,7 @@ impl Sender {
 
     /// A new data segment if the application and the receive window allow one (the
     /// caller checked cwnd; a loss probe ignores it).
+    #[inline]
     fn send_new(
         &mut self,
         now: SimTime,
@@ -1356,11 +1368,12 @@ impl Sender {
             }
         } else if !probe {
             // Linux tcp_event_new_data_sent (RTO from the oldest transmission when a
-            // probe held the slot), then tcp_write_xmit's tcp_schedule_loss_probe.
+            // probe held the slot); tcp_write_xmit's tcp_schedule_loss_probe follows at
+            // the end of the burst (`after_send`).
             if prior_packets == 0 || self.timer == XmitTimer::Probe {
                 self.rearm_rto(now);
             }
-            self.schedule_probe(now, false);
+            self.probe_after_send = true;
         }
         let ect = self.ecn_ok && len > 0;
         let cwr = ect && self.queue_cwr;
@@ -1383,6 +1396,7 @@ impl Sender {
 
     /// Sends the probe of a fired loss-probe timer (Linux `tcp_send_loss_probe`): new
     /// data regardless of cwnd, else the last segment again; opens the probe episode.
+    #[inline(never)]
     fn send_probe(&mut self, now: SimTime, p: Probe, max_payload: u32) -> Option<TxSeg> {
         let in_flight = self.in_flight();
         let t = match p {
