@@ -10,6 +10,7 @@ The scenarios are the benchmark ones (benchmarks/scenarios/) with the duration s
     nice .venv/bin/python benchmarks/crosscheck/campaign.py            # all cases
     nice .venv/bin/python benchmarks/crosscheck/campaign.py tcp16_codel rrul res_rrul_fq_codel
     .venv/bin/python benchmarks/crosscheck/campaign.py --summary             # table only
+    .venv/bin/python benchmarks/crosscheck/campaign.py tcp16_codel --resim "why"  # simulator side only
 """
 
 from __future__ import annotations
@@ -206,6 +207,77 @@ def detail(names: list[str]) -> None:
                   f"{f(dr.get('sim'))} / {f(dr.get('linux'))} | {f(rx['sim'], 0)} / {f(rx['linux'], 0)} | {f(bulk.get('sim'), 0)} / {f(bulk.get('linux'), 0)} | {sh} |")
 
 
+#: Rows whose Linux value the comparison takes from the kernel's own counters
+#: (``engine_info``), not from the Linux engine's tables.
+ENGINE_METRICS = {"sojourn mean ms (kernel ldelay)", "retransmitted segments (whole run)", "RTOs (whole run)", "fast recoveries (whole run)", "tail loss probes (whole run)", "lost retransmissions (whole run)"}
+
+
+def resim(names: list[str], note: str) -> None:
+    """Re-runs the simulator side of stored cases (every --tag/--seed) against the stored
+    kernel values, for a simulator change: each row gets the current simulator's value and,
+    as ``sim_dupthresh``, the value with `[tcp] loss_detection = "dupthresh"`, `tlp = "off"`
+    (the model before RACK-TLP, on the same code); diff/verdict are recomputed for the
+    current value and ``engine.sim_rerun`` says why. The kernel side is not run again."""
+    import aqmlab
+    from aqmlab.linux.crosscheck import UTIL_POINTS, _ratio, _rel_verdict, compare, to_json, verdict
+
+    def sim_rows(sc: dict, engine: dict) -> list:
+        r = aqmlab.run(sc)
+        r.engine_info = engine  # the kernel's ldelay and MIB counters
+        return compare(r, r)
+
+    for name in names:
+        for p in sorted(RESULTS.glob(f"{name}*.json")):
+            if p.stem != name and not p.stem[len(name):].startswith("_"):
+                continue
+            d = json.loads(p.read_text())
+            old = {(r["section"], r["entity"], r["metric"]): r for r in d["rows"]}
+            sc = tomllib.loads(p.with_suffix(".toml").read_text())
+            base = json.loads(json.dumps(sc))
+            base.setdefault("tcp", {}).update(loss_detection="dupthresh", tlp="off")
+            before = {(r.section, r.entity, r.metric): r.sim for r in sim_rows(base, d["engine"])}
+            rows = []
+            for r in sim_rows(sc, d["engine"]):
+                o = old.get((r.section, r.entity, r.metric))
+                if o is None and r.entity.startswith("rrul_be0."):
+                    # runs made before rrul_be had its own name called the flows rrul0.*
+                    o = old.pop((r.section, "rrul0." + r.entity[len("rrul_be0."):], r.metric), None)
+                if o is None and r.metric == "drops after warm-up /s":
+                    # results of the first campaign: the kernel's after-warm-up rate was
+                    # their "dropped /s" row (see _old_drops)
+                    o = old.get((r.section, r.entity, "dropped /s"))
+                if r.metric not in ENGINE_METRICS:
+                    if o is None:
+                        continue
+                    r.linux = o["linux"] if o["linux"] is not None else float("nan")
+                a, b = r.sim, r.linux
+                if r.metric == "utilisation %":
+                    r.diff = f"{b - a:+.2f} pt"
+                    r.verdict = "ok" if abs(b - a) <= UTIL_POINTS else "DIFF"
+                elif r.metric == "share of bulk goodput %":
+                    r.diff = f"{b - a:+.2f} pt"
+                elif r.metric in ("sojourn mean ms", "induced latency ms"):
+                    r.diff, r.verdict = _ratio(a, b), _rel_verdict(a, b, 1.0)
+                else:
+                    r.diff = _ratio(a, b)
+                rows.append(r)
+            js = to_json(rows)
+            for j in js:
+                v = before.get((j["section"], j["entity"], j["metric"]))
+                j["sim_dupthresh"] = v if v is not None and v == v else None
+            # rows of an older crosscheck that the current one no longer writes keep their
+            # kernel value (the summary's corrections read it); their simulator value is gone
+            new = {(j["section"], j["entity"], j["metric"]) for j in js}
+            js += [dict(o, sim=None, diff="", verdict="") for k, o in old.items() if k not in new]
+            d["rows"], d["agree"] = js, verdict(rows)
+            d["engine"]["sim_rerun"] = note
+            p.write_text(json.dumps(d, allow_nan=False, default=lambda v: None) + "\n")
+            get = {(j["entity"], j["metric"]): j for j in js}
+            for key in (("bottleneck_up", "sojourn mean ms"), ("bottleneck_up", "drops after warm-up /s")):
+                j = get.get(key, {})
+                print(f"{p.stem} {key[1]}: {j.get('sim_dupthresh')} -> {j.get('sim')} (linux {j.get('linux')})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("only", nargs="*", help="case names (default: all)")
@@ -216,6 +288,7 @@ def main() -> None:
     ap.add_argument("--tag", default="", help="suffix of the result files (a repeat with other settings keeps the first)")
     ap.add_argument("--keep", action="store_true", help="keep each VM job's raw output in results/raw/CASE (not committed)")
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--resim", metavar="NOTE", default=None, help="re-run only the simulator side of the named stored cases (every --tag/--seed) and rewrite their rows (plus each row's value with loss_detection = dupthresh, tlp = off as sim_dupthresh); NOTE says what changed")
     ap.add_argument("--markdown", action="store_true", help="with --summary: a Markdown table")
     ap.add_argument("--detail", action="store_true", help="a Markdown table of the named cases' result files (every --tag/--seed): utilisation, sojourn, drops, retransmissions, RTOs, host shares")
     a = ap.parse_args()
@@ -224,6 +297,9 @@ def main() -> None:
         return
     if a.detail:
         detail(a.only)
+        return
+    if a.resim:
+        resim(a.only, a.resim)
         return
     RESULTS.mkdir(exist_ok=True)
     all_cases = cases(a.duration, a.warmup)

@@ -5,7 +5,8 @@
 //!   [`TcpConfig`] (Linux defaults).
 //! - [`rtt`]: RTT estimation and the retransmission timeout (RFC 6298, Linux floor).
 //! - [`cc`]: the congestion-control contract; [`newreno`] and [`cubic`] implement it.
-//! - [`scoreboard`]: outstanding segments, SACK tagging, RFC 6675 loss marking.
+//! - [`scoreboard`]: outstanding segments, SACK tagging, RFC 6675 loss marking, RACK
+//!   (RFC 8985) time-based loss marking.
 //! - [`sender`] / [`receiver`]: the two halves of an endpoint; algorithm cores that take
 //!   `now` and never touch the event queue.
 //! - [`conn`]: [`TcpConn`], a full-duplex connection between the two endpoints of a
