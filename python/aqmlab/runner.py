@@ -107,11 +107,13 @@ def execute_run(spec: dict, measures: list[str], keep_series: bool, keep_samples
     row = ident | params | M.compute(res, measures) | {"events": res.events, "wall_seconds": wall, "sim_wall_seconds": res.wall_seconds}
     out: dict[str, Any] = {"runs": pd.DataFrame([row])}
 
+    tags = ident | params
+
     def tag(df: pd.DataFrame) -> pd.DataFrame:
-        df = df.copy()
-        for k, v in reversed(list((ident | params).items())):
-            df.insert(0, k, v)
-        return df
+        # the identity columns first, each value repeated on every row; one frame and one
+        # concat instead of a DataFrame.insert per column (each insert rebuilt the
+        # frame's column index: ~8 ms of a run's fixed cost), with the same dtypes
+        return pd.concat([pd.DataFrame(tags, index=df.index), df], axis=1)
 
     out["flows"] = tag(res.flows)
     out["queues"] = tag(res.queues)

@@ -181,3 +181,29 @@ def test_only_scopes_header_tables_report_and_findings(tmp_path):
     page = (out / "report.html").read_text()
     shown = re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)  # the exact study text stays, as provenance
     assert "OTHER" not in shown and "Experiment <code>load</code>" in shown
+
+
+def test_execute_run_tags_every_table_row_with_the_run_identity():
+    """Each per-run table starts with the run's identity and axis columns (run_id,
+    experiment, repetition, seed, p_<axis>), the value on every row, followed by the
+    result's own columns; the dtypes are those DataFrame.insert gives a scalar."""
+    from aqmlab.runner import _spec_to_dict, execute_run
+
+    study = load_study(str(MINI), quick=True)
+    spec = study.runs()[0]
+    e = next(x for x in study.experiments if x.name == spec.experiment)
+    out = execute_run(_spec_to_dict(spec), e.measures, True, True)
+    front = ["run_id", "experiment", "repetition", "seed", *(f"p_{k}" for k in spec.params)]
+    res = aqmlab.run(spec.scenario, seed=spec.seed)
+    for name, own in [("flows", res.flows), ("queues", res.queues), ("samples", res.samples)]:
+        df = out[name]
+        assert list(df.columns) == front + list(own.columns), name
+        assert len(df) == len(own) > 0
+        assert (df["run_id"] == spec.run_id).all() and (df["seed"] == spec.seed).all()
+        for k, v in spec.params.items():
+            assert (df[f"p_{k}"] == v).all()
+        ref = own.copy()
+        for k, v in reversed([("run_id", spec.run_id), ("experiment", spec.experiment), ("repetition", spec.repetition),
+                              ("seed", spec.seed), *((f"p_{k}", v) for k, v in spec.params.items())]):
+            ref.insert(0, k, v)
+        assert list(df.dtypes[: len(front)]) == list(ref.dtypes[: len(front)]), name
