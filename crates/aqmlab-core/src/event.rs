@@ -147,6 +147,34 @@ impl EventQueue {
         self.last = t;
         Some((t, e.ev))
     }
+    /// Pops the next event if it is due at or before `t` (else leaves it): `peek_time`
+    /// and `pop` in one look at the two heaps' tops, for the event loop.
+    #[inline]
+    pub fn pop_due(&mut self, t: SimTime) -> Option<(SimTime, Event)> {
+        let limit = ((t.as_nanos() as u128) << 64) | u64::MAX as u128;
+        let heap = match (self.packets.peek(), self.timers.peek()) {
+            (Some(p), Some(q)) => {
+                if p.key < q.key {
+                    if p.key > limit {
+                        return None;
+                    }
+                    &mut self.packets
+                } else {
+                    if q.key > limit {
+                        return None;
+                    }
+                    &mut self.timers
+                }
+            }
+            (Some(p), None) if p.key <= limit => &mut self.packets,
+            (None, Some(q)) if q.key <= limit => &mut self.timers,
+            _ => return None,
+        };
+        let e = heap.pop()?;
+        let at = e.time();
+        self.last = at;
+        Some((at, e.ev))
+    }
     pub fn len(&self) -> usize {
         self.packets.len() + self.timers.len()
     }
@@ -196,6 +224,33 @@ mod tests {
         }
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
         assert_eq!(order, pushed.to_vec());
+    }
+    /// `pop_due(t)` returns exactly what `pop` would while the next event is at or before
+    /// `t`, and nothing (leaving the queue as it was) once it is later.
+    #[test]
+    fn pop_due_stops_after_the_limit() {
+        let mut q = EventQueue::new();
+        let timer = |k| Event::FlowTimer { flow: 0, kind: k };
+        q.push(SimTime::from_nanos(5), Event::Arrive(1));
+        q.push(SimTime::from_nanos(5), timer(1));
+        q.push(SimTime::from_nanos(9), timer(2));
+        q.push(SimTime::from_nanos(10), Event::TxDone(2));
+        let t = SimTime::from_nanos(9);
+        assert_eq!(
+            q.pop_due(t),
+            Some((SimTime::from_nanos(5), Event::Arrive(1)))
+        );
+        assert_eq!(q.pop_due(t), Some((SimTime::from_nanos(5), timer(1))));
+        assert_eq!(q.pop_due(t), Some((SimTime::from_nanos(9), timer(2))));
+        assert_eq!(q.pop_due(t), None);
+        assert_eq!(q.len(), 1);
+        assert_eq!(
+            q.pop_due(SimTime::from_nanos(10)),
+            Some((SimTime::from_nanos(10), Event::TxDone(2)))
+        );
+        assert_eq!(q.pop_due(SimTime::NEVER), None);
+        q.push(SimTime::NEVER, timer(3));
+        assert_eq!(q.pop_due(SimTime::NEVER), Some((SimTime::NEVER, timer(3))));
     }
     /// Interleaved pushes and pops against a sorted reference: every pop returns the
     /// smallest pending (time, insertion order), also with many equal times.

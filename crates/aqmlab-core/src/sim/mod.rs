@@ -208,11 +208,7 @@ impl Simulator {
     /// Runs every event up to and including `t`; afterwards `now() == t`.
     pub fn run_until(&mut self, t: SimTime) {
         let started = std::time::Instant::now();
-        while let Some(et) = self.net.events.peek_time() {
-            if et > t {
-                break;
-            }
-            let (et, ev) = self.net.events.pop().expect("peeked");
+        while let Some((et, ev)) = self.net.events.pop_due(t) {
             debug_assert!(et >= self.net.now, "time travel");
             self.net.now = et;
             self.events_processed += 1;
