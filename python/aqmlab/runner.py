@@ -258,7 +258,8 @@ def run_study(
     scheduler (``tcp://host:8786``) or a ``dask.distributed.Client``/``LocalCluster``
     object; then the runs execute on that cluster. Finished runs are verified against
     their checksums first (damaged ones run again: ``SweepSummary.repaired``); with
-    compact_after the per-run files are merged into a few large files at the end.
+    compact_after the per-run files are merged into a few large files at the end (on `jobs`
+    processes, like the runs).
     """
     from aqmlab import measures as M
 
@@ -304,7 +305,7 @@ def run_study(
         writer.pool.shutdown(wait=True)
         bar.close()
     if compact_after:
-        compact(out)
+        compact(out, jobs=jobs)
     repaired = sorted({d.run_id for d in damaged})
     return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo) - len(failed), time.perf_counter() - t0, repaired, sorted(failed))
 

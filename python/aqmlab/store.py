@@ -361,81 +361,139 @@ def _conform(tbl: Any, schema: Any) -> Any:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int = ROW_GROUP_ROWS) -> int:
-    """Merges the loose files of finished runs into part files (per table and experiment,
-    sorted by run id, at most about `part_rows` rows each) and returns how many runs were
-    merged. Memory stays within about one row group per table. Safe to interrupt at any
-    instant: ``parts.json`` is the commit point."""
+def _experiment_of(files: list[pathlib.Path]) -> list[str]:
+    """The ``experiment`` of each loose ``runs`` file (one row each)."""
+    import pyarrow.parquet as pq
+
+    return [str(pq.read_table(f, columns=["experiment"]).column("experiment")[0].as_py()) for f in files]
+
+
+def _compact_group(table_dir: pathlib.Path, table: str, exp: str, items: list[tuple[str, pathlib.Path]], first: int,
+                   part_rows: int, row_group_rows: int) -> list[dict]:
+    """Merges the loose files `items` (run id, path; one table, one experiment, in run-id
+    order) into part files numbered from `first` (at most ``len(items)`` of them): each
+    written to a temporary name, fsynced and renamed into place (not yet listed in the
+    manifest). Returns their manifest entries. Runs in a worker process of :func:`compact`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    schema = _unified([pq.read_schema(f) for _, f in items])
+    parts: list[dict] = []
+    writer = None
+    part_path: pathlib.Path | None = None
+    part_ids: list[str] = []
+    part_n = 0
+    buf: list = []
+    buf_n = 0
+    number = first
+
+    def flush_group() -> None:
+        nonlocal buf, buf_n
+        if buf:
+            assert writer is not None  # a part is open whenever rows are buffered
+            writer.write_table(pa.concat_tables(buf), row_group_size=max(row_group_rows, buf_n))
+        buf, buf_n = [], 0
+
+    def close_part() -> None:
+        nonlocal writer, part_path, part_ids, part_n
+        flush_group()
+        if writer is None:
+            return
+        writer.close()
+        assert part_path is not None
+        with open(part_path, "rb+") as fh:
+            os.fsync(fh.fileno())
+        final = part_path.with_name(part_path.name[1:].removesuffix(".tmp"))
+        os.replace(part_path, final)
+        parts.append({"file": f"{table}/{final.name}", "experiment": exp, "rows": part_n,
+                      "runs": list(part_ids), "sha256": _sha256_file(final)})
+        writer, part_path, part_ids, part_n = None, None, [], 0
+
+    for rid, f in items:
+        tbl = _conform(pq.read_table(f).replace_schema_metadata(None), schema)
+        if writer is None:
+            part_path = table_dir / f".part-{number:06d}.parquet.tmp"
+            number += 1
+            writer = pq.ParquetWriter(part_path, schema, compression="snappy")
+        buf.append(tbl)
+        buf_n += tbl.num_rows
+        part_ids.append(rid)
+        part_n += tbl.num_rows
+        if buf_n >= row_group_rows:
+            flush_group()
+        if part_n >= part_rows:
+            close_part()
+    close_part()
+    return parts
+
+
+def _compact_jobs(jobs: int | None, tasks: int) -> int:
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(jobs, tasks))
+
+
+def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int = ROW_GROUP_ROWS, jobs: int | None = None) -> int:
+    """Merges the loose files of finished runs into part files (per table and experiment,
+    sorted by run id, at most about `part_rows` rows each) and returns how many runs were
+    merged. Memory stays within about one row group per table and process. Safe to
+    interrupt at any instant: ``parts.json`` is the commit point.
+
+    The (table, experiment) groups are independent until that commit, so `jobs` processes
+    (default: the CPUs this process may use) merge them side by side; each group numbers
+    its parts from a range of its own (at most one part per run), so the parts, their rows
+    and the manifest's order are those of a one-process compaction, only the file numbers
+    may skip."""
     out = pathlib.Path(out)
     m = _read_manifest(out)
     _cleanup(out, m)
     loose = sorted(_loose_ids(out, "runs") - _manifest_runs(m))
     if not loose:
         return 0
-    exp_of: dict[str, str] = {}
-    for rid in loose:
-        t = pq.read_table(out / "runs" / f"{rid}.parquet", columns=["experiment"])
-        exp_of[rid] = str(t.column("experiment")[0].as_py())
-    order = sorted(loose, key=lambda r: (exp_of[r], r))
+    chunk = 256
+    chunks = [loose[i : i + chunk] for i in range(0, len(loose), chunk)]
+    n = _compact_jobs(jobs, len(chunks))
+    pool = None
+    if n > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(max_workers=n)
+    try:
+        paths = [[out / "runs" / f"{rid}.parquet" for rid in c] for c in chunks]
+        exps = pool.map(_experiment_of, paths) if pool is not None else map(_experiment_of, paths)
+        exp_of: dict[str, str] = {}
+        for c, e in zip(chunks, exps):
+            exp_of.update(zip(c, e))
+        order = sorted(loose, key=lambda r: (exp_of[r], r))
+        groups: list[tuple[str, str, list[tuple[str, pathlib.Path]]]] = []
+        for table in TABLES:
+            files = [(rid, out / table / f"{rid}.parquet") for rid in order if (out / table / f"{rid}.parquet").exists()]
+            by_exp: dict[str, list] = {}
+            for rid, f in files:
+                by_exp.setdefault(exp_of[rid], []).append((rid, f))
+            groups += [(table, exp, by_exp[exp]) for exp in sorted(by_exp)]
+        firsts = []
+        nxt = m["next"]
+        for _, _, items in groups:
+            firsts.append(nxt)
+            nxt += len(items)
+        args = [(out / t, t, e, items, first, part_rows, row_group_rows) for (t, e, items), first in zip(groups, firsts)]
+        if pool is not None and len(groups) > 1:
+            # the biggest groups (bytes to read) first, so that the last to finish is small
+            size = [sum(f.stat().st_size for _, f in a[3]) for a in args]
+            futs = {i: pool.submit(_compact_group, *args[i]) for i in sorted(range(len(args)), key=lambda i: -size[i])}
+            results = [futs[i].result() for i in range(len(args))]
+        else:
+            results = [_compact_group(*a) for a in args]
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     new_parts: dict[str, list] = {t: [] for t in TABLES}
-    written: list[pathlib.Path] = []
-    for table in TABLES:
-        files = [(rid, out / table / f"{rid}.parquet") for rid in order if (out / table / f"{rid}.parquet").exists()]
-        by_exp: dict[str, list] = {}
-        for rid, f in files:
-            by_exp.setdefault(exp_of[rid], []).append((rid, f))
-        for exp in sorted(by_exp):
-            items = by_exp[exp]
-            schema = _unified([pq.read_schema(f) for _, f in items])
-            writer = None
-            part_path = None
-            part_ids: list[str] = []
-            part_n = 0
-            buf: list = []
-            buf_n = 0
-
-            def flush_group() -> None:
-                nonlocal buf, buf_n
-                if buf:
-                    assert writer is not None  # a part is open whenever rows are buffered
-                    writer.write_table(pa.concat_tables(buf), row_group_size=max(row_group_rows, buf_n))
-                buf, buf_n = [], 0
-
-            def close_part() -> None:
-                nonlocal writer, part_path, part_ids, part_n
-                flush_group()
-                if writer is None:
-                    return
-                writer.close()
-                with open(part_path, "rb+") as fh:
-                    os.fsync(fh.fileno())
-                final = part_path.with_name(part_path.name[1:].removesuffix(".tmp"))
-                os.replace(part_path, final)
-                written.append(final)
-                new_parts[table].append({"file": f"{table}/{final.name}", "experiment": exp, "rows": part_n,
-                                         "runs": list(part_ids), "sha256": _sha256_file(final)})
-                writer, part_path, part_ids, part_n = None, None, [], 0
-
-            for rid, f in items:
-                tbl = _conform(pq.read_table(f).replace_schema_metadata(None), schema)
-                if writer is None:
-                    part_path = out / table / f".part-{m['next']:06d}.parquet.tmp"
-                    m["next"] += 1
-                    writer = pq.ParquetWriter(part_path, schema, compression="snappy")
-                buf.append(tbl)
-                buf_n += tbl.num_rows
-                part_ids.append(rid)
-                part_n += tbl.num_rows
-                if buf_n >= row_group_rows:
-                    flush_group()
-                if part_n >= part_rows:
-                    close_part()
-            close_part()
-    for d in {p.parent for p in written}:
+    for (table, _, _), parts in zip(groups, results):
+        new_parts[table].extend(parts)
+    for d in {out / p["file"].split("/")[0] for t in TABLES for p in new_parts[t]}:
         _fsync_dir(d)
+    m["next"] = nxt
     for t in TABLES:
         m["parts"][t].extend(new_parts[t])
     _write_manifest(out, m)  # commit

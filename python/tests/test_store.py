@@ -75,6 +75,27 @@ def test_compaction_merges_files_and_keeps_every_table(stores):
         pd.testing.assert_frame_equal(x, y, check_like=True)
 
 
+def test_compaction_on_several_processes_writes_the_same_parts(stores, tmp_path):
+    """compact(jobs=2) merges the (table, experiment) groups in two processes: the
+    manifest lists the same parts in the same order, each byte for byte what one process
+    writes (same rows, row groups and SHA-256); only part numbers may differ."""
+    study, loose, packed = stores
+    two = tmp_path / "two"
+    shutil.copytree(loose, two)
+    assert store.compact(two, part_rows=20_000, row_group_rows=3_000, jobs=2) == len(study.runs())
+    assert not list((two / "samples").glob("[0-9a-f]*.parquet")) and not list(two.glob("*/.*.tmp"))
+    one = json.loads((packed / "parts.json").read_text())["parts"]
+    par = json.loads((two / "parts.json").read_text())["parts"]
+    assert set(one) == set(par)
+    for t in one:
+        assert [(p["experiment"], p["rows"], p["runs"], p["sha256"]) for p in one[t]] == \
+               [(p["experiment"], p["rows"], p["runs"], p["sha256"]) for p in par[t]]
+        assert len({p["file"] for p in par[t]}) == len(par[t])
+        for p in par[t]:
+            assert (two / p["file"]).is_file()
+    pd.testing.assert_frame_equal(store.load(two).runs, store.load(packed).runs)
+
+
 @pytest.mark.parametrize("layout", ["loose", "packed"])
 def test_lazy_figures_tables_findings_equal_eager(stores, layout, monkeypatch):
     study, loose, packed = stores
