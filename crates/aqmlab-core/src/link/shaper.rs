@@ -174,23 +174,25 @@ impl Shaper {
                     device.push_back(p);
                 }
                 ShaperKind::Tbf => {
-                    let p = match self.stash.take() {
-                        Some(p) => p,
-                        None => match super::dequeue_cold(qdisc, now, out) {
-                            Some(p) => {
-                                note_dequeue(stats, p.enqueued_at, p.ecn, now);
-                                p
-                            }
+                    // the head waits in the stash in place: dequeued straight into it,
+                    // moved once, into the device queue (not out and back in each time
+                    // the bucket is short: a packet is 128 bytes)
+                    if self.stash.is_none() {
+                        self.stash = super::dequeue_cold(qdisc, now, out);
+                        match &self.stash {
+                            Some(p) => note_dequeue(stats, p.enqueued_at, p.ecn, now),
                             None => break,
-                        },
-                    };
-                    let bytes = (p.size + overhead) as u64;
+                        }
+                    }
+                    let Some(head) = &self.stash else { break };
+                    let bytes = (head.size + overhead) as u64;
                     if self.tb.conforms(now, bytes) {
                         self.tb.charge(bytes);
-                        device.push_back(p);
+                        if let Some(p) = self.stash.take() {
+                            device.push_back(p);
+                        }
                     } else {
                         let at = self.tb.ready_at(now, bytes);
-                        self.stash = Some(p);
                         self.arm(at, link, ev);
                         break;
                     }
