@@ -359,6 +359,9 @@ impl Stack {
             rto_undo: Some(rto_undo),
             loss_detection: Some(loss_detection),
             tlp: Some(tlp),
+            // D-SACK: Linux receivers since 2.4 (`tcp_dsack = 1`); ns-2's and ns-3.44's
+            // sinks send none.
+            dsack: Some(rto_undo),
             ..o
         }
     }
@@ -431,6 +434,13 @@ pub struct TcpOptions {
     /// default) or "dupthresh" (RFC 6675; every other profile). See [`LossDetection`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss_detection: Option<LossDetection>,
+    /// Report duplicate segments to the sender by D-SACK (RFC 2883): the receiver puts
+    /// the duplicate's range first in the SACK option of the ACKs it sends until the next
+    /// data segment (Linux `tcp_dsack = 1`, `tcp_dsack_set`). Default true (every Linux
+    /// profile); the ns2-sack1 and ns3 profiles set false (neither sends D-SACKs). The
+    /// sender uses a D-SACK only to end a tail-loss-probe episode without a reduction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dsack: Option<bool>,
     /// Tail loss probes: "linux" (as Linux 6.1; the `linux` default), "linux-3.14" (as
     /// Linux 3.10–3.x; the `linux-3.14` default) or "off" (every other profile). Needs
     /// SACK. See [`Tlp`].
@@ -562,6 +572,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "rack (RFC 8985 time-based, detects lost retransmissions; Linux >= 4.4, profile linux) or dupthresh (RFC 6675, 3 SACKed segments above; linux-3.14, linux-2.6.29, ns2-sack1, ns3); rack needs sack",
     },
     ParamDoc {
+        name: "dsack",
+        default: "true",
+        doc: "receiver reports duplicate segments by D-SACK (RFC 2883, Linux tcp_dsack); the sender uses it to end a loss-probe episode without reduction; false in ns2-sack1/ns3",
+    },
+    ParamDoc {
         name: "tlp",
         default: "linux",
         doc: "tail loss probe after ~2 SRTT (RFC 8985 section 7): linux (as 6.1), linux-3.14 (as 3.10-3.x, profile linux-3.14) or off (linux-2.6.29, ns2-sack1, ns3); needs sack",
@@ -654,6 +669,7 @@ pub struct TcpConfig {
     pub rto_undo: bool,
     pub loss_detection: LossDetection,
     pub tlp: Tlp,
+    pub dsack: bool,
     pub recovery: Recovery,
     pub stack: Stack,
     pub ss_growth: SsGrowth,
@@ -707,6 +723,7 @@ impl TcpOptions {
             rto_undo: over.rto_undo.or(self.rto_undo),
             loss_detection: over.loss_detection.or(self.loss_detection),
             tlp: over.tlp.or(self.tlp),
+            dsack: over.dsack.or(self.dsack),
             ss_growth: over.ss_growth.or(self.ss_growth),
             ca_growth: over.ca_growth.or(self.ca_growth),
             recovery: over.recovery.or(self.recovery),
@@ -863,6 +880,7 @@ impl TcpOptions {
             rto_undo: o.rto_undo.unwrap_or(true),
             loss_detection: o.loss_detection.unwrap_or(LossDetection::Rack),
             tlp: o.tlp.unwrap_or(Tlp::Linux),
+            dsack: o.dsack.unwrap_or(true),
             recovery,
             stack,
             ss_growth: o.ss_growth.unwrap_or(SsGrowth::Segments),
@@ -1008,6 +1026,18 @@ mod tests {
         ] {
             let c = r(&format!("stack = \"{name}\"")).unwrap();
             assert_eq!((c.loss_detection, c.tlp), (ld, tlp), "{name}");
+        }
+        for (name, d) in [
+            ("linux", true),
+            ("linux-2.6.29", true),
+            ("ns2-sack1", false),
+            ("ns3", false),
+        ] {
+            assert_eq!(
+                r(&format!("stack = \"{name}\"")).unwrap().dsack,
+                d,
+                "{name}"
+            );
         }
         let c = r("stack = \"ns3\"\nloss_detection = \"rack\"\ntlp = \"linux-3.14\"").unwrap();
         assert_eq!(

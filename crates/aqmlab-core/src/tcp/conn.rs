@@ -222,7 +222,11 @@ impl Endpoint {
             phase: Phase::Idle,
             node: 0,
             snd: Sender::new(cfg),
-            rcv: Receiver::new(cfg.delayed_ack, cfg.mss, cfg.rcv_window),
+            rcv: {
+                let mut r = Receiver::new(cfg.delayed_ack, cfg.mss, cfg.rcv_window);
+                r.set_dsack(cfg.dsack);
+                r
+            },
             rto: Timer::new(),
             delack: Timer::new(),
             pace: Timer::new(),

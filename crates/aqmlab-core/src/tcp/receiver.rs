@@ -18,7 +18,10 @@
 //! - `ns3`: every second segment, 200 ms timeout (ns-3 `DelAckCount`, `DelAckTimeout`);
 //! - `off`: every segment.
 //!
-//! Not modelled: D-SACK (RFC 2883), receiver-side silly window avoidance.
+//! D-SACK (RFC 2883) with `dsack`: a duplicate segment's range is reported first in
+//! the SACK option until the next data segment (Linux `tcp_dsack_set`).
+//!
+//! Not modelled: receiver-side silly window avoidance.
 
 use super::config::DelayedAck;
 use crate::packet::{tcp_flags, SackBlock, TcpHeader};
@@ -64,6 +67,13 @@ pub struct Receiver {
     /// SACK blocks, most recent first.
     sacks: [SackBlock; MAX_SACKS],
     n_sacks: usize,
+    /// D-SACK (RFC 2883, Linux `tcp_dsack = 1`): report a duplicate segment as the first
+    /// SACK block (`dsack`: `out` holds that block and then the SACK blocks) until the
+    /// next data segment arrives (Linux `tcp_dsack_set`, cleared in `tcp_data_queue`).
+    dsack_on: bool,
+    dsack: bool,
+    out: [SackBlock; MAX_SACKS],
+    n_out: usize,
     fin_seq: Option<u64>,
     pub fin_received: bool,
     quick: u32,
@@ -98,6 +108,10 @@ impl Receiver {
             ooo: Vec::new(),
             sacks: [SackBlock::default(); MAX_SACKS],
             n_sacks: 0,
+            dsack_on: false,
+            dsack: false,
+            out: [SackBlock::default(); MAX_SACKS],
+            n_out: 0,
             fin_seq: None,
             fin_received: false,
             quick: 0,
@@ -136,8 +150,28 @@ impl Receiver {
         self.ecn
     }
 
-    /// SACK blocks to report, most recent first.
+    /// Report duplicate segments by D-SACK (RFC 2883).
+    pub fn set_dsack(&mut self, on: bool) {
+        self.dsack_on = on;
+    }
+
+    /// A duplicate [start, end) arrived: it goes first in the ACKs until the next data.
+    fn report_dsack(&mut self, start: u64, end: u64) {
+        if !self.dsack_on {
+            return;
+        }
+        self.out[0] = SackBlock { start, end };
+        let n = self.n_sacks.min(MAX_SACKS - 1);
+        self.out[1..=n].copy_from_slice(&self.sacks[..n]);
+        self.n_out = n + 1;
+        self.dsack = true;
+    }
+
+    /// SACK blocks to report, most recent first (a D-SACK block before them).
     pub fn sack_blocks(&self) -> &[SackBlock] {
+        if self.dsack {
+            return &self.out[..self.n_out];
+        }
         &self.sacks[..self.n_sacks]
     }
 
@@ -200,6 +234,7 @@ impl Receiver {
             self.enter_quickack(2);
         }
         let (start, end) = (h.seq, h.seq + seq_len);
+        self.dsack = false;
         if fin {
             self.fin_seq = Some(end - 1);
         }
@@ -212,13 +247,19 @@ impl Receiver {
         self.lrcvtime = Some(now);
         self.ack_pending = true;
         if end <= self.rcv_nxt {
-            // A duplicate: ACK at once (Linux enters quick-ACK mode).
+            // A duplicate: ACK at once (Linux enters quick-ACK mode), with a D-SACK.
             self.enter_quickack(MAX_QUICKACKS);
+            self.report_dsack(start, end);
             out.ack_now = true;
             return out;
         }
         if start > self.rcv_nxt {
+            let dup = self.dsack_on && self.ooo.iter().any(|&(s, e)| s <= start && end <= e);
             self.insert_ooo(start, end);
+            if dup {
+                // Out-of-order data already held (Linux tcp_data_queue_ofo).
+                self.report_dsack(start, end);
+            }
             out.ack_now = true;
             return out;
         }
@@ -556,5 +597,48 @@ mod tests {
             RTO,
         );
         assert_eq!(r.ts_recent, ms(9));
+    }
+
+    #[test]
+    fn dsack_reports_a_duplicate_first_until_the_next_data() {
+        let h = |seq: u64| TcpHeader {
+            seq,
+            len: MSS,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        };
+        let mut r = Receiver::new(DelayedAck::Linux, MSS, 64 * MSS);
+        r.set_dsack(true);
+        r.on_syn(SimTime::ZERO, false);
+        let t = SimTime::ZERO;
+        let rto = SimDuration::from_millis(200);
+        let seg = |i: u64| 1 + i * MSS as u64;
+        for i in [0, 1, 3] {
+            r.on_segment(t, &h(seg(i)), false, rto);
+        }
+        let sack3 = SackBlock {
+            start: seg(3),
+            end: seg(4),
+        };
+        assert_eq!(r.sack_blocks(), &[sack3]);
+        // Segment 1 again: a D-SACK block below the cumulative ACK, before the SACK.
+        assert!(r.on_segment(t, &h(seg(1)), false, rto).ack_now);
+        let d1 = SackBlock {
+            start: seg(1),
+            end: seg(2),
+        };
+        assert_eq!(r.sack_blocks(), &[d1, sack3]);
+        // Segment 3 again (held out of order): D-SACK inside the first SACK block.
+        r.on_segment(t, &h(seg(3)), false, rto);
+        assert_eq!(r.sack_blocks(), &[sack3, sack3]);
+        // New data clears the D-SACK.
+        r.on_segment(t, &h(seg(2)), false, rto);
+        assert_eq!(r.sack_blocks(), &[] as &[SackBlock]);
+        // Without D-SACK a duplicate reports nothing.
+        let mut r = Receiver::new(DelayedAck::Linux, MSS, 64 * MSS);
+        r.on_syn(SimTime::ZERO, false);
+        r.on_segment(t, &h(seg(0)), false, rto);
+        r.on_segment(t, &h(seg(0)), false, rto);
+        assert!(r.sack_blocks().is_empty());
     }
 }

@@ -55,7 +55,7 @@
 //! an RTO, segments sent within the last `RACK.rtt` (but the first) stay unmarked
 //! (`tcp_timeout_mark_lost`). Reordering (a never-retransmitted segment delivered below
 //! the highest SACK) is remembered; the D-SACK-driven widening of `reo_wnd`
-//! (`reo_wnd_steps`) is not modelled because the receivers send no D-SACKs.
+//! (`reo_wnd_steps`) is not modelled (`reo_wnd` stays one step; D-SACKs only end probe episodes).
 //!
 //! `tlp` (RFC 8985 §7, Linux `tcp_schedule_loss_probe` / `tcp_send_loss_probe`): in
 //! Open (6.1: also CWR; not in Linux's Disorder, i.e. with SACKed, lost or
@@ -64,7 +64,8 @@
 //! segment, new data if the receive window allows (ignoring cwnd), else the last segment
 //! again (not counted as a retransmission in flight), and opens a probe episode
 //! (`tlp_high_seq`); an ACK above it after a retransmitted probe means the probe
-//! repaired a loss: cwnd is reduced once (CWR entered and left at once). Linux keeps one
+//! repaired a loss: cwnd is reduced once (CWR entered and left at once), unless a D-SACK
+//! (`dsack`) or a duplicate ACK showed that the probe was redundant. Linux keeps one
 //! timer for RTO, probe and reorder timeout: [`Sender::rto_deadline`] and
 //! [`Sender::timer_kind`] are that slot, [`Sender::on_xmit_timer`] fires it; the RTO
 //! re-armed over a probe or reorder timeout counts from the oldest outstanding
@@ -72,8 +73,9 @@
 //! `tcp_early_retrans = 3`) is not modelled; RACK replaced it.
 //!
 //! ## Not modelled (deliberate)
-//! Undo of spurious fast recoveries (D-SACK, Eifel in recovery: the receivers send no
-//! D-SACKs). NextSeg rules (3) and (4) are not applied (Linux does not retransmit
+//! Undo of spurious fast recoveries (D-SACK, Eifel in recovery) and RACK's D-SACK-driven
+//! `reo_wnd` widening: the receivers send D-SACKs (`dsack`), but the sender uses them only
+//! to end a probe episode (`FLAG_DSACK_TLP`). NextSeg rules (3) and (4) are not applied (Linux does not retransmit
 //! unmarked holes). No Nagle
 //! (applications write whole messages, as with TCP_NODELAY), no pacing (Linux paces
 //! CUBIC/Reno only under the fq qdisc), no TSO. RFC 2861 cwnd decay while
@@ -678,7 +680,7 @@ impl Sender {
 
     /// Linux `tcp_rack_reo_wnd`: no reordering window while no reordering was seen and
     /// the sender is in Recovery/Loss or has DupThresh segments SACKed; else
-    /// min_rtt / 4 (one step: D-SACK-driven growth is not modelled, D-SACKs are not),
+    /// min_rtt / 4 (one step: the D-SACK-driven growth is not modelled),
     /// at most SRTT.
     fn rack_reo_wnd(&self) -> SimDuration {
         if self.sb.rack.reord_seen == 0
@@ -978,9 +980,14 @@ impl Sender {
             self.sb.mark_lost_sack();
         }
         let pure_dup = !una_advanced && !carries_data && !window_changed && !sacked_new;
+        let dsack = if self.tlp_high_seq != 0 {
+            self.dsack_of(h)
+        } else {
+            None
+        };
         if self.tlp == Tlp::Linux && self.tlp_high_seq != 0 {
             // Linux 6.1 tcp_ack: tcp_process_tlp_ack before tcp_fastretrans_alert.
-            self.process_tlp_ack(now, h.ack, pure_dup);
+            self.process_tlp_ack(now, h.ack, pure_dup, dsack);
         }
         let ece = if self.accecn {
             ce > 0
@@ -1061,7 +1068,7 @@ impl Sender {
         }
         if self.tlp == Tlp::Linux3_14 && self.tlp_high_seq != 0 {
             // Linux 3.14 tcp_ack: tcp_process_tlp_ack after tcp_fastretrans_alert.
-            self.process_tlp_ack(now, h.ack, pure_dup);
+            self.process_tlp_ack(now, h.ack, pure_dup, dsack);
         }
 
         // Window: reduce during CWR/Recovery, grow otherwise (Linux tcp_cong_control);
@@ -1108,21 +1115,46 @@ impl Sender {
         out
     }
 
+    /// The D-SACK block of an ACK (RFC 2883 / Linux `tcp_check_dsack`): a first SACK
+    /// block below the cumulative ACK, or inside the second block.
+    fn dsack_of(&self, h: &TcpHeader) -> Option<crate::packet::SackBlock> {
+        let mut it = h.sacks();
+        let first = it.next()?;
+        if first.end <= h.ack
+            || it
+                .next()
+                .is_some_and(|b| b.start <= first.start && first.end <= b.end)
+        {
+            Some(first)
+        } else {
+            None
+        }
+    }
+
     /// Linux `tcp_process_tlp_ack`: the end of a probe episode. An ACK above
     /// `tlp_high_seq` after a retransmitted probe means the probe repaired a loss: cwnd
-    /// is reduced once (CWR entered and left at once); a pure duplicate ACK for
-    /// `tlp_high_seq` means the original and the probe both arrived (Linux would see a
-    /// D-SACK; the model's receivers send none, and the duplicate ACK decides).
+    /// is reduced once (CWR entered and left at once). The original and the probe both
+    /// arrived when a D-SACK reports the probed segment (6.1: `FLAG_DSACK_TLP`, a D-SACK
+    /// of at most one segment ending at `tlp_high_seq`; 3.14: any D-SACK on the ACK
+    /// above `tlp_high_seq`) or a pure duplicate ACK for `tlp_high_seq` arrives.
     #[inline(never)]
-    fn process_tlp_ack(&mut self, now: SimTime, ack: u64, pure_dup: bool) {
+    fn process_tlp_ack(
+        &mut self,
+        now: SimTime,
+        ack: u64,
+        pure_dup: bool,
+        dsack: Option<crate::packet::SackBlock>,
+    ) {
         let high = self.tlp_high_seq;
         let repaired = match self.tlp {
             Tlp::Linux => {
                 if ack < high {
                     return;
                 }
-                if !self.tlp_retrans {
-                    // A probe of new data was acknowledged.
+                let dsack_tlp =
+                    dsack.is_some_and(|b| b.end == high && b.end - b.start <= self.mss as u64);
+                if !self.tlp_retrans || dsack_tlp {
+                    // A probe of new data was acknowledged, or the probe was redundant.
                     self.tlp_high_seq = 0;
                     false
                 } else if ack > high {
@@ -1142,7 +1174,8 @@ impl Sender {
                 if ack > high {
                     self.tlp_high_seq = 0;
                 }
-                ack > high
+                // "Don't reduce cwnd if DSACK arrives for TLP retrans."
+                ack > high && dsack.is_none()
             }
         };
         if repaired {
@@ -1993,6 +2026,46 @@ mod tests {
         s.on_ack(t + SimDuration::from_millis(210), &ack(14, &[]), false);
         assert_eq!(s.stats.loss_probe_recoveries, 0);
         assert!(s.w.cwnd >= cwnd);
+    }
+
+    #[test]
+    fn tlp_episode_ends_on_the_dsack_of_a_redundant_probe() {
+        // As above, but the ACK for the probe's copy carries data (a request/response
+        // exchange), so only its D-SACK (RFC 2883) shows that the probe was redundant.
+        // 6.1 (FLAG_DSACK_TLP) ends the episode on it; 3.14 looks for a D-SACK only on
+        // the ACK above tlp_high_seq.
+        for (tlp, dsack_at, reductions) in [
+            (Tlp::Linux, Some(10), 0),
+            (Tlp::Linux, None, 1),
+            (Tlp::Linux3_14, Some(10), 1),
+            (Tlp::Linux3_14, Some(14), 0),
+        ] {
+            let mut s = Sender::new(&rack_cfg(tlp));
+            s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+            s.write(ms(100), 10 * MSS);
+            drain(&mut s, ms(100));
+            s.on_ack(ms(200), &ack(9, &[]), false);
+            let t = s.rto_deadline();
+            s.on_xmit_timer(t);
+            assert_eq!(kinds(&drain(&mut s, t)), vec![(9, true)]);
+            let with = |a: u64| {
+                if dsack_at == Some(a) {
+                    ack(a, &[(9, 10)])
+                } else {
+                    ack(a, &[])
+                }
+            };
+            s.on_ack(t + SimDuration::from_millis(10), &ack(10, &[]), false);
+            s.on_ack(t + SimDuration::from_millis(100), &with(10), true);
+            s.write(t + SimDuration::from_millis(110), 4 * MSS);
+            drain(&mut s, t + SimDuration::from_millis(110));
+            s.on_ack(t + SimDuration::from_millis(210), &with(14), false);
+            assert_eq!(
+                (s.stats.loss_probe_recoveries, s.tlp_high_seq),
+                (reductions, 0),
+                "{tlp:?}, D-SACK on the ACK of {dsack_at:?}"
+            );
+        }
     }
 
     #[test]
