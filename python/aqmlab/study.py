@@ -528,6 +528,8 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 optional=_bool(e.get("optional", False), f"{key}.optional"),
             )
         )
+    if quick:
+        note += _quick_exceptions(exps, raw_exps, quick_reps, reps, cap)
     return Study(
         name=meta["name"],
         title=str(meta.get("title", meta["name"])),
@@ -539,6 +541,23 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
         quick=quick,
         quick_note=note,
     )
+
+
+def _quick_exceptions(exps: list[Experiment], raw: list[dict], quick_reps: int, reps: int, cap: float | None) -> str:
+    """The experiments whose quick-mode repetitions or run length differ from the
+    study-wide quick settings (`quick_repetitions`, `quick_duration`), for the note the
+    terminal and the report show, e.g. "; own quick settings: rrul 3 repetition(s); web 60 s runs"."""
+    parts = []
+    for e, r in zip(exps, raw):
+        default_r = min(quick_reps, int(r.get("repetitions", reps)))
+        own = []
+        if e.repetitions != default_r:
+            own.append(f"{e.repetitions} repetition(s)")
+        if e.cap != cap and e.cap is not None:
+            own.append(f"{e.cap:g} s runs")
+        if own:
+            parts.append(f"{e.name} {', '.join(own)}")
+    return f"; own quick settings: {'; '.join(parts)}" if parts else ""
 
 
 def studies_dir() -> pathlib.Path:

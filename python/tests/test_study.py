@@ -77,6 +77,18 @@ def test_quick_mode_scales_time():
     assert "quick" in s.quick_note
 
 
+def test_quick_note_names_experiments_with_their_own_quick_settings():
+    # edge-router: 1 repetition / 20 s study-wide, but rrul keeps 3 repetitions and the web
+    # experiments their own run lengths; the banner must not claim "at most 1" alone.
+    from aqmlab.study import find_study, load_study
+
+    note = load_study(find_study("edge-router"), quick=True).quick_note
+    assert note.startswith("quick mode: at most 1 repetition(s), runs capped at 20 s; own quick settings: ")
+    assert "rrul 3 repetition(s)" in note and "web_delay 60 s runs" in note and "web_bandwidth 150 s runs" in note
+    assert "own quick settings" not in load_study(find_study("saturated-tcp"), quick=True).quick_note
+    assert load_study(find_study("edge-router"), quick=False).quick_note == ""
+
+
 def test_quick_mode_moves_packet_trace_windows_into_the_run():
     """A 501 s run with 1 s traces at 5, 50 and 500 s, capped to 25 s (scale 25/501): the
     starts scale, the 1 s length is kept, and the last window is moved back to end at 25 s
