@@ -19,6 +19,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
+#include "topology.h"
 
 #include <algorithm>
 #include <chrono>
@@ -81,22 +82,6 @@ int main(int argc, char* argv[])
     // Linux-like: no ns-3 "drop tail" device queue beneath the qdisc beyond one packet
     Config::SetDefault("ns3::DropTailQueue<Packet>::MaxSize", StringValue("1p"));
 
-    NodeContainer clients, servers, routers;
-    clients.Create(flows);
-    servers.Create(flows);
-    routers.Create(2);
-    InternetStackHelper stack;
-    stack.InstallAll();
-
-    PointToPointHelper access;
-    access.SetDeviceAttribute("DataRate", StringValue("1Gbps"));
-    access.SetChannelAttribute("Delay", StringValue("0.1ms"));
-    PointToPointHelper neck;
-    neck.SetDeviceAttribute("DataRate", StringValue(rate));
-    neck.SetChannelAttribute("Delay", StringValue(delay));
-
-    TrafficControlHelper fifo;
-    fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue("1000p"));
     TrafficControlHelper codel;
     std::string lim = std::to_string(limit) + "p";
     if (aqm == "pie")
@@ -105,39 +90,10 @@ int main(int argc, char* argv[])
         codel.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(lim));
     else
         codel.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", StringValue(lim));
-
-    Ipv4AddressHelper addr;
-    NetDeviceContainer nb = neck.Install(routers.Get(0), routers.Get(1));
-    QueueDiscContainer qd = codel.Install(nb);
-    addr.SetBase("10.255.0.0", "255.255.255.0");
-    addr.Assign(nb);
-    std::vector<Ipv4Address> serverAddr;
-    for (uint32_t i = 0; i < flows; i++)
-    {
-        NetDeviceContainer c = access.Install(clients.Get(i), routers.Get(0));
-        NetDeviceContainer s = access.Install(routers.Get(1), servers.Get(i));
-        fifo.Install(c);
-        fifo.Install(s);
-        char base[32];
-        std::snprintf(base, sizeof base, "10.%u.%u.0", 1 + i / 250, i % 250);
-        addr.SetBase(base, "255.255.255.0");
-        addr.Assign(c);
-        std::snprintf(base, sizeof base, "10.%u.%u.0", 101 + i / 250, i % 250);
-        addr.SetBase(base, "255.255.255.0");
-        serverAddr.push_back(addr.Assign(s).GetAddress(1));
-    }
-    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
-
-    Ptr<UniformRandomVariable> start = CreateObject<UniformRandomVariable>();
-    for (uint32_t i = 0; i < flows; i++)
-    {
-        PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), 5000));
-        sink.Install(servers.Get(i)).Start(Seconds(0));
-        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(serverAddr[i], 5000));
-        bulk.SetAttribute("MaxBytes", UintegerValue(0));
-        ApplicationContainer a = bulk.Install(clients.Get(i));
-        a.Start(Seconds(start->GetValue(0.0, 1.0)));
-    }
+    Dumbbell d = BuildDumbbell(std::vector<std::string>(flows, "0.1ms"), rate, delay, codel, 1000);
+    QueueDiscContainer qd = d.neckQueues;
+    NetDeviceContainer nb = d.neck;
+    StartBulkFlows(d, 1.0);
     qd.Get(0)->TraceConnectWithoutContext("SojournTime", MakeCallback(&Sojourn));
     nb.Get(0)->TraceConnectWithoutContext("PhyTxEnd", MakeCallback(&PhyTxEnd));
 

@@ -17,6 +17,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
+#include "topology.h"
 
 #include <cstdio>
 #include <sstream>
@@ -99,18 +100,6 @@ int main(int argc, char* argv[])
         cps.push_back(std::stod(c));
     double duration = cps.empty() ? 60.0 : cps.back();
 
-    NodeContainer clients, servers, routers;
-    clients.Create(flows);
-    servers.Create(flows);
-    routers.Create(2);
-    InternetStackHelper stack;
-    stack.InstallAll();
-
-    PointToPointHelper neck;
-    neck.SetDeviceAttribute("DataRate", StringValue(rate));
-    neck.SetChannelAttribute("Delay", StringValue(neckDelay));
-    TrafficControlHelper big;
-    big.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue("100000p"));
     TrafficControlHelper q;
     std::string lim = std::to_string(limit) + "p";
     if (aqm == "codel")
@@ -118,49 +107,8 @@ int main(int argc, char* argv[])
                            "Interval", StringValue(interval));
     else
         q.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(lim));
-
-    Ipv4AddressHelper addr;
-    NetDeviceContainer nb = neck.Install(routers.Get(0), routers.Get(1));
-    q.Install(nb);
-    addr.SetBase("10.255.0.0", "255.255.255.0");
-    addr.Assign(nb);
-    std::vector<Ipv4Address> serverAddr;
-    for (uint32_t i = 0; i < flows; i++)
-    {
-        PointToPointHelper ca;
-        ca.SetDeviceAttribute("DataRate", StringValue("1Gbps"));
-        ca.SetChannelAttribute("Delay", StringValue(d[i]));
-        PointToPointHelper sa;
-        sa.SetDeviceAttribute("DataRate", StringValue("1Gbps"));
-        sa.SetChannelAttribute("Delay", StringValue("0.1ms"));
-        NetDeviceContainer c = ca.Install(clients.Get(i), routers.Get(0));
-        NetDeviceContainer s = sa.Install(routers.Get(1), servers.Get(i));
-        big.Install(c);
-        big.Install(s);
-        char base[32];
-        std::snprintf(base, sizeof base, "10.%u.%u.0", 1 + i / 250, i % 250);
-        addr.SetBase(base, "255.255.255.0");
-        addr.Assign(c);
-        std::snprintf(base, sizeof base, "10.%u.%u.0", 101 + i / 250, i % 250);
-        addr.SetBase(base, "255.255.255.0");
-        serverAddr.push_back(addr.Assign(s).GetAddress(1));
-    }
-    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
-
-    Ptr<UniformRandomVariable> start = CreateObject<UniformRandomVariable>();
-    std::vector<double> starts;
-    for (uint32_t i = 0; i < flows; i++)
-    {
-        PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), 5000));
-        ApplicationContainer sa = sink.Install(servers.Get(i));
-        sa.Start(Seconds(0));
-        g_sinks.push_back(DynamicCast<PacketSink>(sa.Get(0)));
-        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(serverAddr[i], 5000));
-        bulk.SetAttribute("MaxBytes", UintegerValue(0));
-        ApplicationContainer a = bulk.Install(clients.Get(i));
-        starts.push_back(start->GetValue(0.0, spread));
-        a.Start(Seconds(starts.back()));
-    }
+    Dumbbell db = BuildDumbbell(d, rate, neckDelay, q, 100000);
+    std::vector<double> starts = StartBulkFlows(db, spread, &g_sinks);
     g_rx.assign(cps.size(), std::vector<uint64_t>(flows, 0));
     for (size_t k = 0; k < cps.size(); k++)
         Simulator::Schedule(Seconds(cps[k]) - NanoSeconds(1), &Snapshot, k);
