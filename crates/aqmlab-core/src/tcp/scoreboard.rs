@@ -289,14 +289,20 @@ impl Scoreboard {
         }
     }
 
+    /// Segment `idx`'s latest transmission as a time-list entry.
+    fn ts_entry(&self, idx: usize) -> TsEntry {
+        let s = &self.segs[idx];
+        TsEntry {
+            id: self.base + idx as u64,
+            sent: s.sent,
+            end: s.end,
+        }
+    }
+
     fn ts_push(&mut self, idx: usize) {
         if self.rack_on {
-            let s = &self.segs[idx];
-            self.tsorted.push_back(TsEntry {
-                id: self.base + idx as u64,
-                sent: s.sent,
-                end: s.end,
-            });
+            let e = self.ts_entry(idx);
+            self.tsorted.push_back(e);
         }
     }
 
@@ -399,16 +405,9 @@ impl Scoreboard {
         if !self.rack_on {
             return;
         }
-        let mut v: Vec<TsEntry> = self
-            .segs
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.has(SACKED))
-            .map(|(i, s)| TsEntry {
-                id: self.base + i as u64,
-                sent: s.sent,
-                end: s.end,
-            })
+        let mut v: Vec<TsEntry> = (0..self.segs.len())
+            .filter(|&i| !self.segs[i].has(SACKED))
+            .map(|i| self.ts_entry(i))
             .collect();
         v.sort_by_key(|e| (e.sent, e.end));
         self.tsorted = v.into();

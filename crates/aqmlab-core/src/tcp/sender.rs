@@ -514,11 +514,11 @@ impl Sender {
             self.arm(XmitTimer::Rto, SimTime::NEVER);
             return;
         }
-        let rto = self.rtt.rto();
         let at = if self.timer == XmitTimer::Rto {
-            now + rto
+            now + self.rtt.rto()
         } else {
-            (self.sb.get(0).sent + rto).max(now + SimDuration::from_nanos(1_000))
+            self.head_rto_deadline()
+                .max(now + SimDuration::from_nanos(1_000))
         };
         self.arm(XmitTimer::Rto, at);
     }
@@ -663,9 +663,7 @@ impl Sender {
         self.stats.reo_timeouts += 1;
         let prior_in_flight = self.in_flight();
         let lost_before = self.sb.lost_total;
-        let reo_wnd = self.rack_reo_wnd();
-        let r = self.sb.rack_detect_loss(now, reo_wnd);
-        self.stats.lost_retransmits += r.lost_retrans as u64;
+        self.rack_detect(now);
         if self.in_flight() != prior_in_flight && self.state != CaState::Recovery {
             self.enter_recovery(now);
             if !self.cc.owns_cwnd() && self.recovery == Recovery::Prr {
@@ -693,6 +691,15 @@ impl Sender {
         quarter.min(self.rtt.srtt().unwrap_or(SimDuration::ZERO))
     }
 
+    /// One RACK pass over the transmissions with the current reordering window, lost
+    /// retransmissions counted (Linux `tcp_rack_detect_loss` + `TCPLostRetransmit`).
+    fn rack_detect(&mut self, now: SimTime) -> super::scoreboard::RackOutcome {
+        let reo_wnd = self.rack_reo_wnd();
+        let r = self.sb.rack_detect_loss(now, reo_wnd);
+        self.stats.lost_retransmits += r.lost_retrans as u64;
+        r
+    }
+
     /// RACK loss detection on an ACK (`tcp_rack_mark_lost`): arms the reorder timer if a
     /// segment is not yet due. Returns (newly lost, lost retransmissions, reo armed).
     #[inline(never)]
@@ -701,9 +708,7 @@ impl Sender {
             return (0, 0, false);
         }
         self.sb.rack.advanced = false;
-        let reo_wnd = self.rack_reo_wnd();
-        let r = self.sb.rack_detect_loss(now, reo_wnd);
-        self.stats.lost_retransmits += r.lost_retrans as u64;
+        let r = self.rack_detect(now);
         let armed = if let Some(t) = r.timeout {
             // inet_csk_reset_xmit_timer caps the wait at the RTO.
             let wait = (t + TIMEOUT_MIN).min(self.rtt.rto());
@@ -1293,26 +1298,13 @@ impl Sender {
                 if self.state == CaState::Loss && self.retrans_stamp.is_none() {
                     self.retrans_stamp = Some(now);
                 }
-                let s = *self.sb.get(i);
-                self.stats.retransmits += 1;
-                self.stats.segs_sent += 1;
                 if i == 0 && self.timer != XmitTimer::Reo {
                     // Linux re-arms the timer when it resends the first segment
                     // (tcp_xmit_retransmit_queue; not over a pending reorder timeout).
                     self.arm(XmitTimer::Rto, now + self.rtt.rto());
                 }
                 self.force_rtx = false;
-                self.sent_one(now);
-                self.paced(now, s.payload() + super::config::HEADER_BYTES);
-                return Some(TxSeg {
-                    seq: s.start,
-                    end: s.end,
-                    payload: s.payload(),
-                    fin: s.has(super::scoreboard::FIN),
-                    cwr: false,
-                    ect: false,
-                    retrans: true,
-                });
+                return Some(self.resent(now, i));
             }
         }
         if in_flight < self.w.cwnd {
@@ -1439,20 +1431,7 @@ impl Sender {
                 let tx = self.tx_stamp(now, in_flight + 1);
                 self.sb.on_probe_retransmit(i, now);
                 self.sb.set_tx(i, tx);
-                let s = *self.sb.get(i);
-                self.stats.retransmits += 1;
-                self.stats.segs_sent += 1;
-                self.sent_one(now);
-                self.paced(now, s.payload() + super::config::HEADER_BYTES);
-                TxSeg {
-                    seq: s.start,
-                    end: s.end,
-                    payload: s.payload(),
-                    fin: s.has(super::scoreboard::FIN),
-                    cwr: false,
-                    ect: false,
-                    retrans: true,
-                }
+                self.resent(now, i)
             }
         };
         self.stats.loss_probes += 1;
@@ -1470,6 +1449,26 @@ impl Sender {
             }
         }
         Some(t)
+    }
+
+    /// Segment `i`, whose retransmission the scoreboard has recorded, as the
+    /// transmission to make: counters, pacing and the `TxSeg` (never ECT or CWR, RFC 3168
+    /// 6.1.5). Serves fast/RTO retransmissions and the loss probe of the last segment.
+    fn resent(&mut self, now: SimTime, i: usize) -> TxSeg {
+        let s = *self.sb.get(i);
+        self.stats.retransmits += 1;
+        self.stats.segs_sent += 1;
+        self.sent_one(now);
+        self.paced(now, s.payload() + super::config::HEADER_BYTES);
+        TxSeg {
+            seq: s.start,
+            end: s.end,
+            payload: s.payload(),
+            fin: s.has(super::scoreboard::FIN),
+            cwr: false,
+            ect: false,
+            retrans: true,
+        }
     }
 
     fn sent_one(&mut self, now: SimTime) {
