@@ -480,6 +480,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     if not raw_exps:
         raise StudyError("experiment: a study needs at least one [[experiment]]")
     names = set()
+    own_quick: list[str] = []
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
         ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent", "quick_duration", "optional"}
@@ -507,7 +508,12 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
             overrides.append((dict(o["when"]), dict(o["patch"])))
         r = int(e.get("repetitions", reps))
         if quick:
-            r = min(int(e.get("quick_repetitions", quick_reps)), r)
+            full_r, r = r, min(int(e.get("quick_repetitions", quick_reps)), r)
+            # experiments with their own quick settings are named in the quick note
+            own = ([f"{r} repetition(s)"] if r != min(quick_reps, full_r) else []) + (
+                [f"{e_cap:g} s runs"] if e_cap != cap and e_cap is not None else [])
+            if own:
+                own_quick.append(f"{name} {', '.join(own)}")
         if r < 1:
             raise StudyError(f"{key}.repetitions: {r} is not allowed (at least 1)")
         exps.append(
@@ -528,8 +534,8 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 optional=_bool(e.get("optional", False), f"{key}.optional"),
             )
         )
-    if quick:
-        note += _quick_exceptions(exps, raw_exps, quick_reps, reps, cap)
+    if own_quick:
+        note += f"; own quick settings: {'; '.join(own_quick)}"
     return Study(
         name=meta["name"],
         title=str(meta.get("title", meta["name"])),
@@ -541,23 +547,6 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
         quick=quick,
         quick_note=note,
     )
-
-
-def _quick_exceptions(exps: list[Experiment], raw: list[dict], quick_reps: int, reps: int, cap: float | None) -> str:
-    """The experiments whose quick-mode repetitions or run length differ from the
-    study-wide quick settings (`quick_repetitions`, `quick_duration`), for the note the
-    terminal and the report show, e.g. "; own quick settings: rrul 3 repetition(s); web 60 s runs"."""
-    parts = []
-    for e, r in zip(exps, raw):
-        default_r = min(quick_reps, int(r.get("repetitions", reps)))
-        own = []
-        if e.repetitions != default_r:
-            own.append(f"{e.repetitions} repetition(s)")
-        if e.cap != cap and e.cap is not None:
-            own.append(f"{e.cap:g} s runs")
-        if own:
-            parts.append(f"{e.name} {', '.join(own)}")
-    return f"; own quick settings: {'; '.join(parts)}" if parts else ""
 
 
 def studies_dir() -> pathlib.Path:
