@@ -118,20 +118,6 @@ impl EventQueue {
             _ => self.timers.push(e),
         }
     }
-    /// The heap whose top comes first (None when both are empty).
-    #[inline(always)]
-    fn first(&mut self) -> Option<&mut BinaryHeap<Entry>> {
-        match (self.packets.peek(), self.timers.peek()) {
-            (Some(p), Some(t)) => Some(if p.key < t.key {
-                &mut self.packets
-            } else {
-                &mut self.timers
-            }),
-            (Some(_), None) => Some(&mut self.packets),
-            (None, Some(_)) => Some(&mut self.timers),
-            (None, None) => None,
-        }
-    }
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
         match (self.packets.peek(), self.timers.peek()) {
@@ -142,10 +128,7 @@ impl EventQueue {
     }
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        let e = self.first()?.pop()?;
-        let t = e.time();
-        self.last = t;
-        Some((t, e.ev))
+        self.pop_due(SimTime::NEVER)
     }
     /// Pops the next event if it is due at or before `t` (else leaves it): `peek_time`
     /// and `pop` in one look at the two heaps' tops, for the event loop.
