@@ -479,7 +479,8 @@ def _print_numbers(out_dir: Path, study) -> None:
             t = tables.table(st, e.tables[0], e)
         except Exception:  # a table that cannot be computed is shown in the report instead
             continue
-        rt = RichTable(title=t.title, title_justify="left")
+        # the note carries the unit when the columns are an axis ("values in ms")
+        rt = RichTable(title=t.title, title_justify="left", caption=t.note or None, caption_justify="left")
         rt.add_column(t.cells.index.name or "")
         for c in t.cells.columns:
             rt.add_column(str(c), justify="right")

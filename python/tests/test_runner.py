@@ -102,6 +102,9 @@ def test_cli_reproduce_a_study_file_writes_report(tmp_path):
     out = tmp_path / "q"
     r = subprocess.run([sys.executable, "-m", "aqmlab", "reproduce", str(MINI), "--quick", "--jobs", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+    # the printed table carries its unit (the columns are the `rate` axis, so the unit
+    # is in the caption, not in a column name)
+    assert "values in ms" in " ".join(r.stdout.split()), r.stdout
     page = out / "report.html"
     assert page.exists() and "quick" in page.read_text().lower()
     r = subprocess.run([sys.executable, "-m", "aqmlab", "plot", str(out)], capture_output=True, text=True, timeout=300)
