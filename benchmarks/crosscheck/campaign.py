@@ -209,7 +209,7 @@ def detail(names: list[str]) -> None:
 
 #: Rows whose Linux value the comparison takes from the kernel's own counters
 #: (``engine_info``), not from the Linux engine's tables.
-ENGINE_METRICS = {"sojourn mean ms (kernel ldelay)", "retransmitted segments (whole run)", "RTOs (whole run)", "fast recoveries (whole run)", "tail loss probes (whole run)", "lost retransmissions (whole run)"}
+ENGINE_METRICS = {"sojourn mean ms (kernel ldelay)", "retransmitted segments (whole run)", "RTOs (whole run)", "fast recoveries (whole run)", "tail loss probes (whole run)", "lost retransmissions (whole run)", "undone reductions (whole run)"}
 
 
 def resim(names: list[str], note: str) -> None:

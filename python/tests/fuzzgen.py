@@ -35,6 +35,7 @@ TCP_KEYS: dict[str, list[Any]] = {
     "cc": ["reno", "newreno", "cubic", "bbr", "bbr3", "dctcp", "prague", "vegas"],
     "ecn": [True, False, "on", 1],
     "rto_undo": [True, False, 0],
+    "undo": ["off", "linux-2.6", "linux-3.14", "linux", "on", True],
     "init_cwnd": [1, 2, 10, 0, -1, 10**6, 1.5],
     "mss": [536, 1448, 1460, 9000, 0, 65536, 10**9],
     "pacing": [True, False, "fq"],

@@ -539,6 +539,8 @@ def test_kernel_tcp_counters_from_the_senders_mib():
     assert m["TcpExt.TCPTimeouts"] == 7 and m["IpExt.InOctets"] == 123456 and m["Tcp.RetransSegs"] == 57
     c = tcp_counters(m)
     assert (c["rtos"], c["fast_recoveries"], c["loss_probes"], c["loss_probe_recoveries"], c["retransmits"], c["undos"], c["spurious_rtos"]) == (7, 12, 31, 4, 57, 2, 1)
+    # per-flow undo columns: TCPLossUndo (absent here: NaN) and Full + Partial + DSACK undos
+    assert c["recovery_undos"] == 2 and c["rto_undos"] != c["rto_undos"]
     assert tcp_counters({})["rtos"] != tcp_counters({})["rtos"]  # NaN: no counter
 
 

@@ -137,6 +137,11 @@ def compare(sim, lin) -> list[Row]:
             va = sum(_f(sf.loc[n, col]) for n in bulk) if col in sf.columns else math.nan
             vb = _f(tcp.get(col))
             rows.append(Row("flow", f"all {len(bulk)} bulk", label, va, vb, _ratio(va, vb), ""))
+        # undone reductions (kernel: TCPFullUndo + TCPPartialUndo + TCPDSACKUndo + TCPLossUndo)
+        if "rto_undos" in sf.columns and "recovery_undos" in sf.columns:
+            va = sum(_f(sf.loc[n, "rto_undos"]) + _f(sf.loc[n, "recovery_undos"]) for n in bulk)
+            vb = _f(tcp.get("undos"))
+            rows.append(Row("flow", f"all {len(bulk)} bulk", "undone reductions (whole run)", va, vb, _ratio(va, vb), ""))
     return rows
 
 

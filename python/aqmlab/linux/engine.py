@@ -45,7 +45,7 @@ NAN = float("nan")
 
 FLOW_BASE = ["id", "name", "kind", "group", "src", "dst", "start", "stop", "sent_pkts", "sent_bytes", "delivered_pkts", "delivered_bytes", "lost_pkts", "ce_pkts", "goodput_bps", "base_rtt"]
 FLOW_EXTRA = {
-    "bulk": ["retransmits", "rtos", "fast_recoveries", "loss_probes", "loss_probe_recoveries", "lost_retransmits", "ecn_reductions", "bytes_acked", "segments_sent", "syn_retransmits", "srtt_mean", "rtt_min", "cwnd_mean", "completion_time"],
+    "bulk": ["retransmits", "rtos", "fast_recoveries", "loss_probes", "loss_probe_recoveries", "lost_retransmits", "rto_undos", "recovery_undos", "ecn_reductions", "bytes_acked", "segments_sent", "syn_retransmits", "srtt_mean", "rtt_min", "cwnd_mean", "completion_time"],
     "ping": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
     "udp_rr": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
     "cbr": ["datagrams_sent", "loss_rate", "owd_mean", "owd_p99"],
@@ -206,6 +206,8 @@ TCP_MIB = {
     "lost_retransmits": ("TcpExt.TCPLostRetransmit",),
     "retransmits": ("Tcp.RetransSegs",),
     "undos": ("TcpExt.TCPFullUndo", "TcpExt.TCPPartialUndo", "TcpExt.TCPDSACKUndo", "TcpExt.TCPLossUndo"),
+    "rto_undos": ("TcpExt.TCPLossUndo",),
+    "recovery_undos": ("TcpExt.TCPFullUndo", "TcpExt.TCPPartialUndo", "TcpExt.TCPDSACKUndo"),
     "spurious_rtos": ("TcpExt.TCPSpuriousRTOs",),
 }
 
@@ -352,7 +354,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         ns = tr.node_ns[f.src]
         alone = sum(1 for g in tr.flows if g.kind == "bulk" and tr.node_ns[g.src] == ns) == 1
         if f.kind == "bulk" and alone and ns in tcp_ns:
-            for c in ("rtos", "fast_recoveries", "loss_probes", "loss_probe_recoveries", "lost_retransmits"):
+            for c in ("rtos", "fast_recoveries", "loss_probes", "loss_probe_recoveries", "lost_retransmits", "rto_undos", "recovery_undos"):
                 if c in fl:
                     fl[c][i] = tcp_ns[ns][c]
     groups = _groups(tr)

@@ -9,7 +9,9 @@
 //! Summary extras (sender side unless noted): `retransmits` (segments), `rtos`,
 //! `fast_recoveries`, `loss_probes` (tail loss probes sent), `loss_probe_recoveries`
 //! (probes that repaired a loss), `lost_retransmits` (retransmissions RACK found lost),
-//! `ecn_reductions`, `bytes_acked`, `segments_sent`,
+//! `rto_undos` (timeouts undone as spurious, Linux `TCPLossUndo`), `recovery_undos`
+//! (fast recoveries undone in full, on a partial ACK or by D-SACKs: `TCPFullUndo` +
+//! `TCPPartialUndo` + `TCPDSACKUndo`), `ecn_reductions`, `bytes_acked`, `segments_sent`,
 //! `syn_retransmits`, `srtt_mean` and `rtt_min` (s), `cwnd_mean` (bytes, mean over
 //! ACKs), and `completion_time` (s from start until the receiver has every byte; NaN
 //! for unlimited or unfinished transfers).
@@ -155,6 +157,11 @@ impl Application for Bulk {
         out.push(("loss_probes", st.loss_probes as f64));
         out.push(("loss_probe_recoveries", st.loss_probe_recoveries as f64));
         out.push(("lost_retransmits", st.lost_retransmits as f64));
+        out.push(("rto_undos", st.rto_undos as f64));
+        out.push((
+            "recovery_undos",
+            (st.full_undos + st.partial_undos + st.dsack_undos) as f64,
+        ));
         out.push(("ecn_reductions", st.ecn_reductions as f64));
         out.push(("bytes_acked", st.bytes_acked as f64));
         out.push(("segments_sent", st.segs_sent as f64));

@@ -169,6 +169,56 @@ impl Tlp {
     }
 }
 
+/// Undo of window reductions found spurious (Linux `tcp_input.c` undo machinery), per
+/// kernel generation. Every flavour keeps Linux's undo state: `undo_marker` (snd_una
+/// when the reduction started), `undo_retrans` (retransmissions since, less those a
+/// D-SACK reported as duplicates: `tcp_retransmit_skb`, `tcp_check_dsack`,
+/// `tcp_sacktag_one`), `prior_ssthresh` / prior cwnd and `retrans_stamp` (the first
+/// retransmission's time). A reduction is undone (`tcp_may_undo`) while `undo_marker`
+/// is set and either every retransmission was D-SACKed or the ACK echoes a timestamp
+/// older than the first retransmission (Eifel detection, RFC 3522,
+/// `tcp_packet_delayed`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Undo {
+    #[serde(rename = "off")]
+    Off,
+    /// As Linux 2.6.29: full undo at the end of fast recovery or Loss
+    /// (`tcp_try_undo_recovery`), partial-ACK undo of cwnd only, staying in Recovery
+    /// (`tcp_try_undo_partial` with `tcp_undo_cwr(sk, 0)`), D-SACK undo only after
+    /// recovery ended (Disorder, `tcp_try_undo_dsack`), every undo followed by
+    /// `tcp_moderate_cwnd` (cwnd ≤ in flight + 3); a timeout undoes nothing when any
+    /// segment in the queue was ever retransmitted (`tcp_enter_loss` clears
+    /// `undo_marker` on `TCPCB_RETRANS`); spurious-RTO detection by timestamps or by
+    /// (S)ACKed never-retransmitted data (the model's stand-in for 2.6's F-RTO).
+    #[serde(rename = "linux-2.6")]
+    Linux2_6,
+    /// As Linux 3.14: undo at the end of recovery, on a partial ACK when nothing
+    /// retransmitted is still out (losses unmarked, back to Open), and by D-SACK in
+    /// Recovery and Open; a timeout sets `undo_marker` unless a retransmission is still
+    /// in flight (`TCPCB_SACKED_RETRANS`); F-RTO (RFC 5682, on a timeout that reduced
+    /// ssthresh or a repeated one) undoes regardless of `undo_marker`.
+    #[serde(rename = "linux-3.14")]
+    Linux3_14,
+    /// As Linux 6.1 (`tcp_init_undo`): a timeout that reduces ssthresh restarts the undo
+    /// state with `undo_retrans` = retransmissions in flight (a retransmitted loss probe
+    /// included), so a timeout with retransmissions in flight can still be undone by
+    /// their D-SACKs or by timestamps; F-RTO on timeouts from Open/Disorder/CWR or
+    /// repeated ones; otherwise as 3.14.
+    #[serde(rename = "linux")]
+    Linux,
+}
+
+impl Undo {
+    pub fn name(self) -> &'static str {
+        match self {
+            Undo::Off => "off",
+            Undo::Linux2_6 => "linux-2.6",
+            Undo::Linux3_14 => "linux-3.14",
+            Undo::Linux => "linux",
+        }
+    }
+}
+
 /// A named TCP stack profile: the defaults of one real implementation. Every field a
 /// profile sets is an ordinary `[tcp]` key, so single keys override the profile.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -213,8 +263,11 @@ impl Stack {
     /// The profile's settings as a `[tcp]` table (every behavioural key set).
     ///
     /// Sources, per profile:
-    /// - every Linux profile: spurious-RTO undo (`rto_undo`): `tcp_input.c`
-    ///   `tcp_try_undo_loss` / `tcp_packet_delayed` (timestamp detection, 2.4 onwards) and
+    /// - every Linux profile: undo of spurious reductions (`undo`, one flavour per
+    ///   kernel, see [`Undo`]): `tcp_input.c` `tcp_enter_loss`, `tcp_enter_recovery`,
+    ///   `tcp_may_undo` / `tcp_packet_delayed`, `tcp_try_undo_recovery` / `_partial` /
+    ///   `_dsack` / `_loss`, `tcp_check_dsack`, `tcp_sacktag_one`, `tcp_fastretrans_alert`
+    ///   and `tcp_output.c` `tcp_retransmit_skb`, read in 2.6.29.4, 3.14.1 and 6.1.166;
     ///   F-RTO (`sysctl_tcp_frto` default 2 since 2.6.24; RFC 5682 since 3.10).
     /// - `linux`: the built-in defaults documented on each [`TcpOptions`] field; RACK
     ///   (`tcp_recovery.c`, `sysctl_tcp_recovery = 1`, RACK-only since 4.18) and TLP
@@ -345,10 +398,16 @@ impl Stack {
                 Bytes(131_072),
             ),
         };
-        // Spurious-RTO undo: every Linux profile (timestamp detection in
-        // `tcp_try_undo_loss` since 2.4, F-RTO `tcp_frto` on by default since 2.6.24);
-        // neither ns-2's Sack1 agent nor ns-3.44's TcpSocketBase detects spurious timeouts.
-        let rto_undo = matches!(self, Stack::Linux | Stack::Linux3_14 | Stack::Linux2_6_29);
+        // Undo of spurious reductions: every Linux profile, in its kernel's flavour
+        // (timestamp and D-SACK undo since 2.4, F-RTO `tcp_frto` on by default since
+        // 2.6.24); neither ns-2's Sack1 agent nor ns-3.44's TcpSocketBase undoes.
+        let undo = match self {
+            Stack::Linux => Undo::Linux,
+            Stack::Linux3_14 => Undo::Linux3_14,
+            Stack::Linux2_6_29 => Undo::Linux2_6,
+            Stack::Ns2Sack1 | Stack::Ns3 => Undo::Off,
+        };
+        let linux = undo != Undo::Off;
         let (loss_detection, tlp) = match self {
             Stack::Linux => (LossDetection::Rack, Tlp::Linux),
             Stack::Linux3_14 => (LossDetection::Dupthresh, Tlp::Linux3_14),
@@ -356,12 +415,12 @@ impl Stack {
         };
         TcpOptions {
             reno_halves: Some(halves),
-            rto_undo: Some(rto_undo),
+            undo: Some(undo),
             loss_detection: Some(loss_detection),
             tlp: Some(tlp),
             // D-SACK: Linux receivers since 2.4 (`tcp_dsack = 1`); ns-2's and ns-3.44's
             // sinks send none.
-            dsack: Some(rto_undo),
+            dsack: Some(linux),
             ..o
         }
     }
@@ -422,12 +481,12 @@ pub struct TcpOptions {
     /// Default true (Linux); false gives RFC 6675's cwnd = ssthresh at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prr: Option<bool>,
-    /// Undo the window reduction of a spurious retransmission timeout, as Linux's
-    /// `tcp_try_undo_loss`: in the Loss state an ACK that (S)ACKs data sent before the
-    /// timeout and never retransmitted (F-RTO, RFC 5682 step 3b) or whose timestamp echo
-    /// predates the first retransmission (`tcp_packet_delayed`, Eifel detection RFC 3522)
-    /// restores cwnd and ssthresh and returns to Open. Default true (Linux); the ns2-sack1
-    /// and ns3 profiles set false.
+    /// Undo of window reductions found spurious (fast recovery and timeouts; by D-SACK,
+    /// timestamps or F-RTO): "linux" (6.1; the `linux` default), "linux-3.14",
+    /// "linux-2.6" (the `linux-2.6.29` default) or "off" (ns2-sack1, ns3). See [`Undo`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undo: Option<Undo>,
+    /// Older boolean form of `undo`: false = "off", true = the profile's flavour.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rto_undo: Option<bool>,
     /// Loss detection before the RTO: "rack" (RFC 8985, Linux ≥ 4.4; the `linux`
@@ -562,9 +621,14 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "proportional rate reduction (RFC 6937, Linux)",
     },
     ParamDoc {
+        name: "undo",
+        default: "linux",
+        doc: "undo spurious fast recoveries and timeouts (D-SACKs of every retransmission, timestamp echo older than the first retransmission, F-RTO): linux (as 6.1), linux-3.14, linux-2.6 (profile linux-2.6.29) or off (ns2-sack1, ns3)",
+    },
+    ParamDoc {
         name: "rto_undo",
         default: "true",
-        doc: "undo a spurious RTO's reduction when never-retransmitted data is acked (F-RTO) or the timestamp echo predates the retransmission (Linux tcp_try_undo_loss); false in ns2-sack1/ns3",
+        doc: "older boolean form of undo: false = off, true = the profile's undo",
     },
     ParamDoc {
         name: "loss_detection",
@@ -666,7 +730,7 @@ pub struct TcpConfig {
     pub hystart: bool,
     /// `recovery == Recovery::Prr`.
     pub prr: bool,
-    pub rto_undo: bool,
+    pub undo: Undo,
     pub loss_detection: LossDetection,
     pub tlp: Tlp,
     pub dsack: bool,
@@ -720,6 +784,7 @@ impl TcpOptions {
             rcv_window: over.rcv_window.or(self.rcv_window),
             hystart: over.hystart.or(self.hystart),
             prr: over.prr.or(self.prr),
+            undo: over.undo.or(self.undo),
             rto_undo: over.rto_undo.or(self.rto_undo),
             loss_detection: over.loss_detection.or(self.loss_detection),
             tlp: over.tlp.or(self.tlp),
@@ -770,12 +835,42 @@ impl TcpOptions {
             (None, Some(false)) => Some(Recovery::Rfc6675),
             (None, None) => None,
         };
+        // `rto_undo` is the older boolean form of `undo`: false beats the profile, true
+        // keeps the profile's flavour.
+        let undo = match (self.undo, self.rto_undo) {
+            (Some(u), Some(r)) if (u != Undo::Off) != r => {
+                return Err(bad(
+                    "rto_undo",
+                    r.to_string(),
+                    &format!(
+                        "contradicts undo = \"{}\"; set only undo (\"off\", \"linux-2.6\", \"linux-3.14\" or \"linux\")",
+                        u.name()
+                    ),
+                ))
+            }
+            (Some(u), _) => Some(u),
+            (None, Some(false)) => Some(Undo::Off),
+            (None, _) => None,
+        };
         let stack = self.stack.unwrap_or(Stack::Linux);
         let o = stack.options().merged(&TcpOptions {
             recovery,
             prr: None,
+            undo,
+            rto_undo: None,
             ..self.clone()
         });
+        let undo = o.undo.unwrap_or(Undo::Linux);
+        if self.rto_undo == Some(true) && undo == Undo::Off {
+            return Err(bad(
+                "rto_undo",
+                "true".into(),
+                &format!(
+                    "profile {} undoes nothing; set undo = \"linux-2.6\", \"linux-3.14\" or \"linux\"",
+                    stack.name()
+                ),
+            ));
+        }
         let recovery = o.recovery.unwrap_or(Recovery::Prr);
         let mss = o.mss.unwrap_or(1448);
         if !(64..=65_000).contains(&mss) {
@@ -877,7 +972,7 @@ impl TcpOptions {
             rcv_window: rcv_window as u32,
             hystart: o.hystart.unwrap_or(true),
             prr: recovery == Recovery::Prr,
-            rto_undo: o.rto_undo.unwrap_or(true),
+            undo,
             loss_detection: o.loss_detection.unwrap_or(LossDetection::Rack),
             tlp: o.tlp.unwrap_or(Tlp::Linux),
             dsack: o.dsack.unwrap_or(true),
@@ -1039,6 +1134,37 @@ mod tests {
                 "{name}"
             );
         }
+        // Undo flavour per profile; `rto_undo` is its older boolean form.
+        for (name, u) in [
+            ("linux", Undo::Linux),
+            ("linux-3.14", Undo::Linux3_14),
+            ("linux-2.6.29", Undo::Linux2_6),
+            ("ns2-sack1", Undo::Off),
+            ("ns3", Undo::Off),
+        ] {
+            assert_eq!(r(&format!("stack = \"{name}\"")).unwrap().undo, u, "{name}");
+        }
+        let u = |t: &str| r(t).map(|c| c.undo);
+        assert_eq!(u("stack = \"linux-3.14\"\nrto_undo = false"), Ok(Undo::Off));
+        assert_eq!(
+            u("stack = \"linux-3.14\"\nrto_undo = true"),
+            Ok(Undo::Linux3_14)
+        );
+        assert_eq!(u("stack = \"ns3\"\nundo = \"linux\""), Ok(Undo::Linux));
+        let e = r("stack = \"ns3\"\nrto_undo = true").unwrap_err();
+        assert!(
+            e.field == "tcp.rto_undo" && e.message.contains("undo ="),
+            "{e:?}"
+        );
+        let e = r("undo = \"linux\"\nrto_undo = false").unwrap_err();
+        assert!(
+            e.field == "tcp.rto_undo" && e.message.contains("linux-2.6"),
+            "{e:?}"
+        );
+        let e = toml::from_str::<TcpOptions>("undo = \"on\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("linux-2.6") && e.contains("off"), "{e}");
         let c = r("stack = \"ns3\"\nloss_detection = \"rack\"\ntlp = \"linux-3.14\"").unwrap();
         assert_eq!(
             (c.loss_detection, c.tlp),

@@ -636,6 +636,20 @@ impl Scoreboard {
         self.segs.iter().any(|s| s.has(EVER_RETRANS))
     }
 
+    /// Segments inside `[start, end)` that were ever retransmitted and end above `above`:
+    /// what a D-SACK of data still in the queue takes off Linux's `undo_retrans`
+    /// (`tcp_sacktag_one`).
+    pub fn retransmitted_within(&self, start: u64, end: u64, above: u64) -> u32 {
+        let mut i = self.segs.partition_point(|s| s.start < start);
+        let mut n = 0;
+        while i < self.segs.len() && self.segs[i].end <= end {
+            let s = &self.segs[i];
+            n += (s.has(EVER_RETRANS) && s.end > above) as u32;
+            i += 1;
+        }
+        n
+    }
+
     /// Undo of a spurious timeout (Linux `tcp_undo_cwnd_reduction` with `unmark_loss`):
     /// no segment is lost any more; retransmissions in flight stay counted, and loss
     /// marking starts afresh.

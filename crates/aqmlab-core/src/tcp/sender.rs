@@ -85,9 +85,9 @@
 pub use super::cc::CaState;
 use super::cc::RateSample;
 use super::cc::{AckSample, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
-use super::config::{CcKind, LossDetection, Recovery, RenoHalves, RtoFloor, TcpConfig, Tlp};
+use super::config::{CcKind, LossDetection, Recovery, RenoHalves, RtoFloor, TcpConfig, Tlp, Undo};
 use super::rtt::RttEstimator;
-use super::scoreboard::{Delivered, Scoreboard, TxStamp, DUP_THRESH};
+use super::scoreboard::{Delivered, Scoreboard, TxStamp, DUP_THRESH, EVER_RETRANS};
 use super::AnyCc;
 use crate::packet::{tcp_flags, TcpHeader};
 use crate::time::{SimDuration, SimTime};
@@ -141,6 +141,12 @@ pub struct SenderStats {
     pub rtos: u64,
     /// Timeouts found spurious and undone (Linux MIB `TCPLossUndo`).
     pub rto_undos: u64,
+    /// Fast recoveries undone when they ended (`TCPFullUndo`), on a partial ACK
+    /// (`TCPPartialUndo`) and by D-SACKs of every retransmission (`TCPDSACKUndo`, also
+    /// after the recovery or timeout ended).
+    pub full_undos: u64,
+    pub partial_undos: u64,
+    pub dsack_undos: u64,
     pub fast_recoveries: u64,
     /// Tail loss probes sent (Linux MIB `TCPLossProbes`).
     pub loss_probes: u64,
@@ -224,16 +230,24 @@ pub struct Sender {
     min_rto: SimDuration,
     /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
     rto_retrans: u32,
-    /// Spurious-RTO undo (`TcpConfig::rto_undo`) and its state: the timeout's reduction
-    /// may still be undone (Linux `undo_marker`), cwnd and ssthresh before it
-    /// (`ca_ops->undo_cwnd`, `prior_ssthresh`; 0 = none), when it fired, and the time of
-    /// the first retransmission since (`retrans_stamp`).
-    rto_undo: bool,
-    undo_marker: bool,
+    /// Undo of spurious reductions (`TcpConfig::undo`; `Off` also for controls that own
+    /// cwnd) and its state, as Linux's: snd_una when the reduction that may be undone
+    /// began (`undo_marker`, 0 = none), retransmissions since less the D-SACKed ones
+    /// (`undo_retrans`; 6.1: -1 = none yet), cwnd and ssthresh before it (`prior_cwnd`
+    /// for `ca_ops->undo_cwnd`, `prior_ssthresh`; 0 = none), when the last timeout fired,
+    /// the time of the first retransmission of the episode (`retrans_stamp`), F-RTO
+    /// armed (`tp->frto`) and past its step 2b, and (2.6) the sequence after which the
+    /// Disorder state that keeps a late D-SACK undo possible ends.
+    undo: Undo,
+    undo_marker: u64,
+    undo_retrans: i32,
     undo_cwnd: u32,
     prior_ssthresh: u32,
     loss_time: SimTime,
     retrans_stamp: Option<SimTime>,
+    frto: bool,
+    frto_2b: bool,
+    undo_until: u64,
     is_cwnd_limited: bool,
     max_packets_out: u32,
     cwnd_usage_seq: u64,
@@ -308,12 +322,16 @@ impl Sender {
             rearm_after_send: false,
             min_rto: cfg.min_rto,
             rto_retrans: 0,
-            rto_undo: cfg.rto_undo,
-            undo_marker: false,
+            undo: cfg.undo,
+            undo_marker: 0,
+            undo_retrans: 0,
             undo_cwnd: 0,
             prior_ssthresh: 0,
             loss_time: SimTime::ZERO,
             retrans_stamp: None,
+            frto: false,
+            frto_2b: false,
+            undo_until: 0,
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -360,6 +378,11 @@ impl Sender {
         self.ecn_ok = ecn_ok;
         self.accecn = ecn_ok && self.want_accecn;
         self.cc.set_ecn_ok(ecn_ok);
+        if self.cc.owns_cwnd() {
+            // Controls with their own `cong_control` (BBR, Prague with ECN) keep their
+            // window through loss recovery: the model undoes nothing for them.
+            self.undo = Undo::Off;
+        }
         if let Some(r) = rtt {
             self.rtt.sample(r);
             self.min_rtt = Some(r);
@@ -665,7 +688,7 @@ impl Sender {
         let lost_before = self.sb.lost_total;
         self.rack_detect(now);
         if self.in_flight() != prior_in_flight && self.state != CaState::Recovery {
-            self.enter_recovery(now);
+            self.enter_recovery(now, false);
             if !self.cc.owns_cwnd() && self.recovery == Recovery::Prr {
                 let newly_lost = self.sb.lost_total > lost_before;
                 self.cwnd_reduction(1, newly_lost, false);
@@ -813,8 +836,24 @@ impl Sender {
         self.w.cwnd = self.w.cwnd.min(self.in_flight() + 1).max(1);
     }
 
-    fn enter_recovery(&mut self, now: SimTime) {
+    fn enter_recovery(&mut self, now: SimTime, ece: bool) {
         self.stats.fast_recoveries += 1;
+        if self.undo != Undo::Off {
+            // Linux tcp_enter_recovery: the clock of the first retransmission restarts
+            // with the fast retransmission; the undo state restarts, with the cwnd and
+            // ssthresh to restore when this recovery begins the reduction.
+            if !self.any_retrans_done() {
+                self.retrans_stamp = None;
+            }
+            self.prior_ssthresh = 0;
+            self.init_undo();
+            if !self.in_reduction() {
+                if !ece {
+                    self.prior_ssthresh = self.current_ssthresh();
+                }
+                self.undo_cwnd = self.w.cwnd;
+            }
+        }
         if !self.in_reduction() {
             self.init_cwnd_reduction(now, false);
         }
@@ -828,6 +867,9 @@ impl Sender {
 
     fn enter_cwr(&mut self, now: SimTime) {
         self.stats.ecn_reductions += 1;
+        // Linux tcp_enter_cwr: congestion proven by ECN is never undone.
+        self.undo_marker = 0;
+        self.prior_ssthresh = 0;
         self.init_cwnd_reduction(now, true);
         self.state = CaState::Cwr;
     }
@@ -884,6 +926,11 @@ impl Sender {
         self.rwnd = h.wnd as u64;
         let una_advanced = h.ack > self.snd_una;
 
+        if self.undo_marker != 0 && self.sack {
+            if let Some(b) = self.dsack_of(h) {
+                self.count_dsack(b, prior_una);
+            }
+        }
         // SACK blocks (RFC 2018), then the cumulative ACK.
         let mut d = Delivered::default();
         let mut sacked_new = false;
@@ -1002,35 +1049,23 @@ impl Sender {
         if ece {
             self.stats.ece_acks += 1;
         }
-        if self.state == CaState::Loss && self.undo_marker {
-            if ece {
-                // Linux tcp_fastretrans_alert A: ECE forbids restoring ssthresh.
-                self.prior_ssthresh = 0;
-            }
-            // F-RTO (RFC 5682 3b, Linux FLAG_ORIG_SACK_ACKED): data sent before the
-            // timeout and never retransmitted was (S)ACKed, so not everything was lost.
-            let orig_acked = d.first_sent.is_some_and(|t| t < self.loss_time);
-            // Eifel detection (tcp_packet_delayed): the ACK echoes a timestamp older than
-            // the first retransmission, i.e. an original transmission arrived.
-            let delayed = una_advanced
-                && h.ts_ecr > SimTime::ZERO
-                && self.retrans_stamp.is_some_and(|r| h.ts_ecr < r);
-            if orig_acked || delayed {
-                self.undo_loss();
-            }
-        }
+        // Undo of spurious reductions (Linux tcp_fastretrans_alert A, D, E).
+        let hold = self.undo != Undo::Off
+            && self.undo_on_ack(h, &d, una_advanced, ece, sacked_new, pure_dup);
         match self.state {
             CaState::Recovery if self.snd_una >= self.high_seq => {
                 self.reno_sacked = 0;
                 self.end_cwnd_reduction();
+                self.undo_until = self.snd_nxt;
             }
             CaState::Cwr if self.snd_una > self.high_seq => self.end_cwnd_reduction(),
             CaState::Loss if self.snd_una >= self.high_seq => {
                 self.reno_sacked = 0;
                 self.state = CaState::Open;
                 self.cc.on_open();
+                self.undo_until = self.snd_nxt;
             }
-            CaState::Recovery if !self.sack && una_advanced => {
+            CaState::Recovery if !self.sack && una_advanced && !hold => {
                 // RFC 6582 partial ACK: the next segment is lost too.
                 self.sb.mark_head_lost();
             }
@@ -1039,7 +1074,7 @@ impl Sender {
         // RACK (Linux tcp_identify_packet_loss) on "dubious" ACKs (tcp_ack_is_dubious:
         // a duplicate, SACK or ECE, or not in Open; Disorder counts as not Open).
         let mut reo_armed = false;
-        if self.rack {
+        if self.rack && !hold {
             let dubious = pure_dup
                 || sacked_new
                 || ece
@@ -1051,7 +1086,7 @@ impl Sender {
                 if self.state == CaState::Loss && lost_retrans > 0 {
                     // A retransmission sent after the timeout was lost too: fast
                     // recovery from Loss (tcp_fastretrans_alert, FLAG_LOST_RETRANS).
-                    self.enter_recovery(now);
+                    self.enter_recovery(now, ece);
                 }
             }
         }
@@ -1065,8 +1100,8 @@ impl Sender {
             } else {
                 self.reno_sacked >= DUP_THRESH && self.snd_una >= self.high_seq
             };
-            if time_to_recover {
-                self.enter_recovery(now);
+            if time_to_recover && !hold {
+                self.enter_recovery(now, ece);
             } else if ece && self.state == CaState::Open {
                 self.enter_cwr(now);
             }
@@ -1191,31 +1226,297 @@ impl Sender {
         }
     }
 
-    /// Linux `tcp_try_undo_loss` → `tcp_undo_cwnd_reduction(sk, true)`: the timeout was
-    /// spurious. Nothing is lost any more; cwnd goes back to its value at the timeout
-    /// (Reno's `snd_ssthresh << 1`, CUBIC's `loss_cwnd`) and ssthresh to `prior_ssthresh`
-    /// if that is higher (without it cwnd ≥ ssthresh); state Open.
-    fn undo_loss(&mut self) {
-        self.sb.unmark_lost();
+    /// Linux `tcp_current_ssthresh`: ssthresh during a reduction, else at least 3/4 of cwnd.
+    fn current_ssthresh(&self) -> u32 {
+        if self.in_reduction() {
+            self.w.ssthresh
+        } else {
+            self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2))
+        }
+    }
+
+    /// Linux `tcp_any_retrans_done`: a retransmission in flight or a retransmitted head.
+    fn any_retrans_done(&self) -> bool {
+        self.sb.retrans_out > 0 || (!self.sb.is_empty() && self.sb.get(0).has(EVER_RETRANS))
+    }
+
+    /// The undo state restarts with a reduction (Linux `tcp_enter_recovery`, and 6.1's
+    /// `tcp_init_undo` also on a timeout): `undo_marker` = snd_una, `undo_retrans` =
+    /// retransmissions still in flight, which may yet be D-SACKed (6.1: a retransmitted
+    /// loss probe in flight counts; none = -1, since 0 means "undo now").
+    fn init_undo(&mut self) {
+        self.undo_marker = self.snd_una;
+        let mut r = self.sb.retrans_out as i32;
+        if self.undo == Undo::Linux {
+            if self.tlp_high_seq != 0 && self.tlp_retrans {
+                r += 1;
+            }
+            if r == 0 {
+                r = -1;
+            }
+        }
+        self.undo_retrans = r;
+    }
+
+    /// Linux `tcp_packet_delayed`: the ACK echoes a timestamp older than the first
+    /// retransmission (Eifel detection, RFC 3522), or nothing was retransmitted yet
+    /// (6.1.y: not for a connection without SACK at `high_seq`, whose `retrans_stamp`
+    /// Linux clears there).
+    fn packet_delayed(&self, h: &TcpHeader) -> bool {
+        match self.retrans_stamp {
+            Some(r) => h.ts_ecr > SimTime::ZERO && h.ts_ecr < r,
+            None => self.undo != Undo::Linux || self.sack || self.snd_una < self.high_seq,
+        }
+    }
+
+    /// Linux `tcp_may_undo`: the reduction can be undone while `undo_marker` is set and
+    /// either every retransmission since was D-SACKed or the packet was merely delayed.
+    fn may_undo(&self, h: &TcpHeader) -> bool {
+        self.undo_marker != 0 && (self.undo_retrans == 0 || self.packet_delayed(h))
+    }
+
+    /// A D-SACK (RFC 2883) of a retransmission above `undo_marker`: one fewer
+    /// retransmission stands between the sender and a D-SACK undo. Linux
+    /// `tcp_check_dsack` for data acknowledged before this ACK ("dumb counting": 6.1 the
+    /// block's segments, 2.6/3.14 one), `tcp_sacktag_one` for data still outstanding
+    /// (its ever-retransmitted segments; a block starting at snd_una is invalid there).
+    /// 3.14 and 6.1 stop at 0; 2.6 counts on below it.
+    #[inline(never)]
+    fn count_dsack(&mut self, b: crate::packet::SackBlock, prior_una: u64) {
+        let floor = self.undo != Undo::Linux2_6;
+        if floor && self.undo_retrans <= 0 {
+            return;
+        }
+        let n = if b.end <= prior_una {
+            if b.end <= self.undo_marker {
+                return;
+            }
+            if self.undo == Undo::Linux {
+                (b.end - b.start).div_ceil(self.mss as u64).max(1) as i32
+            } else {
+                1
+            }
+        } else if b.start > prior_una {
+            self.sb
+                .retransmitted_within(b.start, b.end, self.undo_marker) as i32
+        } else {
+            0
+        };
+        self.undo_retrans -= n;
+        if floor {
+            self.undo_retrans = self.undo_retrans.max(0);
+        }
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction` (3.14, 6.1) / `tcp_undo_cwr` (2.6): cwnd back to
+    /// its value before the reduction (the control's `undo_cwnd`: CUBIC's `loss_cwnd`,
+    /// 6.1's `prior_cwnd`; 2.6/3.14 Reno's `ssthresh << 1` is the same up to rounding)
+    /// and ssthresh to `prior_ssthresh` if higher (`ssthresh_too`); without a recorded
+    /// `prior_ssthresh` (ECE seen, or the reduction began in CWR) 2.6 and 3.14 only
+    /// raise cwnd to ssthresh and 6.1 leaves it. `unmark`: nothing is lost any more.
+    /// 2.6 then moderates cwnd to in flight + 3 (`tcp_moderate_cwnd`). Clears
+    /// `undo_marker` except for 2.6's partial undo.
+    fn undo_reduction(&mut self, unmark: bool, ssthresh_too: bool) {
+        if unmark {
+            self.sb.unmark_lost();
+        }
         if self.prior_ssthresh > 0 {
             self.w.cwnd = self.w.cwnd.max(self.undo_cwnd);
-            if self.prior_ssthresh > self.w.ssthresh {
+            if ssthresh_too && self.prior_ssthresh > self.w.ssthresh {
                 self.w.ssthresh = self.prior_ssthresh;
                 // TCP_ECN_withdraw_cwr
                 self.queue_cwr = false;
             }
-        } else {
+        } else if self.undo != Undo::Linux && self.w.ssthresh < INFINITE_SSTHRESH {
             self.w.cwnd = self.w.cwnd.max(self.w.ssthresh);
         }
-        self.w.cwnd = self.w.cwnd.min(self.w.clamp.max(1));
+        if self.undo == Undo::Linux2_6 {
+            self.w.cwnd = self.w.cwnd.min(self.in_flight() + 3);
+        }
+        self.w.cwnd = self.w.cwnd.min(self.w.clamp.max(1)).max(1);
         self.w.cnt = 0;
-        self.undo_marker = false;
-        self.prior_ssthresh = 0;
+        if ssthresh_too || self.undo != Undo::Linux2_6 {
+            self.undo_marker = 0;
+        }
+        if self.undo == Undo::Linux {
+            // "Force RACK to re-exam losses".
+            self.sb.rack.advanced = true;
+        }
+    }
+
+    /// Back to Open after an undo.
+    fn reopen(&mut self) {
+        if self.state != CaState::Open {
+            self.reno_sacked = 0;
+            self.state = CaState::Open;
+            self.cc.on_open();
+        }
+    }
+
+    /// Linux `tcp_try_undo_loss` (and 2.6's / 3.14's `tcp_try_undo_recovery` in Loss):
+    /// the timeout was spurious. `unmark`: nothing is lost any more. Without SACK only
+    /// an F-RTO undo leaves Loss (`frto_undo || tcp_is_sack`).
+    fn undo_loss(&mut self, unmark: bool, frto: bool) {
+        self.undo_reduction(unmark, true);
+        self.undo_marker = 0;
         self.rto_retrans = 0;
-        self.reno_sacked = 0;
-        self.state = CaState::Open;
-        self.cc.on_open();
+        self.frto = false;
         self.stats.rto_undos += 1;
+        if self.sack || frto || !unmark {
+            self.reopen();
+        }
+    }
+
+    /// Linux's undo checks on an ACK, before the state exits (`tcp_fastretrans_alert` A,
+    /// D, E; `tcp_process_loss`; `tcp_try_undo_recovery` / `_partial` / `_dsack` /
+    /// `_loss`). Returns true when the rest of the ACK must neither mark losses nor
+    /// start a recovery (a partial ACK of delayed data with retransmissions still out;
+    /// 3.14's return after an undo in Recovery; 2.6's partial undo, which skips the
+    /// head retransmission).
+    #[inline(never)]
+    fn undo_on_ack(
+        &mut self,
+        h: &TcpHeader,
+        d: &Delivered,
+        una_advanced: bool,
+        ece: bool,
+        sacked_new: bool,
+        pure_dup: bool,
+    ) -> bool {
+        if ece {
+            // A: ECE forbids restoring ssthresh.
+            self.prior_ssthresh = 0;
+        }
+        match self.state {
+            CaState::Open => {
+                if self.retrans_stamp.is_some() && !self.any_retrans_done() {
+                    self.retrans_stamp = None;
+                }
+                if self.undo_marker != 0 {
+                    // A late D-SACK undo: the recovery or timeout already ended (2.6: only
+                    // in the Disorder state that follows it, until snd_una passes the
+                    // sequence sent by then).
+                    if self.undo_retrans == 0 {
+                        self.undo_reduction(false, true);
+                        self.undo_marker = 0;
+                        self.stats.dsack_undos += 1;
+                    } else if self.undo == Undo::Linux2_6 && self.snd_una > self.undo_until {
+                        self.undo_marker = 0;
+                    }
+                }
+                false
+            }
+            CaState::Cwr => false,
+            CaState::Recovery => {
+                if self.snd_una >= self.high_seq {
+                    // tcp_try_undo_recovery; without an undo the caller ends the
+                    // reduction (cwnd = ssthresh).
+                    if self.may_undo(h) {
+                        self.undo_reduction(false, true);
+                        self.undo_marker = 0;
+                        self.stats.full_undos += 1;
+                        self.reopen();
+                    }
+                    return false;
+                }
+                if una_advanced {
+                    if self.undo == Undo::Linux2_6 {
+                        // "Hoe": undo cwnd only, stay in Recovery, no head retransmission.
+                        if self.may_undo(h) {
+                            if self.sb.retrans_out == 0 {
+                                self.retrans_stamp = None;
+                            }
+                            self.undo_reduction(false, false);
+                            self.stats.partial_undos += 1;
+                            return true;
+                        }
+                    } else if self.undo_marker != 0 && self.packet_delayed(h) {
+                        // The hole was filled by a delayed original: with
+                        // retransmissions out, only stop marking; else undo.
+                        if self.sb.retrans_out > 0 {
+                            return true;
+                        }
+                        if !self.any_retrans_done() {
+                            self.retrans_stamp = None;
+                        }
+                        self.undo_reduction(true, true);
+                        self.stats.partial_undos += 1;
+                        self.reopen();
+                        return self.undo == Undo::Linux3_14;
+                    }
+                }
+                if self.undo != Undo::Linux2_6 && self.undo_marker != 0 && self.undo_retrans == 0 {
+                    // tcp_try_undo_dsack: every retransmission was a duplicate.
+                    self.undo_reduction(false, true);
+                    self.stats.dsack_undos += 1;
+                    self.reopen();
+                    return self.undo == Undo::Linux3_14;
+                }
+                false
+            }
+            CaState::Loss => {
+                self.undo_in_loss(h, d, una_advanced, sacked_new, pure_dup);
+                false
+            }
+        }
+    }
+
+    /// Linux `tcp_process_loss` (6.1, 3.14) / the Loss branch of 2.6's
+    /// `tcp_fastretrans_alert`: a timeout found spurious by `tcp_may_undo` (6.1: only on
+    /// an ACK that advances snd_una, since 4.4; 2.6/3.14: any ACK) or by F-RTO (RFC 5682
+    /// step 3b: never-retransmitted data sent before the timeout was (S)ACKed; 3.14 and
+    /// 6.1 whenever `frto` is armed, 2.6 only with `undo_marker` set). F-RTO's step 2b
+    /// (new data instead of retransmissions) is not modelled: where Linux would send
+    /// new data F-RTO stays armed for one more ACK, which then ends it if it SACKs data
+    /// or is a duplicate (step 3a); where it could not, F-RTO ends.
+    fn undo_in_loss(
+        &mut self,
+        h: &TcpHeader,
+        d: &Delivered,
+        una_advanced: bool,
+        sacked_new: bool,
+        pure_dup: bool,
+    ) {
+        let recovered = self.snd_una >= self.high_seq;
+        let orig_acked = d.first_sent.is_some_and(|t| t < self.loss_time);
+        match self.undo {
+            Undo::Linux => {
+                if una_advanced && self.may_undo(h) {
+                    return self.undo_loss(true, false);
+                }
+                if self.frto && orig_acked {
+                    return self.undo_loss(true, true);
+                }
+            }
+            Undo::Linux3_14 => {
+                if self.frto && orig_acked {
+                    return self.undo_loss(true, true);
+                }
+                if self.may_undo(h) {
+                    // At high_seq tcp_try_undo_recovery, which leaves the losses marked.
+                    return self.undo_loss(!recovered, false);
+                }
+            }
+            _ => {
+                if self.may_undo(h) || (self.undo_marker != 0 && orig_acked) {
+                    return self.undo_loss(!recovered, false);
+                }
+            }
+        }
+        if self.frto && !recovered {
+            if self.frto_2b {
+                if sacked_new || pure_dup {
+                    self.frto = false;
+                }
+            } else if una_advanced {
+                let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_nxt);
+                if self.unsent() > 0 && room > 0 {
+                    self.frto_2b = true;
+                } else {
+                    self.frto = false;
+                }
+            }
+        }
     }
 
     /// The retransmission timer expired.
@@ -1230,23 +1531,44 @@ impl Sender {
             || self.snd_una >= self.high_seq
             || (self.state == CaState::Loss && self.rto_retrans == 0);
         self.w.flight = self.in_flight();
-        if self.rto_undo && !self.cc.owns_cwnd() {
-            // Linux tcp_enter_loss: prior_ssthresh = tcp_current_ssthresh when this
-            // timeout reduces ssthresh; the undo marker only on a flight in which
-            // nothing was ever retransmitted.
+        if self.undo != Undo::Off {
+            // Linux tcp_enter_loss: prior_ssthresh and prior cwnd when this timeout
+            // reduces ssthresh (else those of the reduction under way stay); F-RTO armed
+            // (3.14: on a reducing or repeated timeout; 6.1: from Open/Disorder/CWR or a
+            // repeated one). 2.6 and 3.14 set undo_marker on every timeout, cleared when
+            // a segment in the queue was ever retransmitted (2.6, TCPCB_RETRANS) or a
+            // retransmission is in flight (3.14, TCPCB_SACKED_RETRANS); 6.1 restarts the
+            // undo state only with a reduction (tcp_init_undo, after the loss marking).
             if reduce {
-                self.prior_ssthresh = if self.in_reduction() {
-                    self.w.ssthresh
-                } else {
-                    self.w.ssthresh.max((self.w.cwnd >> 1) + (self.w.cwnd >> 2))
-                };
+                self.prior_ssthresh = self.current_ssthresh();
                 self.undo_cwnd = self.w.cwnd;
-            } else {
-                self.prior_ssthresh = 0;
             }
-            self.undo_marker = !self.sb.any_ever_retransmitted();
+            self.frto = match self.undo {
+                Undo::Linux => self.state == CaState::Open || self.state == CaState::Cwr,
+                Undo::Linux3_14 => reduce,
+                _ => false,
+            } || (self.undo != Undo::Linux2_6 && self.rto_retrans > 0);
+            self.frto_2b = false;
+            match self.undo {
+                Undo::Linux3_14 => {
+                    self.undo_marker = if self.sb.retrans_out > 0 {
+                        0
+                    } else {
+                        self.snd_una
+                    };
+                    self.undo_retrans = 0;
+                }
+                Undo::Linux2_6 => {
+                    self.undo_marker = if self.sb.any_ever_retransmitted() {
+                        0
+                    } else {
+                        self.snd_una
+                    };
+                    self.undo_retrans = 0;
+                }
+                _ => {}
+            }
             self.loss_time = now;
-            self.retrans_stamp = None;
         }
         if let Some(s) = self.cc.on_rto(&self.w, now, self.snd_nxt, reduce) {
             self.w.ssthresh = s;
@@ -1255,6 +1577,9 @@ impl Sender {
             self.sb.mark_all_lost_rack(now);
         } else {
             self.sb.mark_all_lost();
+        }
+        if self.undo == Undo::Linux && reduce {
+            self.init_undo();
         }
         self.tlp_high_seq = 0;
         self.probe = None;
@@ -1295,8 +1620,16 @@ impl Sender {
                 let tx = self.tx_stamp(now, in_flight + 1);
                 self.sb.on_retransmit(i, now);
                 self.sb.set_tx(i, tx);
-                if self.state == CaState::Loss && self.retrans_stamp.is_none() {
-                    self.retrans_stamp = Some(now);
+                if self.undo != Undo::Off {
+                    // Linux tcp_retransmit_skb: the first retransmission's time, and one
+                    // more retransmission a D-SACK undo must see reported.
+                    if self.retrans_stamp.is_none() {
+                        self.retrans_stamp = Some(now);
+                    }
+                    if self.undo == Undo::Linux && self.undo_retrans < 0 {
+                        self.undo_retrans = 0;
+                    }
+                    self.undo_retrans += 1;
                 }
                 if i == 0 && self.timer != XmitTimer::Reo {
                     // Linux re-arms the timer when it resends the first segment
@@ -2191,28 +2524,31 @@ mod tests {
             // older than the retransmission.
             ("timestamp", 1, ms(100)),
         ] {
-            let mut s = sender(cfg(|_| {}), false);
-            drain(&mut s, ms(100));
-            s.on_rto(ms(400));
-            assert_eq!((s.state, s.w.cwnd, s.w.ssthresh), (CaState::Loss, 1, 5));
-            let out = drain(&mut s, ms(400));
-            assert!(out.len() == 1 && out[0].retrans, "{label}");
-            let mut a = ack(acked, &[]);
-            a.ts_ecr = ecr;
-            s.on_ack(ms(450), &a, false);
-            // tcp_undo_cwnd_reduction: cwnd back to 10 (Reno: ssthresh << 1), ssthresh
-            // back to prior_ssthresh (unset), nothing lost, state Open.
-            assert_eq!(s.state, CaState::Open, "{label}");
-            assert!(s.w.cwnd >= 10, "{label}: cwnd {}", s.w.cwnd);
-            assert_eq!(s.w.ssthresh, INFINITE_SSTHRESH, "{label}");
-            assert_eq!((s.sb.lost_out, s.stats.rto_undos), (0, 1), "{label}");
-            // No go-back-N: the next transmissions are new data, not the flight again.
-            let out = drain(&mut s, ms(450));
-            assert!(
-                !out.is_empty() && out.iter().all(|t| !t.retrans),
-                "{label}: {out:?}"
-            );
-            s.sb.check().unwrap();
+            for undo in [Undo::Linux, Undo::Linux3_14, Undo::Linux2_6] {
+                let label = format!("{label} {undo:?}");
+                let mut s = sender(cfg(|o| o.undo = Some(undo)), false);
+                drain(&mut s, ms(100));
+                s.on_rto(ms(400));
+                assert_eq!((s.state, s.w.cwnd, s.w.ssthresh), (CaState::Loss, 1, 5));
+                let out = drain(&mut s, ms(400));
+                assert!(out.len() == 1 && out[0].retrans, "{label}");
+                let mut a = ack(acked, &[]);
+                a.ts_ecr = ecr;
+                s.on_ack(ms(450), &a, false);
+                // tcp_undo_cwnd_reduction: cwnd back to 10 (Reno: ssthresh << 1), ssthresh
+                // back to prior_ssthresh (unset), nothing lost, state Open.
+                assert_eq!(s.state, CaState::Open, "{label}");
+                assert!(s.w.cwnd >= 10, "{label}: cwnd {}", s.w.cwnd);
+                assert_eq!(s.w.ssthresh, INFINITE_SSTHRESH, "{label}");
+                assert_eq!((s.sb.lost_out, s.stats.rto_undos), (0, 1), "{label}");
+                // No go-back-N: the next transmissions are new data, not the flight again.
+                let out = drain(&mut s, ms(450));
+                assert!(
+                    !out.is_empty() && out.iter().all(|t| !t.retrans),
+                    "{label}: {out:?}"
+                );
+                s.sb.check().unwrap();
+            }
         }
     }
 
@@ -2230,19 +2566,28 @@ mod tests {
             (s.state, s.w.cwnd, s.stats.rto_undos),
             (CaState::Loss, 2, 0)
         );
-        // A backed-off timeout on a flight whose head was already resent: Linux
-        // tcp_enter_loss clears undo_marker (TCPCB_RETRANS in the queue), so even an
-        // ACK of never-retransmitted data does not undo it.
-        let mut s = sender(cfg(|_| {}), false);
-        drain(&mut s, ms(100));
-        s.on_rto(ms(400));
-        drain(&mut s, ms(400));
-        s.on_rto(ms(1000));
-        drain(&mut s, ms(1000));
-        let mut a = ack(4, &[]);
-        a.ts_ecr = ms(100);
-        s.on_ack(ms(1100), &a, false);
-        assert_eq!((s.state, s.stats.rto_undos), (CaState::Loss, 0));
+        // A backed-off timeout on a flight whose head was already resent, then an ACK
+        // of never-retransmitted data echoing the original transmissions: 2.6's
+        // tcp_enter_loss clears undo_marker (TCPCB_RETRANS in the queue) and has no
+        // F-RTO for it; 3.14 undoes by F-RTO (armed on a repeated timeout, RFC 5682
+        // 3.2), 6.1 by timestamps (the undo state of the first timeout stands).
+        for (undo, undone) in [
+            (Undo::Linux2_6, false),
+            (Undo::Linux3_14, true),
+            (Undo::Linux, true),
+        ] {
+            let mut s = sender(cfg(|o| o.undo = Some(undo)), false);
+            drain(&mut s, ms(100));
+            s.on_rto(ms(400));
+            drain(&mut s, ms(400));
+            s.on_rto(ms(1000));
+            drain(&mut s, ms(1000));
+            let mut a = ack(4, &[]);
+            a.ts_ecr = ms(100);
+            s.on_ack(ms(1100), &a, false);
+            assert_eq!(s.stats.rto_undos, undone as u64, "{undo:?}");
+            assert_eq!(s.state == CaState::Open, undone, "{undo:?}");
+        }
         // ns-2 / ns-3 profiles (and rto_undo = false) never undo.
         for c in [
             cfg(|o| o.rto_undo = Some(false)),
@@ -2257,6 +2602,187 @@ mod tests {
             a.ts_ecr = ms(100);
             s.on_ack(deadline + SimDuration::from_millis(50), &a, false);
             assert_eq!((s.state, s.stats.rto_undos), (CaState::Loss, 0));
+        }
+    }
+
+    /// Fast recovery started by reordering: segment 0 is only delayed. Segments 0-9 go
+    /// out at 100 ms, SACKs of 1, 2, 3 (limited transmit sends 10, 11) start recovery
+    /// at 202 ms (ssthresh 5, cwnd 9 by PRR, prior cwnd 10, ssthresh unset before) and
+    /// segment 0 is retransmitted.
+    fn reordered_recovery(undo: Undo) -> Sender {
+        let mut s = sender(cfg(|o| o.undo = Some(undo)), false);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        drain(&mut s, ms(200));
+        s.on_ack(ms(201), &ack(0, &[(1, 3)]), false);
+        drain(&mut s, ms(201));
+        s.on_ack(ms(202), &ack(0, &[(1, 4)]), false);
+        assert_eq!((s.state, s.w.ssthresh, s.w.cwnd), (CaState::Recovery, 5, 9));
+        assert_eq!(kinds(&drain(&mut s, ms(202))), vec![(0, true)]);
+        s
+    }
+
+    #[test]
+    fn spurious_fast_recovery_is_undone_by_dsack() {
+        // The delayed original 0 arrives: ACK 4 (a partial ACK, recovery point 12); no
+        // timestamps, so only D-SACKs can tell. Then the retransmission arrives as a
+        // duplicate: a D-SACK of [0, 1) below the cumulative ACK ("forgotten data",
+        // tcp_check_dsack) takes undo_retrans from 1 to 0.
+        for undo in [Undo::Linux, Undo::Linux3_14, Undo::Linux2_6] {
+            let mut s = reordered_recovery(undo);
+            s.on_ack(ms(300), &ack(4, &[]), false);
+            assert_eq!(
+                (s.state, s.undo_retrans),
+                (CaState::Recovery, 1),
+                "{undo:?}"
+            );
+            drain(&mut s, ms(300));
+            s.on_ack(ms(302), &ack(4, &[(0, 1)]), false);
+            assert_eq!(s.undo_retrans, 0, "{undo:?}");
+            if undo == Undo::Linux2_6 {
+                // 2.6 checks D-SACKs only in Disorder: still in Recovery, undone in
+                // full when the recovery point is acknowledged (tcp_may_undo).
+                assert_eq!(s.state, CaState::Recovery);
+                let flight = s.in_flight();
+                s.on_ack(ms(310), &ack(12, &[]), false);
+                assert_eq!((s.state, s.stats.full_undos), (CaState::Open, 1));
+                // cwnd back to 10, then moderated to in flight + 3 (tcp_moderate_cwnd),
+                // and the same ACK's 8 delivered segments grow it in slow start.
+                let moderated = 10.min(s.in_flight() + 3);
+                assert!(flight > 0 && moderated < 10, "flight {flight}");
+                assert_eq!(s.w.cwnd, moderated + 8);
+            } else {
+                // tcp_try_undo_dsack in Recovery: cwnd back to 10, ssthresh back to
+                // unset (prior_ssthresh = tcp_current_ssthresh), Open.
+                assert_eq!(s.state, CaState::Open, "{undo:?}");
+                assert_eq!(
+                    (s.w.cwnd, s.w.ssthresh),
+                    (10, INFINITE_SSTHRESH),
+                    "{undo:?}"
+                );
+                assert_eq!((s.stats.dsack_undos, s.undo_marker), (1, 0), "{undo:?}");
+            }
+            s.sb.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn dsack_after_recovery_undoes_late_but_a_real_loss_stays() {
+        for undo in [Undo::Linux, Undo::Linux3_14, Undo::Linux2_6] {
+            // Real loss: only the retransmission arrives (no D-SACK): the recovery ends
+            // with cwnd = ssthresh = 5 and stays reduced.
+            let mut s = reordered_recovery(undo);
+            s.on_ack(ms(300), &ack(12, &[]), false);
+            assert_eq!((s.state, s.w.ssthresh), (CaState::Open, 5), "{undo:?}");
+            let full = s.stats.full_undos + s.stats.partial_undos + s.stats.dsack_undos;
+            assert_eq!(full, 0, "{undo:?}");
+            // Spurious, but the D-SACK of the retransmission comes after the recovery
+            // ended: undo_marker is still set (it is cleared only by an undo, a new
+            // reduction or ECN), so the late D-SACK undoes the reduction
+            // (tcp_try_undo_dsack in Open; 2.6: in the Disorder state that follows).
+            drain(&mut s, ms(300));
+            s.on_ack(ms(305), &ack(12, &[(0, 1)]), false);
+            assert_eq!(
+                (s.state, s.stats.dsack_undos),
+                (CaState::Open, 1),
+                "{undo:?}"
+            );
+            assert_eq!(s.w.ssthresh, INFINITE_SSTHRESH, "{undo:?}");
+            assert!(
+                s.w.cwnd >= 10 || undo == Undo::Linux2_6,
+                "{undo:?}: {}",
+                s.w.cwnd
+            );
+        }
+        // ns-2 / ns-3 profiles undo nothing.
+        let mut s = reordered_recovery(Undo::Off);
+        s.on_ack(ms(300), &ack(4, &[]), false);
+        s.on_ack(ms(302), &ack(4, &[(0, 1)]), false);
+        s.on_ack(ms(310), &ack(12, &[]), false);
+        assert_eq!(
+            (s.w.ssthresh, s.stats.dsack_undos + s.stats.full_undos),
+            (5, 0)
+        );
+    }
+
+    #[test]
+    fn spurious_fast_recovery_is_undone_by_timestamps() {
+        // The delayed original 0 fills the hole: ACK 4 echoes its timestamp (100 ms),
+        // older than the retransmission (202 ms): tcp_packet_delayed on a partial ACK.
+        for undo in [Undo::Linux, Undo::Linux3_14, Undo::Linux2_6] {
+            let mut s = reordered_recovery(undo);
+            let mut a = ack(4, &[]);
+            a.ts_ecr = ms(100);
+            s.on_ack(ms(300), &a, false);
+            assert_eq!(s.stats.partial_undos, 1, "{undo:?}");
+            if undo == Undo::Linux2_6 {
+                // tcp_undo_cwr(sk, 0): cwnd only (the same ACK's reduction step then
+                // sets it again), ssthresh stays 5, still in Recovery; undone in full
+                // at its end (retrans_stamp cleared: nothing retransmitted is out).
+                assert_eq!((s.state, s.w.ssthresh), (CaState::Recovery, 5));
+                assert_eq!(s.retrans_stamp, None);
+                s.on_ack(ms(310), &ack(12, &[]), false);
+                assert_eq!((s.state, s.stats.full_undos), (CaState::Open, 1));
+                assert_eq!(s.w.ssthresh, INFINITE_SSTHRESH);
+            } else {
+                // No retransmission out any more (segment 0 is acknowledged): undo,
+                // losses unmarked, Open (tcp_try_undo_partial).
+                assert_eq!(s.state, CaState::Open, "{undo:?}");
+                assert_eq!(
+                    (s.w.ssthresh, s.sb.lost_out),
+                    (INFINITE_SSTHRESH, 0),
+                    "{undo:?}"
+                );
+                assert!(s.w.cwnd >= 10, "{undo:?}: {}", s.w.cwnd);
+            }
+            s.sb.check().unwrap();
+        }
+        // The echo of the retransmission itself (202 ms) is no evidence: no undo.
+        for undo in [Undo::Linux, Undo::Linux3_14, Undo::Linux2_6] {
+            let mut s = reordered_recovery(undo);
+            let mut a = ack(4, &[]);
+            a.ts_ecr = ms(202);
+            s.on_ack(ms(300), &a, false);
+            let mut a = ack(12, &[]);
+            a.ts_ecr = ms(202);
+            s.on_ack(ms(310), &a, false);
+            assert_eq!((s.state, s.w.ssthresh), (CaState::Open, 5), "{undo:?}");
+            assert_eq!(s.stats.partial_undos + s.stats.full_undos, 0, "{undo:?}");
+        }
+    }
+
+    #[test]
+    fn timeout_with_a_retransmission_in_flight_is_undone_in_6_1_only() {
+        // Recovery as above; the fast retransmission of 0 is still out when the RTO
+        // fires (a delay spike). The RTO during Recovery does not reduce ssthresh again,
+        // so 6.1 keeps the undo state of the recovery (tcp_init_undo runs only with a
+        // reduction); 3.14's tcp_enter_loss clears undo_marker for the retransmission in
+        // flight (TCPCB_SACKED_RETRANS), 2.6's for the retransmitted segment in the queue.
+        // Then the original 0 arrives: ACK 4 echoing 100 ms, older than the first
+        // retransmission (202 ms; retrans_stamp is not reset by the timeout).
+        for (undo, undone) in [
+            (Undo::Linux, true),
+            (Undo::Linux3_14, false),
+            (Undo::Linux2_6, false),
+        ] {
+            let mut s = reordered_recovery(undo);
+            let deadline = s.rto_deadline();
+            s.on_rto(deadline);
+            assert_eq!((s.state, s.w.cwnd, s.w.ssthresh), (CaState::Loss, 1, 5));
+            drain(&mut s, deadline);
+            let mut a = ack(4, &[]);
+            a.ts_ecr = ms(100);
+            s.on_ack(deadline + SimDuration::from_millis(10), &a, false);
+            assert_eq!(s.stats.rto_undos, undone as u64, "{undo:?}");
+            if undone {
+                // tcp_undo_cwnd_reduction with the recovery's prior cwnd and ssthresh.
+                assert_eq!(s.state, CaState::Open);
+                assert_eq!((s.w.ssthresh, s.sb.lost_out), (INFINITE_SSTHRESH, 0));
+                assert!(s.w.cwnd >= 10, "cwnd {}", s.w.cwnd);
+            } else {
+                assert_eq!((s.state, s.w.ssthresh), (CaState::Loss, 5), "{undo:?}");
+            }
+            s.sb.check().unwrap();
         }
     }
 
