@@ -28,16 +28,32 @@
 //!   unSACKed segment deemed lost and resent in order under slow start, backoff doubling
 //!   the timer (RFC 6298 5.5–5.7, Linux `tcp_enter_loss`).
 //!
-//!   With `rto_undo` (the Linux profiles) a spurious timeout is undone as Linux's
-//!   `tcp_try_undo_loss` does (2.6.x–6.x): the flight at the timeout must hold no
-//!   retransmission (`tcp_enter_loss` clears `undo_marker` otherwise), and an ACK that
-//!   (S)ACKs data sent before the timeout and never retransmitted (F-RTO, RFC 5682
-//!   step 3b, `FLAG_ORIG_SACK_ACKED`) or whose timestamp echo predates the first
-//!   retransmission (`tcp_packet_delayed`, RFC 3522) restores cwnd to its value at the
-//!   timeout and ssthresh to `prior_ssthresh`, unmarks every loss and returns to Open
-//!   (`tcp_undo_cwnd_reduction`). F-RTO's step 2b (sending new data instead of
-//!   retransmissions on the first ACK) is not modelled.
-//!
+//! ## Undo of spurious reductions (`undo`, Linux `tcp_input.c`)
+//! A reduction caused by reordering or delay rather than loss is undone as the kernel of
+//! the profile does ([`Undo`]: 2.6.29, 3.14, 6.1; ns-2 and ns-3 undo nothing). The state
+//! is Linux's: `undo_marker` (snd_una when the reduction began), `undo_retrans`
+//! (retransmissions since, `tcp_retransmit_skb`, less those a D-SACK reported as
+//! duplicates, `tcp_check_dsack` / `tcp_sacktag_one`), `prior_ssthresh` and the cwnd
+//! before, and `retrans_stamp` (the episode's first retransmission). `tcp_may_undo`:
+//! `undo_marker` set and every retransmission D-SACKed or the ACK's timestamp echo older
+//! than `retrans_stamp` (Eifel, RFC 3522). Undo restores cwnd and ssthresh
+//! (`tcp_undo_cwnd_reduction`) and returns to Open:
+//! - fast recovery: at its end (`TCPFullUndo`), on a partial ACK of delayed data with no
+//!   retransmission out (`TCPPartialUndo`, losses unmarked; 2.6: cwnd only, staying in
+//!   Recovery) and on the D-SACK that reports the last retransmission (`TCPDSACKUndo`; in
+//!   Recovery and, late, after it: 3.14/6.1 until the next reduction, 2.6 in the Disorder
+//!   state that follows). 2.6 moderates cwnd to in flight + 3 after every undo.
+//! - timeouts (`TCPLossUndo`): `tcp_may_undo` (6.1 on ACKs that advance snd_una, 2.6/3.14
+//!   on any ACK), or F-RTO (RFC 5682 step 3b: never-retransmitted data sent before the
+//!   timeout is (S)ACKed). 2.6 clears `undo_marker` on a timeout when a queued segment
+//!   was ever retransmitted, 3.14 when a retransmission is in flight; 6.1 restarts the
+//!   undo state only on a timeout that reduces ssthresh (`tcp_init_undo`, retransmissions
+//!   in flight counted), so a timeout during fast recovery keeps the recovery's. F-RTO is
+//!   armed on a reducing (3.14) or Open/CWR (6.1) timeout or a repeated one and undoes
+//!   whatever `undo_marker` says; its step 2b (new data instead of retransmissions) is
+//!   not modelled (see `undo_in_loss`). ECE forbids restoring ssthresh; an ECN reduction
+//!   is never undone. Controls that own cwnd (BBR, Prague with ECN) undo nothing.
+
 //! ## Loss detection: DupThresh or RACK; tail loss probes
 //! `loss_detection = "dupthresh"` (RFC 6675, Linux < 4.4, ns-2, ns-3) marks a segment
 //! lost when DupThresh segments above it are SACKed; a lost retransmission then waits
@@ -73,9 +89,10 @@
 //! `tcp_early_retrans = 3`) is not modelled; RACK replaced it.
 //!
 //! ## Not modelled (deliberate)
-//! Undo of spurious fast recoveries (D-SACK, Eifel in recovery) and RACK's D-SACK-driven
-//! `reo_wnd` widening: the receivers send D-SACKs (`dsack`), but the sender uses them only
-//! to end a probe episode (`FLAG_DSACK_TLP`). NextSeg rules (3) and (4) are not applied (Linux does not retransmit
+//! RACK's D-SACK-driven `reo_wnd` widening (`reo_wnd_steps`, `reo_wnd_persist`): D-SACKs
+//! end probe episodes and drive undo only; 6.1's D-SACK sanity checks
+//! (`tcp_dsack_seen`: more duplicates than retransmissions) are not applied, the
+//! model's network does not duplicate packets. NextSeg rules (3) and (4) are not applied (Linux does not retransmit
 //! unmarked holes). No Nagle
 //! (applications write whole messages, as with TCP_NODELAY), no pacing (Linux paces
 //! CUBIC/Reno only under the fq qdisc), no TSO. RFC 2861 cwnd decay while
@@ -1050,8 +1067,15 @@ impl Sender {
             self.stats.ece_acks += 1;
         }
         // Undo of spurious reductions (Linux tcp_fastretrans_alert A, D, E).
-        let hold = self.undo != Undo::Off
-            && self.undo_on_ack(h, &d, una_advanced, ece, sacked_new, pure_dup);
+        // (In Open without ECE the checks have work only with a retransmission clock
+        // to clear or an undo that D-SACKs may have made possible.)
+        let undo_work = self.undo != Undo::Off
+            && (self.state != CaState::Open
+                || ece
+                || self.retrans_stamp.is_some()
+                || (self.undo_marker != 0
+                    && (self.undo_retrans == 0 || self.undo == Undo::Linux2_6)));
+        let hold = undo_work && self.undo_on_ack(h, &d, una_advanced, ece, sacked_new, pure_dup);
         match self.state {
             CaState::Recovery if self.snd_una >= self.high_seq => {
                 self.reno_sacked = 0;
