@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import aqmlab
-from aqmlab.linux.crosscheck import compare, render, to_json, verdict
+from aqmlab.linux.crosscheck import compare, render, run_sim, to_json, verdict
 from aqmlab.linux.engine import collect
 from aqmlab.linux.translate import translate
 from aqmlab.result import Result
@@ -41,7 +41,7 @@ def main() -> None:
             info[k] = old["engine"][k]
     lin = Result(rawd, sc)
     lin.engine_info = info
-    sim = aqmlab.run(sc)
+    sim = run_sim(sc)
     rows = compare(sim, lin)
     from rich.console import Console
 

@@ -252,13 +252,13 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None, 
       aqmlab crosscheck benchmarks/scenarios/tcp16_codel.toml
     """
     import aqmlab
-    from aqmlab.linux.crosscheck import compare, render, to_json, verdict
+    from aqmlab.linux.crosscheck import compare, render, run_sim, to_json, verdict
     from aqmlab.linux.engine import run_linux
     from aqmlab.linux.translate import translate
 
     sc = aqmlab.load_scenario(Path(file))
     translate(sc.to_dict(), sc.validate())  # an unsupported key fails here, before any run
-    sim = aqmlab.run(sc, seed=seed)
+    sim = run_sim(sc, seed=seed)
     say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
     lin = run_linux(sc, seed, log=say, keep=keep)
     if out is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import stat
 
 import pytest
@@ -15,6 +16,7 @@ from aqmlab.linux.cpio import CpioWriter
 from aqmlab.linux.engine import _cpu_busy, _iperf_flow, parse_ping, parse_tc_samples
 from aqmlab.linux.translate import FlowMap, parse_duration, parse_rate, parse_size, tc_qdisc_args, translate
 from aqmlab.linux.vm import parse_modules_dep, resolve_modules
+from conftest import FIFO_OVERLOAD
 
 # ---------------------------------------------------------------------------------------
 # cpio newc
@@ -266,6 +268,16 @@ def test_unsupported_tcp_keys(patch, field):
     assert e.value.field == field
 
 
+def test_delayed_ack_off_is_the_quickack_route_metric():
+    """`delayed_ack = "off"` (every segment ACKed) is Linux's per-route quickack metric on
+    every route, which the receiver consults for each ACK; the other modes are refused."""
+    tr, _ = _tr(HEADLINE.replace('[tcp]\ncc = "newreno"\n', '[tcp]\ncc = "newreno"\ndelayed_ack = "off"\n'))
+    routes = [c for cmds in tr.commands.values() for c in cmds if c.startswith("route add")]
+    assert routes and all(c.endswith(" quickack 1") for c in routes)
+    tr, _ = _tr(HEADLINE)
+    assert not any("quickack" in c for cmds in tr.commands.values() for c in cmds)
+
+
 def test_unsupported_workload_and_topology():
     web = HEADLINE.replace('kind = "ping"', 'kind = "web"').replace('interval = "100ms"', "")
     with pytest.raises(ScenarioError) as e:
@@ -382,6 +394,36 @@ def test_crosscheck_rows_of_identical_results_agree_and_a_shift_is_flagged():
     rows = compare(r, Shifted(r))
     bad = [x for x in rows if x.verdict == "DIFF"]
     assert [(x.entity, x.metric) for x in bad] == [("bottleneck_up", "sojourn mean ms")]
+
+
+def test_crosscheck_sojourn_counts_the_packets_the_kernel_estimate_counts():
+    """The kernel's mean sojourn is Little's law over every packet leaving the queue
+    (transmitted, and dropped after waiting by CoDel-family and cake queues); the
+    simulator's row takes the mean over the same packets from its per-packet trace."""
+    from aqmlab.linux.crosscheck import compare, departed_sojourn_mean, run_sim
+
+    fifo = FIFO_OVERLOAD.read_text()
+    # tail drops waited nothing and are not departures: the mean over sent packets, here
+    # the full 100-packet FIFO's 100 x 1514 B x 8 / 10 Mbit/s
+    r = run_sim(fifo)
+    assert departed_sojourn_mean(r, "bottleneck_up") == pytest.approx(0.12112, rel=5e-3)
+    assert math.isnan(departed_sojourn_mean(aqmlab.run(fifo), "bottleneck_up"))  # no per-packet trace
+    # flow queueing: an unresponsive 20 Mbit/s flow beside a 4 Mbit/s one (under its fair
+    # share); fq_codel (200 packets) drops only the fat flow's packets, which waited far
+    # longer than the thin flow's, so the mean over departures exceeds the one over sent packets
+    fq = fifo.replace('qdisc = { kind = "fifo", limit = 100 }', 'qdisc = { kind = "fq_codel", limit = 200 }') + (
+        '\n[[flow]]\nkind = "cbr"\nfrom = "client0"\nto = "server0"\nrate = "4Mbit"\nsize = 1500\n'
+    )
+    r = run_sim(fq)
+    s = r.samples
+    q = s[(s["entity"] == "bottleneck_up") & (s["kind"] == "queue")]
+    soj, drops = q[q["metric"] == "sojourn"]["value"], q[q["metric"] == "drop"]["value"]
+    sent = r.queues.set_index("name").loc["bottleneck_up", "sojourn_mean"]
+    assert soj.mean() == pytest.approx(sent) and len(drops) > 1000 and drops.mean() > 1.3 * sent
+    dep = departed_sojourn_mean(r, "bottleneck_up")
+    assert dep == pytest.approx((soj.sum() + drops.sum()) / (len(soj) + len(drops))) and dep > 1.2 * sent
+    row = next(x for x in compare(r, r) if x.entity == "bottleneck_up" and x.metric == "sojourn mean ms")
+    assert row.sim == pytest.approx(dep * 1e3)
 
 
 def test_crosscheck_per_group_goodput_shares():

@@ -95,7 +95,10 @@ impl Net {
         for d in link.out.drops.drain(..) {
             link.stats.series.drop(now);
             if !link.stats.packet_windows.is_empty() {
-                link.stats.log_packet(now, crate::link::PKT_DROP, 1.0);
+                // the time the packet spent in the qdisc (0 for one refused on arrival):
+                // Little's law over all packets leaving a queue counts head drops too
+                let waited = now.saturating_since(d.0.enqueued_at).as_nanos() as f64 * 1e-9;
+                link.stats.log_packet(now, crate::link::PKT_DROP, waited);
             }
             self.pending_drops.push(d);
         }

@@ -448,12 +448,14 @@ fn packet_trace_logs_every_packet_and_drop_inside_the_windows() {
         |&(t, v)| ((5.0..6.0).contains(&t) || (10.0..10.5).contains(&t))
             && (v - 0.121).abs() < 0.002
     ));
-    // half of the 1666.7 arrivals/s are dropped
+    // half of the 1666.7 arrivals/s are dropped, all refused on arrival: a drop's value is
+    // the time the packet spent in the qdisc
     assert!(
         (drops.len() as f64 - 1.5 * (1666.7 - 825.6)).abs() <= 3.0,
         "{} drops",
         drops.len()
     );
+    assert!(drops.iter().all(|&(_, v)| v == 0.0));
     // every arrival logs the queue length it finds: the 100-packet FIFO is full or one
     // short (a departure just made room) at every arrival after the first second
     let qlen = pick("qlen");
@@ -474,4 +476,47 @@ fn packet_trace_logs_every_packet_and_drop_inside_the_windows() {
         .iter()
         .zip(&r.samples.entity)
         .any(|(&k, &e)| k == aqmlab_core::metrics::KIND_QUEUE && e != q));
+}
+
+#[test]
+fn packet_trace_drop_values_are_the_time_a_head_dropped_packet_waited() {
+    // The same overload into CoDel: its drops take the head of a FIFO after it waited at
+    // least `target` (CoDel drops nothing younger) and about as long as the packet sent
+    // next (which arrived 0.6 ms later and leaves within a frame time, 1.2 ms); arrivals
+    // refused at the 100-packet limit waited 0.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fifo_overload.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let sc = scenario(
+        &text
+            .replace("[run]", "[run]\npacket_trace = [[\"5s\", \"20s\"]]")
+            .replace(
+                "qdisc = { kind = \"fifo\", limit = 100 }",
+                "qdisc = { kind = \"codel\", limit = 100 }",
+            ),
+    );
+    let r = run_scenario(&sc, 1).unwrap();
+    let q = r.queue("bottleneck_up").unwrap().id;
+    let pick = |metric: &str| -> Vec<(f64, f64)> {
+        let m = r.metric_names.iter().position(|n| n == metric).unwrap() as u16;
+        (0..r.samples.len())
+            .filter(|&i| {
+                r.samples.kind[i] == aqmlab_core::metrics::KIND_QUEUE
+                    && r.samples.entity[i] == q
+                    && r.samples.metric[i] == m
+            })
+            .map(|i| (r.samples.t[i], r.samples.value[i]))
+            .collect()
+    };
+    let soj = pick("sojourn");
+    let drops = pick("drop");
+    assert!(drops.iter().all(|&(_, v)| v == 0.0 || v >= 0.005));
+    let head: Vec<(f64, f64)> = drops.iter().copied().filter(|&(_, v)| v > 0.0).collect();
+    assert!(head.len() > 100, "{} head drops", head.len());
+    for &(t, w) in &head {
+        let next = soj.iter().find(|&&(ts, _)| ts >= t);
+        if let Some(&(_, w2)) = next {
+            assert!((w - w2).abs() < 0.002, "dropped at {t} after {w} s, next sent after {w2} s");
+        }
+    }
 }

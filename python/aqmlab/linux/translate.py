@@ -440,6 +440,10 @@ def _tcp_settings(tcp: dict, where: str) -> dict[str, Any]:
                 raise ScenarioError(f, "the kernel's initial RTO is fixed at 1 s (TCP_TIMEOUT_INIT); the linux engine supports only 1s")
         elif k == "hystart":
             out["hystart"] = bool(v)
+        elif k == "delayed_ack" and v == "off":
+            # every segment acknowledged at once: the route metric RTAX_QUICKACK, which
+            # tcp_in_quickack_mode() (tcp_input.c) reads for every ACK decision
+            out["quickack"] = True
         elif k in _TCP_DEFAULTS:
             if k == "trace" and not v:
                 continue
@@ -633,6 +637,8 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
         route_opts += f" initcwnd {tcp['init_cwnd']}"
     if "min_rto" in tcp:
         route_opts += f" rto_min {round(tcp['min_rto'] * 1000)}ms"
+    if tcp.get("quickack"):
+        route_opts += " quickack 1"
     if route_opts:
         for n in nodes:
             cmds[node_ns[n]] = [c + route_opts if c.startswith("route add") else c for c in cmds[node_ns[n]]]
