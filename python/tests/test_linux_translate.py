@@ -16,6 +16,7 @@ from aqmlab.linux.cpio import CpioWriter
 from aqmlab.linux.engine import _cpu_busy, _iperf_flow, parse_ping, parse_tc_samples
 from aqmlab.linux.translate import FlowMap, parse_duration, parse_rate, parse_size, tc_qdisc_args, translate
 from aqmlab.linux.vm import parse_modules_dep, resolve_modules
+
 from conftest import FIFO_OVERLOAD
 
 # ---------------------------------------------------------------------------------------

@@ -516,7 +516,10 @@ fn packet_trace_drop_values_are_the_time_a_head_dropped_packet_waited() {
     for &(t, w) in &head {
         let next = soj.iter().find(|&&(ts, _)| ts >= t);
         if let Some(&(_, w2)) = next {
-            assert!((w - w2).abs() < 0.002, "dropped at {t} after {w} s, next sent after {w2} s");
+            assert!(
+                (w - w2).abs() < 0.002,
+                "dropped at {t} after {w} s, next sent after {w2} s"
+            );
         }
     }
 }
