@@ -64,6 +64,26 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
                          "up": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}, "down": {"shaper": {"kind": "tbf", "rate": "10Mbit"}}},
             "flow": [{"kind": "rrul_be", "from": "client0", "to": "server0", "udp_probes": 1}],
         }
+    # Controlled variations of res_rrul_codel (the x1.3 gap, docs/validation.md): the same
+    # link with upload traffic only (4 bulk flows and the ICMP probe, no data in the
+    # downstream queue), CUBIC and Reno
+    # Reno (Linux reno) instead of CUBIC, and the same with every segment ACKed at once
+    # (`delayed_ack = "off"`; the kernel's per-route quickack metric)
+    reno = json.loads(json.dumps(out["res_rrul_codel"]))
+    reno["run"]["name"] = "res_rrul_codel_reno"
+    reno["tcp"]["cc"] = "newreno"
+    out["res_rrul_codel_reno"] = reno
+    qa = json.loads(json.dumps(reno))
+    qa["run"]["name"] = "res_rrul_codel_reno_quickack"
+    qa["tcp"]["delayed_ack"] = "off"
+    out["res_rrul_codel_reno_quickack"] = qa
+    for cc, tag in (("cubic", ""), ("reno", "_reno")):
+        up = json.loads(json.dumps(out["res_rrul_codel"]))
+        up["run"]["name"] = f"res_up_codel{tag}"
+        up["tcp"]["cc"] = cc
+        up["flow"] = [{"kind": "bulk", "count": 4, "from": "client0", "to": "server0"},
+                      {"kind": "ping", "from": "client0", "to": "server0", "interval": "200ms"}]
+        out[f"res_up_codel{tag}"] = up
     # CAKE (issues #17/#19: "triple-isolate, 2 hosts"): host client0 with one bulk flow,
     # host client1 with eight, through cake at the 10 Mbit/s bottleneck of the headline
     # dumbbell (Reno, 10 ms base RTT). cake_2hosts: cake unlimited under the link's htb
@@ -218,11 +238,10 @@ def resim(names: list[str], note: str) -> None:
     as ``sim_dupthresh``, the value with `[tcp] loss_detection = "dupthresh"`, `tlp = "off"`
     (the model before RACK-TLP, on the same code); diff/verdict are recomputed for the
     current value and ``engine.sim_rerun`` says why. The kernel side is not run again."""
-    import aqmlab
-    from aqmlab.linux.crosscheck import UTIL_POINTS, _ratio, _rel_verdict, compare, to_json, verdict
+    from aqmlab.linux.crosscheck import UTIL_POINTS, _ratio, _rel_verdict, compare, run_sim, to_json, verdict
 
     def sim_rows(sc: dict, engine: dict) -> list:
-        r = aqmlab.run(sc)
+        r = run_sim(sc)
         r.engine_info = engine  # the kernel's ldelay and MIB counters
         return compare(r, r)
 
