@@ -132,8 +132,19 @@ pub enum LossDetection {
     /// NewReno's duplicate-ACK counting, and so does the model).
     Rack,
     /// RFC 6675 DupThresh: a segment is lost when 3 SACKed segments lie above it; a lost
-    /// retransmission is recovered only by the RTO (Linux before 4.4, ns-2, ns-3).
+    /// retransmission is recovered only by the RTO (ns-2, ns-3; Linux with `tcp_fack = 0`).
     Dupthresh,
+    /// Linux's SACK loss detection with forward acknowledgement (`tcp_fack = 1`, the
+    /// default from 2.4 until FACK was removed in 4.15; `tcp_input.c` of 2.6.29 and 3.14):
+    /// recovery starts when the highest SACKed segment lies more than `tcp_reordering`
+    /// (3) segments above the first unacknowledged one (`tcp_time_to_recover`,
+    /// `tcp_fackets_out`) or when the first one's last transmission is older than the
+    /// RTO; in recovery every unSACKed segment more than 3 below the highest SACKed one,
+    /// up to the recovery point, is lost (`tcp_update_scoreboard` → `tcp_mark_head_lost`),
+    /// as is any whose transmission is older than the RTO (`tcp_timeout_skbs`); and a
+    /// retransmission is lost again once data first sent after it is SACKed
+    /// (`tcp_mark_lost_retrans`), so it is resent without waiting for the RTO.
+    Fack,
 }
 
 /// Tail loss probe (RFC 8985 §7): after about two round trips without an ACK the sender
@@ -243,8 +254,8 @@ pub enum Stack {
 /// `(name, one-line description)` of every stack profile, for `aqmlab describe tcp`.
 pub const STACKS: &[(&str, &str)] = &[
     ("linux", "modern Linux (default, 6.1): CUBIC, IW 10, per-segment growth, PRR, HyStart, RACK-TLP loss detection, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms, undo of spurious reductions as 6.1"),
-    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, DupThresh loss detection with tail loss probes, IW 10, undo as 3.14"),
-    ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, IW 3 (RFC 3390), initial RTO 3 s, undo as 2.6"),
+    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, FACK loss detection with tail loss probes, IW 10, undo as 3.14"),
+    ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, FACK loss detection, IW 3 (RFC 3390), initial RTO 3 s, undo as 2.6"),
     ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum"),
     ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, SYN timeout 3 s, receive buffer 128 KiB"),
 ];
@@ -275,7 +286,13 @@ impl Stack {
     ///   `sysctl_tcp_early_retrans = 3`) as in 6.1.
     /// - `linux-3.14`: TLP as in 3.14 (`tcp_early_retrans = 3` by default since 3.10:
     ///   early retransmit + TLP; early retransmit, RFC 5827, is not modelled), loss
-    ///   detection by DupThresh (RACK came in 4.4).
+    ///   detection by FACK (RACK came in 4.4).
+    /// - `linux-3.14`, `linux-2.6.29`: FACK loss detection (`sysctl_tcp_fack = 1` in
+    ///   `tcp_input.c` from 2.4 until its removal in 4.15): `tcp_time_to_recover`
+    ///   (`tcp_dupack_heuristics` = `fackets_out` > `tcp_reordering` 3, or the head timed
+    ///   out), `tcp_update_scoreboard` (`tcp_mark_head_lost(fackets_out − reordering)`
+    ///   up to `high_seq`, `tcp_timeout_skbs`) and `tcp_mark_lost_retrans` (in Recovery,
+    ///   a retransmission sent when `snd_nxt` was below the highest SACK is lost again).
     /// - `linux-2.6.29`, `ns2-sack1`, `ns3`: neither RACK nor TLP (TLP came in 3.10;
     ///   ns-2 has neither; ns-3.44's `TcpSocketBase` detects losses by DupThresh,
     ///   attribute `ReTxThreshold` 3, with `TcpTxBuffer::IsLost` of RFC 6675, and has no
@@ -410,7 +427,9 @@ impl Stack {
         let linux = undo != Undo::Off;
         let (loss_detection, tlp) = match self {
             Stack::Linux => (LossDetection::Rack, Tlp::Linux),
-            Stack::Linux3_14 => (LossDetection::Dupthresh, Tlp::Linux3_14),
+            // FACK (`tcp_fack = 1`) is the SACK loss detection of 2.6.29 and 3.14.
+            Stack::Linux3_14 => (LossDetection::Fack, Tlp::Linux3_14),
+            Stack::Linux2_6_29 => (LossDetection::Fack, Tlp::Off),
             _ => (LossDetection::Dupthresh, Tlp::Off),
         };
         TcpOptions {
@@ -490,7 +509,9 @@ pub struct TcpOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rto_undo: Option<bool>,
     /// Loss detection before the RTO: "rack" (RFC 8985, Linux ≥ 4.4; the `linux`
-    /// default) or "dupthresh" (RFC 6675; every other profile). See [`LossDetection`].
+    /// default), "fack" (Linux 2.4–4.14 with `tcp_fack = 1`; the `linux-3.14` and
+    /// `linux-2.6.29` profiles) or "dupthresh" (RFC 6675; ns2-sack1, ns3). See
+    /// [`LossDetection`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss_detection: Option<LossDetection>,
     /// Report duplicate segments to the sender by D-SACK (RFC 2883): the receiver puts
@@ -633,7 +654,7 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
     ParamDoc {
         name: "loss_detection",
         default: "rack",
-        doc: "rack (RFC 8985 time-based, detects lost retransmissions; Linux >= 4.4, profile linux) or dupthresh (RFC 6675, 3 SACKed segments above; linux-3.14, linux-2.6.29, ns2-sack1, ns3); rack needs sack",
+        doc: "rack (RFC 8985 time-based, detects lost retransmissions; Linux >= 4.4, profile linux), fack (Linux 2.4-4.14 tcp_fack = 1: recovery once the highest SACK is > 3 segments above snd_una, lost retransmissions found when later data is SACKed; linux-3.14, linux-2.6.29) or dupthresh (RFC 6675, 3 SACKed segments above; ns2-sack1, ns3); rack and fack need sack",
     },
     ParamDoc {
         name: "dsack",
@@ -1114,8 +1135,8 @@ mod tests {
         // 3.10, neither in 2.6.29, ns-2 or ns-3), and single-key overrides.
         for (name, ld, tlp) in [
             ("linux", LossDetection::Rack, Tlp::Linux),
-            ("linux-3.14", LossDetection::Dupthresh, Tlp::Linux3_14),
-            ("linux-2.6.29", LossDetection::Dupthresh, Tlp::Off),
+            ("linux-3.14", LossDetection::Fack, Tlp::Linux3_14),
+            ("linux-2.6.29", LossDetection::Fack, Tlp::Off),
             ("ns2-sack1", LossDetection::Dupthresh, Tlp::Off),
             ("ns3", LossDetection::Dupthresh, Tlp::Off),
         ] {
@@ -1178,10 +1199,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("off") && e.contains("linux-3.14"), "{e}");
-        let e = toml::from_str::<TcpOptions>("loss_detection = \"fack\"")
+        let e = toml::from_str::<TcpOptions>("loss_detection = \"sack\"")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("rack") && e.contains("dupthresh"), "{e}");
+        assert!(
+            e.contains("rack") && e.contains("dupthresh") && e.contains("fack"),
+            "{e}"
+        );
         // Every profile is listed for `aqmlab describe tcp` and resolves.
         for (name, _) in STACKS {
             let c = r(&format!("stack = \"{name}\"")).unwrap();

@@ -78,6 +78,9 @@ pub struct Seg {
     pub sent: SimTime,
     pub flags: u8,
     pub tx: TxStamp,
+    /// `snd_nxt` when it was last retransmitted (Linux keeps it in the retransmitted
+    /// skb's `ack_seq` for `tcp_mark_lost_retrans`); 0 before any retransmission.
+    pub rtx_nxt: u64,
 }
 
 impl Seg {
@@ -225,6 +228,11 @@ pub struct Scoreboard {
     rtx_hint: u64,
     /// Segments deemed lost, not SACKed and not being retransmitted: due for retransmission.
     pending_rtx: u32,
+    /// FACK: the lowest `rtx_nxt` of the retransmissions in flight (Linux
+    /// `lost_retrans_low`), and the first segment `tcp_timeout_skbs` has not passed
+    /// (`scoreboard_skb_hint`, as an id).
+    lost_retrans_low: u64,
+    timeout_mark: u64,
     /// RACK loss detection is on: its state and time-ordered transmissions.
     rack_on: bool,
     pub rack: Rack,
@@ -345,7 +353,7 @@ impl Scoreboard {
             if self.segs[i].has(RETRANS) {
                 out.lost_retrans += 1;
             }
-            self.mark_lost_rack(i);
+            self.mark_skb_lost(i);
         }
         // Not yet due: wait for the latest live transmission sent before RACK.xmit_ts
         // (later transmissions are due later; Linux takes the maximum).
@@ -364,7 +372,7 @@ impl Scoreboard {
     }
 
     /// Linux `tcp_mark_skb_lost`: a first loss, or a lost retransmission (due again).
-    fn mark_lost_rack(&mut self, i: usize) {
+    fn mark_skb_lost(&mut self, i: usize) {
         let s = &mut self.segs[i];
         debug_assert!(!s.has(SACKED));
         if s.has(LOST) {
@@ -394,7 +402,7 @@ impl Scoreboard {
             if s.has(SACKED) || (i > 0 && now.saturating_since(s.sent) < rtt) {
                 continue;
             }
-            self.mark_lost_rack(i);
+            self.mark_skb_lost(i);
         }
         self.lost_mark = self.base + self.segs.len() as u64;
         self.rtx_hint = self.base;
@@ -469,6 +477,7 @@ impl Scoreboard {
             sent: now,
             flags: if fin { FIN } else { 0 },
             tx: TxStamp::default(),
+            rtx_nxt: 0,
         });
         self.packets_out += 1;
         self.ts_push(self.segs.len() - 1);
@@ -600,6 +609,87 @@ impl Scoreboard {
         newly
     }
 
+    /// Linux `tcp_fackets_out`: the segments from the first unacknowledged one up to and
+    /// including the highest SACKed one (0 while nothing is SACKed).
+    pub fn fackets_out(&self) -> u32 {
+        self.high_sacked.map_or(0, |h| (h - self.base + 1) as u32)
+    }
+
+    /// Whether the first outstanding segment's last transmission is more than `rto` old
+    /// (Linux `tcp_head_timedout`).
+    pub fn head_timed_out(&self, now: SimTime, rto: SimDuration) -> bool {
+        self.segs
+            .front()
+            .is_some_and(|s| now.saturating_since(s.sent) > rto)
+    }
+
+    /// FACK loss marking in recovery (Linux `tcp_update_scoreboard` with `tcp_is_fack`):
+    /// `tcp_mark_head_lost(max(fackets_out − reordering, 1))` marks the unSACKed segments
+    /// among the first that many, stopping at the first one that ends beyond the recovery
+    /// point `high_seq`; then `tcp_timeout_skbs` marks, from the head on, every segment
+    /// whose last transmission is more than `rto` old, up to the first one that is not.
+    /// Returns the number of segments newly marked.
+    pub fn mark_lost_fack(&mut self, high_seq: u64, now: SimTime, rto: SimDuration) -> u32 {
+        let n = self.fackets_out().saturating_sub(DUP_THRESH).max(1) as u64;
+        let point = self.base + n.min(self.segs.len() as u64);
+        let mut newly = 0;
+        let mut id = self.lost_mark.max(self.base);
+        while id < point {
+            let i = (id - self.base) as usize;
+            if self.segs[i].end > high_seq {
+                break;
+            }
+            newly += self.mark_lost_at(i) as u32;
+            id += 1;
+        }
+        self.lost_mark = self.lost_mark.max(id);
+        if self.head_timed_out(now, rto) {
+            let mut id = self.timeout_mark.max(self.base);
+            while let Some(s) = self.segs.get((id - self.base) as usize) {
+                if now.saturating_since(s.sent) <= rto {
+                    break;
+                }
+                newly += self.mark_lost_at((id - self.base) as usize) as u32;
+                id += 1;
+            }
+            self.timeout_mark = id;
+        }
+        newly
+    }
+
+    /// Linux `tcp_mark_lost_retrans` (FACK, called in Recovery on SACKs): a
+    /// retransmission in flight that was sent when `snd_nxt` was below the highest SACKed
+    /// sequence is lost again — data sent after it arrived, it did not — and is due for
+    /// retransmission. Returns the number found (Linux `TCPLostRetransmit`).
+    pub fn mark_lost_retrans_fack(&mut self) -> u32 {
+        let fack = self.fack();
+        if self.retrans_out == 0 || fack <= self.lost_retrans_low {
+            return 0;
+        }
+        let mut low = self.segs.back().map_or(0, |s| s.end);
+        let (mut still, mut found) = (0, 0);
+        for i in 0..self.segs.len() {
+            if still == self.retrans_out {
+                break;
+            }
+            let s = self.segs[i];
+            if !s.has(RETRANS) {
+                continue;
+            }
+            if fack > s.rtx_nxt {
+                self.mark_skb_lost(i);
+                found += 1;
+            } else {
+                low = low.min(s.rtx_nxt);
+                still += 1;
+            }
+        }
+        if self.retrans_out > 0 {
+            self.lost_retrans_low = low;
+        }
+        found
+    }
+
     /// Marks the first outstanding segment lost (recovery without SACK, RFC 6582).
     pub fn mark_head_lost(&mut self) -> bool {
         if self.segs.is_empty() {
@@ -660,6 +750,7 @@ impl Scoreboard {
         self.lost_out = 0;
         self.pending_rtx = 0;
         self.lost_mark = self.base;
+        self.timeout_mark = self.base;
         self.rtx_hint = self.base;
         self.ts_rebuild();
     }
@@ -687,6 +778,10 @@ impl Scoreboard {
 
     /// Records the retransmission of segment `idx` at `now`.
     pub fn on_retransmit(&mut self, idx: usize, now: SimTime) {
+        let snd_nxt = self.segs.back().map_or(0, |s| s.end);
+        if self.retrans_out == 0 {
+            self.lost_retrans_low = snd_nxt;
+        }
         let s = &mut self.segs[idx];
         debug_assert!(!s.has(RETRANS));
         if s.has(LOST) {
@@ -694,6 +789,7 @@ impl Scoreboard {
         }
         s.flags |= RETRANS | EVER_RETRANS;
         s.sent = now;
+        s.rtx_nxt = snd_nxt;
         self.retrans_out += 1;
         self.ts_push(idx);
     }

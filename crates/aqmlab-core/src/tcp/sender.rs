@@ -73,6 +73,16 @@
 //! the highest SACK) is remembered; the D-SACK-driven widening of `reo_wnd`
 //! (`reo_wnd_steps`) is not modelled (`reo_wnd` stays one step; D-SACKs only end probe episodes).
 //!
+//! `loss_detection = "fack"` (Linux 2.4–4.14 with `tcp_fack = 1`, the `linux-3.14` and
+//! `linux-2.6.29` profiles) counts positions instead of SACKed segments: recovery starts
+//! once the highest SACKed segment lies more than 3 segments above `snd_una`
+//! (`fackets_out`) or the head's transmission is older than the RTO; in recovery every
+//! unSACKed segment more than 3 below the highest SACK (up to the recovery point) is
+//! lost, and so is a retransmission once data first sent after it has been SACKed
+//! (`tcp_mark_lost_retrans`), which is then resent without waiting for the RTO.
+//! Linux disables FACK when it detects reordering (`tcp_disable_fack`); the model keeps
+//! it (the simulated paths do not reorder).
+//!
 //! `tlp` (RFC 8985 §7, Linux `tcp_schedule_loss_probe` / `tcp_send_loss_probe`): in
 //! Open (6.1: also CWR; not in Linux's Disorder, i.e. with SACKed, lost or
 //! retransmitted data out) the timer slot holds a probe timeout (PTO) instead of the
@@ -234,6 +244,8 @@ pub struct Sender {
     timer: XmitTimer,
     /// RACK loss detection is on (`loss_detection = "rack"` with SACK).
     rack: bool,
+    /// FACK loss detection is on (`loss_detection = "fack"` with SACK).
+    fack: bool,
     /// Tail loss probes (`Tlp::Off` without SACK), the open probe episode (Linux
     /// `tlp_high_seq`, 0 = none), whether its probe was a retransmission
     /// (`tlp_retrans`), the probe waiting to be sent, and a deferred RTO re-arm (after
@@ -331,6 +343,7 @@ impl Sender {
             rto_deadline: SimTime::NEVER,
             timer: XmitTimer::Rto,
             rack: cfg.loss_detection == LossDetection::Rack && cfg.sack,
+            fack: cfg.loss_detection == LossDetection::Fack && cfg.sack,
             tlp: if cfg.sack { cfg.tlp } else { Tlp::Off },
             tlp_high_seq: 0,
             tlp_retrans: false,
@@ -1045,7 +1058,12 @@ impl Sender {
         self.cc.on_ack_event(&mut self.w, &sample);
 
         // Loss detection and state transitions (Linux tcp_fastretrans_alert).
-        if self.sack && sacked_new && !self.rack {
+        if self.fack {
+            if sacked_new && self.state == CaState::Recovery {
+                // Linux tcp_sacktag_write_queue → tcp_mark_lost_retrans.
+                self.stats.lost_retransmits += self.sb.mark_lost_retrans_fack() as u64;
+            }
+        } else if self.sack && sacked_new && !self.rack {
             self.sb.mark_lost_sack();
         }
         let pure_dup = !una_advanced && !carries_data && !window_changed && !sacked_new;
@@ -1114,11 +1132,16 @@ impl Sender {
                 }
             }
         }
-        let newly_lost = self.sb.lost_total > lost_before;
+        let mut newly_lost = self.sb.lost_total > lost_before;
+        let head_timed_out = self.fack && self.sb.head_timed_out(now, self.rtt.rto());
         if matches!(self.state, CaState::Open | CaState::Cwr) {
             let time_to_recover = if self.rack {
                 // tcp_time_to_recover with RACK: only a loss proven by marking.
                 self.sb.lost_out > 0
+            } else if self.fack {
+                // tcp_time_to_recover with FACK: tcp_dupack_heuristics = fackets_out
+                // above tcp_reordering, or the head timed out (Trick #3).
+                self.sb.lost_out > 0 || self.sb.fackets_out() > DUP_THRESH || head_timed_out
             } else if self.sack {
                 self.sb.lost_out > 0 || self.sb.sacked_out >= DUP_THRESH
             } else {
@@ -1128,6 +1151,17 @@ impl Sender {
                 self.enter_recovery(now, ece);
             } else if ece && self.state == CaState::Open {
                 self.enter_cwr(now);
+            }
+        }
+        if self.fack && self.state == CaState::Recovery {
+            // tcp_fastretrans_alert's do_lost → tcp_update_scoreboard: on a duplicate
+            // ACK, or when the highest SACK lies beyond tcp_reordering (new SACK or a
+            // partial ACK), or with the head timed out (2.6.29's explicit case).
+            let do_lost = is_dupack
+                || ((sacked_new || una_advanced) && self.sb.fackets_out() > DUP_THRESH)
+                || head_timed_out;
+            if do_lost {
+                newly_lost |= self.sb.mark_lost_fack(self.high_seq, now, self.rtt.rto()) > 0;
             }
         }
         if self.tlp == Tlp::Linux3_14 && self.tlp_high_seq != 0 {
@@ -2301,6 +2335,102 @@ mod tests {
             Some((seq(0), true))
         );
         assert_eq!((s.stats.rtos, s.stats.fast_recoveries), (0, 1));
+        s.sb.check().unwrap();
+    }
+
+    /// FACK loss detection (Linux 2.6.29 / 3.14 with `tcp_fack = 1`).
+    fn fack_cfg() -> TcpConfig {
+        cfg(|o| o.loss_detection = Some(LossDetection::Fack))
+    }
+
+    #[test]
+    fn fack_starts_recovery_from_the_highest_sack_and_marks_below_it() {
+        // cwnd 10, segments 0..=3 lost, the first ACK SACKs segment 4 alone.
+        let mut s = sender(fack_cfg(), false);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(0, &[(4, 5)]), false);
+        // fackets_out = 5 > tcp_reordering 3: recovery at once, although only one
+        // segment is SACKed (DupThresh waits for three); tcp_mark_head_lost(5 − 3)
+        // marks segments 0 and 1, not 2 and 3 (fewer than 3 segments below the SACK).
+        assert_eq!(
+            (s.state, s.sb.fackets_out(), s.sb.lost_out),
+            (CaState::Recovery, 5, 2)
+        );
+        assert_eq!(s.w.ssthresh, 5);
+        assert_eq!(
+            (0..4)
+                .map(|i| s.sb.get(i).has(super::super::scoreboard::LOST))
+                .collect::<Vec<_>>(),
+            vec![true, true, false, false]
+        );
+        // PRR: pipe = 10 − 1 SACKed − 2 lost = 7 > ssthresh; ⌈5·1/10⌉ = 1 segment: the
+        // lowest lost one.
+        assert_eq!(kinds(&drain(&mut s, ms(200))), vec![(0, true)]);
+        // SACK of 5 as well: fackets_out 6 → segment 2 is lost now, 3 is not.
+        s.on_ack(ms(201), &ack(0, &[(4, 6)]), false);
+        assert_eq!(
+            (0..4)
+                .map(|i| s.sb.get(i).has(super::super::scoreboard::LOST))
+                .collect::<Vec<_>>(),
+            vec![true, true, true, false]
+        );
+        // The same first ACK under RFC 6675 DupThresh: one SACKed segment, no loss.
+        let mut d = sender(cfg(|_| {}), false);
+        drain(&mut d, ms(100));
+        d.on_ack(ms(200), &ack(0, &[(4, 5)]), false);
+        assert_eq!((d.state, d.sb.lost_out), (CaState::Open, 0));
+        s.sb.check().unwrap();
+        d.sb.check().unwrap();
+    }
+
+    #[test]
+    fn fack_finds_a_lost_retransmission_when_later_data_is_sacked() {
+        // Segment 0 is lost, then its retransmission too (Linux tcp_mark_lost_retrans).
+        let mut s = sender(fack_cfg(), false);
+        drain(&mut s, ms(100));
+        // Two SACKs: limited transmit sends 10 and 11; the third (fackets_out 4)
+        // starts recovery and marks segment 0.
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        drain(&mut s, ms(200));
+        s.on_ack(ms(201), &ack(0, &[(1, 3)]), false);
+        drain(&mut s, ms(201));
+        assert_eq!(s.state, CaState::Open);
+        s.on_ack(ms(202), &ack(0, &[(1, 4)]), false);
+        assert_eq!((s.state, s.sb.lost_out), (CaState::Recovery, 1));
+        // Resent while snd_nxt = segment 12.
+        assert_eq!(kinds(&drain(&mut s, ms(202))), vec![(0, true)]);
+        // SACKs up to segment 11 were all sent before the retransmission: nothing.
+        s.on_ack(ms(210), &ack(0, &[(1, 10)]), false);
+        let sent = drain(&mut s, ms(210));
+        assert!(!sent.is_empty() && sent.iter().all(|t| !t.retrans && t.seq >= seq(12)));
+        s.on_ack(ms(301), &ack(0, &[(1, 12)]), false);
+        assert_eq!((s.sb.retrans_out, s.stats.lost_retransmits), (1, 0));
+        drain(&mut s, ms(301));
+        // Segment 12, first sent after the retransmission, is SACKed: the retransmission
+        // is lost; it is resent at once, without an RTO.
+        s.on_ack(ms(310), &ack(0, &[(1, 13)]), false);
+        assert_eq!((s.stats.lost_retransmits, s.sb.retrans_out), (1, 0));
+        let out = drain(&mut s, ms(310));
+        assert_eq!(
+            out.first().map(|t| (t.seq, t.retrans)),
+            Some((seq(0), true))
+        );
+        assert_eq!((s.state, s.stats.rtos), (CaState::Recovery, 0));
+        // RFC 6675 DupThresh, same trace: the lost retransmission stays in flight.
+        let mut d = sender(cfg(|_| {}), false);
+        drain(&mut d, ms(100));
+        for (t, hi) in [
+            (200, 2),
+            (201, 3),
+            (202, 4),
+            (210, 10),
+            (301, 12),
+            (310, 13),
+        ] {
+            d.on_ack(ms(t), &ack(0, &[(1, hi)]), false);
+            drain(&mut d, ms(t));
+        }
+        assert_eq!((d.sb.retrans_out, d.stats.lost_retransmits), (1, 0));
         s.sb.check().unwrap();
     }
 
