@@ -1153,7 +1153,7 @@ impl Sender {
                 self.enter_cwr(now);
             }
         }
-        if self.fack && self.state == CaState::Recovery {
+        if self.fack && self.state == CaState::Recovery && !hold {
             // tcp_fastretrans_alert's do_lost → tcp_update_scoreboard: on a duplicate
             // ACK, or when the highest SACK lies beyond tcp_reordering (new SACK or a
             // partial ACK), or with the head timed out (2.6.29's explicit case).
