@@ -162,7 +162,8 @@ pub enum Tlp {
     /// one cwnd reduction).
     #[serde(rename = "linux-3.14")]
     Linux3_14,
-    /// As Linux 6.1: in Open or CWR; PTO = 2·SRTT + 2 ms (`TCP_TIMEOUT_MIN`), with one
+    /// As Linux 6.1: in Open or CWR; PTO = 2·SRTT in whole jiffies + `TCP_TIMEOUT_MIN` (2
+    /// jiffies: 8 ms at the default `hz` 250), with one
     /// segment out 2·SRTT + `min_rto`; capped by the RTO deadline; every probe opens an
     /// episode (`tlp_high_seq`), and only a probe that retransmitted (`tlp_retrans`)
     /// and is followed by an ACK above `tlp_high_seq` reduces cwnd.
@@ -521,6 +522,14 @@ pub struct TcpOptions {
     /// sender uses a D-SACK only to end a tail-loss-probe episode without a reduction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dsack: Option<bool>,
+    /// The modelled kernel's timer frequency (`CONFIG_HZ`: 100, 250, 300 or 1000; default
+    /// 250, the Debian and Ubuntu kernels' and the Linux engine's). Linux timers count
+    /// jiffies: the tail-loss-probe and RACK reorder timeouts are rounded up to whole
+    /// jiffies and padded by `TCP_TIMEOUT_MIN` (2 jiffies: 8 ms at 250 Hz, 2 ms at
+    /// 1000 Hz), and 3.14's 10 ms probe floor is `msecs_to_jiffies(10)`. The RTO and the
+    /// RTT estimator keep microsecond resolution (as since 3.15).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hz: Option<u32>,
     /// Tail loss probes: "linux" (as Linux 6.1; the `linux` default), "linux-3.14" (as
     /// Linux 3.10–3.x; the `linux-3.14` default) or "off" (every other profile). Needs
     /// SACK. See [`Tlp`].
@@ -662,6 +671,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "receiver reports duplicate segments by D-SACK (RFC 2883, Linux tcp_dsack); the sender uses it to end a loss-probe episode without reduction; false in ns2-sack1/ns3",
     },
     ParamDoc {
+        name: "hz",
+        default: "250",
+        doc: "kernel timer frequency CONFIG_HZ (100, 250, 300, 1000; Debian/Ubuntu 250): loss-probe and RACK reorder timeouts are whole jiffies plus TCP_TIMEOUT_MIN = 2 jiffies",
+    },
+    ParamDoc {
         name: "tlp",
         default: "linux",
         doc: "tail loss probe after ~2 SRTT (RFC 8985 section 7): linux (as 6.1), linux-3.14 (as 3.10-3.x, profile linux-3.14) or off (linux-2.6.29, ns2-sack1, ns3); needs sack",
@@ -755,6 +769,8 @@ pub struct TcpConfig {
     pub loss_detection: LossDetection,
     pub tlp: Tlp,
     pub dsack: bool,
+    /// Kernel timer frequency (jiffies per second).
+    pub hz: u32,
     pub recovery: Recovery,
     pub stack: Stack,
     pub ss_growth: SsGrowth,
@@ -810,6 +826,7 @@ impl TcpOptions {
             loss_detection: over.loss_detection.or(self.loss_detection),
             tlp: over.tlp.or(self.tlp),
             dsack: over.dsack.or(self.dsack),
+            hz: over.hz.or(self.hz),
             ss_growth: over.ss_growth.or(self.ss_growth),
             ca_growth: over.ca_growth.or(self.ca_growth),
             recovery: over.recovery.or(self.recovery),
@@ -856,6 +873,14 @@ impl TcpOptions {
             (None, Some(false)) => Some(Recovery::Rfc6675),
             (None, None) => None,
         };
+        let hz = self.hz.unwrap_or(250);
+        if ![100, 250, 300, 1000].contains(&hz) {
+            return Err(bad(
+                "hz",
+                hz.to_string(),
+                "CONFIG_HZ: 100, 250, 300 or 1000",
+            ));
+        }
         // `rto_undo` is the older boolean form of `undo`: false beats the profile, true
         // keeps the profile's flavour.
         let undo = match (self.undo, self.rto_undo) {
@@ -997,6 +1022,7 @@ impl TcpOptions {
             loss_detection: o.loss_detection.unwrap_or(LossDetection::Rack),
             tlp: o.tlp.unwrap_or(Tlp::Linux),
             dsack: o.dsack.unwrap_or(true),
+            hz,
             recovery,
             stack,
             ss_growth: o.ss_growth.unwrap_or(SsGrowth::Segments),

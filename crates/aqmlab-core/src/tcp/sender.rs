@@ -66,7 +66,7 @@
 //! recovery, as Linux's `FLAG_LOST_RETRANS`). `reo_wnd` (`tcp_rack_reo_wnd`) is 0 while
 //! no reordering was seen and the sender is in Recovery/Loss or has DupThresh segments
 //! SACKed, else min_rtt / 4 capped at SRTT. A segment not yet due arms the reorder
-//! timeout (its remaining wait + 2 ms); when it fires, whatever is due is marked and
+//! timeout (its remaining wait in whole jiffies + 2 jiffies, `hz`); when it fires, whatever is due is marked and
 //! recovery entered (`tcp_rack_reo_timeout`). Recovery starts only on a marked loss. On
 //! an RTO, segments sent within the last `RACK.rtt` (but the first) stay unmarked
 //! (`tcp_timeout_mark_lost`). Reordering (a never-retransmitted segment delivered below
@@ -155,9 +155,9 @@ enum Probe {
     Last,
 }
 
-/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000): added to the RACK reorder timeout
-/// and to the probe timeout.
-const TIMEOUT_MIN: SimDuration = SimDuration::from_millis(2);
+/// Linux `TCP_TIMEOUT_MIN`, in jiffies: added to the RACK reorder timeout and to the
+/// probe timeout.
+const TIMEOUT_MIN_JIFFIES: u64 = 2;
 
 /// Counters of one sender.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -257,6 +257,8 @@ pub struct Sender {
     probe_after_send: bool,
     rearm_after_send: bool,
     min_rto: SimDuration,
+    /// One jiffy of the modelled kernel (`TcpConfig::hz`).
+    jiffy: SimDuration,
     /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
     rto_retrans: u32,
     /// Undo of spurious reductions (`TcpConfig::undo`; `Off` also for controls that own
@@ -351,6 +353,7 @@ impl Sender {
             probe_after_send: false,
             rearm_after_send: false,
             min_rto: cfg.min_rto,
+            jiffy: SimDuration::from_nanos(1_000_000_000 / cfg.hz as u64),
             rto_retrans: 0,
             undo: cfg.undo,
             undo_marker: 0,
@@ -581,6 +584,17 @@ impl Sender {
         self.sb.get(0).sent + self.rtt.rto()
     }
 
+    /// `d` rounded up to whole jiffies (Linux `usecs_to_jiffies`, `msecs_to_jiffies`).
+    fn jiffies(&self, d: SimDuration) -> SimDuration {
+        let j = self.jiffy.as_nanos();
+        SimDuration::from_nanos(d.as_nanos().div_ceil(j) * j)
+    }
+
+    /// Linux `TCP_TIMEOUT_MIN` (2 jiffies: 8 ms at 250 Hz).
+    fn timeout_min(&self) -> SimDuration {
+        SimDuration::from_nanos(self.jiffy.as_nanos() * TIMEOUT_MIN_JIFFIES)
+    }
+
     /// Linux `tcp_schedule_loss_probe` (`advancing_rto`: called for an ACK of new data,
     /// when the RTO would be restarted from now). Returns whether a probe was armed.
     #[inline(never)]
@@ -600,11 +614,12 @@ impl Sender {
                 if disorder || !matches!(self.state, CaState::Open | CaState::Cwr) {
                     return false;
                 }
-                let mut pto = srtt * 2
+                // usecs_to_jiffies(srtt_us >> 2) + TCP_RTO_MIN or TCP_TIMEOUT_MIN.
+                let mut pto = self.jiffies(srtt * 2)
                     + if self.sb.packets_out == 1 {
                         self.min_rto
                     } else {
-                        TIMEOUT_MIN
+                        self.timeout_min()
                     };
                 let rto_at = if advancing_rto {
                     now + self.rtt.rto()
@@ -628,12 +643,12 @@ impl Sender {
                 {
                     return false;
                 }
-                let mut pto = srtt * 2;
+                let mut pto = self.jiffies(srtt * 2);
                 if self.sb.packets_out == 1 {
                     // 1.5·SRTT + TCP_DELACK_MAX (200 ms).
-                    pto = pto.max(srtt + srtt / 2 + SimDuration::from_millis(200));
+                    pto = pto.max(self.jiffies(srtt + srtt / 2) + SimDuration::from_millis(200));
                 }
-                pto = pto.max(SimDuration::from_millis(10));
+                pto = pto.max(self.jiffies(SimDuration::from_millis(10)));
                 let rto_at = self.rto_deadline;
                 if now + pto > rto_at && rto_at > now {
                     pto = rto_at.saturating_since(now);
@@ -764,7 +779,8 @@ impl Sender {
         let r = self.rack_detect(now);
         let armed = if let Some(t) = r.timeout {
             // inet_csk_reset_xmit_timer caps the wait at the RTO.
-            let wait = (t + TIMEOUT_MIN).min(self.rtt.rto());
+            // usecs_to_jiffies(timeout) + TCP_TIMEOUT_MIN.
+            let wait = (self.jiffies(t) + self.timeout_min()).min(self.rtt.rto());
             self.arm(XmitTimer::Reo, now + wait);
             true
         } else {
@@ -1956,11 +1972,14 @@ mod tests {
         f(&mut o);
         o.resolve("tcp").unwrap()
     }
-    /// RACK loss detection with the given loss-probe flavour.
+    /// RACK loss detection with the given loss-probe flavour, on a 1000 Hz kernel (one
+    /// jiffy = 1 ms, so `TCP_TIMEOUT_MIN` = 2 ms in the hand traces; the 250 Hz default
+    /// has its own test).
     fn rack_cfg(tlp: Tlp) -> TcpConfig {
         cfg(|o| {
             o.loss_detection = Some(LossDetection::Rack);
             o.tlp = Some(tlp);
+            o.hz = Some(1000);
         })
     }
     fn kinds(out: &[TxSeg]) -> Vec<(u64, bool)> {
@@ -2247,7 +2266,7 @@ mod tests {
         drain(&mut s, ms(100));
         // Segment 1 is SACKed at 200 ms: RACK.xmit_ts = 100 ms, RACK.rtt = 100 ms.
         // Segment 0 (sent at the same time, lower sequence: before RACK) is due at
-        // 100 + 100 + 25 = 225 ms: not lost yet; reorder timer at 225 + 2 ms.
+        // 100 + 100 + 25 = 225 ms: not lost yet; reorder timer at 225 + 2 ms (2 jiffies).
         s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
         assert_eq!((s.state, s.sb.lost_out), (CaState::Open, 0));
         assert_eq!(s.rack_reo_wnd(), SimDuration::from_millis(25));
@@ -2269,6 +2288,62 @@ mod tests {
         s.state = CaState::Recovery;
         assert_eq!(s.rack_reo_wnd(), SimDuration::from_millis(25));
         s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn timers_count_whole_jiffies_at_250_hz() {
+        // The reordering trace above on Debian's 250 Hz kernel: the remaining 25 ms wait
+        // is 7 jiffies (28 ms) + TCP_TIMEOUT_MIN (2 jiffies, 8 ms) = 236 ms.
+        let c = |hz| {
+            cfg(|o| {
+                o.loss_detection = Some(LossDetection::Rack);
+                o.tlp = Some(Tlp::Linux);
+                o.hz = hz;
+            })
+        };
+        let mut s = sender(c(None), false);
+        drain(&mut s, ms(100));
+        // 6.1 probe timeout with 10 segments out: usecs_to_jiffies(2 SRTT = 200 ms) = 50
+        // jiffies + 2 jiffies = 208 ms, after the send at 100 ms.
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Probe, ms(308))
+        );
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Reo, ms(236))
+        );
+        // 100 Hz: 3 jiffies (30 ms) + 2 jiffies (20 ms).
+        let mut s = sender(c(Some(100)), false);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        assert_eq!(s.rto_deadline(), ms(250));
+        // 3.14's probe floor msecs_to_jiffies(10) is 3 jiffies = 12 ms at 250 Hz: with a
+        // 4 ms SRTT the probe waits 12 ms, not 10.
+        let c314 = cfg(|o| {
+            o.tlp = Some(Tlp::Linux3_14);
+        });
+        let mut s = Sender::new(&c314);
+        s.establish(ms(100), Some(SimDuration::from_millis(4)), 0, false);
+        s.write(ms(100), 4 * MSS);
+        drain(&mut s, ms(100));
+        assert_eq!(
+            (s.timer_kind(), s.rto_deadline()),
+            (XmitTimer::Probe, ms(112))
+        );
+        // Not a kernel's HZ: an error naming the key and the allowed values.
+        let e = TcpOptions {
+            hz: Some(200),
+            ..Default::default()
+        }
+        .resolve("tcp")
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("tcp.hz") && e.contains("250") && e.contains("1000"),
+            "{e}"
+        );
     }
 
     #[test]
