@@ -519,7 +519,8 @@ pub struct TcpOptions {
     /// the duplicate's range first in the SACK option of the ACKs it sends until the next
     /// data segment (Linux `tcp_dsack = 1`, `tcp_dsack_set`). Default true (every Linux
     /// profile); the ns2-sack1 and ns3 profiles set false (neither sends D-SACKs). The
-    /// sender uses a D-SACK only to end a tail-loss-probe episode without a reduction.
+    /// sender uses D-SACKs to end a tail-loss-probe episode without a reduction and for
+    /// D-SACK undo (`undo`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dsack: Option<bool>,
     /// The modelled kernel's timer frequency (`CONFIG_HZ`: 100, 250, 300 or 1000; default
@@ -668,7 +669,7 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
     ParamDoc {
         name: "dsack",
         default: "true",
-        doc: "receiver reports duplicate segments by D-SACK (RFC 2883, Linux tcp_dsack); the sender uses it to end a loss-probe episode without reduction; false in ns2-sack1/ns3",
+        doc: "receiver reports duplicate segments by D-SACK (RFC 2883, Linux tcp_dsack); the sender uses it to end a loss-probe episode without reduction and for D-SACK undo; false in ns2-sack1/ns3",
     },
     ParamDoc {
         name: "hz",
