@@ -77,6 +77,14 @@ def cases(duration: str, warmup: str) -> dict[str, dict]:
     qa["run"]["name"] = "res_rrul_codel_reno_quickack"
     qa["tcp"]["delayed_ack"] = "off"
     out["res_rrul_codel_reno_quickack"] = qa
+    # ... and both with htb shapers instead of tbf (no peek: CoDel decides when the packet
+    # leaves, and the bucket may go into debt)
+    for src in ("res_rrul_codel", "res_rrul_codel_reno"):
+        hb = json.loads(json.dumps(out[src]))
+        hb["run"]["name"] = f"{src}_htb"
+        for d in ("up", "down"):
+            hb["dumbbell"][d]["shaper"]["kind"] = "htb"
+        out[f"{src}_htb"] = hb
     for cc, tag in (("cubic", ""), ("reno", "_reno")):
         up = json.loads(json.dumps(out["res_rrul_codel"]))
         up["run"]["name"] = f"res_up_codel{tag}"
