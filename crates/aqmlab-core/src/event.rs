@@ -84,12 +84,31 @@ impl Ord for Entry {
 /// tops, so the order is exactly that of one heap, while the packet events — most of
 /// the work — move through a heap without the flows' timers in it (the headline's
 /// 48 pending events are ~2/3 timers).
-#[derive(Debug, Default)]
+///
+/// **Deferred pushes** ([`EventQueue::defer`]) let a component skip an event whose only
+/// effect would be to schedule another one: the skipped event keeps its place in the
+/// order (an insertion number is taken for it, as `push` would), and when the queue
+/// reaches that place — before it returns anything ordered after it — it pushes the
+/// follow-up event, which so gets exactly the insertion number it would have had.
+/// Whatever else the skipped event would have done at its instant is then up to the
+/// component to account for (the tbf shaper's wake-up: see `link::shaper`).
+#[derive(Debug)]
 pub struct EventQueue {
     packets: BinaryHeap<Entry>,
     timers: BinaryHeap<Entry>,
     seq: u64,
     last: SimTime,
+    /// Deferred pushes: (key of the skipped event, time of the follow-up, follow-up). At
+    /// most one per component that uses them (a shaped link), so a short list.
+    deferred: Vec<(u128, SimTime, Event)>,
+    /// The smallest key in `deferred` (`u128::MAX` if none).
+    deferred_min: u128,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl EventQueue {
@@ -99,6 +118,8 @@ impl EventQueue {
             timers: BinaryHeap::with_capacity(256),
             seq: 0,
             last: SimTime::ZERO,
+            deferred: Vec::new(),
+            deferred_min: u128::MAX,
         }
     }
     #[inline]
@@ -118,12 +139,19 @@ impl EventQueue {
             _ => self.timers.push(e),
         }
     }
+    /// The instant of the next event `pop` will return.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        match (self.packets.peek(), self.timers.peek()) {
+        let heaps = match (self.packets.peek(), self.timers.peek()) {
             (Some(p), Some(t)) => Some(if p.key < t.key { p.time() } else { t.time() }),
             (Some(e), None) | (None, Some(e)) => Some(e.time()),
             (None, None) => None,
+        };
+        // a deferred follow-up is pushed before anything after its skipped event pops
+        let deferred = self.deferred.iter().map(|d| d.1).min();
+        match (heaps, deferred) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
     #[inline]
@@ -131,38 +159,85 @@ impl EventQueue {
         self.pop_due(SimTime::NEVER)
     }
     /// Pops the next event if it is due at or before `t` (else leaves it): `peek_time`
-    /// and `pop` in one look at the two heaps' tops, for the event loop.
+    /// and `pop` in one look at the two heaps' tops, for the event loop. Deferred pushes
+    /// whose place comes first (and is at or before `t`) are made on the way.
     #[inline]
     pub fn pop_due(&mut self, t: SimTime) -> Option<(SimTime, Event)> {
         let limit = ((t.as_nanos() as u128) << 64) | u64::MAX as u128;
-        let heap = match (self.packets.peek(), self.timers.peek()) {
-            (Some(p), Some(q)) => {
-                if p.key < q.key {
-                    if p.key > limit {
-                        return None;
-                    }
-                    &mut self.packets
-                } else {
-                    if q.key > limit {
-                        return None;
-                    }
-                    &mut self.timers
-                }
-            }
-            (Some(p), None) if p.key <= limit => &mut self.packets,
-            (None, Some(q)) if q.key <= limit => &mut self.timers,
-            _ => return None,
+        let p = self.packets.peek().map_or(u128::MAX, |e| e.key);
+        let q = self.timers.peek().map_or(u128::MAX, |e| e.key);
+        let key = p.min(q);
+        if self.deferred_min < key && self.deferred_min <= limit {
+            self.reach_deferred();
+            return self.pop_due(t);
+        }
+        if key > limit {
+            return None;
+        }
+        let heap = if p < q {
+            &mut self.packets
+        } else {
+            &mut self.timers
         };
         let e = heap.pop()?;
         let at = e.time();
         self.last = at;
         Some((at, e.ev))
     }
+
+    fn deferred_changed(&mut self) {
+        self.deferred_min = self.deferred.iter().map(|d| d.0).min().unwrap_or(u128::MAX);
+    }
+
+    /// Skips an event at `at` whose only effect would be `push(time, follow)`: takes its
+    /// place in the order now (an insertion number, as `push(at, ..)` would) and makes
+    /// that push when the queue reaches the place. One deferred push per `follow` event
+    /// at a time (the owner checks with [`is_deferred`](Self::is_deferred)).
+    pub fn defer(&mut self, at: SimTime, time: SimTime, follow: Event) {
+        debug_assert!(at >= self.last && time >= at, "deferred push into the past");
+        debug_assert!(!self.is_deferred(follow), "{follow:?} is already deferred");
+        self.seq += 1;
+        let key = (at.as_nanos() as u128) << 64 | self.seq as u128;
+        self.deferred.push((key, time, follow));
+        self.deferred_changed();
+    }
+
+    /// Whether a deferred push of `follow` waits for its place.
+    pub fn is_deferred(&self, follow: Event) -> bool {
+        self.deferred.iter().any(|d| d.2 == follow)
+    }
+
+    /// Makes the deferred push of `follow` now, before its place (the owner does at this
+    /// instant what the skipped event would have done: the push takes the insertion
+    /// number of now, as it would have then).
+    pub fn push_deferred_now(&mut self, follow: Event) {
+        if let Some(i) = self.deferred.iter().position(|d| d.2 == follow) {
+            let (_, time, ev) = self.deferred.swap_remove(i);
+            self.deferred_changed();
+            self.push(time, ev);
+        }
+    }
+
+    /// The queue has reached the place of the earliest deferred push: make it.
+    #[inline(never)]
+    fn reach_deferred(&mut self) {
+        let i = self
+            .deferred
+            .iter()
+            .position(|d| d.0 == self.deferred_min)
+            .expect("deferred_min is in the list");
+        let (key, time, ev) = self.deferred.swap_remove(i);
+        self.deferred_changed();
+        // the skipped event's instant is the queue's "now" while it pushes
+        self.last = SimTime::from_nanos((key >> 64) as u64);
+        self.push(time, ev);
+    }
+    /// Pending events, deferred pushes included.
     pub fn len(&self) -> usize {
-        self.packets.len() + self.timers.len()
+        self.packets.len() + self.timers.len() + self.deferred.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.packets.is_empty() && self.timers.is_empty()
+        self.packets.is_empty() && self.timers.is_empty() && self.deferred.is_empty()
     }
 }
 
@@ -275,5 +350,127 @@ mod tests {
             assert_eq!(q.pop(), Some((SimTime::from_nanos(t), ev_of(id))));
         }
         assert!(q.pop().is_none());
+    }
+
+    /// A deferred push is the same as scheduling the skipped event and pushing the
+    /// follow-up when it pops: against a queue that does exactly that (placeholder
+    /// events), every other event pops in the same order, ties included; a follow-up
+    /// pushed early (`push_deferred_now`) is the placeholder doing nothing when it pops.
+    #[test]
+    fn deferred_push_matches_a_real_placeholder_event() {
+        let mut real = EventQueue::new();
+        let mut lazy = EventQueue::new();
+        // placeholder id -> (follow-up time, follow-up, still live)
+        let mut placeholders: Vec<(SimTime, Event, bool)> = Vec::new();
+        let mut x: u64 = 0x2545f4914f6cdd1d;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut now = 0u64;
+        let (mut popped, mut early, mut deferred) = (0, 0, 0);
+        for step in 0..30_000u32 {
+            let r = rnd();
+            match r % 8 {
+                0..=2 => {
+                    // a plain event on a coarse grid (many ties)
+                    let t = SimTime::from_nanos(now + (r >> 8) % 6);
+                    let e = if r & 0x10 != 0 {
+                        Event::Arrive(step)
+                    } else {
+                        Event::FlowTimer {
+                            flow: step,
+                            kind: 0,
+                        }
+                    };
+                    real.push(t, e);
+                    lazy.push(t, e);
+                }
+                3 => {
+                    // one deferred follow-up per link at a time (as the shaper does)
+                    let link = ((r >> 8) % 4) as u32;
+                    if lazy.is_deferred(Event::TxDone(link)) {
+                        continue;
+                    }
+                    let at = SimTime::from_nanos(now + (r >> 12) % 5);
+                    let time = at + crate::time::SimDuration::from_nanos(1 + (r >> 20) % 4);
+                    placeholders.push((time, Event::TxDone(link), true));
+                    let id = (placeholders.len() - 1) as u32;
+                    real.push(at, Event::LinkTimer { link: 99, kind: id });
+                    lazy.defer(at, time, Event::TxDone(link));
+                    deferred += 1;
+                }
+                _ => {
+                    let got = loop {
+                        match real.pop() {
+                            Some((t, Event::LinkTimer { link: 99, kind })) => {
+                                let (time, follow, live) = placeholders[kind as usize];
+                                if live {
+                                    real.push(time, follow);
+                                }
+                                now = t.as_nanos();
+                            }
+                            other => break other,
+                        }
+                    };
+                    let Some((t, e)) = got else {
+                        assert_eq!(lazy.pop(), None);
+                        continue;
+                    };
+                    assert_eq!(lazy.pop(), Some((t, e)), "step {step}");
+                    popped += 1;
+                    now = t.as_nanos();
+                    // sometimes the owner takes a follow-up due at this very instant early
+                    if r & 0x100 != 0 {
+                        for (i, p) in placeholders.iter_mut().enumerate() {
+                            let _ = i;
+                            if p.2 && lazy.is_deferred(p.1) && rnd() % 2 == 0 {
+                                // only a placeholder at `now` can be taken early
+                                let at_now = real_placeholder_at(&real, i as u32, t);
+                                if at_now {
+                                    p.2 = false;
+                                    real.push(p.0, p.1);
+                                    lazy.push_deferred_now(p.1);
+                                    early += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // drain both
+        loop {
+            let got = loop {
+                match real.pop() {
+                    Some((_, Event::LinkTimer { link: 99, kind })) => {
+                        let (time, follow, live) = placeholders[kind as usize];
+                        if live {
+                            real.push(time, follow);
+                        }
+                    }
+                    other => break other,
+                }
+            };
+            assert_eq!(lazy.pop(), got);
+            if got.is_none() {
+                break;
+            }
+        }
+        assert!(lazy.is_empty());
+        assert!(
+            popped > 10_000 && deferred > 1_000 && early > 20,
+            "{popped} {deferred} {early}"
+        );
+    }
+
+    /// Whether placeholder `id` is pending in `q` at instant `t` (test helper: a linear
+    /// scan of the heap).
+    fn real_placeholder_at(q: &EventQueue, id: u32, t: SimTime) -> bool {
+        q.timers
+            .iter()
+            .any(|e| e.ev == Event::LinkTimer { link: 99, kind: id } && e.time() == t)
     }
 }

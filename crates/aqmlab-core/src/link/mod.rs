@@ -451,6 +451,15 @@ impl Link {
             && p.loss == 0.0
             && p.loss_periods.is_empty()
             && p.peers.is_empty();
+        let mut lower = Lower::new(&p.lower);
+        if let Lower::Shaper(s) = &mut lower {
+            // the lazy wake-up (see `shaper`): what a tbf wake-up does is known in
+            // advance when it can only move the stash into an empty one-packet device
+            // queue and nothing else (no throttling child to ask at that instant)
+            if s.p.kind == ShaperKind::Tbf && p.device_queue == 1 && !throttles {
+                s.set_lazy_wake();
+            }
+        }
         Link {
             id,
             device: VecDeque::with_capacity(p.device_queue as usize + 1),
@@ -466,7 +475,7 @@ impl Link {
             rng,
             jitter: HostJitter::off(),
             stats: LinkStats::new(warmup, bin),
-            lower: Lower::new(&p.lower),
+            lower,
             peer_of: Vec::new(),
             throttles,
             wake_at: None,
@@ -696,6 +705,11 @@ impl Link {
     /// state at `t` is what the eager model leaves. The simulator calls this when
     /// `run_until(t)` returns.
     pub fn settle(&mut self, t: SimTime) {
+        // a lazy shaper wake-up at or before `t` has moved its packet to the device
+        if let Some(pkt) = self.released_stash(t) {
+            self.device.push_back(pkt);
+            self.busy = true;
+        }
         if self.busy_until <= t {
             self.count_tx();
         }
@@ -785,6 +799,21 @@ impl Link {
         }
     }
 
+    /// A shaper's lazy wake-up (see `shaper`) at or before `t`: the packet it moved to
+    /// the device queue and started to serialise then, with that transmission counted
+    /// in the busy time as it would have been at the time.
+    #[inline]
+    fn released_stash(&mut self, t: SimTime) -> Option<Packet> {
+        let Lower::Shaper(s) = &mut self.lower else {
+            return None;
+        };
+        let (pkt, at) = s.release(t, self.p.overhead)?;
+        if at >= self.stats.warmup {
+            self.stats.busy += self.p.rate.tx_time(pkt.size + self.p.overhead);
+        }
+        Some(pkt)
+    }
+
     /// `kick` for the lower layers other than the wire (kept out of line).
     #[inline(never)]
     pub(crate) fn kick_lower(&mut self, now: SimTime, ev: &mut EventQueue) {
@@ -798,6 +827,7 @@ impl Link {
                     &mut self.device,
                     self.p.device_queue as usize,
                     self.p.overhead,
+                    self.p.rate,
                     self.id,
                     now,
                     ev,
@@ -840,11 +870,15 @@ impl Link {
         }
         self.busy = false;
         // (the body of `carry`, written out: moving the packet through one more call
-        // costs a 176-byte copy on the hottest path)
-        let pkt = self
-            .device
-            .pop_front()
-            .expect("TxDone with an empty device queue");
+        // costs a 176-byte copy on the hottest path). A shaper's lazy wake-up hands the
+        // packet over only now (it would have been the device queue's only one).
+        let pkt = match self.released_stash(now) {
+            Some(p) => p,
+            None => self
+                .device
+                .pop_front()
+                .expect("TxDone with an empty device queue"),
+        };
         if now >= self.stats.warmup {
             self.stats.tx_pkts += 1;
             self.stats.tx_bytes += pkt.size as u64;
@@ -996,5 +1030,160 @@ impl Link {
             }
         }
         self.qdisc.summary(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::{BuildCtx, QdiscConfig};
+
+    /// One tbf-shaped link (80 Mbit/s line, 8 Mbit/s shaper: 100 ns and 1 us per byte)
+    /// fed by two packet sources on a 10-us grid, with frames of 100, 600 and 1500
+    /// bytes, so that every instant (arrivals, transmission ends, the bucket's wake-ups)
+    /// is on that grid and wake-ups and arrivals often share a nanosecond, in both
+    /// orders. Returns everything the link
+    /// did (far-end arrivals, drops, statistics, throttled count) and how many arrivals
+    /// met the instant a wake-up was due.
+    fn drive(qdisc: &str, lazy: bool, seed: u64) -> (String, u32) {
+        let table: toml::Table = toml::from_str(qdisc).unwrap();
+        let q = QdiscConfig::try_from(table).unwrap();
+        let shaper = ShaperParams {
+            rate: Rate::from_bps(8_000_000),
+            burst: 3000,
+            kind: ShaperKind::Tbf,
+        };
+        let p = LinkParams {
+            name: "shaped".into(),
+            from: 0,
+            to: 1,
+            peers: Vec::new(),
+            rate: Rate::from_bps(80_000_000),
+            delay: SimDuration::from_millis(1),
+            overhead: 14,
+            mtu: 1500,
+            device_queue: 1,
+            loss: 0.0,
+            loss_periods: Vec::new(),
+            trace: false,
+            lower: LowerParams::Shaper(shaper.clone()),
+        };
+        let qd = q.build(BuildCtx {
+            rate: shaper.rate,
+            mtu: 1500,
+            overhead: 14,
+            rng: Rng::stream(seed, "qdisc", 0),
+        });
+        let warmup = SimTime::from_nanos(5_000_000);
+        let bin = SimDuration::from_millis(10);
+        let mut link = Link::new(0, p, qd, Rng::stream(seed, "link", 0), warmup, bin);
+        if !lazy {
+            let Lower::Shaper(s) = &mut link.lower else {
+                unreachable!()
+            };
+            s.clear_lazy_wake();
+        }
+        let mut rng = Rng::stream(seed, "test", 0);
+        let mut ev = EventQueue::new();
+        let end = SimTime::from_nanos(4_000_000_000);
+        let mut log = Vec::new();
+        let mut ties = 0;
+        let mut uid = 0u64;
+        let mut wakes = std::collections::BTreeSet::new();
+        for src in 0..2 {
+            ev.push(SimTime::ZERO, Event::FlowTimer { flow: src, kind: 0 });
+        }
+        while let Some((now, e)) = ev.pop_due(end) {
+            match e {
+                Event::FlowTimer { flow, .. } => {
+                    if wakes.contains(&now) {
+                        ties += 1;
+                    }
+                    uid += 1;
+                    // frames of 100, 600 or 1500 bytes on the line; up to 4 flows
+                    let size = [86, 586, 1486][rng.below(3) as usize];
+                    let mut pkt = crate::qdisc::testutil::pkt(rng.below(4) as u32, size, uid, now);
+                    pkt.flow += flow * 4;
+                    link.enqueue(pkt, now, &mut ev);
+                    // bursts and idle spells: ~1.2x the shaped rate on average
+                    let gap = 10
+                        * if rng.below(40) == 0 {
+                            3_000 + rng.below(3_000)
+                        } else {
+                            rng.below(120)
+                        };
+                    ev.push(
+                        now + SimDuration::from_micros(gap),
+                        Event::FlowTimer { flow, kind: 0 },
+                    );
+                }
+                Event::TxDone(_) => link.tx_done(now, &mut ev),
+                Event::LinkTimer { kind, .. } => {
+                    wakes.insert(now);
+                    link.on_timer(kind, now, &mut ev)
+                }
+                Event::Arrive(_) => {
+                    let p = link.arrive(now, &mut ev);
+                    log.push(format!("arrive {} {}", now.as_nanos(), p.uid));
+                }
+                Event::FlowStart(_) => unreachable!(),
+            }
+            for (p, why) in link.out.drops.drain(..) {
+                log.push(format!("drop {} {} {why:?}", now.as_nanos(), p.uid));
+                link.stats.series.drop(now);
+            }
+            if lazy {
+                // the lazy link's wake-up instants, for counting ties
+                if let Lower::Shaper(s) = &link.lower {
+                    wakes.extend(s.lazy_wake_at());
+                }
+            }
+        }
+        link.settle(end);
+        let throttled = match &link.lower {
+            Lower::Shaper(s) => s.throttled,
+            _ => unreachable!(),
+        };
+        log.push(format!(
+            "throttled {throttled} inside {} qdisc {:?} stats {:?}",
+            link.packets_inside(),
+            link.qdisc.stats(),
+            link.stats
+        ));
+        (log.join("\n"), ties)
+    }
+
+    /// The lazy tbf wake-up (no wake-up event) does exactly what the wake-up timer does:
+    /// same packets leaving at the same instants, same drops, statistics and throttled
+    /// count, also when an arrival and a wake-up share a nanosecond.
+    #[test]
+    fn lazy_tbf_wake_up_matches_the_timer() {
+        for qdisc in [
+            "kind = \"fifo\"\nlimit = 30",
+            "kind = \"codel\"",
+            "kind = \"fq_codel\"",
+            "kind = \"pie\"",
+        ] {
+            for seed in 1..=3 {
+                let (eager, _) = drive(qdisc, false, seed);
+                let (lazy, ties) = drive(qdisc, true, seed);
+                assert!(ties > 10, "{qdisc} seed {seed}: only {ties} ties exercised");
+                assert!(eager.lines().count() > 3_000, "{qdisc}: too little traffic");
+                if eager != lazy {
+                    let (a, b): (Vec<_>, Vec<_>) =
+                        (eager.lines().collect(), lazy.lines().collect());
+                    let i = a
+                        .iter()
+                        .zip(&b)
+                        .position(|(x, y)| x != y)
+                        .unwrap_or(a.len().min(b.len()));
+                    panic!(
+                        "{qdisc} seed {seed}: line {i}: eager {:?} lazy {:?}",
+                        a.get(i),
+                        b.get(i)
+                    );
+                }
+            }
+        }
     }
 }

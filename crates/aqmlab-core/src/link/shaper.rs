@@ -19,6 +19,19 @@
 //!   early and stashing it (`qdisc_peek_dequeued`); this model does the same, so the AQM
 //!   decides on the head when the shaper first looks at it and the stashed packet waits
 //!   for tokens outside the child.
+//!
+//! **Lazy wake-up** (tbf over a one-packet device queue, the residential study's shaper,
+//! when the child does not throttle by itself): a stashed packet that waits for tokens
+//! leaves for the device at an instant known when it starts to wait (`ready_at`), and
+//! nothing that happens meanwhile can change what the wake-up then does — the stash is
+//! fixed, the device queue stays empty, and a packet reaching the qdisc only finds the
+//! bucket short again (counted as throttled, as the wake-up timer would have been
+//! re-armed for the same instant). So no wake-up event is scheduled: its place in the
+//! event order is reserved and, when the queue reaches it, the `TxDone` ending the
+//! packet's transmission is pushed exactly as the wake-up would have pushed it
+//! ([`EventQueue::defer`]); the packet itself is charged and handed to the device when
+//! that `TxDone` comes (or the run stops), at the wake-up's instant. One event fewer per
+//! shaped packet, same results.
 
 use super::token_bucket::TokenBucket;
 use super::{note_dequeue, timer, LinkStats};
@@ -98,6 +111,12 @@ pub struct Shaper {
     armed: SimTime,
     /// Times the shaper held back a waiting packet (Linux `overlimits`).
     pub throttled: u64,
+    /// Lazy wake-up (module doc; set by the link: tbf, one-packet device queue, a child
+    /// that does not throttle).
+    lazy_wake: bool,
+    /// Lazy wake-up: the stash waits for the instant `armed`, where it leaves for the
+    /// device; the `TxDone` of its transmission is deferred to the wake-up's place.
+    waiting: bool,
 }
 
 impl Shaper {
@@ -108,7 +127,48 @@ impl Shaper {
             stash: None,
             armed: SimTime::NEVER,
             throttled: 0,
+            lazy_wake: false,
+            waiting: false,
         }
+    }
+
+    /// Uses the lazy wake-up (module doc). Only valid for tbf over a one-packet device
+    /// queue whose child does not throttle (the link checks).
+    pub(crate) fn set_lazy_wake(&mut self) {
+        debug_assert_eq!(self.p.kind, ShaperKind::Tbf);
+        self.lazy_wake = true;
+    }
+
+    /// Back to the wake-up timer (the tests compare the two).
+    #[cfg(test)]
+    pub(crate) fn clear_lazy_wake(&mut self) {
+        assert!(!self.waiting);
+        self.lazy_wake = false;
+    }
+
+    /// The instant a lazy wake-up waits for, if one does (tests).
+    #[cfg(test)]
+    pub(crate) fn lazy_wake_at(&self) -> Option<SimTime> {
+        self.waiting.then_some(self.armed)
+    }
+
+    /// Lazy wake-up: if the stash is waiting for an instant at or before `t`, it left
+    /// for the device then: charge it at that instant and return it with the instant.
+    /// (Called when the `TxDone` of its transmission comes, and when a run stops.)
+    #[inline]
+    pub(crate) fn release(&mut self, t: SimTime, overhead: u32) -> Option<(Packet, SimTime)> {
+        if !self.waiting || self.armed > t {
+            return None;
+        }
+        let at = self.armed;
+        self.waiting = false;
+        self.armed = SimTime::NEVER;
+        let p = self.stash.take().expect("a waiting shaper holds its stash");
+        let bytes = (p.size + overhead) as u64;
+        let fits = self.tb.conforms(at, bytes);
+        debug_assert!(fits, "the stash does not fit the bucket at its wake-up");
+        self.tb.charge(bytes);
+        Some((p, at))
     }
 
     /// Packets held by the shaper itself (the tbf stash).
@@ -142,6 +202,7 @@ impl Shaper {
 
     /// Moves packets from the qdisc to the device queue while the device has room and
     /// the bucket allows; arms the wake-up timer when the bucket is what stops it.
+    /// `line` is the physical rate (the lazy wake-up schedules the transmission's end).
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub fn pull(
@@ -152,10 +213,21 @@ impl Shaper {
         device: &mut VecDeque<Packet>,
         device_limit: usize,
         overhead: u32,
+        line: Rate,
         link: LinkId,
         now: SimTime,
         ev: &mut EventQueue,
     ) {
+        if self.waiting && now >= self.armed {
+            // lazy wake-up, its instant has come: the stash is (as far as the model is
+            // concerned) in the device queue, which is full. At that very instant, a
+            // caller ordered before the wake-up's place is the one that finds the
+            // bucket full enough and starts the transmission: its `TxDone` is pushed now.
+            if now == self.armed && ev.is_deferred(Event::TxDone(link)) {
+                ev.push_deferred_now(Event::TxDone(link));
+            }
+            return;
+        }
         while device.len() < device_limit {
             match self.p.kind {
                 ShaperKind::Htb => {
@@ -193,7 +265,19 @@ impl Shaper {
                         }
                     } else {
                         let at = self.tb.ready_at(now, bytes);
-                        self.arm(at, link, ev);
+                        if self.lazy_wake {
+                            // the wake-up would be (re-)armed for `at` (module doc)
+                            self.throttled += 1;
+                            if !self.waiting {
+                                self.waiting = true;
+                                self.armed = at;
+                                let done = at + line.tx_time(bytes as u32);
+                                ev.defer(at, done, Event::TxDone(link));
+                            }
+                            debug_assert_eq!(at, self.armed);
+                        } else {
+                            self.arm(at, link, ev);
+                        }
                         break;
                     }
                 }
