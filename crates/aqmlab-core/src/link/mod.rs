@@ -958,6 +958,7 @@ impl Link {
     }
 
     /// The oldest packet on the wire reaches the far end (point-to-point links).
+    #[inline]
     pub fn arrive(&mut self, now: SimTime, ev: &mut EventQueue) -> Packet {
         let (t, pkt) = self
             .wire

@@ -466,6 +466,7 @@ impl Scoreboard {
     }
 
     /// Records a newly sent segment.
+    #[inline]
     pub fn push(&mut self, start: u64, end: u64, now: SimTime, fin: bool) {
         debug_assert!(
             self.segs.back().is_none_or(|b| b.end == start),

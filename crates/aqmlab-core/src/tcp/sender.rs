@@ -885,20 +885,7 @@ impl Sender {
     fn enter_recovery(&mut self, now: SimTime, ece: bool) {
         self.stats.fast_recoveries += 1;
         if self.undo != Undo::Off {
-            // Linux tcp_enter_recovery: the clock of the first retransmission restarts
-            // with the fast retransmission; the undo state restarts, with the cwnd and
-            // ssthresh to restore when this recovery begins the reduction.
-            if !self.any_retrans_done() {
-                self.retrans_stamp = None;
-            }
-            self.prior_ssthresh = 0;
-            self.init_undo();
-            if !self.in_reduction() {
-                if !ece {
-                    self.prior_ssthresh = self.current_ssthresh();
-                }
-                self.undo_cwnd = self.w.cwnd;
-            }
+            self.undo_on_recovery(ece);
         }
         if !self.in_reduction() {
             self.init_cwnd_reduction(now, false);
@@ -909,6 +896,24 @@ impl Sender {
             self.sb.mark_head_lost();
         }
         self.force_rtx = self.recovery == Recovery::Rfc6675;
+    }
+
+    /// Linux tcp_enter_recovery's undo part: the clock of the first retransmission
+    /// restarts with the fast retransmission; the undo state restarts, with the cwnd and
+    /// ssthresh to restore when this recovery begins the reduction.
+    #[inline(never)]
+    fn undo_on_recovery(&mut self, ece: bool) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp = None;
+        }
+        self.prior_ssthresh = 0;
+        self.init_undo();
+        if !self.in_reduction() {
+            if !ece {
+                self.prior_ssthresh = self.current_ssthresh();
+            }
+            self.undo_cwnd = self.w.cwnd;
+        }
     }
 
     fn enter_cwr(&mut self, now: SimTime) {
@@ -1593,6 +1598,48 @@ impl Sender {
         }
     }
 
+    /// Linux tcp_enter_loss's undo part (before the loss marking).
+    #[inline(never)]
+    fn undo_on_rto(&mut self, now: SimTime, reduce: bool) {
+        // Linux tcp_enter_loss: prior_ssthresh and prior cwnd when this timeout
+        // reduces ssthresh (else those of the reduction under way stay); F-RTO armed
+        // (3.14: on a reducing or repeated timeout; 6.1: from Open/Disorder/CWR or a
+        // repeated one). 2.6 and 3.14 set undo_marker on every timeout, cleared when
+        // a segment in the queue was ever retransmitted (2.6, TCPCB_RETRANS) or a
+        // retransmission is in flight (3.14, TCPCB_SACKED_RETRANS); 6.1 restarts the
+        // undo state only with a reduction (tcp_init_undo, after the loss marking).
+        if reduce {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.undo_cwnd = self.w.cwnd;
+        }
+        self.frto = match self.undo {
+            Undo::Linux => self.state == CaState::Open || self.state == CaState::Cwr,
+            Undo::Linux3_14 => reduce,
+            _ => false,
+        } || (self.undo != Undo::Linux2_6 && self.rto_retrans > 0);
+        self.frto_2b = false;
+        match self.undo {
+            Undo::Linux3_14 => {
+                self.undo_marker = if self.sb.retrans_out > 0 {
+                    0
+                } else {
+                    self.snd_una
+                };
+                self.undo_retrans = 0;
+            }
+            Undo::Linux2_6 => {
+                self.undo_marker = if self.sb.any_ever_retransmitted() {
+                    0
+                } else {
+                    self.snd_una
+                };
+                self.undo_retrans = 0;
+            }
+            _ => {}
+        }
+        self.loss_time = now;
+    }
+
     /// The retransmission timer expired.
     pub fn on_rto(&mut self, now: SimTime) {
         if self.sb.packets_out == 0 {
@@ -1606,43 +1653,7 @@ impl Sender {
             || (self.state == CaState::Loss && self.rto_retrans == 0);
         self.w.flight = self.in_flight();
         if self.undo != Undo::Off {
-            // Linux tcp_enter_loss: prior_ssthresh and prior cwnd when this timeout
-            // reduces ssthresh (else those of the reduction under way stay); F-RTO armed
-            // (3.14: on a reducing or repeated timeout; 6.1: from Open/Disorder/CWR or a
-            // repeated one). 2.6 and 3.14 set undo_marker on every timeout, cleared when
-            // a segment in the queue was ever retransmitted (2.6, TCPCB_RETRANS) or a
-            // retransmission is in flight (3.14, TCPCB_SACKED_RETRANS); 6.1 restarts the
-            // undo state only with a reduction (tcp_init_undo, after the loss marking).
-            if reduce {
-                self.prior_ssthresh = self.current_ssthresh();
-                self.undo_cwnd = self.w.cwnd;
-            }
-            self.frto = match self.undo {
-                Undo::Linux => self.state == CaState::Open || self.state == CaState::Cwr,
-                Undo::Linux3_14 => reduce,
-                _ => false,
-            } || (self.undo != Undo::Linux2_6 && self.rto_retrans > 0);
-            self.frto_2b = false;
-            match self.undo {
-                Undo::Linux3_14 => {
-                    self.undo_marker = if self.sb.retrans_out > 0 {
-                        0
-                    } else {
-                        self.snd_una
-                    };
-                    self.undo_retrans = 0;
-                }
-                Undo::Linux2_6 => {
-                    self.undo_marker = if self.sb.any_ever_retransmitted() {
-                        0
-                    } else {
-                        self.snd_una
-                    };
-                    self.undo_retrans = 0;
-                }
-                _ => {}
-            }
-            self.loss_time = now;
+            self.undo_on_rto(now, reduce);
         }
         if let Some(s) = self.cc.on_rto(&self.w, now, self.snd_nxt, reduce) {
             self.w.ssthresh = s;
