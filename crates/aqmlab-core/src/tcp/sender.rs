@@ -2934,6 +2934,21 @@ mod tests {
                 s.w.cwnd
             );
         }
+        // 2.6 keeps the chance only while the Disorder state lasts: once snd_una passed
+        // what was sent when the recovery ended (segments 0-11), undo_marker is cleared
+        // and the late D-SACK undoes nothing; 3.14 and 6.1 still undo.
+        for undo in [Undo::Linux, Undo::Linux3_14, Undo::Linux2_6] {
+            let mut s = reordered_recovery(undo);
+            s.on_ack(ms(300), &ack(12, &[]), false);
+            drain(&mut s, ms(300));
+            assert_eq!(s.undo_until, seq(12), "{undo:?}");
+            s.on_ack(ms(305), &ack(15, &[]), false);
+            drain(&mut s, ms(305));
+            s.on_ack(ms(306), &ack(15, &[(0, 1)]), false);
+            let undone = undo != Undo::Linux2_6;
+            assert_eq!(s.stats.dsack_undos, undone as u64, "{undo:?}");
+            assert_eq!(s.w.ssthresh == INFINITE_SSTHRESH, undone, "{undo:?}");
+        }
         // ns-2 / ns-3 profiles undo nothing.
         let mut s = reordered_recovery(Undo::Off);
         s.on_ack(ms(300), &ack(4, &[]), false);
