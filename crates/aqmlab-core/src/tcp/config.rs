@@ -255,7 +255,7 @@ pub enum Stack {
 /// `(name, one-line description)` of every stack profile, for `aqmlab describe tcp`.
 pub const STACKS: &[(&str, &str)] = &[
     ("linux", "modern Linux (default, 6.1): CUBIC, IW 10, per-segment growth, PRR, HyStart, RACK-TLP loss detection, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms, undo of spurious reductions as 6.1"),
-    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, FACK loss detection with tail loss probes, IW 10, undo as 3.14"),
+    ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, FACK loss detection with early retransmit and tail loss probes, IW 10, undo as 3.14"),
     ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, FACK loss detection, IW 3 (RFC 3390), initial RTO 3 s, undo as 2.6"),
     ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum"),
     ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, SYN timeout 3 s, receive buffer 128 KiB"),
@@ -286,8 +286,9 @@ impl Stack {
     ///   (`tcp_output.c` `tcp_schedule_loss_probe` / `tcp_send_loss_probe`,
     ///   `sysctl_tcp_early_retrans = 3`) as in 6.1.
     /// - `linux-3.14`: TLP as in 3.14 (`tcp_early_retrans = 3` by default since 3.10:
-    ///   early retransmit + TLP; early retransmit, RFC 5827, is not modelled), loss
-    ///   detection by FACK (RACK came in 4.4).
+    ///   delayed early retransmit + TLP: `tcp_time_to_recover` trick 6,
+    ///   `tcp_pause_early_retransmit`, `tcp_resume_early_retransmit`), loss detection by
+    ///   FACK (RACK came in 4.4).
     /// - `linux-3.14`, `linux-2.6.29`: FACK loss detection (`sysctl_tcp_fack = 1` in
     ///   `tcp_input.c` from 2.4 until its removal in 4.15): `tcp_time_to_recover`
     ///   (`tcp_dupack_heuristics` = `fackets_out` > `tcp_reordering` 3, or the head timed
@@ -438,6 +439,9 @@ impl Stack {
             undo: Some(undo),
             loss_detection: Some(loss_detection),
             tlp: Some(tlp),
+            // Early retransmit: 3.5 to 4.10 (`tcp_early_retrans` 3 = delayed ER + TLP by
+            // default from 3.10); removed when RACK took over in 4.11.
+            early_retransmit: Some(self == Stack::Linux3_14),
             // D-SACK: Linux receivers since 2.4 (`tcp_dsack = 1`); ns-2's and ns-3.44's
             // sinks send none.
             dsack: Some(linux),
@@ -536,6 +540,13 @@ pub struct TcpOptions {
     /// SACK. See [`Tlp`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tlp: Option<Tlp>,
+    /// RFC 5827 early retransmit with Linux's delay (`tcp_early_retrans` = 2 or 3,
+    /// Linux 3.5–4.10; the `linux-3.14` default): with fewer than 4 segments out, at
+    /// least one SACKed, none retransmitted and no new segment allowed out, fast
+    /// retransmit starts after max(SRTT/4, 2 ms) instead of waiting for 3 SACKs or the RTO.
+    /// Needs SACK.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_retransmit: Option<bool>,
     /// Slow-start growth: "segments" (per segment acknowledged) or "acks" (per ACK).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ss_growth: Option<SsGrowth>,
@@ -672,6 +683,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "receiver reports duplicate segments by D-SACK (RFC 2883, Linux tcp_dsack); the sender uses it to end a loss-probe episode without reduction and for D-SACK undo; false in ns2-sack1/ns3",
     },
     ParamDoc {
+        name: "early_retransmit",
+        default: "false",
+        doc: "RFC 5827 early retransmit with Linux's max(SRTT/4, 2 ms) delay (Linux 3.5-4.10; true in linux-3.14): fewer than 4 segments out, one SACKed, nothing new allowed out -> fast retransmit; needs sack",
+    },
+    ParamDoc {
         name: "hz",
         default: "250",
         doc: "kernel timer frequency CONFIG_HZ (100, 250, 300, 1000; Debian/Ubuntu 250): loss-probe and RACK reorder timeouts are whole jiffies plus TCP_TIMEOUT_MIN = 2 jiffies",
@@ -769,6 +785,8 @@ pub struct TcpConfig {
     pub undo: Undo,
     pub loss_detection: LossDetection,
     pub tlp: Tlp,
+    /// RFC 5827 early retransmit (Linux 3.5–4.10 `tcp_early_retrans`).
+    pub early_retransmit: bool,
     pub dsack: bool,
     /// Kernel timer frequency (jiffies per second).
     pub hz: u32,
@@ -826,6 +844,7 @@ impl TcpOptions {
             rto_undo: over.rto_undo.or(self.rto_undo),
             loss_detection: over.loss_detection.or(self.loss_detection),
             tlp: over.tlp.or(self.tlp),
+            early_retransmit: over.early_retransmit.or(self.early_retransmit),
             dsack: over.dsack.or(self.dsack),
             hz: over.hz.or(self.hz),
             ss_growth: over.ss_growth.or(self.ss_growth),
@@ -1022,6 +1041,7 @@ impl TcpOptions {
             undo,
             loss_detection: o.loss_detection.unwrap_or(LossDetection::Rack),
             tlp: o.tlp.unwrap_or(Tlp::Linux),
+            early_retransmit: o.early_retransmit.unwrap_or(false),
             dsack: o.dsack.unwrap_or(true),
             hz,
             recovery,

@@ -95,8 +95,16 @@
 //! timer for RTO, probe and reorder timeout: [`Sender::rto_deadline`] and
 //! [`Sender::timer_kind`] are that slot, [`Sender::on_xmit_timer`] fires it; the RTO
 //! re-armed over a probe or reorder timeout counts from the oldest outstanding
-//! transmission (`tcp_rearm_rto`). Early retransmit (RFC 5827, Linux 3.5–4.10 with
-//! `tcp_early_retrans = 3`) is not modelled; RACK replaced it.
+//! transmission (`tcp_rearm_rto`).
+//!
+//! `early_retransmit` (RFC 5827 as Linux 3.5–4.10 with `tcp_early_retrans = 3`, the
+//! `linux-3.14` profile; RACK replaced it in 4.11): an ACK that does not start recovery
+//! while fewer than 4 segments are out, at least one is SACKed, none is retransmitted and
+//! no new segment may go (`tcp_may_send_now`) arms the delayed-ER timer in the same slot
+//! for max(SRTT/4, 2 ms) in jiffies (`tcp_pause_early_retransmit`; at once with ECE, no
+//! SRTT, or when the armed timer would fire first); when it fires, fast recovery starts
+//! with the head marked lost (`tcp_resume_early_retransmit`). A loss probe is not
+//! scheduled over it (3.14 probes only when the RTO holds the slot).
 //!
 //! ## Not modelled (deliberate)
 //! RACK's D-SACK-driven `reo_wnd` widening (`reo_wnd_steps`, `reo_wnd_persist`): D-SACKs
@@ -146,6 +154,8 @@ pub enum XmitTimer {
     Probe,
     /// RACK reordering timeout.
     Reo,
+    /// Delayed early retransmit (Linux 3.x `ICSK_TIME_EARLY_RETRANS`).
+    EarlyRetrans,
 }
 
 /// The segment a fired loss probe sends.
@@ -183,6 +193,8 @@ pub struct SenderStats {
     pub lost_retransmits: u64,
     /// RACK reorder timeouts that fired.
     pub reo_timeouts: u64,
+    /// Fast recoveries started by early retransmit (RFC 5827), at once or by its timer.
+    pub early_retransmits: u64,
     /// Window reductions caused by ECN-Echo.
     pub ecn_reductions: u64,
     /// ACKs that carried ECE.
@@ -246,6 +258,8 @@ pub struct Sender {
     rack: bool,
     /// FACK loss detection is on (`loss_detection = "fack"` with SACK).
     fack: bool,
+    /// RFC 5827 early retransmit with Linux's delay (`early_retransmit` with SACK).
+    early_rtx: bool,
     /// Tail loss probes (`Tlp::Off` without SACK), the open probe episode (Linux
     /// `tlp_high_seq`, 0 = none), whether its probe was a retransmission
     /// (`tlp_retrans`), the probe waiting to be sent, and a deferred RTO re-arm (after
@@ -346,6 +360,9 @@ impl Sender {
             timer: XmitTimer::Rto,
             rack: cfg.loss_detection == LossDetection::Rack && cfg.sack,
             fack: cfg.loss_detection == LossDetection::Fack && cfg.sack,
+            early_rtx: cfg.early_retransmit
+                && cfg.sack
+                && cfg.loss_detection != LossDetection::Rack,
             tlp: if cfg.sack { cfg.tlp } else { Tlp::Off },
             tlp_high_seq: 0,
             tlp_retrans: false,
@@ -670,6 +687,7 @@ impl Sender {
             XmitTimer::Rto => self.on_rto(now),
             XmitTimer::Probe => self.on_probe_timer(now),
             XmitTimer::Reo => self.on_reo_timer(now),
+            XmitTimer::EarlyRetrans => self.on_early_retransmit_timer(now),
         }
         kind
     }
@@ -742,6 +760,63 @@ impl Sender {
         // The slot still says "reorder timeout", so a retransmitted head does not
         // restart the RTO; it is re-armed once the retransmissions have gone out.
         self.rearm_after_send = true;
+    }
+
+    /// Linux 3.x `tcp_resume_early_retransmit`: the RTO takes the timer slot again
+    /// (counted from the oldest transmission), fast recovery starts and the head (FACK:
+    /// everything more than 3 below the highest SACK, at least the head) is marked lost
+    /// and retransmitted; cwnd is left to the ACKs that follow.
+    fn on_early_retransmit_timer(&mut self, now: SimTime) {
+        self.rearm_rto(now);
+        if self.state == CaState::Recovery || self.sb.packets_out == 0 {
+            return;
+        }
+        self.stats.early_retransmits += 1;
+        self.enter_recovery(now, false);
+        if self.fack {
+            self.sb.mark_lost_fack(self.high_seq, now, self.rtt.rto());
+        } else {
+            self.sb.mark_head_lost();
+        }
+    }
+
+    /// RFC 5827 early retransmit as Linux 3.14's `tcp_time_to_recover` (trick 6) and
+    /// `tcp_pause_early_retransmit` decide it, for an ACK that did not start recovery:
+    /// `Some(true)` = recover now, `Some(false)` = the delayed-ER timer was armed, `None`
+    /// = not a case for early retransmit.
+    fn early_retransmit(&mut self, now: SimTime, ece: bool) -> Option<bool> {
+        let (out, sacked) = (self.sb.packets_out, self.sb.sacked_out);
+        if !self.early_rtx
+            || self.sb.retrans_out > 0
+            || sacked == 0
+            || out < sacked + 1
+            || out >= 4
+            || self.may_send_now()
+        {
+            return None;
+        }
+        let Some(srtt) = self.rtt.srtt().filter(|_| !ece) else {
+            return Some(true);
+        };
+        // max(srtt >> 5 in jiffies, msecs_to_jiffies(2)): SRTT/4 rounded down to jiffies.
+        let j = self.jiffy.as_nanos();
+        let quarter = SimDuration::from_nanos((srtt / 4).as_nanos() / j * j);
+        let delay = quarter.max(self.jiffies(SimDuration::from_millis(2)));
+        if self.rto_deadline <= now + delay {
+            // The armed timer fires first: recover now.
+            return Some(true);
+        }
+        self.arm(XmitTimer::EarlyRetrans, now + delay);
+        Some(false)
+    }
+
+    /// Linux `tcp_may_send_now`: a new segment would pass the cwnd and receive-window
+    /// tests (no Nagle: applications write whole messages).
+    fn may_send_now(&self) -> bool {
+        let avail = self.unsent().min(self.mss as u64);
+        avail > 0
+            && self.in_flight() < self.w.cwnd
+            && self.snd_nxt + avail <= self.snd_una + self.rwnd
     }
 
     /// Linux `tcp_rack_reo_wnd`: no reordering window while no reordering was seen and
@@ -1168,8 +1243,19 @@ impl Sender {
             } else {
                 self.reno_sacked >= DUP_THRESH && self.snd_una >= self.high_seq
             };
-            if time_to_recover && !hold {
+            let early = !time_to_recover
+                && !hold
+                && !self.rack
+                && self.early_retransmit(now, ece) == Some(true);
+            if (time_to_recover || early) && !hold {
                 self.enter_recovery(now, ece);
+                if early {
+                    self.stats.early_retransmits += 1;
+                    if !self.fack {
+                        // tcp_update_scoreboard(sk, fast_rexmit = 1) without FACK: the head.
+                        self.sb.mark_head_lost();
+                    }
+                }
             } else if ece && self.state == CaState::Open {
                 self.enter_cwr(now);
             }
@@ -1813,7 +1899,9 @@ impl Sender {
             // Linux tcp_event_new_data_sent (RTO from the oldest transmission when a
             // probe held the slot); tcp_write_xmit's tcp_schedule_loss_probe follows at
             // the end of the burst (`after_send`).
-            if prior_packets == 0 || self.timer == XmitTimer::Probe {
+            if prior_packets == 0
+                || matches!(self.timer, XmitTimer::Probe | XmitTimer::EarlyRetrans)
+            {
                 self.rearm_rto(now);
             }
             self.probe_after_send = true;
@@ -2518,6 +2606,63 @@ mod tests {
         }
         assert_eq!((d.sb.retrans_out, d.stats.lost_retransmits), (1, 0));
         s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn early_retransmit_after_a_quarter_rtt_for_a_short_flight() {
+        // Linux 3.14 (FACK, early retransmit, 250 Hz): a 3-segment message, segment 0 lost.
+        let c = cfg(|o| {
+            o.loss_detection = Some(LossDetection::Fack);
+            o.early_retransmit = Some(true);
+        });
+        let mut s = Sender::new(&c);
+        s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+        s.write(ms(100), 3 * MSS);
+        assert_eq!(drain(&mut s, ms(100)).len(), 3);
+        // The SACK of segment 1: 3 out, 1 SACKed, nothing new to send → no recovery yet
+        // (fackets_out 2 ≤ 3), the ER timer instead: max(srtt >> 5, 2 ms) in jiffies,
+        // SRTT 100 ms = 25 jiffies, a quarter rounded down to 6 jiffies = 24 ms.
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        assert_eq!(
+            (s.state, s.timer_kind(), s.rto_deadline()),
+            (CaState::Open, XmitTimer::EarlyRetrans, ms(224))
+        );
+        // It fires: fast recovery, segment 0 resent, the RTO back in the slot.
+        assert_eq!(s.on_xmit_timer(ms(224)), XmitTimer::EarlyRetrans);
+        assert_eq!((s.state, s.stats.early_retransmits), (CaState::Recovery, 1));
+        assert_eq!(kinds(&drain(&mut s, ms(224))), vec![(0, true)]);
+        assert_eq!(s.timer_kind(), XmitTimer::Rto);
+        s.sb.check().unwrap();
+
+        // A second SACK while the timer runs (its deadline is not beyond now + delay):
+        // recovery at once.
+        let mut s = Sender::new(&c);
+        s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+        s.write(ms(100), 3 * MSS);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+        s.on_ack(ms(201), &ack(0, &[(1, 3)]), false);
+        assert_eq!((s.state, s.stats.early_retransmits), (CaState::Recovery, 1));
+        assert_eq!(kinds(&drain(&mut s, ms(201))), vec![(0, true)]);
+
+        // Without early retransmit (Linux 2.6.29, or 4 segments out) the SACK leaves the
+        // RTO armed and the sender in Open.
+        for (er, n) in [(false, 3), (true, 4)] {
+            let c = cfg(|o| {
+                o.loss_detection = Some(LossDetection::Fack);
+                o.early_retransmit = Some(er);
+            });
+            let mut s = Sender::new(&c);
+            s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, false);
+            s.write(ms(100), n * MSS);
+            drain(&mut s, ms(100));
+            s.on_ack(ms(200), &ack(0, &[(1, 2)]), false);
+            assert_eq!(
+                (s.state, s.timer_kind()),
+                (CaState::Open, XmitTimer::Rto),
+                "{er} {n}"
+            );
+        }
     }
 
     #[test]
