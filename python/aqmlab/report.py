@@ -89,6 +89,9 @@ def _planned(study: Any) -> dict[str, int]:
 def _fmt_seconds(s: float) -> str:
     if s != s:  # NaN
         return "–"
+    if s < 1:
+        # short runs: "0.0 s" would hide them
+        return f"{s * 1e3:.0f} ms" if s >= 0.0095 else f"{s * 1e3:.1f} ms"
     if s < 120:
         return f"{s:.1f} s"
     if s < 7200:

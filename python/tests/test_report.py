@@ -228,3 +228,10 @@ def test_report_of_a_store_without_finished_runs(tmp_path):
     assert "<th>all</th><td>0</td><td>45</td>" in html
     assert html.count("data:image/png;base64,") == 16  # every figure still drawn, saying "no data"
     assert html.count('class="status nodata"') == 5
+
+
+def test_run_times_below_a_second_are_shown_in_ms():
+    # per-run means of quick studies are tens of ms; "0.0 s" would hide them
+    f = report._fmt_seconds
+    assert (f(0.0234), f(0.004), f(0.6), f(4.21), f(300.0)) == ("23 ms", "4.0 ms", "600 ms", "4.2 s", "5.0 min")
+    assert f(float("nan")) == "–"
