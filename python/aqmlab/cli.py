@@ -479,14 +479,17 @@ def _print_numbers(out_dir: Path, study) -> None:
             t = tables.table(st, e.tables[0], e)
         except Exception:  # a table that cannot be computed is shown in the report instead
             continue
-        # the note carries the unit when the columns are an axis ("values in ms")
-        rt = RichTable(title=t.title, title_justify="left", caption=t.note or None, caption_justify="left")
+        rt = RichTable(title=t.title, title_justify="left")
         rt.add_column(t.cells.index.name or "")
         for c in t.cells.columns:
             rt.add_column(str(c), justify="right")
         for idx, row in t.cells.iterrows():
             rt.add_row(str(idx), *[str(v) for v in row])
         con.print(rt)
+        if t.note:
+            # the note carries the unit when the columns are an axis ("values in ms"); a
+            # line of its own, since a caption would wrap to the table's width
+            con.print(t.note, style="dim", highlight=False)
     ev = findings.evaluate_all(st, study)
     if ev:
         con.print("[bold]Findings[/bold] (✓ shown by this run, ✗ not shown, – compare by eye in the report)")
