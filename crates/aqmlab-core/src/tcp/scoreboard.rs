@@ -242,7 +242,18 @@ pub struct Scoreboard {
     now: SimTime,
     min_rtt: SimDuration,
     prior_fack: u64,
+    /// The last SACK blocks processed (a ring; Linux keeps the previous ACK's blocks in
+    /// `recv_sack_cache` for the same purpose): every segment wholly inside one of them
+    /// is SACKed, and stays so until cumulatively acknowledged (a mark is never
+    /// cleared), so a block that repeats or extends one of them starts its walk after it.
+    sack_cache: [(u64, u64); SACK_CACHE],
+    sack_cache_next: usize,
 }
+
+/// Blocks remembered by `Scoreboard::sack` (an ACK carries up to four).
+const SACK_CACHE: usize = 8;
+/// `Scoreboard::sack` looks for an already SACKed prefix only in longer blocks.
+const SACK_SKIP_MIN: usize = 8;
 
 impl Scoreboard {
     pub fn new() -> Self {
@@ -534,6 +545,31 @@ impl Scoreboard {
     pub fn sack(&mut self, b: SackBlock) -> Delivered {
         let mut d = Delivered::default();
         let mut i = self.segs.partition_point(|s| s.start < b.start);
+        // skip what an earlier block covering this one's start has SACKed already (the
+        // walk would find every such segment marked and do nothing): with a long
+        // SACKed run, each ACK re-reports the whole run, extended by a segment or two.
+        // (Looked up only for a block of more than `SACK_SKIP_MIN` segments whose first
+        // one is SACKed: a short walk costs less than the look-up.)
+        if self
+            .segs
+            .get(i + SACK_SKIP_MIN)
+            .is_some_and(|s| s.end <= b.end)
+            && self.segs[i].has(SACKED)
+        {
+            let mut upto = 0;
+            for c in &self.sack_cache {
+                if c.0 <= b.start && b.start < c.1 {
+                    upto = upto.max(c.1.min(b.end));
+                }
+            }
+            let skip = self.segs.partition_point(|s| s.end <= upto);
+            if skip > i {
+                debug_assert!(self.segs.range(i..skip).all(|s| s.has(SACKED)));
+                i = skip;
+            }
+        }
+        self.sack_cache[self.sack_cache_next] = (b.start, b.end);
+        self.sack_cache_next = (self.sack_cache_next + 1) % SACK_CACHE;
         while i < self.segs.len() && self.segs[i].end <= b.end {
             let s = &mut self.segs[i];
             if !s.has(SACKED) {
@@ -864,6 +900,41 @@ mod tests {
             end: 1 + to_seg * MSS,
         }
     }
+    /// A SACKed run re-reported by every ACK, one segment longer each time, beside a
+    /// second growing block and with cumulative ACKs below it: each call counts only
+    /// the newly SACKed segments and the marks end up exactly on the blocks, with the
+    /// already SACKed prefix skipped (debug builds check the skipped ones are SACKed).
+    #[test]
+    fn re_reported_sack_blocks_count_only_new_segments() {
+        let mut b = board(200);
+        let mut fresh_total = 0;
+        for k in 11..=150 {
+            let mut d = b.sack(blk(10, k));
+            if k >= 60 {
+                d.merge(b.sack(blk(160, 160 + (k - 59).min(40))));
+            }
+            if k % 25 == 0 {
+                b.ack_cum(1 + (k / 25) * MSS);
+            }
+            // each call reported exactly the segments it newly SACKed
+            fresh_total += d.pkts;
+            assert_eq!(b.sacked_out as u64, fresh_total as u64, "k = {k}");
+        }
+        assert_eq!(b.sacked_out, 140 + 40);
+        let sacked: Vec<bool> = b.iter().map(|s| s.has(SACKED)).collect();
+        let first = b.iter().next().unwrap().start;
+        assert_eq!(first, 1 + 6 * MSS);
+        // segments 10..150 and 160..200 SACKed, the rest not
+        for (i, &x) in sacked.iter().enumerate() {
+            let id = i as u64 + 6;
+            assert_eq!(
+                x,
+                (10..150).contains(&id) || (160..200).contains(&id),
+                "segment {id}"
+            );
+        }
+    }
+
     fn lost(b: &Scoreboard) -> Vec<usize> {
         b.iter()
             .enumerate()
