@@ -124,7 +124,9 @@ def fmt_num(v: Any, digits: int | None = None) -> str:
         return f"{x:.{digits}f}"
     if x == 0:
         return "0"
-    mag = math.floor(math.log10(abs(x)))
+    # the magnitude after rounding to 3 significant digits, so that 99.98 prints "100"
+    # like 100.0 does (not "100.0" beside "100" in the same column)
+    mag = math.floor(math.log10(abs(float(f"{x:.3g}"))))
     if mag >= 5 or mag < -3:
         return f"{x:.3g}"
     return f"{x:.{max(0, 2 - mag)}f}"

@@ -315,6 +315,9 @@ def test_units_are_guessed_from_names():
     assert unit_for("has_rebuffer") == (1.0, "% of time")
     assert label_value("5ms") == 5 and label_value("10/1") == 10 and math.isnan(label_value("fifo"))
     assert fmt_num(0.0123) == "0.0123" and fmt_num(88.18) == "88.2" and fmt_num(float("nan")) == "–"
+    # a value that rounds up to the next decade prints like that decade's numbers
+    assert fmt_num(99.998) == "100" == fmt_num(100.0) and fmt_num(0.09996) == "0.100"
+    assert fmt_num(-9.9996) == "-10.0" and fmt_num(999.7) == "1000"
 
 
 def test_bar_refuses_to_pool_an_axis_it_does_not_show(synth, synth_study):
