@@ -14,7 +14,7 @@ from typing import Any
 __all__ = ["unit_for", "fmt_num", "natural_key", "label_value", "readable", "axis_label", "label_unit"]
 
 # Order matters: "loss_rate" is a fraction, not a rate in bit/s.
-_FRACTION = ("loss", "utilization", "utilisation", "drop_prob", "bias_frac")
+_FRACTION = ("loss", "utilization", "utilisation", "drop_prob", "drop_rate", "bias_frac")
 _RATE = ("goodput", "throughput", "bps", "bitrate", "tx_rate")
 _TIME = ("latency", "induced", "delay", "rtt", "owd", "sojourn", "jitter", "page_time", "fetch_time", "response_time", "wrt", "mouth_to_ear")
 

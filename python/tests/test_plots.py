@@ -309,6 +309,8 @@ def test_units_are_guessed_from_names():
     assert unit_for("goodput_down") == (1e-6, "Mbit/s")
     assert unit_for("induced_latency") == (1e3, "ms")
     assert unit_for("loss_rate") == (100.0, "%")
+    # the drop_rate measure is a fraction of the arriving packets (measures.py), shown in %
+    assert unit_for("drop_rate") == (100.0, "%")
     assert unit_for("jain") == (1.0, "")
     # HAS metrics are stored in the DOCSIS paper's units (app/has.rs), not SI base units
     assert unit_for("has_playback_rate") == (1.0, "Mbit/s")
