@@ -8,7 +8,7 @@ SCHED = '''  [[experiment.axis]]
     { kind = "fifo", limit = 2048 },
     { kind = "fifo", limit = 65 },
     { kind = "drr", limit = 2048, flow_limit = 204 },
-    { kind = "ared", min = 102, max = 1024, limit = 2048, probability = 0.1, gentle = true, ewma_log = 13 },
+    { kind = "ared", variant = "ns2", min = 102, max = 1024, limit = 2048 },
     { kind = "codel", drop_at = "enqueue", target = "20ms", interval = "100ms", limit = 2048 },
     { kind = "pie", variant = "ns2", target = "20ms", tupdate = "30ms", max_burst = "100ms", alpha = 0.125, beta = 1.25, limit = 2048 },
   ]
@@ -37,10 +37,11 @@ out.append('''# An ns-2 study of delay-based AQM in downstream DOCSIS 3.0 cable 
 # - FTP flow i (i = 0..n-1) has path RTT 30 + 10 i ms in BASE, base9, udp and the
 #   "up to 50 flows" runs (the same rule continued: up to 520 ms at 50 flows);
 # - DT20 = FIFO of 65 packets; ARED as ns-2 runs it: thresholds in packets (capacity/20,
-#   capacity/2), initial max_p 0.1, gentle on, the 0.5 s adaptation of Floyd et al. 2001,
-#   averaging weight from ns-2's automatic rule w_q = 1 - exp(-1/C) with C = link rate /
-#   (8 x mean_pktsize_ 500 B) = 9500 pkt/s -> 1.05e-4, rounded to the nearest power of two
-#   our fixed-point RED keeps (ewma_log 13; 15 for the 152 Mbit/s bonded channel);
+#   capacity/2), ns-2's own RED (variant = "ns2": ns-2.35 Queue/RED defaults, i.e. initial
+#   max_p 0.1, gentle on, wait_ drop spacing, mark_p_ 0.1, a float average with ns-2's
+#   automatic weight w_q = 1 - exp(-1/C), C = link rate / (8 x mean_pktsize_ 500 B) =
+#   9500 pkt/s -> 1.05e-4 at 38 Mbit/s, and ns-2's ARED rule: max_p x0.9 / +min(0.01,
+#   max_p/4) at most every 0.5 s, bounds min(0.01, 80000/bw) = 0.0021 and 0.5);
 #   CoDel decides at enqueue (tail-drop variant) from the head packet's sojourn; PIE is
 #   ns-2's Queue/PIE (the quoted parameters are its defaults: 20 ms, 30 ms, 100 ms burst,
 #   alpha 0.125, beta 1.25);
@@ -358,7 +359,7 @@ title = "TIER bonded: 4 channels (152 Mbit/s), tiers 24 / 48 Mbit/s, queue and w
 measures = ["goodput_total", "jain", "flow:tier2.goodput_bps"]
 patch = { tcp = { rcv_window = 40000 } }
 
-''' + SCHED.replace('limit = 2048 }', 'limit = 8192 }').replace('limit = 65 }', 'limit = 260 }').replace('limit = 2048, flow_limit = 204', 'limit = 8192, flow_limit = 819').replace('min = 102, max = 1024, limit = 2048', 'min = 409, max = 4096, limit = 8192').replace('ewma_log = 13', 'ewma_log = 15').replace('limit = 2048 }', 'limit = 8192 }') + '''
+''' + SCHED.replace('min = 102, max = 1024, limit = 2048', 'min = 409, max = 4096, limit = 8192').replace('limit = 2048 }', 'limit = 8192 }').replace('limit = 65 }', 'limit = 260 }').replace('limit = 2048, flow_limit = 204', 'limit = 8192, flow_limit = 819').replace('min = 102, max = 1024, limit = 2048', 'min = 409, max = 4096, limit = 8192').replace('limit = 2048 }', 'limit = 8192 }') + '''
   [[experiment.axis]]
   name = "flows"
 ''' + "".join(tier_value(n, bonded=True).replace(', downstream_qdisc = { kind = "fifo", limit = 8192 }', '') for n in (5, 9)) + '''

@@ -32,6 +32,32 @@
 //! `burst = (2·min + max)/(3·avpkt)`; `ewma_log` = the smallest log with
 //! `burst + 1 − min/avpkt ≤ (1 − (1−W)^burst)/W`; `max_p = probability · 2^32`.
 //!
+//! ## `variant = "ns2"`: ns-2's `Queue/RED` (ns-2.35 `queue/red.cc`, `ns-default.tcl`)
+//! For studies run in ns-2 (the DOCSIS study's ARED). What differs from Linux:
+//! - the average is a floating-point EWMA with weight `weight` (ns-2 `q_weight_`); by
+//!   default ns-2's automatic rule for `q_weight_ = 0`, w = 1 − exp(−1/C) with C the link
+//!   rate in `avpkt`-sized packets per second; after an idle
+//!   period the average decays as if ⌊C · idle time⌋ packets had arrived to an empty queue
+//!   (`q_weight_ = 0` is the setting of Floyd, Gummadi and Shenker's Adaptive RED);
+//! - `avpkt` defaults to ns-2's `mean_pktsize_` 500, `probability` to 1/`linterm_` = 0.1,
+//!   `gentle` to true (ns-2.35's defaults);
+//! - no early drop while the instantaneous queue holds at most one packet, and none for the
+//!   first arrival after the average crosses `min` (it only restarts the count);
+//! - drops are spaced with ns-2's `wait_` (default true): with c arrivals since the last
+//!   drop, p_a = 0 while c·p_b < 1 and p_b/(2 − c·p_b) after, so gaps are uniform in
+//!   [1/p_b, 2/p_b] (Linux: in [1, 1/p_b]);
+//! - the gentle region rises from the *initial* max_p at `max` to 1 at 2·`max` (ns-2 sets
+//!   its slope once, at reset, and ARED does not move it);
+//! - ARED (`adaptive`) adapts at arrivals, once at least 500 ms have passed since max_p
+//!   last changed: ×0.9 below min + 0.4·Δ while max_p > bottom, +min(0.01, max_p/4) above
+//!   max − 0.4·Δ while max_p < 0.5; bottom = min(0.01, 80 000 / link rate in bit/s)
+//!   (ns-2 `bottom_ = 0`, automatic);
+//! - with `ecn` an ECN-capable packet is marked only while p_b ≤ 0.1 (ns-2 `mark_p_`,
+//!   `use_mark_p_`), dropped otherwise;
+//! - thresholds in bytes mean ns-2's `queue_in_bytes_` and `bytes_`: the count runs in
+//!   `avpkt` units and p is scaled by packet size / `avpkt`.
+//! `ewma_log`, `burst` and `harddrop` are Linux's and are refused with this variant.
+//!
 //! Trace variables: `avg` (average queue, bytes or packets) and `max_p`.
 
 use super::pi_core::UpdateTimer;
@@ -74,12 +100,27 @@ pub struct RedConfig {
     /// Mark ECN-capable packets instead of dropping them. Default false.
     #[serde(default)]
     pub ecn: bool,
-    /// Gentle RED between max and 2·max (ns-2 feature; Linux has none). Default false.
-    #[serde(default)]
-    pub gentle: bool,
+    /// Gentle RED between max and 2·max (ns-2 feature; Linux has none). Default false,
+    /// true with `variant = "ns2"`.
+    pub gentle: Option<bool>,
     /// With `ecn`, still drop (not mark) above `max`. Default false.
     #[serde(default)]
     pub harddrop: bool,
+    /// Whose RED: `linux` (sch_red, default) or `ns2` (ns-2's Queue/RED, module docs).
+    #[serde(default)]
+    pub variant: RedVariant,
+    /// ns-2 `q_weight_` (variant ns2 only): the EWMA weight, 0 < w < 1. Default
+    /// 1 − exp(−1/C), C = link rate / (8 · avpkt).
+    pub weight: Option<f64>,
+}
+
+/// `variant` of `red`/`ared`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RedVariant {
+    #[default]
+    Linux,
+    Ns2,
 }
 
 /// `{ kind = "ared", ... }`: the same table as `red`; `adaptive` defaults to true.
@@ -87,24 +128,26 @@ pub struct RedConfig {
 #[serde(transparent)]
 pub struct AredConfig(pub RedConfig);
 
-const fn red_params(adaptive_default: &'static str) -> [ParamDoc; 12] {
+const fn red_params(adaptive_default: &'static str) -> [ParamDoc; 14] {
     [
         ParamDoc { name: "limit", default: "4*max", doc: "hard limit, bytes (\"400KB\") or packets (integer); tc requires it, default 4*max (or 1000 MTU-sized packets in bytes if no threshold is given)" },
         ParamDoc { name: "min", default: "max/3", doc: "lower threshold of the average queue: bytes (\"12500B\", Linux) or packets (102, ns-2 packet mode); tc default max/3" },
         ParamDoc { name: "max", default: "3*min", doc: "upper threshold, same unit as min; tc default 3*min, or limit/4 when min is not given" },
-        ParamDoc { name: "avpkt", default: "1000", doc: "average packet size in bytes for tc's burst/ewma and idle-decay formulas (tc requires it; 1000 as in tc-red(8))" },
+        ParamDoc { name: "avpkt", default: "1000 (variant ns2: 500)", doc: "average packet size in bytes for tc's burst/ewma and idle-decay formulas (tc requires it; 1000 as in tc-red(8)); ns2: mean_pktsize_" },
         ParamDoc { name: "burst", default: "(2*min+max)/(3*avpkt)", doc: "burst in packets the average absorbs; sets ewma_log as tc does" },
         ParamDoc { name: "ewma_log", default: "from burst", doc: "log2(1/W) of the EWMA weight W, 1..31; overrides burst" },
         ParamDoc { name: "bandwidth", default: "link rate", doc: "rate for the idle-time decay of the average (tc falls back to 10Mbit)" },
-        ParamDoc { name: "probability", default: "0.02", doc: "max_p: marking probability at max (tc default 0.02); ARED's start value" },
+        ParamDoc { name: "probability", default: "0.02 (variant ns2: 0.1)", doc: "max_p: marking probability at max (tc default 0.02); ARED's start value" },
         ParamDoc { name: "adaptive", default: adaptive_default, doc: "ARED: every 500 ms move max_p towards the band min+[0.4,0.6](max-min): +min(0.01, max_p/4) / x0.9, bounds 0.01..0.5 (Linux red adaptive)" },
         ParamDoc { name: "ecn", default: "false", doc: "mark ECN-capable packets instead of dropping them" },
-        ParamDoc { name: "gentle", default: "false", doc: "gentle RED: probability rises from max_p to 1 between max and 2*max (ns-2; not in Linux sch_red)" },
+        ParamDoc { name: "gentle", default: "false (variant ns2: true)", doc: "gentle RED: probability rises from max_p to 1 between max and 2*max (ns-2; not in Linux sch_red)" },
         ParamDoc { name: "harddrop", default: "false", doc: "with ecn, drop rather than mark when the average is above max (Linux harddrop)" },
+        ParamDoc { name: "variant", default: "linux", doc: "linux (sch_red as tc sets it up) or ns2 (ns-2.35 Queue/RED: float EWMA, wait_ drop spacing, ns-2's ARED rule; defaults avpkt 500, probability 0.1, gentle)" },
+        ParamDoc { name: "weight", default: "1-exp(-1/C)", doc: "variant ns2: EWMA weight q_weight_ (0..1); default ns-2's automatic rule with C = link rate / (8*avpkt) packets per second" },
     ]
 }
-const RED_PARAMS: [ParamDoc; 12] = red_params("false");
-const ARED_PARAMS: [ParamDoc; 12] = red_params("true");
+const RED_PARAMS: [ParamDoc; 14] = red_params("false");
+const ARED_PARAMS: [ParamDoc; 14] = red_params("true");
 
 /// Linux's psched ticks per microsecond (64 ns ticks). tc computes the idle-damping table
 /// with packet times in ticks while the kernel indexes it with idle microseconds, so the
@@ -137,6 +180,21 @@ pub struct RedParams {
     pub gentle: bool,
     pub harddrop: bool,
     pub adaptive: bool,
+    /// `Some` for `variant = "ns2"`.
+    pub ns2: Option<Ns2Params>,
+}
+
+/// The settings of ns-2's RED that Linux has no counterpart for.
+#[derive(Clone, Debug)]
+pub struct Ns2Params {
+    /// EWMA weight (`q_weight_`).
+    pub weight: f64,
+    /// Packets of `avpkt` bytes the link sends per second (ns-2 `ptc`).
+    pub ptc: f64,
+    /// ARED's lower bound of max_p (`bottom_`).
+    pub bottom: f64,
+    /// Initial max_p, 1/`linterm_` (a float, not Linux's Q0.32).
+    pub max_p0: f64,
 }
 
 impl RedParams {
@@ -231,7 +289,46 @@ impl RedConfig {
             (Some(t), _, _) | (None, Some(t), _) | (None, None, Some(t)) => unit_of(t),
             (None, None, None) => true,
         };
-        let avpkt = self.avpkt.map(|s| s.0).unwrap_or(1000);
+        let ns2 = self.variant == RedVariant::Ns2;
+        if ns2 {
+            // Linux/tc-only keys: ns-2 has a weight, not a burst, and no harddrop.
+            if let Some(w) = self.ewma_log {
+                return Err(ParamError::new(
+                    "ewma_log",
+                    w,
+                    "unset with variant = \"ns2\" (give weight, ns-2's q_weight_)",
+                ));
+            }
+            if let Some(b) = self.burst {
+                return Err(ParamError::new(
+                    "burst",
+                    b,
+                    "unset with variant = \"ns2\" (give weight, ns-2's q_weight_)",
+                ));
+            }
+            if self.harddrop {
+                return Err(ParamError::new(
+                    "harddrop",
+                    true,
+                    "false with variant = \"ns2\" (ns-2 drops above max unless p <= mark_p)",
+                ));
+            }
+            if let Some(w) = self.weight {
+                if !(w > 0.0 && w < 1.0) {
+                    return Err(ParamError::new("weight", w, "more than 0 and less than 1"));
+                }
+            }
+        } else if let Some(w) = self.weight {
+            return Err(ParamError::new(
+                "weight",
+                w,
+                "set only with variant = \"ns2\" (Linux takes ewma_log or burst)",
+            ));
+        }
+        let avpkt = self
+            .avpkt
+            .map(|s| s.0)
+            .unwrap_or(if ns2 { 500 } else { 1000 });
         if avpkt == 0 || avpkt > 65535 {
             return Err(ParamError::new(
                 "avpkt",
@@ -292,6 +389,8 @@ impl RedConfig {
             None => ((2 * qth_min + qth_max) / (3 * unit_pkt)) as u32,
         };
         let wlog = match self.ewma_log {
+            // ns-2 keeps a floating-point average; Linux's fixed point is not used.
+            None if ns2 => 0,
             Some(w) if (1..=31).contains(&w) => w,
             Some(w) => return Err(ParamError::new("ewma_log", w, "1 to 31")),
             None => tc_eval_ewma(qth_min as f64, burst, unit_pkt as f64).ok_or_else(|| {
@@ -299,7 +398,7 @@ impl RedConfig {
             })?,
         };
         // red_check_params: the thresholds are kept as 32-bit numbers scaled by 2^wlog.
-        if fls(qth_max) + wlog as u32 >= 32 {
+        if !ns2 && fls(qth_max) + wlog as u32 >= 32 {
             return Err(ParamError::new(
                 "max",
                 show(in_unit(qth_max, bytes_mode)),
@@ -309,7 +408,8 @@ impl RedConfig {
                 ),
             ));
         }
-        let probability = self.probability.unwrap_or(0.02);
+        // tc's default 0.02; ns-2's linterm_ 10
+        let probability = self.probability.unwrap_or(if ns2 { 0.1 } else { 0.02 });
         if !(probability > 0.0 && probability <= 1.0) {
             return Err(ParamError::new(
                 "probability",
@@ -327,14 +427,36 @@ impl RedConfig {
             ));
         }
         let bandwidth = self.bandwidth.map(|r| r.rate()).unwrap_or(ctx.rate);
-        let (scell_log, stab) = tc_eval_idle_damping(wlog, avpkt, bandwidth.bps() as f64 / 8.0)
-            .ok_or_else(|| {
+        let (scell_log, stab) = if ns2 {
+            (0, [0u8; 256])
+        } else {
+            tc_eval_idle_damping(wlog, avpkt, bandwidth.bps() as f64 / 8.0).ok_or_else(|| {
                 ParamError::new(
                     "bandwidth",
                     bandwidth,
                     "a rate for which tc can build the idle-damping table",
                 )
-            })?;
+            })?
+        };
+        let ns2 = if ns2 {
+            let bps = bandwidth.bps() as f64;
+            if bps <= 0.0 {
+                return Err(ParamError::new(
+                    "bandwidth",
+                    bandwidth,
+                    "a positive rate (ns-2's packet time constant)",
+                ));
+            }
+            let ptc = bps / (8.0 * avpkt as f64);
+            Some(Ns2Params {
+                weight: self.weight.unwrap_or_else(|| 1.0 - (-1.0 / ptc).exp()),
+                ptc,
+                bottom: (80_000.0 / bps).min(0.01),
+                max_p0: probability,
+            })
+        } else {
+            None
+        };
         Ok(RedParams {
             bytes_mode,
             qth_min,
@@ -348,9 +470,10 @@ impl RedConfig {
             scell_log,
             stab,
             ecn: self.ecn,
-            gentle: self.gentle,
+            gentle: self.gentle.unwrap_or(ns2.is_some()),
             harddrop: self.harddrop,
             adaptive: self.adaptive.unwrap_or(adaptive_default),
+            ns2,
         })
     }
 
@@ -389,6 +512,9 @@ pub enum RedAction {
     ProbMark,
     /// Forced mark (at or above max, or above 2·max with gentle).
     HardMark,
+    /// ns-2: a probabilistic drop that is a drop even for an ECN-capable packet (p_b
+    /// above ns-2's `mark_p_`).
+    EarlyDrop,
 }
 
 /// Trace variable indices (`TracePoint::var`) of `avg` and `max_p`.
@@ -414,6 +540,26 @@ pub struct Red {
     stats: QdiscStats,
     rng: Rng,
     traced: [f64; 2],
+    /// ns-2's state (`variant = "ns2"`).
+    ns2: Option<Ns2State>,
+}
+
+/// ns-2 `Queue/RED` variables (`edv_`).
+#[derive(Debug)]
+struct Ns2State {
+    /// Average queue (packets, or bytes with byte thresholds).
+    ave: f64,
+    /// Arrivals (and bytes) since the last drop.
+    count: u64,
+    count_bytes: u64,
+    /// The average was at or above min with more than one packet queued at the last arrival.
+    old: bool,
+    cur_max_p: f64,
+    /// Gentle slope and offset, fixed at reset from the initial max_p.
+    v_c: f64,
+    v_d: f64,
+    /// When ARED last changed max_p.
+    lastset: SimTime,
 }
 
 impl Red {
@@ -424,6 +570,8 @@ impl Red {
             .unwrap_or_else(|e| panic!("invalid red parameters (validate first): {e:?}"));
         let max_p = p.max_p;
         let max_p_delta = (max_p / p.qth_delta().min(u32::MAX as u64) as u32).max(1);
+        let p_ns2 = p.ns2.as_ref().map(|n| n.max_p0);
+        let qth_max = p.qth_max as f64;
         Red {
             max_p,
             max_p_delta,
@@ -439,6 +587,16 @@ impl Red {
             stats: QdiscStats::default(),
             rng: ctx.rng,
             traced: [f64::NAN; 2],
+            ns2: p_ns2.map(|max_p0| Ns2State {
+                ave: 0.0,
+                count: 0,
+                count_bytes: 0,
+                old: false,
+                cur_max_p: max_p0,
+                v_c: (1.0 - max_p0) / qth_max,
+                v_d: 2.0 * max_p0 - 1.0,
+                lastset: SimTime::ZERO,
+            }),
         }
     }
 
@@ -447,11 +605,17 @@ impl Red {
     }
     /// The average queue in bytes or packets.
     pub fn avg(&self) -> f64 {
-        self.qavg as f64 / (1u64 << self.p.wlog) as f64
+        match &self.ns2 {
+            Some(n) => n.ave,
+            None => self.qavg as f64 / (1u64 << self.p.wlog) as f64,
+        }
     }
     /// Current max_p as a probability.
     pub fn max_p(&self) -> f64 {
-        self.max_p as f64 / TWO32
+        match &self.ns2 {
+            Some(n) => n.cur_max_p,
+            None => self.max_p as f64 / TWO32,
+        }
     }
 
     fn backlog_units(&self) -> u64 {
@@ -566,6 +730,104 @@ impl Red {
         }
     }
 
+    /// ns-2 `calculate_p_new`: p_b at the average `ave`.
+    fn ns2_p(&self, n: &Ns2State, ave: f64) -> f64 {
+        let (min, max) = (self.p.qth_min as f64, self.p.qth_max as f64);
+        let p = if ave >= max {
+            if self.p.gentle {
+                n.v_c * ave + n.v_d
+            } else {
+                1.0
+            }
+        } else {
+            (ave - min) / (max - min) * n.cur_max_p
+        };
+        p.min(1.0)
+    }
+
+    /// ns-2 `modify_p` with `wait_` on: spaces drops uniformly over [1/p, 2/p] arrivals;
+    /// with byte thresholds the count is in `avpkt` units and p scales with the size.
+    fn ns2_spaced(&self, n: &Ns2State, p: f64, size: u32) -> f64 {
+        let avpkt = self.p.avpkt as u64;
+        let c = if self.p.bytes_mode {
+            (n.count_bytes / avpkt) as f64
+        } else {
+            n.count as f64
+        };
+        let mut p = if c * p < 1.0 {
+            0.0
+        } else if c * p < 2.0 {
+            p / (2.0 - c * p)
+        } else {
+            1.0
+        };
+        if self.p.bytes_mode && p < 1.0 {
+            p = p * size as f64 / avpkt as f64;
+        }
+        p.min(1.0)
+    }
+
+    /// ns-2 `updateMaxP`, run at an arrival once 500 ms have passed since the last change.
+    fn ns2_adapt(&self, n: &mut Ns2State, now: SimTime) {
+        let bottom = self.p.ns2.as_ref().map_or(0.01, |x| x.bottom);
+        let (min, max) = (self.p.qth_min as f64, self.p.qth_max as f64);
+        let part = 0.4 * (max - min);
+        if n.ave < min + part && n.cur_max_p > bottom {
+            n.cur_max_p *= 0.9;
+            n.lastset = now;
+        } else if n.ave > max - part && n.cur_max_p < 0.5 {
+            n.cur_max_p += (0.25 * n.cur_max_p).min(0.01);
+            n.lastset = now;
+        }
+    }
+
+    /// ns-2 `REDQueue::enque`'s early decision for `pkt`, after updating the average (and
+    /// ARED's max_p). Drops at the hard limit are the caller's.
+    fn ns2_arrival(&mut self, pkt: &Packet, now: SimTime) -> RedAction {
+        let mut n = self.ns2.take().expect("ns-2 state");
+        let np = self.p.ns2.as_ref().expect("ns-2 params");
+        let (w, ptc) = (np.weight, np.ptc);
+        // Idle: as if ⌊C·idle⌋ packets had found the queue empty (estimator with m + 1).
+        let m = match self.idle_since.take() {
+            Some(start) => (ptc * now.saturating_since(start).as_secs_f64()).floor(),
+            None => 0.0,
+        };
+        let q = self.backlog_units() as f64;
+        n.ave = n.ave * (1.0 - w).powf(m + 1.0) + w * q;
+        if self.p.adaptive && now > n.lastset + ADAPT_PERIOD {
+            self.ns2_adapt(&mut n, now);
+        }
+        n.count += 1;
+        n.count_bytes += pkt.size as u64;
+        let mut action = RedAction::DontMark;
+        // `qlen > 1`: packets, or bytes with byte thresholds, as ns-2 compares them
+        if n.ave >= self.p.qth_min as f64 && self.backlog_units() > 1 {
+            if !n.old {
+                // just crossed min (or the queue was nearly empty): restart the count
+                n.count = 1;
+                n.count_bytes = pkt.size as u64;
+                n.old = true;
+            } else {
+                let p1 = self.ns2_p(&n, n.ave);
+                let p = self.ns2_spaced(&n, p1, pkt.size);
+                if self.rng.uniform() <= p {
+                    n.count = 0;
+                    n.count_bytes = 0;
+                    // ns-2 marks (setbit_) only while p_b <= mark_p_ = 0.1
+                    action = if p1 <= 0.1 {
+                        RedAction::ProbMark
+                    } else {
+                        RedAction::EarlyDrop
+                    };
+                }
+            }
+        } else {
+            n.old = false;
+        }
+        self.ns2 = Some(n);
+        action
+    }
+
     fn full(&self, pkt: &Packet) -> bool {
         match self.p.limit {
             Limit::Packets(n) => self.q.len() >= n as usize,
@@ -576,18 +838,22 @@ impl Red {
 
 impl Qdisc for Red {
     fn enqueue(&mut self, mut pkt: Packet, now: SimTime, out: &mut QdiscOut) -> Verdict {
-        self.run_adaptive(now, out);
-        self.qavg = match self.idle_since.take() {
-            Some(start) => self.qavg_from_idle(start, now),
-            None => self.qavg_ewma(self.backlog_units()),
+        let action = if self.ns2.is_some() {
+            self.ns2_arrival(&pkt, now)
+        } else {
+            self.run_adaptive(now, out);
+            self.qavg = match self.idle_since.take() {
+                Some(start) => self.qavg_from_idle(start, now),
+                None => self.qavg_ewma(self.backlog_units()),
+            };
+            self.action(self.qavg)
         };
-        let action = self.action(self.qavg);
         self.trace(now, out);
         let ect = pkt.ecn.is_capable();
         let mark = match action {
             RedAction::DontMark => None,
             RedAction::ProbMark if self.p.ecn && ect => Some(MarkReason::Early),
-            RedAction::ProbMark => {
+            RedAction::ProbMark | RedAction::EarlyDrop => {
                 return out.drop_arrival(&mut self.stats, pkt, DropReason::Early)
             }
             RedAction::HardMark if self.p.ecn && ect && !self.p.harddrop => {
@@ -600,6 +866,11 @@ impl Qdisc for Red {
         // Linux counts a RED mark even when the child FIFO then drops the packet at the
         // limit; we count only marks on packets that are queued.
         if self.full(&pkt) {
+            if let Some(n) = self.ns2.as_mut() {
+                // ns-2 resets the count on a forced drop too (ns1_compat_ false)
+                n.count = 0;
+                n.count_bytes = 0;
+            }
             return out.drop_arrival(&mut self.stats, pkt, DropReason::Overlimit);
         }
         if let Some(why) = mark {
@@ -616,7 +887,9 @@ impl Qdisc for Red {
     }
 
     fn dequeue(&mut self, now: SimTime, out: &mut QdiscOut) -> Option<Packet> {
-        self.run_adaptive(now, out);
+        if self.ns2.is_none() {
+            self.run_adaptive(now, out);
+        }
         match self.q.pop_front() {
             Some(p) => {
                 self.bytes -= p.size as u64;
@@ -941,6 +1214,7 @@ mod tests {
             match q.action(45 << w) {
                 RedAction::ProbMark => marks += 1,
                 RedAction::HardMark => panic!("no forced mark below 2·max"),
+                RedAction::EarlyDrop => panic!("ns-2 only"),
                 RedAction::DontMark => {}
             }
         }
@@ -1027,5 +1301,233 @@ mod tests {
             Verdict::Enqueued
         );
         q.stats().check(q.len() as u64, q.backlog_bytes()).unwrap();
+    }
+
+    // ---- variant = "ns2" (ns-2.35 queue/red.cc, tcl/lib/ns-default.tcl) ----
+
+    fn ns2_red(body: &str, rate_bps: u64) -> Red {
+        let cfg: AredConfig = toml::from_str(&format!("variant = \"ns2\"\n{body}")).unwrap();
+        cfg.validate(&ctx(rate_bps)).unwrap();
+        Red::new(&cfg, ctx(rate_bps))
+    }
+
+    #[test]
+    fn ns2_defaults_and_key_errors() {
+        // The DOCSIS study's channel: 38 Mbit/s, mean_pktsize_ 500 → C = 9500 pkt/s,
+        // q_weight_ = 1 − exp(−1/9500) = 1.05257e-4; bottom = min(0.01, 80000/38e6)
+        // = 0.0021053; linterm_ 10 → max_p 0.1; gentle on.
+        let c = ctx(38_000_000);
+        let p =
+            toml::from_str::<AredConfig>("variant = \"ns2\"\nmin = 102\nmax = 1024\nlimit = 2048")
+                .unwrap()
+                .0
+                .resolve(&c, true)
+                .unwrap();
+        let n = p.ns2.as_ref().unwrap();
+        assert_eq!(p.avpkt, 500);
+        assert!((n.ptc - 9500.0).abs() < 1e-9);
+        assert!((n.weight - 1.05257e-4).abs() < 1e-9, "{}", n.weight);
+        assert!((n.bottom - 0.0021053).abs() < 1e-7, "{}", n.bottom);
+        assert!((p.max_p as f64 / TWO32 - 0.1).abs() < 1e-9);
+        assert!(p.gentle && p.adaptive && !p.bytes_mode);
+        // An explicit weight, and gentle switched off
+        let p = toml::from_str::<RedConfig>(
+            "variant = \"ns2\"\nmin = 5\nweight = 0.002\ngentle = false",
+        )
+        .unwrap()
+        .resolve(&c, false)
+        .unwrap();
+        assert_eq!(p.ns2.unwrap().weight, 0.002);
+        assert!(!p.gentle);
+        let err = |s: &str| {
+            toml::from_str::<RedConfig>(s)
+                .unwrap()
+                .validate(&c)
+                .unwrap_err()
+        };
+        assert_eq!(
+            err("variant = \"ns2\"\nmin = 5\newma_log = 9").field,
+            "ewma_log"
+        );
+        assert_eq!(err("variant = \"ns2\"\nmin = 5\nburst = 20").field, "burst");
+        assert_eq!(
+            err("variant = \"ns2\"\nmin = 5\nharddrop = true").field,
+            "harddrop"
+        );
+        assert_eq!(
+            err("variant = \"ns2\"\nmin = 5\nweight = 1.5").field,
+            "weight"
+        );
+        assert_eq!(err("min = 5\nweight = 0.002").field, "weight");
+        assert!(toml::from_str::<RedConfig>("variant = \"ns3\"").is_err());
+    }
+
+    /// Float EWMA with weight 1/4 and ns-2's idle rule. Packet thresholds far away.
+    ///   arrival 1 at t = 0, idle since 0: m = 0 → ave = 0·(3/4) + ¼·0 = 0
+    ///   arrivals 2..4 at t = 0 with backlog 1, 2, 3 → 0.25, 0.6875, 1.265625
+    ///   empty the queue at 1 ms; arrival 5 at 1 ms + 2 packet times (C = 10 Mbit/s / 4000
+    ///   bit = 2500 pkt/s, 0.8 ms): m = ⌊2500 · 1.6 ms⌋ = 4 → ave = 1.265625·(3/4)^5
+    ///   = 0.30034 (backlog 0)
+    #[test]
+    fn ns2_ewma_and_idle_trace() {
+        let mut q = ns2_red(
+            "min = 100\nmax = 300\nlimit = 1000\nweight = 0.25",
+            10_000_000,
+        );
+        let mut out = QdiscOut::new(false);
+        let t0 = SimTime::ZERO;
+        let mut avgs = vec![];
+        for i in 0..4 {
+            q.enqueue(pkt(1, 1500, i, t0), t0, &mut out);
+            avgs.push(q.avg());
+        }
+        assert_eq!(avgs, vec![0.0, 0.25, 0.6875, 1.265625]);
+        let t1 = SimTime::from_nanos(1_000_000);
+        while q.dequeue(t1, &mut out).is_some() {}
+        assert!(q.dequeue(t1, &mut out).is_none());
+        let t2 = t1 + SimDuration::from_micros(1600);
+        q.enqueue(pkt(1, 1500, 9, t2), t2, &mut out);
+        assert!(
+            (q.avg() - 1.265625 * 0.75f64.powi(5)).abs() < 1e-12,
+            "{}",
+            q.avg()
+        );
+    }
+
+    /// ns-2's `wait_` spacing: with the average held at 20 between min 10 and max 30 and
+    /// max_p 0.1, p_b = 0.05, and drops come every 20 to 40 arrivals (mean 30); Linux's
+    /// count method would space them 1 to 20 apart.
+    #[test]
+    fn ns2_wait_spaces_drops_between_one_and_two_over_p() {
+        let mut q = {
+            let cfg: RedConfig = toml::from_str(
+                "variant = \"ns2\"\nmin = 10\nmax = 30\nlimit = 100\nweight = 0.5\nprobability = 0.1",
+            )
+            .unwrap();
+            Red::new(&cfg, ctx(10_000_000))
+        };
+        let mut out = QdiscOut::new(false);
+        let t = SimTime::ZERO;
+        let mut uid = 0;
+        for _ in 0..20 {
+            q.enqueue(pkt(1, 1500, uid, t), t, &mut out);
+            uid += 1;
+        }
+        let (mut gaps, mut since) = (vec![], 0u32);
+        let mut drops = 0;
+        while drops < 400 {
+            since += 1;
+            match q.enqueue(pkt(1, 1500, uid, t), t, &mut out) {
+                Verdict::Dropped(DropReason::Early) => {
+                    if drops > 0 {
+                        gaps.push(since);
+                    }
+                    drops += 1;
+                    since = 0;
+                }
+                Verdict::Enqueued => {
+                    q.dequeue(t, &mut out).unwrap();
+                }
+                v => panic!("{v:?}"),
+            }
+            uid += 1;
+            assert_eq!(q.len(), 20);
+        }
+        assert!((q.avg() - 20.0).abs() < 1e-9);
+        let (lo, hi) = (*gaps.iter().min().unwrap(), *gaps.iter().max().unwrap());
+        let mean = gaps.iter().sum::<u32>() as f64 / gaps.len() as f64;
+        assert!(lo >= 20 && hi <= 40, "gaps {lo}..{hi}");
+        assert!((mean - 30.0).abs() < 1.5, "mean gap {mean}");
+        q.stats().check(q.len() as u64, q.backlog_bytes()).unwrap();
+    }
+
+    /// No early drop for the first arrival after the average crosses min, nor while the
+    /// queue holds at most one packet; the gentle region keeps the initial max_p.
+    #[test]
+    fn ns2_crossing_rules_and_gentle_slope() {
+        let mut q = ns2_red("min = 2\nmax = 10\nlimit = 100\nweight = 0.9", 10_000_000);
+        let mut out = QdiscOut::new(false);
+        let t = SimTime::ZERO;
+        // ave 0 → 0.9 → 1.89 → 2.889 (≥ min: the crossing arrival only restarts the count)
+        for i in 0..4 {
+            assert_eq!(
+                q.enqueue(pkt(1, 1500, i, t), t, &mut out),
+                Verdict::Enqueued
+            );
+        }
+        let n = q.ns2.as_ref().unwrap();
+        assert!(n.old && n.count == 1);
+        // Gentle: from the initial max_p 0.1 at max to 1 at 2·max, whatever ARED did.
+        let mut n2 = Ns2State {
+            cur_max_p: 0.3,
+            ..*q.ns2.as_ref().unwrap()
+        };
+        n2.ave = 10.0;
+        assert!((q.ns2_p(&n2, 10.0) - 0.1).abs() < 1e-12);
+        assert!((q.ns2_p(&n2, 15.0) - 0.55).abs() < 1e-12);
+        assert!((q.ns2_p(&n2, 20.0) - 1.0).abs() < 1e-12);
+        assert!(
+            (q.ns2_p(&n2, 6.0) - 0.15).abs() < 1e-12,
+            "between: (6-2)/8 · 0.3"
+        );
+        // wait_: 0 while c·p < 1, p/(2 − c·p) after, 1 from c·p = 2
+        for (c, want) in [(5, 0.0), (10, 0.1), (15, 0.2), (20, 1.0)] {
+            n2.count = c;
+            assert!(
+                (q.ns2_spaced(&n2, 0.1, 1500) - want).abs() < 1e-12,
+                "count {c}"
+            );
+        }
+        // One packet queued, average high: never an early drop.
+        let mut q = ns2_red(
+            "min = 1\nmax = 3\nlimit = 100\nweight = 0.5\nprobability = 1.0",
+            10_000_000,
+        );
+        for i in 0..200 {
+            assert_eq!(
+                q.enqueue(pkt(1, 1500, i, t), t, &mut out),
+                Verdict::Enqueued
+            );
+            q.dequeue(t, &mut out).unwrap();
+        }
+    }
+
+    /// ARED as ns-2 runs it: max_p moves at arrivals, at most once per 500 ms (strictly
+    /// more since the last change), ×0.9 down to the bottom min(0.01, 80000/bw):
+    /// 38 Mbit/s → 0.0021; from 0.1 that takes 37 steps (0.1·0.9^37 = 0.00202 < bottom,
+    /// 0.1·0.9^36 = 0.00225 > bottom). Arrivals every 100 ms to an empty queue: changes
+    /// at 0.6, 1.2, … s.
+    #[test]
+    fn ns2_ared_adapts_at_arrivals_down_to_its_bottom() {
+        let mut q = ns2_red("min = 102\nmax = 1024\nlimit = 2048", 38_000_000);
+        let mut out = QdiscOut::new(false);
+        let mut seen = vec![];
+        for k in 0..400u64 {
+            let t = SimTime::from_nanos(k * 100_000_000);
+            q.enqueue(pkt(1, 1500, k, t), t, &mut out);
+            q.dequeue(t, &mut out).unwrap();
+            assert!(q.dequeue(t, &mut out).is_none());
+            if seen.last() != Some(&q.max_p()) {
+                seen.push(q.max_p());
+                if seen.len() == 2 {
+                    assert_eq!(k, 6, "first change at 0.6 s");
+                }
+            }
+        }
+        assert_eq!(seen.len(), 38, "0.1 and 37 decreases");
+        assert!((q.max_p() - 0.1 * 0.9f64.powi(37)).abs() < 1e-12);
+        // Above max − 0.4Δ: +min(0.01, max_p/4) per step, up to 0.5.
+        let mut q = ns2_red(
+            "min = 2\nmax = 10\nlimit = 1000\nweight = 0.5\nprobability = 0.02",
+            38_000_000,
+        );
+        let mut t = SimTime::ZERO;
+        for k in 0..200u64 {
+            q.enqueue(pkt(1, 1500, k, t), t, &mut out);
+            t = t + SimDuration::from_millis(10);
+        }
+        // 199 × 10 ms = 1.99 s with a full queue: changes at 0.51, 1.02, 1.53 s:
+        // 0.02 → 0.025 → 0.03125 → 0.0390625
+        assert!((q.max_p() - 0.0390625).abs() < 1e-12, "{}", q.max_p());
     }
 }
