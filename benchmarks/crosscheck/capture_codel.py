@@ -163,10 +163,21 @@ def match_capture(ingress: list[Pkt], egress: list[Pkt], t0: int = 0) -> Trace:
     return Trace(pk, unmatched)
 
 
-def sim_trace(samples, queue: str, rate_bps: float, wire_bps: float, drop_size: int = MTU_FRAME) -> Trace:
+def sim_trace(samples, queue: str, rate_bps: float, wire_bps: float, drop_size: int = MTU_FRAME, burst: int = MTU_FRAME, shaper: str = "tbf", lone_size: int = 66) -> Trace:
     """The simulator's packet trace of ``queue`` (the samples table of a run with
     ``run.packet_trace``) as a :class:`Trace`: CoDel's dequeue instants (``call``) of the
-    packets it handed out, the drops, frame sizes from the gaps between dequeues (module doc)."""
+    packets it handed out and the drops, in FIFO order, with frame sizes from the gaps
+    between dequeues.
+
+    Sizes: after handing out a packet of s bytes at D with b bytes in the shaper's bucket
+    (depth ``burst``, filled at ``rate_bps``), the shaper releases it at
+    D + max(0, s - b) / rate (tbf; htb charges after sending, so never later than D) and
+    looks again when the ``wire_bps`` wire has carried it, s / wire later. When the packet
+    behind was already waiting, that next dequeue instant gives s; the bucket is followed
+    from release to release. A packet with nobody behind it (the queue idle after it) has
+    no such gap: taken as ``lone_size`` if it also arrived at an idle shaper (a lone
+    packet: ACKs and probes; a data packet nearly always has a second one 1.2 µs behind
+    it), else as a full frame. Drops: ``drop_size``. ``info`` counts the guesses."""
     s = samples[(samples["kind"] == "queue") & (samples["entity"] == queue)]
     ev = []
     for m, kind in (("sojourn", "sent"), ("drop", "drop")):
@@ -177,32 +188,40 @@ def sim_trace(samples, queue: str, rate_bps: float, wire_bps: float, drop_size: 
             ev.append((t - v, t, kind))
     # FIFO order: by arrival, and packets that arrived at the same instant (a burst at
     # the access rate of 10 Gbit/s) in the order they left (a drop before the packet the
-    # same dequeue hands out); to the ns, as the simulator's
-    # clock (t - v is not exact in floating point)
+    # same dequeue hands out); to the ns, as the simulator's clock (t - v is not exact in
+    # floating point)
     ev.sort(key=lambda e: (round(e[0] * 1e9), e[1], e[2] != "drop"))
     calls = np.array(sorted({t for _, t, _ in ev}))
-    per_byte = 8 / rate_bps + 8 / wire_bps
+    r8, w8 = 8 / rate_bps, 8 / wire_bps
     pk: list[QPkt] = []
-    unknown = 0
+    lone = other = 0
+    tokens, last = float(burst), -math.inf  # bucket bytes after the last release, and when
     for i, (arr, t, kind) in enumerate(ev):
         if kind == "drop":
             pk.append(QPkt(arr, drop_size, "?", None))
             continue
-        # the next dequeue after this one: informative if the packet behind was already
-        # waiting (the shaper looked again when this one had left) and this one was
-        # dequeued at a release, not on arrival at an idle shaper (whose bucket may hold
-        # tokens, so that it left at once)
+        b = min(float(burst), tokens + (t - last) / r8) if last > -math.inf else float(burst)
         j = np.searchsorted(calls, t, side="right")
         nxt = calls[j] if j < len(calls) else None
         behind = ev[i + 1][0] if i + 1 < len(ev) else None
-        if nxt is not None and behind is not None and behind < nxt - 1e-9 and t - arr > 1e-9:
-            size = int(round((nxt - t) / per_byte))
-            size = MTU_FRAME if size > 1000 else size
+        if nxt is not None and behind is not None and behind < nxt - 1e-9:
+            gap = nxt - t
+            if shaper == "tbf":
+                size = (gap + b * r8) / (r8 + w8)
+                if size <= b:
+                    size = gap / w8
+            else:
+                size = gap / (r8 + w8)
+            size = MTU_FRAME if size > 1000 else max(int(round(size)), 28)
+        elif t - arr < 1e-9:
+            size, lone = lone_size, lone + 1
         else:
-            size, unknown = MTU_FRAME, unknown + 1
+            size, other = MTU_FRAME, other + 1
+        rel = t + max(0.0, size - b) * r8 if shaper == "tbf" else t
+        tokens, last = b + (rel - t) / r8 - size, rel
         pk.append(QPkt(arr, size, "ack" if size < SMALL else "data", None, call=t))
     qlen = s[s["metric"] == "qlen"]
-    return Trace(pk, 0, {"size_unknown": unknown, "arrivals_logged": len(qlen)})
+    return Trace(pk, 0, {"size_guessed_lone": lone, "size_guessed_other": other, "arrivals_logged": len(qlen)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -656,7 +675,7 @@ def main(argv: Iterable[str] | None = None) -> None:
     seeds = [None] + [int(s) for s in a.seeds.split(",") if s]
     for sd in seeds:
         r = sim_run(toml, a.queue, 0.0, t_to + 1.0, sd)
-        st = sim_trace(r.samples, a.queue, 10e6, 1e9, a.sim_drop_size)
+        st = sim_trace(r.samples, a.queue, 10e6, 1e9, a.sim_drop_size, shaper=shaper)
         rows[f"sim seed {sd or sc['run'].get('seed', 1)}"] = analyse(st, t_from, t_to) | {"trace": st.info}
     if a.json:
         print(json.dumps(rows, indent=1, default=str))

@@ -116,15 +116,19 @@ def test_replay_checks_drops_against_observed() -> None:
 
 def test_sim_trace_sizes_from_dequeue_gaps() -> None:
     pd = pytest.importorskip("pandas")
-    # three packets queued at t=0 behind the shaper: a frame, an ACK, a frame; the middle
-    # one's size comes from the gap to the next dequeue (10 Mbit/s + 1 Gbit/s wire)
-    per = 8 / 10e6 + 8 / 1e9
-    d0 = 1e-3
-    d1 = d0 + DATA * per
-    d2 = d1 + ACK * per
+    # three packets reach an idle tbf (full bucket: one frame) at t = 0: a frame, an ACK,
+    # a frame. The frame leaves at once and the shaper looks again when the 1 Gbit/s wire
+    # has carried it; the ACK then waits for the bucket to refill to 66 B and for its own
+    # wire time. The last one has nobody behind it: a guess (it waited: a full frame).
+    r8, w8 = 8 / 10e6, 8 / 1e9
+    d0 = 0.0
+    d1 = d0 + DATA * w8
+    b1 = (d1 - d0) / r8  # bytes in the bucket when the ACK is handed out
+    d2 = d1 + (ACK - b1) * r8 + ACK * w8
     rows = [("queue", "bottleneck_up", "sojourn", t, t) for t in (d0, d1, d2)]
     s = pd.DataFrame(rows, columns=["kind", "entity", "metric", "t", "value"])
     tr = cc.sim_trace(s, "bottleneck_up", 10e6, 1e9)
-    assert [p.size for p in tr.packets] == [DATA, ACK, DATA]  # the last: unknown, a full frame
-    assert tr.info["size_unknown"] == 1
+    assert [p.size for p in tr.packets] == [DATA, ACK, DATA]
+    assert [p.kind for p in tr.packets] == ["data", "ack", "data"]
+    assert tr.info["size_guessed_other"] == 1 and tr.info["size_guessed_lone"] == 0
     assert [p.call for p in tr.packets] == [d0, d1, d2]
