@@ -9,13 +9,18 @@
 #        iputils-ping      ICMP probes with per-reply output
 #        irtt              UDP request/response probes (udp_rr)
 #        ethtool           switching segmentation offloads off
+#      and, only with AQMLAB_VM_OPTIONAL=1 (or when already installed), the optional
+#        tcpdump           header captures around a queue (AQMLAB_VM_CAPTURE, campaign.py --capture);
+#                          with its libraries (libpcap0.8 ...) as ldd resolves them
 #   2. builds the VM image (kernel + initramfs assembled by aqmlab.linux.vm from the files
-#      of those packages; nothing else is downloaded) into ${AQMLAB_VM_CACHE:-~/.cache/aqmlab/vm}.
+#      of those packages, tcpdump if installed; nothing else is downloaded) into ${AQMLAB_VM_CACHE:-~/.cache/aqmlab/vm}.
 # Packages already installed are left as they are. Usage: bash scripts/setup-vm.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${AQMLAB_VENV:-$PWD/.venv}
 PKGS="qemu-system-x86 linux-image-amd64 busybox-static iproute2 iperf3 iputils-ping irtt ethtool"
+OPTIONAL_PKGS="tcpdump"
+[ "${AQMLAB_VM_OPTIONAL:-0}" = 1 ] && PKGS="$PKGS $OPTIONAL_PKGS"
 
 missing=""
 for p in $PKGS; do

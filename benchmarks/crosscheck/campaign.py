@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -314,6 +315,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=None, help="run.seed of the cases (the simulator's random streams and the start_spread draws both engines use; default the scenario's)")
     ap.add_argument("--tag", default="", help="suffix of the result files (a repeat with other settings keeps the first)")
     ap.add_argument("--keep", action="store_true", help="keep each VM job's raw output in results/raw/CASE (not committed)")
+    ap.add_argument("--capture", metavar="QUEUE", default=None, help="also capture packet headers around these queues on the kernel side (comma separated, e.g. bottleneck_up; implies --keep; tcpdump in the VM image; analysis: capture_codel.py)")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--resim", metavar="NOTE", default=None, help="re-run only the simulator side of the named stored cases (every --tag/--seed) and rewrite their rows (plus each row's value with loss_detection = dupthresh, tlp = off as sim_dupthresh); NOTE says what changed")
     ap.add_argument("--markdown", action="store_true", help="with --summary: a Markdown table")
@@ -342,9 +344,12 @@ def main() -> None:
         toml.write_text(tomli_w.dumps(sc))
         t = time.time()
         cmd = [sys.executable, "-m", "aqmlab", "crosscheck", str(toml), "--json"]
-        if a.keep:
+        env = dict(os.environ)
+        if a.keep or a.capture:
             cmd += ["--keep", str(RESULTS / "raw" / f"{name}{a.tag}")]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        if a.capture:
+            env["AQMLAB_VM_CAPTURE"] = a.capture
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if p.returncode != 0:
             print(f"{name}: failed: {p.stderr.strip()[-500:]}", flush=True)
             continue

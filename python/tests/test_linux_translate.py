@@ -209,6 +209,26 @@ def test_dumbbell_translation():
     assert f"-i 0.1 -c {int((10 - ping.start) / 0.1)}" in tr.script
 
 
+def test_capture_is_opt_in():
+    sc = aqmlab.load_scenario(HEADLINE)
+    plain = translate(sc.to_dict(), sc.validate())
+    assert "tcpdump" not in plain.script and plain.captures == []
+    cap = translate(sc.to_dict(), sc.validate(), capture=["bottleneck_up"])
+    (cm,) = cap.captures
+    up = next(q for q in cap.queues if q.name == "bottleneck_up")
+    # router_a: the queue's device out, every other interface of the namespace in
+    assert (cm.ns, cm.dev) == (up.ns, up.dev) and up.dev not in cm.ingress and len(cm.ingress) == 2
+    for key, fn in cm.files().items():
+        dev, d = (up.dev, "out") if key == "out" else (key[3:], "in")
+        assert f"tcpdump -i {dev} -Q {d} -n -s 96 " in cap.script and f"-w $O/{fn}" in cap.script
+    assert "echo real $(adjtimex" in cap.script and "kill -INT $CAPP" in cap.script
+    # everything else is the plain script
+    extra = [ln for ln in cap.script.splitlines() if ln not in plain.script.splitlines()]
+    assert all("tcpdump" in ln or "CAPP" in ln or ln.startswith(("echo real", "echo 0 > /proc/sys/net/core/netdev_tstamp_prequeue", "sleep 1")) for ln in extra)
+    with pytest.raises(ScenarioError):
+        translate(sc.to_dict(), sc.validate(), capture=["nope"])
+
+
 def test_explicit_graph_routes_and_loss():
     text = """
 [run]

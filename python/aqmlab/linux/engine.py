@@ -396,6 +396,8 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         # kernel TCP counters of the senders' namespaces, summed (whole run)
         "tcp": {k: float(np.nansum([c[k] for c in tcp_ns.values()])) for k in TCP_MIB} if tcp_ns else {},
     }
+    if tr.captures:
+        info["capture"] = capture_info(out, tr, t0)
     warnings = [f"linux engine: {n}" for n in tr.notes]
     if after and info["cpu_busy_max"] > CPU_SATURATED:
         hot = sum(1 for b in after if b > CPU_SATURATED)
@@ -426,6 +428,26 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     allnames = list(dict.fromkeys(series.names + samples.names))
     raw["metric_names"] = allnames
     return raw, info
+
+
+_TCPDUMP_COUNTS = re.compile(r"(\d+) packets (captured|received by filter|dropped by kernel)")
+
+
+def capture_info(out: Path, tr: Translation, t0: float) -> dict[str, Any]:
+    """Where the opt-in captures are and how to read their clock: per captured queue its
+    files (``in.<dev>``, ``out``) with tcpdump's counts (``dropped by kernel`` > 0 means
+    the capture missed packets), and ``t0_real``: the CLOCK_REALTIME (the pcap timestamps')
+    of the experiment's t = 0."""
+    real = [ln.split() for ln in _read(out, "times").splitlines() if ln.startswith("real ")]
+    t0_real = float(real[0][1]) - (float(real[0][2]) - t0) if real and len(real[0]) == 3 else NAN
+    caps: dict[str, Any] = {}
+    for cm in tr.captures:
+        files = {}
+        for key, fn in cm.files().items():
+            counts = {m.group(2).split()[0]: int(m.group(1)) for m in _TCPDUMP_COUNTS.finditer(_read(out, fn[:-5] + ".err"))}
+            files[key] = {"file": fn, "present": (out / fn).is_file(), **counts}
+        caps[cm.queue] = {"ns": cm.ns, "dev": cm.dev, "ingress": cm.ingress, "files": files}
+    return {"t0_real": t0_real, "queues": caps}
 
 
 def _version() -> str:
@@ -703,21 +725,31 @@ def run_linux(
     keep: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
     log: Callable[[str], None] | None = None,
+    capture: list[str] | tuple[str, ...] | None = None,
 ) -> Result:
     """Runs ``scenario`` on the Linux kernel in the VM; returns a :class:`Result` whose
     ``engine_info`` says how it went (overhead, guest CPU busy fraction, notes).
 
     ``keep``: a directory to keep the job (script and raw guest output) in.
     ``icount_shift``: qemu ``-icount shift`` (default 0, or ``$AQMLAB_VM_ICOUNT``).
+    ``capture``: queue names to capture packet headers around (tcpdump in the guest, the
+    files stay in ``keep``, which it needs; default none, or ``$AQMLAB_VM_CAPTURE``, comma
+    separated). A diagnostic: the captures cost guest CPU.
     """
     sc = load_scenario(scenario)
     plan = sc.validate()
-    tr = translate(sc.to_dict(), plan)
+    if capture is None:
+        capture = [c for c in os.environ.get("AQMLAB_VM_CAPTURE", "").split(",") if c.strip()]
+    if capture and not keep:
+        raise LinuxEngineError("a packet capture needs a directory to keep the job in (keep=..., --keep)")
+    tr = translate(sc.to_dict(), plan, capture=[c.strip() for c in capture])
     seed = seed if seed is not None else (plan.get("seed") or 1)
     shift = icount_shift if icount_shift is not None else int(os.environ.get("AQMLAB_VM_ICOUNT", "0"))
     mem = memory_mb or int(os.environ.get("AQMLAB_VM_MEMORY", str(512 + 16 * len(tr.flows))))
     say = log or (lambda m: None)
     image = vm.build_image(log=say)
+    if tr.captures and "tcpdump" not in image.manifest.get("binaries", {}):
+        raise LinuxEngineError("a packet capture needs tcpdump in the VM image: install the Debian package tcpdump (AQMLAB_VM_OPTIONAL=1 bash scripts/setup-vm.sh)")
     say(f"linux engine: booting the VM (kernel {image.version}, TCG with -icount: minutes, not seconds)")
     job = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="aqmlab-vm-"))
     job.mkdir(parents=True, exist_ok=True)

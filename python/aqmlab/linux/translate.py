@@ -35,11 +35,15 @@ from typing import Any
 
 from aqmlab.errors import ScenarioError
 
-__all__ = ["Translation", "translate", "parse_duration", "parse_rate", "parse_size", "tc_qdisc_args", "BIN"]
+__all__ = ["Translation", "CaptureMap", "translate", "parse_duration", "parse_rate", "parse_size", "tc_qdisc_args", "BIN"]
 
 #: Absolute paths of the guest's programs: busybox's shell prefers its own applets
 #: (a reduced ``ip``) over PATH, so the real ones are named in full.
-BIN = {"ip": "/usr/bin/ip", "tc": "/usr/bin/tc", "iperf3": "/usr/bin/iperf3", "ping": "/usr/bin/ping", "ethtool": "/usr/bin/ethtool", "irtt": "/usr/bin/irtt"}
+BIN = {"ip": "/usr/bin/ip", "tc": "/usr/bin/tc", "iperf3": "/usr/bin/iperf3", "ping": "/usr/bin/ping", "ethtool": "/usr/bin/ethtool", "irtt": "/usr/bin/irtt", "tcpdump": "/usr/bin/tcpdump"}
+
+#: Bytes of each packet a capture keeps (``tcpdump -s``): Ethernet, IPv4 and TCP headers
+#: with options (SACK blocks), nothing of the payload.
+CAPTURE_SNAPLEN = 96
 
 _DUR = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0}
 _RATE = {"bit": 1, "bps": 1, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6, "gbit": 1e9, "gbps": 1e9, "tbit": 1e12}
@@ -408,6 +412,26 @@ class Translation:
     notes: list[str] = field(default_factory=list)
     commands: dict[str, list[str]] = field(default_factory=dict)  # ns -> ip/tc commands (for tests and docs)
     groups: dict[str, int] = field(default_factory=dict)  # flow name -> index of its [[flow]] table
+    captures: list[CaptureMap] = field(default_factory=list)  # opt-in packet captures (translate(capture=...))
+
+
+@dataclass
+class CaptureMap:
+    """A packet capture around one queue (opt-in, ``translate(capture=[...])``): in the
+    queue's router namespace, every packet arriving on the namespace's other interfaces
+    (``ingress``: the packets that may be forwarded into the queue) and every packet leaving
+    on the queue's device (``dev``: after the qdisc, when the shaper releases it). Files
+    ``cap.<queue>.in.<dev>.pcap`` and ``cap.<queue>.out.pcap`` in the output directory."""
+
+    queue: str
+    ns: str
+    dev: str
+    ingress: list[str]
+
+    def files(self) -> dict[str, str]:
+        out = {f"in.{d}": f"cap.{self.queue}.in.{d}.pcap" for d in self.ingress}
+        out["out"] = f"cap.{self.queue}.out.pcap"
+        return out
 
 
 _CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr", "dctcp": "dctcp"}
@@ -504,9 +528,13 @@ def _check_supported(sc: dict) -> None:
 SUPPORTED_FLOWS = ("bulk", "cbr", "ping", "udp_rr", "rrul", "rrul_be")
 
 
-def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_port: int = 5201) -> Translation:
+def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_port: int = 5201, capture: list[str] | tuple[str, ...] = ()) -> Translation:
     """Translates a validated scenario (``sc``: the parsed TOML; ``plan``: what
-    ``Scenario.validate()`` resolved) into the guest script."""
+    ``Scenario.validate()`` resolved) into the guest script.
+
+    ``capture``: names of queues (``bottleneck_up`` ...) to capture packet headers around
+    with tcpdump (:class:`CaptureMap`; needs the image's optional tcpdump). Off by default:
+    the capture costs guest CPU, and the script is otherwise unchanged."""
     _check_supported(sc)
     notes: list[str] = []
     nodes = [n["name"] for n in plan["nodes"]]
@@ -689,6 +717,12 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
     # in [0.5, 1.5) x the mean) every bin gets at least one sample
     period = sample_period if sample_period is not None else plan["bin"] / 2
     tr = Translation(duration, plan["warmup"], plan["bin"], period, node_ns, node_addr, sampled, queues, flows, "", notes, cmds, {f["name"]: f["group"] for f in plan["flows"]})
+    for name in capture:
+        qm = next((q for q in queues if q.name == name), None)
+        if qm is None:
+            raise ScenarioError("capture", f"no queue named {name!r} to capture (queues: {', '.join(q.name for q in queues)})")
+        devs = sorted({c.split()[2] for c in cmds[qm.ns] if c.startswith("link set ") and c.split()[2] not in ("lo", "br0", qm.dev)})
+        tr.captures.append(CaptureMap(qm.name, qm.ns, qm.dev, devs))
     tr.script = _script(tr, top, cmds, sysctl, tcp)
     return tr
 
@@ -755,7 +789,24 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -j qdisc show; echo; {cls}{_jittered_sleep(tr.sample_period)}; done > $O/tc.{ns} ) &"
         )
     L.append(f"( while [ ! -e {stop} ]; do echo \"T $(up) $(head -1 /proc/stat)\"; sleep {tr.bin:g}; done > $O/cpu ) &")
+    if tr.captures:
+        # per-packet captures (opt-in): timestamps at the receive path, not when the packet
+        # was queued on the sending veth (netdev_tstamp_prequeue 0), so an arrival's time is
+        # that of its forwarding into the queue; tcpdump's counts of packets it lost go to
+        # cap.*.err. CLOCK_REALTIME of the pcap against the uptime clock: the 'real' line.
+        L.append("echo 0 > /proc/sys/net/core/netdev_tstamp_prequeue")
+        L.append("CAPP=")
+        for cm in tr.captures:
+            for key, fn in cm.files().items():
+                dev, q = (cm.dev, "out") if key == "out" else (key.split(".", 1)[1], "in")
+                L.append(
+                    f"{ip} netns exec {cm.ns} {BIN['tcpdump']} -i {dev} -Q {q} -n -s {CAPTURE_SNAPLEN} -B 16384 -Z root "
+                    f"--time-stamp-precision=nano -w $O/{fn} 2> $O/{fn[:-5]}.err & CAPP=\"$CAPP $!\""
+                )
+        L.append("sleep 1")
     L.append("P=; T0=$(up); echo t0 $T0 >> $O/times")
+    if tr.captures:
+        L.append("echo real $(adjtimex | awk '/tv_sec/ {s=$2} /tv_usec/ {u=$2} END {printf \"%d.%06d\", s, u}') $(up) >> $O/times")
     # clients
     for f in tr.flows:
         sns = tr.node_ns[f.src]
@@ -790,6 +841,8 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
     L.append(snap("final"))
     # let the clients finish (iperf3 exchanges its results after the test), at most 30 s
     L.append("n=0; while [ $n -lt 60 ]; do alive=0; for p in $P; do kill -0 $p 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 0.5; n=$((n+1)); done")
+    if tr.captures:
+        L.append("kill -INT $CAPP; for p in $CAPP; do wait $p; done")
     L.append(f"touch {stop}; sleep {tr.sample_period * 2 + 0.5:g}")
     L.append("sleep 1; cp -a $O/. /job/out/ 2>/dev/null || cp -r $O/* /job/out/")
     return "\n".join(L) + "\n"

@@ -9,7 +9,9 @@ host with apt-get; nothing is downloaded here:
   and loaded in dependency order by the guest's ``/init``;
 - user space: ``busybox`` (busybox-static) plus ``ip``/``tc`` (iproute2), ``iperf3``,
   ``ping`` (iputils-ping), ``ethtool`` and ``irtt``, each with the shared libraries
-  ``ldd`` names, copied into an initramfs that :mod:`aqmlab.linux.cpio` writes.
+  ``ldd`` names, copied into an initramfs that :mod:`aqmlab.linux.cpio` writes;
+- optional programs (:data:`OPTIONAL_BINARIES`: ``tcpdump`` for the opt-in packet
+  captures) go in the same way when the host has them, and are left out otherwise.
 
 The result is cached in ``$AQMLAB_VM_CACHE`` (default ``~/.cache/aqmlab/vm``): ``bzImage``,
 ``initramfs.cpio`` and ``manifest.json`` (what went in). :func:`run_job` boots the VM
@@ -39,7 +41,7 @@ from pathlib import Path
 from aqmlab.errors import AqmlabError
 from aqmlab.linux.cpio import CpioWriter
 
-__all__ = ["VmError", "VmImage", "build_image", "find_image", "run_job", "MODULES", "BINARIES", "cache_dir"]
+__all__ = ["VmError", "VmImage", "build_image", "find_image", "run_job", "MODULES", "BINARIES", "OPTIONAL_BINARIES", "cache_dir"]
 
 #: Kernel modules the engine loads (dependencies are added from modules.dep). Modules that
 #: Debian builds into the kernel (fq_codel, pfifo, bfifo, cubic, reno) need no entry;
@@ -60,6 +62,12 @@ BINARIES = {
     "ping": "iputils-ping",
     "ethtool": "ethtool",
     "irtt": "irtt",
+}
+
+#: Programs copied into the initramfs when the host has them (the image is built without
+#: them otherwise): ``tcpdump`` for the opt-in packet captures (``AQMLAB_VM_CAPTURE``).
+OPTIONAL_BINARIES = {
+    "tcpdump": "tcpdump",
 }
 
 INIT = r"""#!/bin/busybox sh
@@ -198,6 +206,10 @@ def build_image(force: bool = False, log=print) -> VmImage:
         if p is None:
             raise VmError(f"program {b!r} not found: install the Debian package {pkg} (scripts/setup-vm.sh does)")
         binaries[b] = os.path.realpath(p)
+    for b in OPTIONAL_BINARIES:
+        p = shutil.which(b, path="/usr/bin:/usr/sbin:/bin:/sbin")
+        if p is not None:
+            binaries[b] = os.path.realpath(p)
     dep = parse_modules_dep((mods / "modules.dep").read_text())
     order, builtin = resolve_modules(MODULES, dep)
     key = hashlib.sha256(json.dumps([version, INIT, order, sorted(binaries.items()), [os.stat(p).st_mtime_ns for p in binaries.values()]]).encode()).hexdigest()[:16]
