@@ -129,6 +129,8 @@ def test_qdisc_arguments():
         ({"kind": "pie", "alpha": 0.1}, "dumbbell.qdisc.alpha"),
         ({"kind": "drr"}, "dumbbell.qdisc.kind"),
         ({"kind": "red", "min": 10, "max": 30}, "dumbbell.qdisc.min"),
+        ({"kind": "ared", "variant": "ns2", "min": "12500B"}, "dumbbell.qdisc.variant"),
+        ({"kind": "ared", "min": "12500B", "weight": 0.002}, "dumbbell.qdisc.weight"),
     ],
 )
 def test_unsupported_qdisc_settings_name_the_key(q, field):

@@ -240,7 +240,8 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["perturb", str(max(1, round(parse_duration(q["perturb"], f"{where}.perturb"))))]
         return a + _flag(q, "headdrop", "headdrop", None, False)
     if kind in ("red", "ared"):
-        _unknown(q, where, {"limit", "min", "max", "avpkt", "burst", "probability", "bandwidth", "adaptive", "ecn", "harddrop", "gentle", "ewma_log"})
+        _unknown(q, where, {"limit", "min", "max", "avpkt", "burst", "probability", "bandwidth", "adaptive", "ecn", "harddrop", "gentle", "ewma_log", "variant"})
+        _only_default(q, where, "variant", ("linux",), "the kernel runs Linux sch_red, not ns-2's RED")
         _only_default(q, where, "gentle", (False,), "gentle RED is not in Linux sch_red")
         _only_default(q, where, "ewma_log", (), "tc sets ewma_log from burst; give burst")
         for k in ("min", "max", "limit"):

@@ -479,9 +479,9 @@ qdisc_registry! {
     Drr: "drr" => drr::DrrConfig => drr::Drr,
         "per-flow deficit round robin with exact flow classification (DOCSIS study): limit 2048, 204 per flow";
     Red: "red" => red::RedConfig => red::Red,
-        "RED (Linux sch_red): EWMA average queue, min/max thresholds in bytes or packets, ecn, harddrop, gentle, adaptive";
+        "RED (Linux sch_red; variant = ns2 for ns-2's Queue/RED): EWMA average queue, min/max thresholds in bytes or packets, ecn, harddrop, gentle, adaptive";
     Ared: "ared" => red::AredConfig => red::Red,
-        "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux)";
+        "Adaptive RED: red with adaptive = true (max_p adapted every 500 ms, Floyd/Gummadi/Shenker 2001 as Linux; variant = ns2 as ns-2 runs it)";
     Pie: "pie" => pie::PieConfig => pie::Pie,
         "PIE (Linux sch_pie by default; variant = linux-3.14, rfc8033, draft00, docsis, ns2)";
     FqPie: "fq_pie" => fq_pie::FqPieConfig => fq_pie::FqPie,
