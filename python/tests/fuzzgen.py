@@ -63,6 +63,8 @@ QDISC_KEYS: dict[str, list[Any]] = {
     "ingress": [True, False], "wash": [True, False],
     "target": ["5ms", "0ms", "1us", "-1ms", "1h"],
     "coupling": [2, 0, -1, 1e9], "step_thresh": ["1ms", "0ms", 1, -5],
+    # red/ared: ns-2's variant and its EWMA weight
+    "variant": ["linux", "ns2", "ns3", 2], "weight": [1.05e-4, 0.0, 1.0, -0.5, 1e-300, "0.002"],
 }
 INTS = [0, 1, 2, 3, -1, 7, 100, 10_000, 1_000_000, 2**31, 2**32, 2**53, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1]
 FLOATS = [0.0, -0.0, 0.5, 1.0, 1.5, -1.0, 1e-300, 1e300, math.inf, -math.inf, math.nan]
@@ -193,7 +195,7 @@ def _mutate_feature_key(rng: random.Random, d: dict[str, Any]) -> None:
         if tables:
             q = _get(d, rng.choice(tables))
             if rng.random() < 0.3:
-                q["kind"] = rng.choice(["cake", "dualpi2", "fq_codel", "pfifo_fast", "prio"])
+                q["kind"] = rng.choice(["cake", "dualpi2", "fq_codel", "pfifo_fast", "prio", "ared"])
             k = rng.choice(sorted(QDISC_KEYS))
             q[k] = rng.choice(QDISC_KEYS[k])
 
