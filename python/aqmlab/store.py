@@ -126,7 +126,6 @@ def _parquet_bytes(df: Any) -> bytes:
     frame of more than 100 x cores cells on a thread pool it creates and tears down each
     time, which costs a run's worker more than the conversion itself."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if df.attrs:  # pandas stores attrs in the schema metadata: leave that to pandas
         import io
@@ -134,8 +133,17 @@ def _parquet_bytes(df: Any) -> bytes:
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
         return buf.getvalue()
+    return _arrow_parquet_bytes(pa.Table.from_pandas(df, preserve_index=False, nthreads=1))
+
+
+def _arrow_parquet_bytes(tbl: Any) -> bytes:
+    """A pyarrow table as Parquet file contents, written as :func:`_parquet_bytes` writes
+    the table pyarrow makes of a DataFrame (snappy, default row groups)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pandas(df, preserve_index=False, nthreads=1), sink, compression="snappy")
+    pq.write_table(tbl, sink, compression="snappy")
     return sink.getvalue().to_pybytes()
 
 
@@ -152,9 +160,13 @@ def _sha256_file(path: pathlib.Path) -> str:
 
 
 def encode_run(tables: dict[str, Any]) -> dict[str, bytes]:
-    """One run's tables (pandas DataFrames) as Parquet file contents, ready for
-    :func:`write_encoded` (a sweep's workers encode, so the process that writes does not)."""
-    return {name: _parquet_bytes(df) for name, df in tables.items() if df is not None and (name == "runs" or name in DATA_TABLES)}
+    """One run's tables (pandas DataFrames, or pyarrow tables made to be what pyarrow makes
+    of those frames) as Parquet file contents, ready for :func:`write_encoded` (a sweep's
+    workers encode, so the process that writes does not)."""
+    import pyarrow as pa
+
+    return {name: (_arrow_parquet_bytes(df) if isinstance(df, pa.Table) else _parquet_bytes(df))
+            for name, df in tables.items() if df is not None and (name == "runs" or name in DATA_TABLES)}
 
 
 def write_run(out: pathlib.Path, tables: dict[str, Any]) -> None:
