@@ -440,37 +440,51 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
     if summary.failed:
         for rid in summary.failed:
             con.print(f"failed: {rid} (scenario and error in {out_dir / 'failed' / rid}.toml/.json)", markup=False)
-    _warn_identical(out_dir, study, con)
+    st = _open_store(out_dir)  # one reader for the warning, the headline numbers and the report
+    _warn_identical(st, study, con)
     if outputs and not summary.failed:
-        _print_numbers(out_dir, study)
-        page = rep.write_report(out_dir, study)
+        _print_numbers(st, study)
+        page = rep.write_report(st, study, jobs=jobs)
         con.print(f"report: {page}")
     if summary.failed:
         _fail(f"{len(summary.failed)} run(s) failed (see {out_dir / 'failed'}/); the other runs are stored, and rerunning retries the failed ones", EXIT_INTERNAL)
 
 
-def _warn_identical(out_dir: Path, study, con) -> None:
-    """Warns about experiments whose repetitions all came out identical."""
+def _open_store(out_dir: Path) -> Any:
+    """The store at `out_dir` (read lazily), or the path itself if it cannot be opened
+    (the step that reads it then reports why)."""
+    from aqmlab.store import load
+
+    try:
+        return load(out_dir)
+    except Exception:  # noqa: BLE001 - reported by the step that needs it
+        return out_dir
+
+
+def _warn_identical(out_dir: Any, study, con) -> None:
+    """Warns about experiments whose repetitions all came out identical (`out_dir`: a
+    store directory or an opened store)."""
     from aqmlab.report import identical_runs
     from aqmlab.store import load
 
     try:
-        found = identical_runs(load(out_dir), study)
+        found = identical_runs(out_dir if not isinstance(out_dir, (str, os.PathLike)) else load(out_dir), study)
     except Exception:  # a store that cannot be read is reported by the next step
         return
     for w in found:
         con.print(f"[yellow]warning: {w.message}[/yellow]")
 
 
-def _print_numbers(out_dir: Path, study) -> None:
+def _print_numbers(out_dir: Any, study) -> None:
     """The headline numbers of a finished sweep: each experiment's first table and the
-    findings with what this run shows (the report has everything)."""
+    findings with what this run shows (the report has everything). `out_dir`: a store
+    directory or an opened store."""
     from rich.table import Table as RichTable
 
     from aqmlab import findings, tables
     from aqmlab.store import load
 
-    st = load(out_dir)
+    st = load(out_dir) if isinstance(out_dir, (str, os.PathLike)) else out_dir
     con = _console()
     for e in study.experiments:
         if not e.tables:
@@ -542,7 +556,8 @@ def _store_dir(path: str) -> Path:
 @cli.command("report", short_help="Write the self-contained HTML report of a result store.")
 @click.argument("store", metavar="DIR")
 @click.option("--out", "out_html", type=click.Path(dir_okay=False), default=None, help="HTML file (default: DIR/report.html).")
-def report_cmd(store: str, out_html: str | None) -> None:
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes drawing the figures (default: all cores).")
+def report_cmd(store: str, out_html: str | None, jobs: int | None) -> None:
     """Tables, figures, parameters, provenance and findings of the study in DIR.
 
     Example: aqmlab report results/residential-quick
@@ -552,14 +567,15 @@ def report_cmd(store: str, out_html: str | None) -> None:
     d = _store_dir(store)
     if out_html is not None:
         _check_out_dir(Path(out_html).parent, "--out")
-    page = rep.write_report(d, None, out_html)
+    page = rep.write_report(d, None, out_html, jobs=jobs)
     click.echo(str(page))
 
 
 @cli.command("plot", short_help="Render a result store's figures (PNG + SVG) and tables (CSV + Markdown).")
 @click.argument("store", metavar="DIR")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/figures).")
-def plot_cmd(store: str, out: str | None) -> None:
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes drawing the figures (default: all cores).")
+def plot_cmd(store: str, out: str | None, jobs: int | None) -> None:
     """Render every figure and table the study defines.
 
     Example: aqmlab plot results/saturated-tcp-quick --out figs
@@ -572,7 +588,13 @@ def plot_cmd(store: str, out: str | None) -> None:
     st = load(d)
     study = parse_study(st.study_text, quick=bool(st.provenance.get("quick")))
     outdir = _check_out_dir(Path(out) if out else d / "figures")
-    paths = list(plots.render_figures(st, study, outdir)) + list(tables.render_tables(st, study, outdir))
+    job = plots.FigureJob(st, study, outdir, jobs=jobs)  # the figures on worker processes, the tables here meanwhile
+    try:
+        table_paths = tables.render_tables(st, study, outdir)
+        figs = job.result()
+    finally:
+        job.close()
+    paths = [p for r in figs for p in (r.png, r.svg) if p is not None] + list(table_paths)
     for p in paths:
         click.echo(str(p))
 

@@ -113,13 +113,20 @@ def flent_test_for(flows: pd.DataFrame) -> str | None:
     """The Flent test a run's flows correspond to (see the module doc), or None."""
     if flows is None or flows.empty:
         return None
-    kinds = flows["kind"].astype(str)
-    dirs = flows["src"].map(direction)
-    up = int(((kinds == "bulk") & (dirs == "up")).sum())
-    down = int(((kinds == "bulk") & (dirs == "down")).sum())
-    probes = bool(kinds.isin(PROBE_KINDS).any())
-    voip = bool((kinds == "voip").any())
-    web = bool(kinds.isin(WEB_KINDS).any())
+    return flent_test_of(flows["kind"].astype(str).tolist(), flows["src"].tolist(), flows["name"].astype(str).tolist())
+
+
+def flent_test_of(kinds: list[str], srcs: list, names: list[str]) -> str | None:
+    """:func:`flent_test_for` of the flows' ``kind``, ``src`` and ``name`` columns as lists
+    (a sweep's worker has them as lists: no DataFrame needed)."""
+    if not kinds:
+        return None
+    dirs = [direction(s) for s in srcs]
+    up = sum(1 for k, d in zip(kinds, dirs) if k == "bulk" and d == "up")
+    down = sum(1 for k, d in zip(kinds, dirs) if k == "bulk" and d == "down")
+    probes = any(k in PROBE_KINDS for k in kinds)
+    voip = "voip" in kinds
+    web = any(k in WEB_KINDS for k in kinds)
     rrul = up >= 1 and down >= 1 and probes
     if voip:
         return "voip-rrul" if rrul else "voip-1up" if (up == 1 and down == 0) else "voip" if up + down == 0 else None
@@ -128,8 +135,7 @@ def flent_test_for(flows: pd.DataFrame) -> str | None:
     if not rrul:
         return None
     # Flent's real rrul: aqmlab's `rrul` names its UDP probes by class (NAME.udp_ef …)
-    udp_names = flows.loc[kinds == "udp_rr", "name"].astype(str)
-    return "rrul" if bool(udp_names.str.endswith(".udp_ef").any()) else "rrul_be"
+    return "rrul" if any(k == "udp_rr" and isinstance(n, str) and n.endswith(".udp_ef") for k, n in zip(kinds, names)) else "rrul_be"
 
 
 def _grid_values(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> list:

@@ -344,7 +344,7 @@ class _Ctx:
         """Values of `col` present in df, in the study's axis order (else natural order)."""
         if col is None or df.empty or col not in df.columns:
             return [None]
-        present = list(dict.fromkeys(df[col].astype(str)))
+        present = df[col].astype(str).unique().tolist()  # in order of appearance
         order = self.axes.get(col[2:] if col.startswith("p_") else col)
         if order:
             return [v for v in order if v in present] + sorted((v for v in present if v not in order), key=natural_key)
@@ -633,17 +633,27 @@ def plot_ellipse(store: StoreLike, spec: dict, experiment: Any = None) -> Figure
 
 
 def _resample(df: pd.DataFrame, step: float) -> pd.DataFrame:
-    """Per (run, entity): the last sample at or before each multiple of `step`."""
-    out = []
-    for _, g in df.sort_values("t").groupby(["run_id", "entity"], sort=False):
-        t = g["t"].to_numpy()
-        if t.size == 0:
-            continue
+    """Per (run, entity): the last sample at or before each multiple of `step`. The rows
+    come out grouped by (run, entity) in order of first appearance once sorted by time,
+    each group in time order (a groupby's order); the groups are found once and only
+    the chosen rows are taken from the frame, in one go."""
+    d = df.sort_values("t")
+    codes = d.groupby(["run_id", "entity"], sort=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")  # group by group, each in its sorted order
+    order = order[codes[order] >= 0]  # rows whose key is missing belong to no group
+    if not order.size:
+        return df.iloc[0:0]
+    t_all = d["t"].to_numpy()[order]
+    c = codes[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(c)) + 1]
+    ends = np.r_[starts[1:], c.size]
+    picks = []
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        t = t_all[a:b]
         grid = np.arange(math.ceil(t[0] / step) * step, t[-1] + 1e-12, step)
         idx = np.searchsorted(t, grid, side="right") - 1
-        idx = np.unique(idx[idx >= 0])
-        out.append(g.iloc[idx])
-    return pd.concat(out, ignore_index=True) if out else df.iloc[0:0]
+        picks.append(order[a + np.unique(idx[idx >= 0])])
+    return d.iloc[np.concatenate(picks)].reset_index(drop=True)
 
 
 def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
@@ -1295,16 +1305,15 @@ def _stem(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "figure"
 
 
-def render_figure_records(store: StoreArg, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
-                          strict: bool = False, dpi: int = 110) -> list[FigureRecord]:
-    """Renders every ``[[experiment.figure]]`` of `study` into `outdir` and describes
-    each result. With strict=False a bad spec or a plotting failure gives a figure
-    that shows the error instead of raising."""
-    store = _as_store(store)
-    study = _study_of(store, study)
-    out = pathlib.Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    records = []
+#: figure types that stream per-run samples or series (the slow ones): a parallel render
+#: starts them first, so that the longest does not start last
+_STREAMING_TYPES = ("cdf", "timeseries", "queue_delay", "state_trace", "drop_rate", "box")
+
+
+def _figure_tasks(study: Any) -> list[tuple[Any, int, dict, str]]:
+    """(experiment, index, spec, file stem) of every figure of the study, in study order
+    (a stem already taken gets a ``_`` appended)."""
+    tasks = []
     used: set[str] = set()
     for e in study.experiments:
         for i, spec in enumerate(e.figures):
@@ -1312,32 +1321,121 @@ def render_figure_records(store: StoreArg, study: Any, outdir: str | pathlib.Pat
             while name in used:
                 name += "_"
             used.add(name)
-            err = None
-            try:
-                validate_spec(spec, f"experiment {e.name!r} figure[{i}]")
-                fig = FIGURE_TYPES[spec["type"]](store, spec, e)
-            except Exception as ex:  # noqa: BLE001 - reported in the figure itself
-                if strict:
-                    raise
-                err = f"{type(ex).__name__}: {ex}"
-                fig = _error_figure(f"figure {name} could not be drawn\n{err}")
-            png = out / f"{name}.png"
-            fig.savefig(png, dpi=dpi)
-            svg = None
-            if "svg" in formats:
-                svg = out / f"{name}.svg"
-                fig.savefig(svg)
-            records.append(FigureRecord(e.name, i, name, dict(spec), png, svg, err))
-    return records
+            tasks.append((e, i, spec, name))
+    return tasks
+
+
+def _render_one(store: StoreLike, e: Any, i: int, spec: dict, name: str, out: pathlib.Path, formats: tuple[str, ...],
+                strict: bool, dpi: int) -> FigureRecord:
+    """Draws one figure of experiment `e` and writes its files (see :func:`render_figure_records`)."""
+    err = None
+    try:
+        validate_spec(spec, f"experiment {e.name!r} figure[{i}]")
+        fig = FIGURE_TYPES[spec["type"]](store, spec, e)
+    except Exception as ex:  # noqa: BLE001 - reported in the figure itself
+        if strict:
+            raise
+        err = f"{type(ex).__name__}: {ex}"
+        fig = _error_figure(f"figure {name} could not be drawn\n{err}")
+    png = out / f"{name}.png"
+    fig.savefig(png, dpi=dpi)
+    svg = None
+    if "svg" in formats:
+        svg = out / f"{name}.svg"
+        fig.savefig(svg)
+    return FigureRecord(e.name, i, name, dict(spec), png, svg, err)
+
+
+#: the store a figure worker process has opened, by path (its runs table is read once
+#: per worker, not once per figure)
+_WORKER_STORES: dict[str, StoreLike] = {}
+
+
+def _render_in_worker(path: str, e: Any, i: int, spec: dict, name: str, out: pathlib.Path, formats: tuple[str, ...],
+                      strict: bool, dpi: int) -> FigureRecord:
+    if path not in _WORKER_STORES:
+        from aqmlab.store import load
+
+        _WORKER_STORES[path] = load(path)
+    return _render_one(_WORKER_STORES[path], e, i, spec, name, out, formats, strict, dpi)
+
+
+class FigureJob:
+    """The figures of a study being rendered: on `jobs` worker processes when the store
+    is a store on disk and there is more than one figure (each worker opens the store
+    itself), else in this process when :meth:`result` is called. The caller may do other
+    work (the report's tables and findings) before asking for the records. Each figure
+    is drawn by the same code either way, so the files are the same; the records come
+    back in study order."""
+
+    def __init__(self, store: StoreArg, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
+                 strict: bool = False, dpi: int = 110, jobs: int | None = 1) -> None:
+        from aqmlab.store import Store
+
+        self.store = _as_store(store)
+        self.study = _study_of(self.store, study)
+        self.out = pathlib.Path(outdir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.formats, self.strict, self.dpi = formats, strict, dpi
+        self.tasks = _figure_tasks(self.study)
+        n = min(jobs or os.cpu_count() or 1, len(self.tasks))
+        self.pool: Any = None
+        self.futures: dict[int, Any] = {}
+        if n > 1 and isinstance(self.store, Store):
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(max_workers=n)
+            first = sorted(range(len(self.tasks)), key=lambda k: self.tasks[k][2].get("type") not in _STREAMING_TYPES)
+            path = str(self.store.path)
+            for k in first:
+                e, i, spec, name = self.tasks[k]
+                self.futures[k] = self.pool.submit(_render_in_worker, path, e, i, spec, name, self.out, formats, strict, dpi)
+
+    def result(self) -> list[FigureRecord]:
+        """The records of every figure, in study order (waits for the workers). A figure
+        whose worker process died is drawn here instead."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            recs = []
+            for k, (e, i, spec, name) in enumerate(self.tasks):
+                fut = self.futures.get(k)
+                rec = None
+                if fut is not None:
+                    try:
+                        rec = fut.result()
+                    except BrokenProcessPool:
+                        rec = None
+                if rec is None:
+                    rec = _render_one(self.store, e, i, spec, name, self.out, self.formats, self.strict, self.dpi)
+                recs.append(rec)
+            return recs
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+def render_figure_records(store: StoreArg, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
+                          strict: bool = False, dpi: int = 110, jobs: int | None = 1) -> list[FigureRecord]:
+    """Renders every ``[[experiment.figure]]`` of `study` into `outdir` and describes
+    each result. With strict=False a bad spec or a plotting failure gives a figure
+    that shows the error instead of raising. `jobs`: worker processes that draw the
+    figures of a store on disk side by side (None: one per CPU; 1: in this process);
+    the files are the same either way."""
+    return FigureJob(store, study, outdir, formats, strict, dpi, jobs).result()
 
 
 def render_figures(store: StoreArg, study: Any, outdir: str | pathlib.Path, formats: tuple[str, ...] = ("png", "svg"),
-                   strict: bool = False) -> list[pathlib.Path]:
+                   strict: bool = False, jobs: int | None = 1) -> list[pathlib.Path]:
     """Renders every figure of the study as PNG + SVG; returns the written paths.
 
     store: an :class:`aqmlab.store.Store` or a result directory; study: an
     :class:`aqmlab.study.Study`, or None to use the study text saved in the store."""
-    recs = render_figure_records(store, study, outdir, formats, strict)
+    recs = render_figure_records(store, study, outdir, formats, strict, jobs=jobs)
     return [p for r in recs for p in (r.png, r.svg) if p is not None]
 
 

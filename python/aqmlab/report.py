@@ -227,16 +227,18 @@ def identical_runs(store: StoreLike, study: Any) -> list:
     return identical_repetitions(runs, {e.name: list(e.measures) for e in study.experiments})
 
 
-def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str | pathlib.Path | None = None,
-                 files_dir: str | pathlib.Path | None = None) -> pathlib.Path:
+def write_report(store_dir: str | pathlib.Path | StoreLike, study: Any = None, out_html: str | pathlib.Path | None = None,
+                 files_dir: str | pathlib.Path | None = None, jobs: int | None = 1) -> pathlib.Path:
     """Writes the study's report page and returns its path.
 
     store_dir: the result directory (or a loaded :class:`aqmlab.store.Store`);
     study: an :class:`aqmlab.study.Study`, a study name/path, or None to use the study
     text saved in the store; out_html: the page (default ``<store>/report.html``);
     files_dir: where the figure (PNG, SVG) and table (CSV, Markdown) files go
-    (default ``<page stem>-files/`` next to the page). The page itself embeds
-    everything it shows.
+    (default ``<page stem>-files/`` next to the page); jobs: processes that draw the
+    figures of a store on disk while this one computes the tables and findings (None:
+    one per CPU; 1: everything in this process; the page and files are the same). The
+    page itself embeds everything it shows.
     """
     store = plots._as_store(store_dir)
     study = plots._study_of(store, study)
@@ -248,10 +250,16 @@ def write_report(store_dir: str | pathlib.Path, study: Any = None, out_html: str
         raise ValueError("out_html: in-memory tables have no directory to write the report to; give out_html")
     out.parent.mkdir(parents=True, exist_ok=True)
     files = pathlib.Path(files_dir) if files_dir is not None else out.parent / f"{out.stem}-files"
-    figs = plots.render_figure_records(store, study, files / "figures")
-    tabs = tables.render_table_records(store, study, files / "tables")
+    # the figures (most of the time, the VoIP CDF alone about half) on worker processes,
+    # the tables and findings here meanwhile
+    job = plots.FigureJob(store, study, files / "figures", jobs=jobs)
+    try:
+        tabs = tables.render_table_records(store, study, files / "tables")
+        evs = F.evaluate_all(store, study)
+        figs = job.result()
+    finally:
+        job.close()
     known = {r.name for r in figs} | {r.name for r in tabs}
-    evs = F.evaluate_all(store, study)
     prov = dict(getattr(store, "provenance", {}) or {})
 
     body = [f"<h1>{_e(study.title)}</h1>"]

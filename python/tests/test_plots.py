@@ -47,6 +47,73 @@ def test_render_every_figure_of_the_study(synth, synth_study, tmp_path):
     assert {p.stem for p in paths} >= {"rrul-ellipse", "sat-util", "rtt_fair-bar-1", "saturated-queue_delay-3"}
 
 
+def test_figures_on_worker_processes_are_those_drawn_here(synth, synth_study, tmp_path):
+    """jobs=2 draws the figures of a store on disk on two worker processes: the same
+    records in study order and the same PNG bytes as drawing them in this process (SVGs
+    carry matplotlib's random ids and are compared without them)."""
+    import re
+
+    one = plots.render_figure_records(synth, synth_study, tmp_path / "one", jobs=1)
+    two = plots.render_figure_records(synth, synth_study, tmp_path / "two", jobs=2)
+    assert [(r.experiment, r.index, r.name, r.spec, r.error, r.png.name, r.svg.name if r.svg else None) for r in one] == \
+           [(r.experiment, r.index, r.name, r.spec, r.error, r.png.name, r.svg.name if r.svg else None) for r in two]
+    assert len(one) == sum(len(e.figures) for e in synth_study.experiments)
+    for a, b in zip(one, two):
+        assert a.png.read_bytes() == b.png.read_bytes(), a.name
+
+        def svg(p):
+            return re.sub(r"\b(id|href|clip-path)=\"[^\"]*\"|<dc:date>[^<]*</dc:date>", "", p.read_text())
+
+        assert svg(a.svg) == svg(b.svg), a.name
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == sorted(p.name for p in (tmp_path / "two").iterdir())
+
+
+def test_figure_job_draws_here_when_its_worker_dies(synth, synth_study, tmp_path, monkeypatch):
+    """A figure whose worker process died (BrokenProcessPool) is drawn in this process."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    job = plots.FigureJob(synth, synth_study, tmp_path, formats=("png",), jobs=2)
+
+    class Broken:
+        def result(self):
+            raise BrokenProcessPool("worker died")
+
+    job.futures = {k: Broken() for k in job.futures}
+    recs = job.result()
+    assert len(recs) == sum(len(e.figures) for e in synth_study.experiments)
+    assert all(r.png.exists() and r.svg is None for r in recs)
+
+
+def test_in_memory_tables_draw_in_this_process(tmp_path):
+    """Tables without a store folder cannot be opened by a worker: drawn here."""
+    from aqmlab.study import parse_study
+
+    study = parse_study('''
+[study]
+name = "mem"
+[base]
+dumbbell = { rate = "10Mbit" }
+[[experiment]]
+name = "e"
+  [[experiment.axis]]
+  name = "qdisc"
+  path = "dumbbell.qdisc.kind"
+  values = ["fifo", "codel"]
+  [[experiment.figure]]
+  type = "bar"
+  y = "m"
+  [[experiment.figure]]
+  type = "bar"
+  y = "m"
+  name = "second"
+''')
+    runs = pd.DataFrame({"run_id": ["a", "b"], "experiment": ["e", "e"], "p_qdisc": ["fifo", "codel"], "repetition": [0, 0], "m": [1.0, 2.0]})
+    job = plots.FigureJob(_store(runs=runs), study, tmp_path, formats=("png",), jobs=2)
+    assert job.pool is None and not job.futures
+    recs = job.result()
+    assert [r.name for r in recs] == ["e-bar-1", "second"] and all(r.png.exists() for r in recs)
+
+
 def test_state_trace_without_traces_says_no_data(synth, synth_study):
     e = synth_study.experiment("saturated")
     fig = plots.figure(synth, {"type": "state_trace", "metrics": ["nonexistent"]}, e)
@@ -122,6 +189,28 @@ def test_cdf_resample_keeps_one_sample_per_interval():
     fig = plots.figure(st, {"type": "cdf", "metric": "owd", "resample": 0.5})
     # grid 0, 0.5, 1.0, 1.5 per run: 4 samples × 2 runs
     assert len(fig.axes[0].lines[0].get_xdata()) == 1 + 8
+
+
+def test_resample_picks_the_rows_the_per_group_loop_picked():
+    """plots._resample finds the (run, entity) groups once and takes the chosen rows in
+    one go: the same rows in the same order as taking them group by group (ties in t,
+    unsorted input, a missing entity, string and categorical keys)."""
+    def per_group(df, step):
+        out = []
+        for _, g in df.sort_values("t").groupby(["run_id", "entity"], sort=False):
+            t = g["t"].to_numpy()
+            grid = np.arange(math.ceil(t[0] / step) * step, t[-1] + 1e-12, step)
+            idx = np.searchsorted(t, grid, side="right") - 1
+            out.append(g.iloc[np.unique(idx[idx >= 0])])
+        return pd.concat(out, ignore_index=True) if out else df.iloc[0:0]
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    df = pd.DataFrame({"run_id": rng.choice(["r2", "r1", "r3"], n), "entity": rng.choice(["a", "b", "voip0", None], n),
+                       "t": np.round(rng.random(n) * 30, 1), "value": rng.random(n), "p_qdisc": "codel"})
+    for d in (df, df.astype({"entity": "category"}), df[df["entity"].notna()], df.iloc[0:0]):
+        for step in (0.2, 1.0, 7.0):
+            pd.testing.assert_frame_equal(plots._resample(d, step), per_group(d, step))
 
 
 def test_timeseries_is_the_pointwise_mean_over_repetitions():

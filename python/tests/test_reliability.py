@@ -137,11 +137,11 @@ def test_sweep_bad_scheduler(cli, tmp_path, addr):
 
 # -- a run that kills its worker is that run's failure; the sweep goes on --------------------
 
-_REAL_EXECUTE = runner.execute_run
+_REAL_EXECUTE = runner._run_and_row  # where every run of a sweep (pool, serial or Dask) simulates
 
 
 def _killing_execute(spec, *args):
-    """execute_run, except that the fifo/20M runs SIGKILL their own worker process."""
+    """runner._run_and_row, except that the fifo/20M runs SIGKILL their own worker process."""
     if spec["params"] == {"qdisc": "fifo", "rate": "20M"}:
         os.kill(os.getpid(), signal.SIGKILL)
     return _REAL_EXECUTE(spec, *args)
@@ -155,7 +155,7 @@ def _raising_execute(spec, *args):
 
 @pytest.mark.skipif(os.name != "posix", reason="fork start method needed to patch the workers")
 def test_dead_worker_is_that_runs_failure_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "execute_run", _killing_execute)
+    monkeypatch.setattr(runner, "_run_and_row", _killing_execute)
     study = load_study(str(MINI), quick=True)
     s = run_study(study, tmp_path / "o", jobs=2, progress=False)
     bad = [sp.run_id for sp in study.runs() if sp.params == {"qdisc": "fifo", "rate": "20M"}]
@@ -167,13 +167,13 @@ def test_dead_worker_is_that_runs_failure_and_the_sweep_goes_on(tmp_path, monkey
         saved = aqmlab.validate(tmp_path / "o" / "failed" / f"{rid}.toml")
         assert saved["links"]  # the saved scenario is the run's, valid on its own
     # the next sweep retries only the failed run(s)
-    monkeypatch.setattr(runner, "execute_run", _REAL_EXECUTE)
+    monkeypatch.setattr(runner, "_run_and_row", _REAL_EXECUTE)
     s2 = run_study(study, tmp_path / "o", jobs=2, progress=False)
     assert s2.ran == len(bad) and not s2.failed
 
 
 def test_a_raising_run_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "execute_run", _raising_execute)
+    monkeypatch.setattr(runner, "_run_and_row", _raising_execute)
     study = load_study(str(MINI), quick=True)
     s = run_study(study, tmp_path / "o", jobs=1, progress=False)
     assert len(s.failed) == 1 and s.ran == len(study.runs()) - 1
@@ -185,7 +185,7 @@ def test_a_raising_run_on_dask_is_recorded_and_the_sweep_goes_on(tmp_path, monke
     """On a Dask cluster too, a run that raised is recorded as failed and every other run
     is stored."""
     distributed = pytest.importorskip("dask.distributed")
-    monkeypatch.setattr(runner, "execute_run", _raising_execute)
+    monkeypatch.setattr(runner, "_run_and_row", _raising_execute)
     study = load_study(str(MINI), quick=True)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
         with distributed.Client(cluster) as client:
@@ -201,7 +201,7 @@ def test_dask_batches_of_runs_keep_failures_per_run(tmp_path, monkeypatch):
     stored), and a task lost as a whole (its worker died) has its runs submitted again
     one per task, so every run that can finish is stored."""
     distributed = pytest.importorskip("dask.distributed")
-    monkeypatch.setattr(runner, "execute_run", _raising_execute)
+    monkeypatch.setattr(runner, "_run_and_row", _raising_execute)
     monkeypatch.setattr(runner, "_dask_batch_size", lambda runs, workers: 2)
     real_batch = runner._run_batch
     marker = tmp_path / "lost.json"  # Dask runs a copy of the task function: note on disk

@@ -160,6 +160,23 @@ def test_report_page_is_self_contained(report_page, synth, synth_study):
     assert (files / "figures" / "rrul-ellipse.svg").exists() and (files / "tables" / "rrul-latency.md").exists()
 
 
+def test_report_with_figures_on_worker_processes_is_the_same_page(report_page, synth_dir, tmp_path):
+    """write_report(jobs=2) draws the figures on two processes while this one computes
+    the tables and findings: the same page (but its time stamp) and the same files."""
+    page = report.write_report(synth_dir, None, tmp_path / "synthetic.html", jobs=2)
+
+    def text(p):
+        return re.sub(r"report written</th><td>[^<]*", "", p.read_text())
+
+    assert text(page) == text(report_page)
+    a, b = report_page.parent / "synthetic-files", tmp_path / "synthetic-files"
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
+    for n in names:
+        if not n.endswith(".svg"):
+            assert (a / n).read_bytes() == (b / n).read_bytes(), n
+
+
 def test_quick_mode_and_missing_runs_are_said(tmp_path):
     import synthstore
 

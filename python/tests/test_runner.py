@@ -1,6 +1,7 @@
 """The study runner: results in the store, resume after kill -9, Dask = local pool."""
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -210,3 +211,54 @@ def test_execute_run_tags_every_table_row_with_the_run_identity():
                               ("seed", spec.seed), *((f"p_{k}", v) for k, v in spec.params.items())]):
             ref.insert(0, k, v)
         assert list(df.dtypes[: len(front)]) == list(ref.dtypes[: len(front)]), name
+
+
+@pytest.mark.parametrize("study_name, experiments", [
+    ("residential", ["rrul", "voip", "web", "rtt_fairness", "wifi"]),  # samples; Flent series; none
+    ("saturated-tcp", ["dynamics"]),  # keep_series
+])
+def test_worker_files_are_those_of_the_tables(study_name, experiments, monkeypatch):
+    """A sweep's worker builds the data tables as pyarrow tables straight from the
+    simulator's columns (runner._arrow_tables), reusing the schema pyarrow gave the first
+    run of the same columns: every file must be byte for byte what encoding
+    execute_run's DataFrames gives, both for that first run and for the later ones."""
+    from aqmlab import runner, store
+    from aqmlab.runner import _encoded_run, _spec_to_dict, execute_run
+
+    monkeypatch.setattr(runner, "_SCHEMAS", {})
+    study = load_study(study_name, quick=True)
+    exp = {e.name: e for e in study.experiments}
+    specs = []
+    for name in experiments:
+        got = [s for s in study.runs([name]) if s.repetition == 0][:3]
+        specs += got
+    assert len(specs) >= 3 * len(experiments) - 2
+    fast_calls = 0
+    orig = runner._first_tables
+
+    def first(*a, **k):
+        nonlocal fast_calls
+        fast_calls -= 1
+        return orig(*a, **k)
+
+    monkeypatch.setattr(runner, "_first_tables", first)
+    seen: set[str] = set()
+    for s in specs:
+        d = _spec_to_dict(s)
+        d["scenario"] = dict(d["scenario"], run=dict(d["scenario"]["run"], duration="3s", warmup="1s"))
+        e = exp[s.experiment]
+        args = (d, e.measures, bool(e.keep_series), bool(e.keep_samples))
+        for _ in range(2):  # the second time always from the kept schemas
+            fast_calls += 1
+            files = _encoded_run(*args)
+            seen |= set(files)
+            ref = store.encode_run(execute_run(*args))
+            assert set(files) == set(ref), s.experiment
+            for name in ref:
+                if name != "runs":  # wall time differs
+                    assert files[name] == ref[name], (s.experiment, s.params, name)
+            runs = pd.read_parquet(io.BytesIO(files["runs"])).drop(columns=WALL)
+            want = pd.read_parquet(io.BytesIO(ref["runs"])).drop(columns=WALL)
+            pd.testing.assert_frame_equal(runs, want)
+    assert fast_calls >= len(specs)  # most runs took the direct path
+    assert {"runs", "flows", "queues", "series"} <= seen
