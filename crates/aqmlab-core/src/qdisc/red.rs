@@ -36,8 +36,7 @@
 //! For studies run in ns-2 (the DOCSIS study's ARED). What differs from Linux:
 //! - the average is a floating-point EWMA with weight `weight` (ns-2 `q_weight_`); by
 //!   default ns-2's automatic rule for `q_weight_ = 0`, w = 1 − exp(−1/C) with C the link
-//!   rate in `avpkt`-sized packets per second; after an idle
-//!   period the average decays as if ⌊C · idle time⌋ packets had arrived to an empty queue
+//!   rate in `avpkt`-sized packets per second; after an idle period the average decays as if ⌊C · idle time⌋ packets had arrived to an empty queue
 //!   (`q_weight_ = 0` is the setting of Floyd, Gummadi and Shenker's Adaptive RED);
 //! - `avpkt` defaults to ns-2's `mean_pktsize_` 500, `probability` to 1/`linterm_` = 0.1,
 //!   `gentle` to true (ns-2.35's defaults);
@@ -56,6 +55,7 @@
 //!   `use_mark_p_`), dropped otherwise;
 //! - thresholds in bytes mean ns-2's `queue_in_bytes_` and `bytes_`: the count runs in
 //!   `avpkt` units and p is scaled by packet size / `avpkt`.
+//!
 //! `ewma_log`, `burst` and `harddrop` are Linux's and are refused with this variant.
 //!
 //! Trace variables: `avg` (average queue, bytes or packets) and `max_p`.
@@ -1524,7 +1524,7 @@ mod tests {
         let mut t = SimTime::ZERO;
         for k in 0..200u64 {
             q.enqueue(pkt(1, 1500, k, t), t, &mut out);
-            t = t + SimDuration::from_millis(10);
+            t += SimDuration::from_millis(10);
         }
         // 199 × 10 ms = 1.99 s with a full queue: changes at 0.51, 1.02, 1.53 s:
         // 0.02 → 0.025 → 0.03125 → 0.0390625
