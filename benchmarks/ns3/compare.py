@@ -115,6 +115,8 @@ QDISCS = {
     "fifo": '{ kind = "fifo", limit = 1000 }',
     "codel": '{ kind = "codel", limit = 1000 }',
     "pie": '{ kind = "pie", variant = "rfc8033", limit = 1000 }',
+    # ns-2's RED as Adaptive RED (aqmlab variant ns2; ns-3's RedQueueDisc is a port of ns-2's)
+    "ared": '{ kind = "ared", variant = "ns2", min = 30, max = 90, limit = 1000 }',
 }
 
 

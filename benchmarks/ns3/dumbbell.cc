@@ -55,8 +55,12 @@ int main(int argc, char* argv[])
     uint32_t seed = 1;
     uint32_t limit = 1000;
     std::string delay = "5ms";
+    double redMin = 30;
+    double redMax = 90;
     CommandLine cmd;
-    cmd.AddValue("aqm", "bottleneck qdisc: codel or pie", aqm);
+    cmd.AddValue("aqm", "bottleneck qdisc: codel, pie, fifo or ared (RedQueueDisc as ns-2's ARED)", aqm);
+    cmd.AddValue("redmin", "ared: min threshold (packets)", redMin);
+    cmd.AddValue("redmax", "ared: max threshold (packets)", redMax);
     cmd.AddValue("recovery", "classic (TcpClassicRecovery) or prr (TcpPrrRecovery)", recovery);
     cmd.AddValue("cc", "TcpNewReno or TcpLinuxReno", cc);
     cmd.AddValue("seed", "RngRun", seed);
@@ -86,6 +90,19 @@ int main(int argc, char* argv[])
     std::string lim = std::to_string(limit) + "p";
     if (aqm == "pie")
         codel.SetRootQueueDisc("ns3::PieQueueDisc", "MaxSize", StringValue(lim));
+    else if (aqm == "ared")
+        // ns-3's RedQueueDisc is a port of ns-2's Queue/RED: set what ns-2.35's defaults and
+        // its Adaptive RED would be (wait_, gentle_, linterm_ 10, mean_pktsize_ 500,
+        // q_weight_ 0 = 1 - exp(-1/C), max_p adapted every 0.5 s), with ns-2's automatic
+        // bottom min(0.01, 80000/bw) (ns-3 derives its own from an RTT attribute instead)
+        codel.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", StringValue(lim),
+                               "MeanPktSize", UintegerValue(500), "Wait", BooleanValue(true),
+                               "Gentle", BooleanValue(true), "AdaptMaxP", BooleanValue(true),
+                               "QW", DoubleValue(0.0), "LInterm", DoubleValue(10),
+                               "MinTh", DoubleValue(redMin), "MaxTh", DoubleValue(redMax),
+                               "LinkBandwidth", DataRateValue(DataRate(rate)),
+                               "LinkDelay", TimeValue(Time(delay)),
+                               "Bottom", DoubleValue(std::min(0.01, 80000.0 / DataRate(rate).GetBitRate())));
     else if (aqm == "fifo")
         codel.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", StringValue(lim));
     else
