@@ -36,8 +36,8 @@
 //! For studies run in ns-2 (the DOCSIS study's ARED). What differs from Linux:
 //! - the average is a floating-point EWMA with weight `weight` (ns-2 `q_weight_`); by
 //!   default ns-2's automatic rule for `q_weight_ = 0`, w = 1 − exp(−1/C) with C the link
-//!   rate in `avpkt`-sized packets per second; after an idle period the average decays as if ⌊C · idle time⌋ packets had arrived to an empty queue
-//!   (`q_weight_ = 0` is the setting of Floyd, Gummadi and Shenker's Adaptive RED);
+//!   rate in `avpkt`-sized packets per second; after an idle period the average decays as
+//!   if ⌊C · idle time⌋ packets had arrived to an empty queue (`q_weight_ = 0` is the setting of Floyd, Gummadi and Shenker's Adaptive RED);
 //! - `avpkt` defaults to ns-2's `mean_pktsize_` 500, `probability` to 1/`linterm_` = 0.1,
 //!   `gentle` to true (ns-2.35's defaults);
 //! - no early drop while the instantaneous queue holds at most one packet, and none for the
@@ -289,8 +289,8 @@ impl RedConfig {
             (Some(t), _, _) | (None, Some(t), _) | (None, None, Some(t)) => unit_of(t),
             (None, None, None) => true,
         };
-        let ns2 = self.variant == RedVariant::Ns2;
-        if ns2 {
+        let is_ns2 = self.variant == RedVariant::Ns2;
+        if is_ns2 {
             // Linux/tc-only keys: ns-2 has a weight, not a burst, and no harddrop.
             if let Some(w) = self.ewma_log {
                 return Err(ParamError::new(
@@ -328,7 +328,7 @@ impl RedConfig {
         let avpkt = self
             .avpkt
             .map(|s| s.0)
-            .unwrap_or(if ns2 { 500 } else { 1000 });
+            .unwrap_or(if is_ns2 { 500 } else { 1000 });
         if avpkt == 0 || avpkt > 65535 {
             return Err(ParamError::new(
                 "avpkt",
@@ -390,7 +390,7 @@ impl RedConfig {
         };
         let wlog = match self.ewma_log {
             // ns-2 keeps a floating-point average; Linux's fixed point is not used.
-            None if ns2 => 0,
+            None if is_ns2 => 0,
             Some(w) if (1..=31).contains(&w) => w,
             Some(w) => return Err(ParamError::new("ewma_log", w, "1 to 31")),
             None => tc_eval_ewma(qth_min as f64, burst, unit_pkt as f64).ok_or_else(|| {
@@ -398,7 +398,7 @@ impl RedConfig {
             })?,
         };
         // red_check_params: the thresholds are kept as 32-bit numbers scaled by 2^wlog.
-        if !ns2 && fls(qth_max) + wlog as u32 >= 32 {
+        if !is_ns2 && fls(qth_max) + wlog as u32 >= 32 {
             return Err(ParamError::new(
                 "max",
                 show(in_unit(qth_max, bytes_mode)),
@@ -409,7 +409,7 @@ impl RedConfig {
             ));
         }
         // tc's default 0.02; ns-2's linterm_ 10
-        let probability = self.probability.unwrap_or(if ns2 { 0.1 } else { 0.02 });
+        let probability = self.probability.unwrap_or(if is_ns2 { 0.1 } else { 0.02 });
         if !(probability > 0.0 && probability <= 1.0) {
             return Err(ParamError::new(
                 "probability",
@@ -427,7 +427,7 @@ impl RedConfig {
             ));
         }
         let bandwidth = self.bandwidth.map(|r| r.rate()).unwrap_or(ctx.rate);
-        let (scell_log, stab) = if ns2 {
+        let (scell_log, stab) = if is_ns2 {
             (0, [0u8; 256])
         } else {
             tc_eval_idle_damping(wlog, avpkt, bandwidth.bps() as f64 / 8.0).ok_or_else(|| {
@@ -438,7 +438,7 @@ impl RedConfig {
                 )
             })?
         };
-        let ns2 = if ns2 {
+        let ns2 = if is_ns2 {
             let bps = bandwidth.bps() as f64;
             if bps <= 0.0 {
                 return Err(ParamError::new(
@@ -555,9 +555,6 @@ struct Ns2State {
     /// The average was at or above min with more than one packet queued at the last arrival.
     old: bool,
     cur_max_p: f64,
-    /// Gentle slope and offset, fixed at reset from the initial max_p.
-    v_c: f64,
-    v_d: f64,
     /// When ARED last changed max_p.
     lastset: SimTime,
 }
@@ -571,7 +568,6 @@ impl Red {
         let max_p = p.max_p;
         let max_p_delta = (max_p / p.qth_delta().min(u32::MAX as u64) as u32).max(1);
         let p_ns2 = p.ns2.as_ref().map(|n| n.max_p0);
-        let qth_max = p.qth_max as f64;
         Red {
             max_p,
             max_p_delta,
@@ -593,8 +589,6 @@ impl Red {
                 count_bytes: 0,
                 old: false,
                 cur_max_p: max_p0,
-                v_c: (1.0 - max_p0) / qth_max,
-                v_d: 2.0 * max_p0 - 1.0,
                 lastset: SimTime::ZERO,
             }),
         }
@@ -730,12 +724,19 @@ impl Red {
         }
     }
 
-    /// ns-2 `calculate_p_new`: p_b at the average `ave`.
+    /// The ns-2 variant's settings (present whenever its state is).
+    fn ns2_params(&self) -> &Ns2Params {
+        self.p.ns2.as_ref().expect("ns-2 params")
+    }
+
+    /// ns-2 `calculate_p_new`: p_b at the average `ave`. The gentle slope comes from the
+    /// initial max_p (ns-2 sets `v_c`, `v_d` once, at reset).
     fn ns2_p(&self, n: &Ns2State, ave: f64) -> f64 {
         let (min, max) = (self.p.qth_min as f64, self.p.qth_max as f64);
         let p = if ave >= max {
             if self.p.gentle {
-                n.v_c * ave + n.v_d
+                let m0 = self.ns2_params().max_p0;
+                (1.0 - m0) / max * ave + (2.0 * m0 - 1.0)
             } else {
                 1.0
             }
@@ -769,7 +770,7 @@ impl Red {
 
     /// ns-2 `updateMaxP`, run at an arrival once 500 ms have passed since the last change.
     fn ns2_adapt(&self, n: &mut Ns2State, now: SimTime) {
-        let bottom = self.p.ns2.as_ref().map_or(0.01, |x| x.bottom);
+        let bottom = self.ns2_params().bottom;
         let (min, max) = (self.p.qth_min as f64, self.p.qth_max as f64);
         let part = 0.4 * (max - min);
         if n.ave < min + part && n.cur_max_p > bottom {
@@ -785,8 +786,7 @@ impl Red {
     /// ARED's max_p). Drops at the hard limit are the caller's.
     fn ns2_arrival(&mut self, pkt: &Packet, now: SimTime) -> RedAction {
         let mut n = self.ns2.take().expect("ns-2 state");
-        let np = self.p.ns2.as_ref().expect("ns-2 params");
-        let (w, ptc) = (np.weight, np.ptc);
+        let (w, ptc) = (self.ns2_params().weight, self.ns2_params().ptc);
         // Idle: as if ⌊C·idle⌋ packets had found the queue empty (estimator with m + 1).
         let m = match self.idle_since.take() {
             Some(start) => (ptc * now.saturating_since(start).as_secs_f64()).floor(),
