@@ -131,19 +131,36 @@ def _tagged_frames(res: Any, tags: dict[str, Any], keep_series: bool, keep_sampl
     out: dict[str, Any] = {"flows": tag(res.flows), "queues": tag(res.queues)}
     if keep_samples:
         out["samples"] = tag(res.samples.astype({"kind": str, "entity": str, "metric": str}))
-    if keep_series:
-        s = res.series
-        keep = (s["kind"] == "flow") | s["entity"].astype(str).str.startswith("bottleneck")
-        out["series"] = tag(s[keep].astype({"kind": str, "entity": str, "metric": str}))
-    else:
-        from aqmlab.flent import flent_test_for
-
-        if flent_test_for(res.flows) is not None:
-            # the Flent export needs the flows' per-bin goodput (else its TCP lines are flat)
-            s = res.series
-            keep = (s["kind"] == "flow") & (s["metric"] == "goodput_bps")
-            out["series"] = tag(s[keep].astype({"kind": str, "entity": str, "metric": str}))
+    keep = _series_rows(res, keep_series)
+    if keep is not None:
+        out["series"] = tag(res.series[keep].astype({"kind": str, "entity": str, "metric": str}))
     return out
+
+
+def _series_rows(res: Any, keep_series: bool) -> Any:
+    """Which rows of the run's series a sweep stores (a boolean array over the simulator's
+    series rows, the rows of ``res.series``), or None for no series table: with
+    `keep_series` every flow's and the bottleneck queues'; otherwise, for a run that is a
+    Flent test, the flows' per-bin goodput (the Flent export needs it, else its TCP lines
+    are flat). Both table builders (:func:`_tagged_frames`, :func:`_arrow_tables`) use it."""
+    import numpy as np
+
+    from aqmlab.flent import flent_test_of
+
+    raw = res._raw
+    s = raw["series"]
+    kind = s["kind"].astype(np.int64)
+    flow_names = [str(n) for n in raw["flows"]["name"]]
+    if keep_series:
+        names = flow_names + [str(n) for n in raw["queues"]["name"]]
+        bott = np.array([n.startswith("bottleneck") for n in names], dtype=bool)
+        entity = s["entity"].astype(np.int64) + kind * len(flow_names)
+        return (kind == 0) | (bott[entity] if len(bott) else np.zeros(len(kind), dtype=bool))
+    if flent_test_of([str(k) for k in raw["flows"]["kind"]], list(raw["flows"]["src"]), flow_names) is None:
+        return None
+    metrics = list(res.metric_names)
+    gp = metrics.index("goodput_bps") if "goodput_bps" in metrics else -1
+    return (kind == 0) & (s["metric"].astype(np.int64) == gp)
 
 
 def _encoded_run(spec: dict, measures: list[str], keep_series: bool, keep_samples: bool) -> dict[str, bytes]:
@@ -186,7 +203,6 @@ def _arrow_tables(res: Any, tags: dict[str, Any], keep_series: bool, keep_sample
     import numpy as np
     import pyarrow as pa
 
-    from aqmlab.flent import flent_test_of
     from aqmlab.result import KIND_NAMES, _dedup
 
     kinds = tuple(_tag_kind(v) for v in tags.values())
@@ -248,17 +264,9 @@ def _arrow_tables(res: Any, tags: dict[str, Any], keep_series: bool, keep_sample
         if t is None:
             return _first_tables(res, tags, keep_series, keep_samples)
         out["samples"] = t
-    s = raw["series"]
-    keep = None
-    if keep_series:
-        bott = np.array([str(c).startswith("bottleneck") for c in cats], dtype=bool)
-        ent = lut[s["entity"].astype(np.int64) + s["kind"].astype(np.int64) * nflows]
-        keep = (s["kind"] == 0) | bott[ent]
-    elif flent_test_of([str(k) for k in raw["flows"]["kind"]], list(raw["flows"]["src"]), [str(n) for n in flow_names]) is not None:
-        gp = metric_names.index("goodput_bps") if "goodput_bps" in metric_names else -1
-        keep = (s["kind"] == 0) & (s["metric"].astype(np.int64) == gp)
+    keep = _series_rows(res, keep_series)
     if keep is not None:
-        t = long_table(s, keep)
+        t = long_table(raw["series"], keep)
         if t is None:
             return _first_tables(res, tags, keep_series, keep_samples)
         out["series"] = t
