@@ -246,6 +246,21 @@ impl Shaper {
                     device.push_back(p);
                 }
                 ShaperKind::Tbf => {
+                    if self.waiting {
+                        // a lazy wake-up is pending (its instant not yet come): the
+                        // stash is still short of tokens until then — what the test
+                        // below would find, computing the same `ready_at` (refills are
+                        // exact and path-independent, so skipping one changes nothing)
+                        debug_assert!(now < self.armed && self.stash.is_some());
+                        debug_assert!({
+                            let bytes =
+                                (self.stash.as_ref().map_or(0, |p| p.size) + overhead) as u64;
+                            let mut tb = self.tb.clone();
+                            !tb.conforms(now, bytes) && tb.ready_at(now, bytes) == self.armed
+                        });
+                        self.throttled += 1;
+                        break;
+                    }
                     // the head waits in the stash in place: dequeued straight into it,
                     // moved once, into the device queue (not out and back in each time
                     // the bucket is short: a packet is 128 bytes)
