@@ -189,7 +189,9 @@ impl EventQueue {
             deferred_min: u128::MAX,
         }
     }
-    #[inline]
+    // always inlined: with one codegen unit LLVM otherwise keeps one out-of-line copy
+    // for its ~40 call sites (−2.5 % instructions on residential runs, −0.8 % CPU)
+    #[inline(always)]
     pub fn push(&mut self, time: SimTime, ev: Event) {
         debug_assert!(
             time >= self.last,
