@@ -281,3 +281,43 @@ to = "server0"
         (0xc5a8d4356a9f58b2, 7368, 7217),
     );
 }
+
+/// The residential study's setup: tbf shapers (lazy wake-up) over a one-packet device
+/// queue at 100 Mbit/s both ways, PIE (kernel 3.14) under them, the Linux 3.14 TCP
+/// profile, RRUL plus a VoIP stream: covers the shaper's deferred `TxDone` and the
+/// links' event queue with many same-instant ties.
+#[test]
+fn residential_tbf_pie_rrul() {
+    check(
+        "residential_tbf_pie_rrul",
+        r#"
+[run]
+duration = "3s"
+warmup = "0s"
+[tcp]
+stack = "linux-3.14"
+cc = "cubic"
+[dumbbell]
+pairs = 1
+rate = "1Gbit"
+delay = "25ms"
+overhead = 14
+device_queue = 1
+qdisc = { kind = "pie", variant = "linux-3.14", target = "20ms", tupdate = "30ms", limit = 1000 }
+up = { shaper = { kind = "tbf", rate = "100Mbit" } }
+down = { shaper = { kind = "tbf", rate = "100Mbit" } }
+[[flow]]
+kind = "rrul_be"
+from = "client0"
+to = "server0"
+udp_probes = 1
+[[flow]]
+kind = "voip"
+name = "voip"
+from = "client0"
+to = "server0"
+"#,
+        3,
+        (0xbce6da3085c72932, 68490, 66031),
+    );
+}
