@@ -75,24 +75,6 @@ impl Ord for Entry {
     }
 }
 
-/// Pending events. `pop` never returns an event earlier than one already popped, because
-/// `push` refuses to schedule into the past (checked in debug builds).
-///
-/// Two queues share one insertion counter: the links' events (`TxDone`, `Arrive`,
-/// `LinkTimer`: a few per link, mostly less than a round trip ahead) in a [`Near`], and
-/// the rest (flows' timers, flow starts: one or two per flow, often far ahead) in a
-/// binary heap. `pop` takes the smaller key of the two fronts, so the order is exactly
-/// that of one heap, while the packet events — most of the work — move through a short
-/// sorted vector without the flows' timers in it (the headline's 48 pending events are
-/// ~2/3 timers).
-///
-/// **Deferred pushes** ([`EventQueue::defer`]) let a component skip an event whose only
-/// effect would be to schedule another one: the skipped event keeps its place in the
-/// order (an insertion number is taken for it, as `push` would), and when the queue
-/// reaches that place — before it returns anything ordered after it — it pushes the
-/// follow-up event, which so gets exactly the insertion number it would have had.
-/// Whatever else the skipped event would have done at its instant is then up to the
-/// component to account for (the tbf shaper's wake-up: see `link::shaper`).
 /// How many entries [`Near`] keeps in its sorted vector before the rest go to its heap.
 const NEAR_CAP: usize = 16;
 
@@ -130,22 +112,23 @@ impl Near {
             self.overflow.push(e);
         }
     }
+    /// The smallest key in the vector (`u128::MAX` if it is empty).
+    #[inline(always)]
+    fn sorted_min(&self) -> u128 {
+        self.sorted.last().map_or(u128::MAX, |e| e.key)
+    }
     /// The smallest key (`u128::MAX` if empty).
     #[inline(always)]
     fn min_key(&self) -> u128 {
-        let a = self.sorted.last().map_or(u128::MAX, |e| e.key);
-        let b = self.overflow.peek().map_or(u128::MAX, |e| e.key);
-        a.min(b)
+        self.sorted_min()
+            .min(self.overflow.peek().map_or(u128::MAX, |e| e.key))
     }
     #[inline(always)]
     fn pop(&mut self) -> Option<Entry> {
-        let a = self.sorted.last().map_or(u128::MAX, |e| e.key);
-        if let Some(b) = self.overflow.peek() {
-            if b.key < a {
-                return self.overflow.pop();
-            }
+        match self.overflow.peek() {
+            Some(b) if b.key < self.sorted_min() => self.overflow.pop(),
+            _ => self.sorted.pop(),
         }
-        self.sorted.pop()
     }
     fn len(&self) -> usize {
         self.sorted.len() + self.overflow.len()
@@ -159,6 +142,24 @@ impl Near {
     }
 }
 
+/// Pending events. `pop` never returns an event earlier than one already popped, because
+/// `push` refuses to schedule into the past (checked in debug builds).
+///
+/// Two queues share one insertion counter: the links' events (`TxDone`, `Arrive`,
+/// `LinkTimer`: a few per link, mostly less than a round trip ahead) in a `Near`, and
+/// the rest (flows' timers, flow starts: one or two per flow, often far ahead) in a
+/// binary heap. `pop` takes the smaller key of the two fronts, so the order is exactly
+/// that of one heap, while the packet events — most of the work — move through a short
+/// sorted vector without the flows' timers in it (the headline's 48 pending events are
+/// ~2/3 timers).
+///
+/// **Deferred pushes** ([`EventQueue::defer`]) let a component skip an event whose only
+/// effect would be to schedule another one: the skipped event keeps its place in the
+/// order (an insertion number is taken for it, as `push` would), and when the queue
+/// reaches that place — before it returns anything ordered after it — it pushes the
+/// follow-up event, which so gets exactly the insertion number it would have had.
+/// Whatever else the skipped event would have done at its instant is then up to the
+/// component to account for (the tbf shaper's wake-up: see `link::shaper`).
 #[derive(Debug)]
 pub struct EventQueue {
     packets: Near,
@@ -208,13 +209,19 @@ impl EventQueue {
             _ => self.timers.push(e),
         }
     }
+    /// The smallest keys of the links' events and of the timers (`u128::MAX` for none).
+    #[inline(always)]
+    fn front_keys(&self) -> (u128, u128) {
+        (
+            self.packets.min_key(),
+            self.timers.peek().map_or(u128::MAX, |e| e.key),
+        )
+    }
     /// The instant of the next event `pop` will return.
     #[inline]
     pub fn peek_time(&self) -> Option<SimTime> {
-        let key = self
-            .packets
-            .min_key()
-            .min(self.timers.peek().map_or(u128::MAX, |e| e.key));
+        let (p, q) = self.front_keys();
+        let key = p.min(q);
         let heaps = (key != u128::MAX).then(|| SimTime::from_nanos((key >> 64) as u64));
         // a deferred follow-up is pushed before anything after its skipped event pops
         let deferred = self.deferred.iter().map(|d| d.1).min();
@@ -233,8 +240,7 @@ impl EventQueue {
     #[inline]
     pub fn pop_due(&mut self, t: SimTime) -> Option<(SimTime, Event)> {
         let limit = ((t.as_nanos() as u128) << 64) | u64::MAX as u128;
-        let p = self.packets.min_key();
-        let q = self.timers.peek().map_or(u128::MAX, |e| e.key);
+        let (p, q) = self.front_keys();
         let key = p.min(q);
         if self.deferred_min < key && self.deferred_min <= limit {
             self.reach_deferred();

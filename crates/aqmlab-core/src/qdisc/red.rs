@@ -37,7 +37,8 @@
 //! - the average is a floating-point EWMA with weight `weight` (ns-2 `q_weight_`); by
 //!   default ns-2's automatic rule for `q_weight_ = 0`, w = 1 − exp(−1/C) with C the link
 //!   rate in `avpkt`-sized packets per second; after an idle period the average decays as
-//!   if ⌊C · idle time⌋ packets had arrived to an empty queue (`q_weight_ = 0` is the setting of Floyd, Gummadi and Shenker's Adaptive RED);
+//!   if ⌊C · idle time⌋ packets had arrived to an empty queue (`q_weight_ = 0` is the
+//!   setting of Floyd, Gummadi and Shenker's Adaptive RED);
 //! - `avpkt` defaults to ns-2's `mean_pktsize_` 500, `probability` to 1/`linterm_` = 0.1,
 //!   `gentle` to true (ns-2.35's defaults);
 //! - no early drop while the instantaneous queue holds at most one packet, and none for the
