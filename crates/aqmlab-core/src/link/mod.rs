@@ -245,6 +245,9 @@ pub struct Link {
     /// e.g. CoDel leaves its dropping state) empty dequeue is owed and runs, stamped
     /// `busy_until`, before the qdisc's next operation.
     idle_deq: bool,
+    /// Whether that empty dequeue matters (`!Qdisc::empty_dequeue_is_noop`): for a FIFO
+    /// it changes nothing, and the access links' FIFOs skip it.
+    owes_idle_deq: bool,
     /// Lazy mode: IP size of the packet that ends at `busy_until` and is not yet counted
     /// in the transmit statistics (0: none). It is counted once its end has passed, so a
     /// transmission the run stops in the middle of is not counted, as in the eager model.
@@ -468,6 +471,7 @@ impl Link {
             busy_until: SimTime::ZERO,
             txdone_pending: false,
             idle_deq: false,
+            owes_idle_deq: !qdisc.empty_dequeue_is_noop(),
             uncounted: 0,
             wire: VecDeque::new(),
             qdisc,
@@ -682,7 +686,8 @@ impl Link {
             self.txdone_pending = true;
             ev.push(done, Event::TxDone(self.id));
         } else {
-            self.idle_deq = true;
+            // (a FIFO's empty dequeue changes nothing: none is owed)
+            self.idle_deq = self.owes_idle_deq;
         }
     }
 

@@ -110,6 +110,11 @@ impl Qdisc for Fifo {
         Verdict::Enqueued
     }
 
+    /// An empty FIFO's dequeue returns `None` and touches nothing.
+    fn empty_dequeue_is_noop(&self) -> bool {
+        true
+    }
+
     fn dequeue(&mut self, _now: SimTime, _out: &mut QdiscOut) -> Option<Packet> {
         let p = self.q.pop_front()?;
         self.bytes -= p.size as u64;

@@ -326,6 +326,14 @@ pub trait Qdisc {
     fn pass_through(&mut self, _pkt: &Packet, _now: SimTime) -> bool {
         false
     }
+    /// Whether `dequeue` on an empty queue changes nothing, at any instant (a plain FIFO,
+    /// strict-priority bands of FIFOs). An AQM usually learns from it (CoDel leaves its
+    /// dropping state, PIE's rate estimator sees the idle period), so the default is
+    /// false; a link skips the eager model's empty dequeue at the end of a transmission
+    /// only when this is true (checked for every qdisc in `proptests.rs`).
+    fn empty_dequeue_is_noop(&self) -> bool {
+        false
+    }
     /// Statistics before this instant are warm-up (the qdisc's own summaries skip them).
     fn set_warmup(&mut self, _t: SimTime) {}
     /// Qdisc-specific summary metrics (e.g. DualPI2's per-queue sojourn), reported
@@ -444,6 +452,9 @@ macro_rules! qdisc_registry {
             #[inline]
             fn pass_through(&mut self, pkt: &Packet, now: SimTime) -> bool {
                 match self { $( AnyQdisc::$variant(q) => q.pass_through(pkt, now), )* }
+            }
+            fn empty_dequeue_is_noop(&self) -> bool {
+                match self { $( AnyQdisc::$variant(q) => q.empty_dequeue_is_noop(), )* }
             }
             fn set_warmup(&mut self, t: SimTime) {
                 match self { $( AnyQdisc::$variant(q) => q.set_warmup(t), )* }

@@ -267,6 +267,11 @@ impl Qdisc for Prio {
         Verdict::Enqueued
     }
 
+    /// Empty bands: the dequeue finds nothing in any of them and changes nothing.
+    fn empty_dequeue_is_noop(&self) -> bool {
+        true
+    }
+
     fn dequeue(&mut self, _now: SimTime, _out: &mut QdiscOut) -> Option<Packet> {
         for (b, q) in self.bands.iter_mut().enumerate() {
             if let Some(p) = q.pop_front() {

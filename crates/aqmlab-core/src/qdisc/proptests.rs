@@ -302,6 +302,103 @@ proptest! {
             run_pass_through(case, &ops)?;
         }
     }
+
+    #[test]
+    fn empty_dequeue_changes_nothing_where_claimed(ops in prop::collection::vec(op(), 1..200)) {
+        for case in CASES {
+            run_empty_dequeue(case, &ops)?;
+        }
+    }
+}
+
+/// The `Qdisc::empty_dequeue_is_noop` contract: two copies see the same operations, and
+/// copy `b` also dequeues (and must get nothing) after every operation that leaves it
+/// empty, with the clock then advanced a little, at the same or a later instant. Every
+/// dequeue, drop and statistic must agree, and so must the whole state (`Debug`) at the
+/// end. Only cases that claim the property are run. Returns how many extra empty dequeues
+/// were made.
+fn run_empty_dequeue(case: &Case, ops: &[Op]) -> Result<u64, TestCaseError> {
+    if !build(case).empty_dequeue_is_noop() {
+        return Ok(0);
+    }
+    compare_empty_dequeue(case, ops)
+}
+
+/// `run_empty_dequeue`'s comparison, whatever the case claims.
+fn compare_empty_dequeue(case: &Case, ops: &[Op]) -> Result<u64, TestCaseError> {
+    let (mut a, mut b) = (build(case), build(case));
+    let (mut oa, mut ob) = (QdiscOut::new(true), QdiscOut::new(true));
+    let mut now = SimTime::ZERO;
+    let mut extra = 0;
+    for (i, op) in ops.iter().enumerate() {
+        let ctx = || format!("{} op {i} {op:?}", case.name);
+        match *op {
+            Op::Enqueue { flow, size, ect } => {
+                let p = Packet {
+                    uid: i as u64,
+                    flow: flow as u32,
+                    size: size as u32,
+                    hash: flow_hash(flow as u32, 0, 1),
+                    enqueued_at: now,
+                    dscp: FLOW_DSCP[flow as usize % 4],
+                    ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
+                    ..Default::default()
+                };
+                let (va, vb) = (a.enqueue(p, now, &mut oa), b.enqueue(p, now, &mut ob));
+                prop_assert_eq!(va, vb, "{}", ctx());
+            }
+            Op::Dequeue => {
+                let (pa, pb) = (a.dequeue(now, &mut oa), b.dequeue(now, &mut ob));
+                prop_assert_eq!(pa, pb, "{}", ctx());
+            }
+            Op::Advance(us) => now += SimDuration::from_micros(us as u64),
+        }
+        if b.is_empty() {
+            extra += 1;
+            prop_assert_eq!(
+                b.dequeue(now + SimDuration::from_micros(7), &mut ob),
+                None,
+                "{}",
+                ctx()
+            );
+        }
+        prop_assert_eq!(&oa.drops, &ob.drops, "{}", ctx());
+        prop_assert_eq!(a.stats(), b.stats(), "{}", ctx());
+    }
+    prop_assert_eq!(&oa.trace, &ob.trace, "{}", case.name);
+    prop_assert_eq!(format!("{a:?}"), format!("{b:?}"), "{}", case.name);
+    Ok(extra)
+}
+
+/// The qdiscs that skip their empty dequeues are the ones expected to (so the property
+/// above is not vacuous, and an AQM does not claim it by mistake).
+#[test]
+fn empty_dequeue_is_noop_for_the_fifos_only() {
+    let claim: Vec<&str> = CASES
+        .iter()
+        .filter(|c| build(c).empty_dequeue_is_noop())
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(claim, ["fifo", "bfifo", "pfifo_fast", "prio-4-bands"]);
+    // and the comparison does tell a qdisc whose empty dequeue matters: a standing queue,
+    // drained, then one empty dequeue more
+    let mut ops = vec![
+        Op::Enqueue {
+            flow: 0,
+            size: 1500,
+            ect: false,
+        };
+        10
+    ];
+    for _ in 0..10 {
+        ops.extend([Op::Advance(3000), Op::Dequeue]);
+    }
+    let case = |n| CASES.iter().find(|c| c.name == n).unwrap();
+    assert_eq!(compare_empty_dequeue(case("fifo"), &ops).unwrap(), 1);
+    // (RED starts its idle period, fq_codel retires the emptied flow from its lists)
+    for aqm in ["red", "ared", "fq_codel", "fq_pie"] {
+        assert!(compare_empty_dequeue(case(aqm), &ops).is_err(), "{aqm}");
+    }
 }
 
 /// The fast path is taken where it should be (an empty FIFO), so the equivalence
