@@ -161,32 +161,83 @@ impl fmt::Display for SimDuration {
 }
 
 /// A data rate in bits per second.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Rate(u64);
+///
+/// It carries the reciprocal of its value, so that dividing by the rate (a packet's
+/// serialisation time, a token bucket's wait: once or twice per packet on every link)
+/// is two multiplications instead of a hardware division (tens of cycles) or the
+/// 128-bit division routine. The quotient is exact, not an approximation: see
+/// [`Rate::div_floor`].
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rate {
+    bps: u64,
+    /// ⌈2¹²⁸ / bps⌉ (0 for 1 bit/s, whose quotients are the dividends themselves).
+    inv: u128,
+}
+
+impl fmt::Debug for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Rate({})", self.bps)
+    }
+}
 
 impl Rate {
     /// Panics on zero: a zero rate is rejected by scenario validation before this.
     pub fn from_bps(bps: u64) -> Self {
         assert!(bps > 0, "rate must be positive");
-        Rate(bps)
+        // ⌈2¹²⁸/d⌉ = ⌊(2¹²⁸ − 1)/d⌋ + 1 for every d ≥ 2 (also powers of two)
+        let inv = if bps == 1 {
+            0
+        } else {
+            u128::MAX / bps as u128 + 1
+        };
+        Rate { bps, inv }
     }
     pub const fn bps(self) -> u64 {
-        self.0
+        self.bps
+    }
+    /// ⌊x / bps⌋, exactly, for every 64-bit `x`: ⌊c·x / 2¹²⁸⌋ with c = ⌈2¹²⁸/d⌉.
+    /// (Write c = 2¹²⁸/d + e, 0 ≤ e < 1, and x = qd + r, r ≤ d − 1: then
+    /// c·x/2¹²⁸ = q + r/d + e·x/2¹²⁸, and e·x/2¹²⁸ < 2⁻⁶⁴ ≤ 1/d, so the floor is q —
+    /// Lemire, Kaser & Kurz, "Faster remainder by direct computation", 2019, Thm. 1
+    /// with N = 64, F = 128.)
+    #[inline(always)]
+    pub fn div_floor(self, x: u64) -> u64 {
+        if self.inv == 0 {
+            return x;
+        }
+        let (hi, lo) = ((self.inv >> 64) as u64, self.inv as u64);
+        // c·x / 2⁶⁴ = hi·x + ⌊lo·x / 2⁶⁴⌋ (+ a fraction that cannot carry into 2¹²⁸'s
+        // place, since the sum stays below 2¹²⁷ + 2⁶⁴)
+        let mid = hi as u128 * x as u128 + ((lo as u128 * x as u128) >> 64);
+        (mid >> 64) as u64
+    }
+    /// ⌈x / bps⌉, exactly.
+    #[inline(always)]
+    pub fn div_ceil(self, x: u64) -> u64 {
+        let q = self.div_floor(x);
+        q + (q * self.bps != x) as u64
     }
     /// Time to serialise `bytes` at this rate, rounded up to the next nanosecond.
+    #[inline]
     pub fn tx_time(self, bytes: u32) -> SimDuration {
-        let bits = bytes as u128 * 8 * 1_000_000_000;
-        SimDuration(bits.div_ceil(self.0 as u128) as u64)
+        match (bytes as u64).checked_mul(8_000_000_000) {
+            Some(bits) => SimDuration(self.div_ceil(bits)),
+            None => {
+                // (over 2.3 GB in one go: not a packet, but keep it exact)
+                let bits = bytes as u128 * 8 * 1_000_000_000;
+                SimDuration(bits.div_ceil(self.bps as u128) as u64)
+            }
+        }
     }
     /// Bytes that can be sent in `d` (rounded down).
     pub fn bytes_in(self, d: SimDuration) -> u64 {
-        (d.0 as u128 * self.0 as u128 / 8 / 1_000_000_000) as u64
+        (d.0 as u128 * self.bps as u128 / 8 / 1_000_000_000) as u64
     }
 }
 
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.0 as f64;
+        let b = self.bps as f64;
         if b >= 1e9 {
             write!(f, "{}Gbit", b / 1e9)
         } else if b >= 1e6 {
@@ -212,6 +263,80 @@ mod tests {
         assert_eq!(r.tx_time(1507).as_nanos(), 1_205_600);
         // Rounds up: 1 byte at 3 bit/s is 2.666..s.
         assert_eq!(Rate::from_bps(3).tx_time(1).as_nanos(), 2_666_666_667);
+    }
+
+    /// The reciprocal division against the plain one: edge divisors and dividends and a
+    /// million pseudo-random pairs over all magnitudes.
+    #[test]
+    fn reciprocal_division_is_exact() {
+        let check = |d: u64, x: u64| {
+            let r = Rate::from_bps(d);
+            assert_eq!(r.div_floor(x), x / d, "{x} / {d}");
+            assert_eq!(r.div_ceil(x), x.div_ceil(d), "{x} / {d} rounded up");
+        };
+        let ds = [
+            1,
+            2,
+            3,
+            7,
+            1 << 20,
+            1_000_000_007,
+            100_000_000,
+            (1 << 32) - 1,
+            1 << 32,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for &d in &ds {
+            for x in [
+                0,
+                1,
+                d - 1,
+                d,
+                d.wrapping_add(1),
+                d.wrapping_mul(2),
+                u64::MAX,
+                u64::MAX - 1,
+            ] {
+                check(d, x);
+            }
+            for k in [1u64, 2, 3, 1000, 12_345_678] {
+                if let Some(m) = d.checked_mul(k) {
+                    check(d, m);
+                    check(d, m - 1);
+                    check(d, m.saturating_add(1));
+                }
+            }
+        }
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for _ in 0..1_000_000 {
+            let (a, b) = (next(), next());
+            let d = (a >> (a % 64)).max(1);
+            let x = b >> (b % 64);
+            check(d, x);
+        }
+        // and the packet sizes the study links see, at their rates
+        for bps in [
+            1_000_000,
+            10_000_000,
+            100_000_000,
+            1_000_000_000,
+            10_000_000_000,
+            3,
+        ] {
+            let r = Rate::from_bps(bps);
+            for bytes in (0..70_000u32).chain([u32::MAX / 4, u32::MAX]) {
+                let want = (bytes as u128 * 8_000_000_000).div_ceil(bps as u128) as u64;
+                assert_eq!(r.tx_time(bytes).as_nanos(), want, "{bytes} B at {bps}");
+            }
+        }
     }
 
     #[test]

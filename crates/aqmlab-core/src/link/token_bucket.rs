@@ -105,15 +105,13 @@ impl TokenBucket {
         if deficit <= 0 {
             return now.max(self.last);
         }
-        let r = self.rate.bps();
         // A deficit of at most one packet (or a bucket) fits 64 bits by far (a 64 KB
-        // packet is 5.2e14 nano-bits): divide in 64 bits then, which is the same
-        // rounded-up quotient without the 128-bit division routine (`__divti3`, ~60
-        // instructions) that a shaped link otherwise runs once or twice per packet.
+        // packet is 5.2e14 nano-bits): divide in 64 bits then, by the rate's reciprocal
+        // (the same rounded-up quotient without a division; `Rate::div_ceil`).
         let wait = match u64::try_from(deficit) {
-            Ok(d) => d.div_ceil(r),
+            Ok(d) => self.rate.div_ceil(d),
             Err(_) => {
-                let r = r as i128;
+                let r = self.rate.bps() as i128;
                 ((deficit + r - 1) / r).min(u64::MAX as i128) as u64
             }
         };
