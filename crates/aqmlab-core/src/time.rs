@@ -222,12 +222,16 @@ impl Rate {
     pub fn tx_time(self, bytes: u32) -> SimDuration {
         match (bytes as u64).checked_mul(8_000_000_000) {
             Some(bits) => SimDuration(self.div_ceil(bits)),
-            None => {
-                // (over 2.3 GB in one go: not a packet, but keep it exact)
-                let bits = bytes as u128 * 8 * 1_000_000_000;
-                SimDuration(bits.div_ceil(self.bps as u128) as u64)
-            }
+            None => self.tx_time_huge(bytes),
         }
+    }
+    /// `tx_time` of over 2.3 GB in one go: not a packet, but exact all the same. (Out of
+    /// line, so that `tx_time` stays small enough to inline on the packet path.)
+    #[cold]
+    #[inline(never)]
+    fn tx_time_huge(self, bytes: u32) -> SimDuration {
+        let bits = bytes as u128 * 8 * 1_000_000_000;
+        SimDuration(bits.div_ceil(self.bps as u128) as u64)
     }
     /// Bytes that can be sent in `d` (rounded down).
     pub fn bytes_in(self, d: SimDuration) -> u64 {
