@@ -223,7 +223,15 @@ def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path):
         '[[flow]]\nkind = "cbr"\nfrom = "client0"\nto = "server0"\nrate = "1Gbit"\n'
     )
     env = {k: v for k, v in os.environ.items() if k != "AQMLAB_DEBUG"}
-    p = subprocess.Popen([sys.executable, "-m", "aqmlab", "run", str(long)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    def default_sigint() -> None:
+        # a test run started in the background by a non-interactive shell inherits SIGINT
+        # ignored, and Python then leaves it ignored (as it should: nohup'd jobs keep
+        # running); the child here must see Ctrl-C as a terminal user's process would
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    p = subprocess.Popen([sys.executable, "-m", "aqmlab", "run", str(long)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=default_sigint)
     time.sleep(1.5)
     assert p.poll() is None, p.communicate()
     p.send_signal(signal.SIGINT)
