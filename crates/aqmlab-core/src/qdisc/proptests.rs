@@ -240,51 +240,90 @@ fn build(case: &Case) -> AnyQdisc {
     })
 }
 
+/// The packet of operation `i` for the two-copy comparisons below (the same for both).
+fn twin_packet(i: usize, flow: u8, size: u16, ect: bool, now: SimTime) -> Packet {
+    Packet {
+        uid: i as u64,
+        flow: flow as u32,
+        size: size as u32,
+        hash: flow_hash(flow as u32, 0, 1),
+        enqueued_at: now,
+        dscp: FLOW_DSCP[flow as usize % 4],
+        ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
+        ..Default::default()
+    }
+}
+
 /// The `Qdisc::pass_through` contract: two copies of a case see the same operations; at
 /// every arrival copy `a` offers the fast path, and where it is taken copy `b` enqueues
 /// and dequeues at once and must get the same packet back, unchanged; elsewhere both
 /// enqueue. Stats, drops and every later dequeue must agree. Returns how often the fast
 /// path was taken.
 fn run_pass_through(case: &Case, ops: &[Op]) -> Result<u64, TestCaseError> {
-    let (mut a, mut b) = (build(case), build(case));
-    let (mut oa, mut ob) = (QdiscOut::new(false), QdiscOut::new(false));
-    let mut now = SimTime::ZERO;
     let mut taken = 0;
+    drive_twins(
+        case,
+        ops,
+        |a, b, oa, ob, p, now, ctx| {
+            if a.pass_through(&p, now) {
+                taken += 1;
+                prop_assert_eq!(b.enqueue(p, now, ob), Verdict::Enqueued, "{}", ctx);
+                prop_assert_eq!(b.dequeue(now, ob), Some(p), "{}", ctx);
+            } else {
+                let (va, vb) = (a.enqueue(p, now, oa), b.enqueue(p, now, ob));
+                prop_assert_eq!(va, vb, "{}", ctx);
+            }
+            Ok(())
+        },
+        |_, _, _, _| Ok(()),
+    )?;
+    Ok(taken)
+}
+
+/// Two copies of `case` see the operations `ops`: each arrival goes to `arrive` (which
+/// enqueues into both, its own way), each `Dequeue` to both (same packet expected), and
+/// after every operation `after` may act on copy `b`; then both copies' drops (this
+/// operation's), stats and lengths must agree. Returns the two copies and their outputs
+/// (traces kept).
+#[allow(clippy::type_complexity)]
+fn drive_twins(
+    case: &Case,
+    ops: &[Op],
+    mut arrive: impl FnMut(
+        &mut AnyQdisc,
+        &mut AnyQdisc,
+        &mut QdiscOut,
+        &mut QdiscOut,
+        Packet,
+        SimTime,
+        &str,
+    ) -> Result<(), TestCaseError>,
+    mut after: impl FnMut(&mut AnyQdisc, &mut QdiscOut, SimTime, &str) -> Result<(), TestCaseError>,
+) -> Result<(AnyQdisc, AnyQdisc, QdiscOut, QdiscOut), TestCaseError> {
+    let (mut a, mut b) = (build(case), build(case));
+    let (mut oa, mut ob) = (QdiscOut::new(true), QdiscOut::new(true));
+    let mut now = SimTime::ZERO;
     for (i, op) in ops.iter().enumerate() {
-        let ctx = || format!("{} op {i} {op:?}", case.name);
+        let ctx = format!("{} op {i} {op:?}", case.name);
         match *op {
             Op::Enqueue { flow, size, ect } => {
-                let p = Packet {
-                    uid: i as u64,
-                    flow: flow as u32,
-                    size: size as u32,
-                    hash: flow_hash(flow as u32, 0, 1),
-                    enqueued_at: now,
-                    ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
-                    ..Default::default()
-                };
-                if a.pass_through(&p, now) {
-                    taken += 1;
-                    prop_assert_eq!(b.enqueue(p, now, &mut ob), Verdict::Enqueued, "{}", ctx());
-                    prop_assert_eq!(b.dequeue(now, &mut ob), Some(p), "{}", ctx());
-                } else {
-                    let (va, vb) = (a.enqueue(p, now, &mut oa), b.enqueue(p, now, &mut ob));
-                    prop_assert_eq!(va, vb, "{}", ctx());
-                }
+                let p = twin_packet(i, flow, size, ect, now);
+                arrive(&mut a, &mut b, &mut oa, &mut ob, p, now, &ctx)?;
             }
             Op::Dequeue => {
                 let (pa, pb) = (a.dequeue(now, &mut oa), b.dequeue(now, &mut ob));
-                prop_assert_eq!(pa, pb, "{}", ctx());
+                prop_assert_eq!(pa, pb, "{}", ctx);
             }
             Op::Advance(us) => now += SimDuration::from_micros(us as u64),
         }
-        prop_assert_eq!(&oa.drops, &ob.drops, "{}", ctx());
+        after(&mut b, &mut ob, now, &ctx)?;
+        prop_assert_eq!(&oa.drops, &ob.drops, "{}", ctx);
         oa.drops.clear();
         ob.drops.clear();
-        prop_assert_eq!(a.stats(), b.stats(), "{}", ctx());
-        prop_assert_eq!(a.len(), b.len(), "{}", ctx());
+        prop_assert_eq!(a.stats(), b.stats(), "{}", ctx);
+        prop_assert_eq!(a.len(), b.len(), "{}", ctx);
     }
-    Ok(taken)
+    Ok((a, b, oa, ob))
 }
 
 proptest! {
@@ -326,45 +365,24 @@ fn run_empty_dequeue(case: &Case, ops: &[Op]) -> Result<u64, TestCaseError> {
 
 /// `run_empty_dequeue`'s comparison, whatever the case claims.
 fn compare_empty_dequeue(case: &Case, ops: &[Op]) -> Result<u64, TestCaseError> {
-    let (mut a, mut b) = (build(case), build(case));
-    let (mut oa, mut ob) = (QdiscOut::new(true), QdiscOut::new(true));
-    let mut now = SimTime::ZERO;
     let mut extra = 0;
-    for (i, op) in ops.iter().enumerate() {
-        let ctx = || format!("{} op {i} {op:?}", case.name);
-        match *op {
-            Op::Enqueue { flow, size, ect } => {
-                let p = Packet {
-                    uid: i as u64,
-                    flow: flow as u32,
-                    size: size as u32,
-                    hash: flow_hash(flow as u32, 0, 1),
-                    enqueued_at: now,
-                    dscp: FLOW_DSCP[flow as usize % 4],
-                    ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
-                    ..Default::default()
-                };
-                let (va, vb) = (a.enqueue(p, now, &mut oa), b.enqueue(p, now, &mut ob));
-                prop_assert_eq!(va, vb, "{}", ctx());
+    let (a, b, oa, ob) = drive_twins(
+        case,
+        ops,
+        |a, b, oa, ob, p, now, ctx| {
+            let (va, vb) = (a.enqueue(p, now, oa), b.enqueue(p, now, ob));
+            prop_assert_eq!(va, vb, "{}", ctx);
+            Ok(())
+        },
+        |b, ob, now, ctx| {
+            if b.is_empty() {
+                extra += 1;
+                let got = b.dequeue(now + SimDuration::from_micros(7), ob);
+                prop_assert_eq!(got, None, "{}", ctx);
             }
-            Op::Dequeue => {
-                let (pa, pb) = (a.dequeue(now, &mut oa), b.dequeue(now, &mut ob));
-                prop_assert_eq!(pa, pb, "{}", ctx());
-            }
-            Op::Advance(us) => now += SimDuration::from_micros(us as u64),
-        }
-        if b.is_empty() {
-            extra += 1;
-            prop_assert_eq!(
-                b.dequeue(now + SimDuration::from_micros(7), &mut ob),
-                None,
-                "{}",
-                ctx()
-            );
-        }
-        prop_assert_eq!(&oa.drops, &ob.drops, "{}", ctx());
-        prop_assert_eq!(a.stats(), b.stats(), "{}", ctx());
-    }
+            Ok(())
+        },
+    )?;
     prop_assert_eq!(&oa.trace, &ob.trace, "{}", case.name);
     prop_assert_eq!(format!("{a:?}"), format!("{b:?}"), "{}", case.name);
     Ok(extra)
