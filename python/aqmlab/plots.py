@@ -150,6 +150,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
+from aqmlab import _procs as procs
 from aqmlab import metrics
 from aqmlab import store as store_data
 from aqmlab._fmt import axis_label, label_unit, label_value, natural_key, readable, unit_for
@@ -1382,9 +1383,7 @@ class FigureJob:
         self.pool: Any = None
         self.futures: dict[int, Any] = {}
         if n > 1 and isinstance(self.store, Store):
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(max_workers=n)
+            self.pool = procs.pool(n)
             first = sorted(range(len(self.tasks)), key=lambda k: self.tasks[k][2].get("type") not in _STREAMING_TYPES)
             path = str(self.store.path)
             for k in first:

@@ -31,9 +31,10 @@ import os
 import pathlib
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any
 
+from aqmlab import _procs as procs
 from aqmlab.study import RunSpec, Study
 
 __all__ = ["run_study", "execute_run", "SweepSummary", "StoreMismatch", "TABLES"]
@@ -542,7 +543,7 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
     it = iter(args)
     while True:
         suspects = []
-        with ProcessPoolExecutor(max_workers=n) as pool:
+        with procs.pool(n) as pool:
             pending = {}
             try:
                 for a in _take(it, 2 * n):
@@ -564,7 +565,7 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
         if not suspects:
             return
         for a in suspects:  # isolate the culprit(s)
-            with ProcessPoolExecutor(max_workers=1) as solo:
+            with procs.pool(1) as solo:
                 fut = solo.submit(_encoded_run, *a)
                 wait([fut])
                 if not finish(a, fut):

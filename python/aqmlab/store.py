@@ -492,9 +492,9 @@ def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int =
     n = _compact_jobs(jobs, len(chunks))
     pool = None
     if n > 1:
-        from concurrent.futures import ProcessPoolExecutor
+        from aqmlab import _procs as procs
 
-        pool = ProcessPoolExecutor(max_workers=n)
+        pool = procs.pool(n)
     try:
         paths = [[out / "runs" / f"{rid}.parquet" for rid in c] for c in chunks]
         exps = pool.map(_experiment_of, paths) if pool is not None else map(_experiment_of, paths)

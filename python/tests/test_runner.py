@@ -86,6 +86,48 @@ def test_killed_sweep_resumes_without_redoing_or_corrupting(reference, tmp_path)
     pd.testing.assert_frame_equal(a, b)
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for its new parent to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_pool_workers_end_when_the_sweep_process_is_killed(tmp_path):
+    """kill -9 of the coordinating process alone (not its group) must not leave its pool
+    workers behind as idle orphans: the kernel ends them (aqmlab._procs)."""
+    out = tmp_path / "store"
+    cmd = [sys.executable, "-m", "aqmlab", "sweep", str(MINI), "--jobs", "2", "--out", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        workers: list[int] = []
+        while time.time() < deadline and p.poll() is None and len(workers) < 2:
+            workers = _children(p.pid)
+            time.sleep(0.01)
+        assert len(workers) == 2, f"never saw the two pool workers (exit code {p.poll()})"
+        p.kill()  # SIGKILL, this process only
+        p.wait()
+        deadline = time.time() + 20
+        while time.time() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.05)
+        assert not any(_alive(w) for w in workers), "pool workers outlived the sweep process"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def test_dask_local_cluster_matches_local_pool(reference, tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
