@@ -19,8 +19,10 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _end_with_parent(parent: int) -> None:
-    """Pool initializer: SIGTERM when the parent process ends (Linux)."""
-    if not sys.platform.startswith("linux"):
+    """Pool initializer: SIGTERM when the parent process ends (Linux). A worker that is
+    not the pool owner's own child (the ``forkserver`` start method forks workers from a
+    server process) stays a plain worker."""
+    if not sys.platform.startswith("linux") or os.getppid() != parent:
         return
     import ctypes
 
