@@ -220,18 +220,24 @@ impl Rate {
     /// Time to serialise `bytes` at this rate, rounded up to the next nanosecond.
     #[inline]
     pub fn tx_time(self, bytes: u32) -> SimDuration {
-        match (bytes as u64).checked_mul(8_000_000_000) {
+        self.bytes_time(bytes as u64)
+    }
+    /// Time to serialise `bytes` (a packet, or a queue's backlog) at this rate, rounded up
+    /// to the next nanosecond; saturates at `u64::MAX` ns.
+    #[inline]
+    pub fn bytes_time(self, bytes: u64) -> SimDuration {
+        match bytes.checked_mul(8_000_000_000) {
             Some(bits) => SimDuration(self.div_ceil(bits)),
-            None => self.tx_time_huge(bytes),
+            None => self.bytes_time_huge(bytes),
         }
     }
-    /// `tx_time` of over 2.3 GB in one go: not a packet, but exact all the same. (Out of
-    /// line, so that `tx_time` stays small enough to inline on the packet path.)
+    /// `bytes_time` of over 2.3 GB in one go: not a packet, but exact all the same. (Out
+    /// of line, so that `tx_time` stays small enough to inline on the packet path.)
     #[cold]
     #[inline(never)]
-    fn tx_time_huge(self, bytes: u32) -> SimDuration {
+    fn bytes_time_huge(self, bytes: u64) -> SimDuration {
         let bits = bytes as u128 * 8 * 1_000_000_000;
-        SimDuration(bits.div_ceil(self.bps as u128) as u64)
+        SimDuration(bits.div_ceil(self.bps as u128).min(u64::MAX as u128) as u64)
     }
     /// Bytes that can be sent in `d` (rounded down).
     pub fn bytes_in(self, d: SimDuration) -> u64 {
@@ -341,6 +347,14 @@ mod tests {
                 assert_eq!(r.tx_time(bytes).as_nanos(), want, "{bytes} B at {bps}");
             }
         }
+        // a backlog beyond 2.3 GB takes the 128-bit path, and saturates
+        let r = Rate::from_bps(10_000_000);
+        let b = 5_000_000_000u64;
+        assert_eq!(
+            r.bytes_time(b).as_nanos(),
+            (b as u128 * 8_000_000_000 / 10_000_000) as u64
+        );
+        assert_eq!(Rate::from_bps(1).bytes_time(u64::MAX).as_nanos(), u64::MAX);
     }
 
     #[test]

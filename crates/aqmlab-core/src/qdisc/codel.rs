@@ -325,12 +325,7 @@ impl Codel {
         let head = self.q.front()?;
         Some(match self.estimate {
             SojournEstimate::Head => now.saturating_since(head.enqueued_at),
-            SojournEstimate::Backlog => {
-                let bits = self.frame_backlog() as u128 * 8 * 1_000_000_000;
-                SimDuration::from_nanos(
-                    bits.div_ceil(self.rate.bps() as u128).min(u64::MAX as u128) as u64,
-                )
-            }
+            SojournEstimate::Backlog => self.rate.bytes_time(self.frame_backlog()),
         })
     }
 
