@@ -327,10 +327,10 @@ pub trait Qdisc {
         false
     }
     /// Whether `dequeue` on an empty queue changes nothing, at any instant (a plain FIFO,
-    /// strict-priority bands of FIFOs). An AQM usually learns from it (CoDel leaves its
-    /// dropping state, PIE's rate estimator sees the idle period), so the default is
-    /// false; a link skips the eager model's empty dequeue at the end of a transmission
-    /// only when this is true (checked for every qdisc in `proptests.rs`).
+    /// strict-priority bands of FIFOs). Other qdiscs may learn from it (RED starts its
+    /// idle period, fq_codel and fq_pie retire the emptied flow from their lists), so the
+    /// default is false; a link skips the eager model's empty dequeue at the end of a
+    /// transmission only when this is true (checked for every qdisc in `proptests.rs`).
     fn empty_dequeue_is_noop(&self) -> bool {
         false
     }
