@@ -2,6 +2,11 @@
 //! and prints one JSON line with simulated seconds, events, bottleneck packets, wall seconds
 //! and rates. The benchmark suite in `benchmarks/` drives it.
 //!
+//! `--digest` prints instead a 64-bit FNV-1a hash of the whole result (the `Debug` text of
+//! the `RunResult` with wall time and event count zeroed, as the golden tests hash it):
+//! two builds that print the same digest for a scenario computed the same results, so an
+//! optimisation can be checked for bit-identity on any scenario, not just the goldens'.
+//!
 //! "Bottleneck packets" are the packets dequeued by the counted links' qdiscs. By default
 //! those are the links named `bottleneck*` (dumbbell) and `docsis_down` (the CMTS
 //! downstream); `--links` replaces that set by a comma-separated list of name prefixes
@@ -24,9 +29,10 @@ fn main() {
     // --summary: also print the first counted link's utilisation and sojourn (collected
     // after the timed run), for the ns-3 cross-check
     let summary = args.iter().any(|a| a == "--summary");
-    args.retain(|a| a != "--summary");
+    let digest = args.iter().any(|a| a == "--digest");
+    args.retain(|a| a != "--summary" && a != "--digest");
     if args.len() < 2 || args[1] == "--help" || args[1] == "-h" {
-        eprintln!("usage: aqmlab-bench SCENARIO.toml [SEED] [--links PREFIX,...] [--summary]\n  runs the scenario and prints a JSON line of speed figures");
+        eprintln!("usage: aqmlab-bench SCENARIO.toml [SEED] [--links PREFIX,...] [--summary | --digest]\n  runs the scenario and prints a JSON line of speed figures (--digest: a hash of the whole result instead)");
         std::process::exit(if args.len() < 2 { 2 } else { 0 });
     }
     let sc = match Scenario::from_file(std::path::Path::new(&args[1])) {
@@ -63,6 +69,25 @@ fn main() {
         .map(|l| l.qdisc.stats().dequeued)
         .sum();
     let sim_s = sim.end.as_secs_f64();
+    if digest {
+        let mut r = sim.results();
+        r.wall_seconds = 0.0;
+        r.events = 0;
+        let text = format!("{r:?}");
+        let mut h: u64 = 0xcbf29ce484222325;
+        for &b in text.as_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        println!(
+            "{{\"scenario\":\"{}\",\"seed\":{},\"digest\":\"{:016x}\",\"packets_created\":{}}}",
+            args[1],
+            seed,
+            h,
+            r.packets_created
+        );
+        return;
+    }
     if summary {
         let r = sim.results();
         if let Some(q) = r
