@@ -24,7 +24,12 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def build() -> pathlib.Path:
+def build(pgo: bool = False) -> pathlib.Path:
+    """The aqmlab-bench binary: the plain release build, or the profile-guided one
+    (scripts/pgo.sh bench: the build the extension gets from scripts/setup.sh)."""
+    if pgo:
+        out = subprocess.run(["bash", "scripts/pgo.sh", "bench"], cwd=ROOT, check=True, capture_output=True, text=True)
+        return pathlib.Path(out.stdout.strip().splitlines()[-1])
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     return target / "release" / "aqmlab-bench"
@@ -52,9 +57,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=pathlib.Path, help="also write the rows to this JSON file")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--best", action="store_true", help="report the fastest of the --repeat runs, not the median")
+    ap.add_argument("--pgo", action="store_true", help="time the profile-guided build (scripts/pgo.sh bench), as setup.sh builds the extension")
     a = ap.parse_args(argv)
     files = a.scenarios or sorted((ROOT / "benchmarks" / "scenarios").glob("*.toml"))
-    binary = build()
+    binary = build(a.pgo)
     rows = []
     for f in files:
         runs = [run_once(binary, f) for _ in range(max(1, a.repeat))]

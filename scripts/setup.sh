@@ -3,7 +3,8 @@
 #   1. creates .venv with CPython >= 3.11 (if missing),
 #   2. installs the pinned Python dependencies from requirements.lock,
 #   3. builds the Rust extension in release mode and installs aqmlab into .venv
-#      (maturin develop: the package is editable, python/ is used in place).
+#      (maturin develop: the package is editable, python/ is used in place), profile-guided
+#      (scripts/pgo.sh) unless AQMLAB_PGO=0 or llvm-profdata is unavailable.
 # Needs: Rust (cargo), CPython >= 3.11 with venv/pip, network access to PyPI and crates.io.
 # Usage: bash scripts/setup.sh        (then: .venv/bin/aqmlab --help)
 set -euo pipefail
@@ -37,11 +38,27 @@ echo "setup: building the Rust extension (release) and installing aqmlab into $V
 export VIRTUAL_ENV=$VENV
 export PYO3_PYTHON=$VENV/bin/python
 mkdir -p target
-LOG=target/maturin-develop.log
-if ! "$VENV/bin/maturin" develop --release >"$LOG" 2>&1; then
-    tail -n 60 "$LOG" >&2
-    echo "error: maturin develop failed (full log: $LOG)" >&2
-    exit 1
+# Profile-guided build (scripts/pgo.sh: ~10 % faster simulations, same results) unless
+# AQMLAB_PGO=0 or rustc's llvm-profdata cannot be had; then the plain release build.
+rc=3
+if [ "${AQMLAB_PGO:-1}" != 0 ]; then
+    set +e
+    bash scripts/pgo.sh extension
+    rc=$?
+    set -e
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
+        echo "error: the profile-guided build failed (logs in target/pgo/; AQMLAB_PGO=0 builds without it)" >&2
+        exit 1
+    fi
 fi
-grep -E '^(📦|🛠)' "$LOG" || true
+if [ "$rc" -eq 3 ]; then
+    [ "${AQMLAB_PGO:-1}" = 0 ] || echo "setup: building without PGO"
+    LOG=target/maturin-develop.log
+    if ! "$VENV/bin/maturin" develop --release >"$LOG" 2>&1; then
+        tail -n 60 "$LOG" >&2
+        echo "error: maturin develop failed (full log: $LOG)" >&2
+        exit 1
+    fi
+    grep -E '^(📦|🛠)' "$LOG" || true
+fi
 "$VENV/bin/aqmlab" --version

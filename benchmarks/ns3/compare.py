@@ -120,10 +120,14 @@ QDISCS = {
 }
 
 
+# the aqmlab binary timed: the plain release build, or with --pgo the profile-guided one
+BENCH = ROOT / "target" / "release" / "aqmlab-bench"
+
+
 def _bench(text: str) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
         f.write(text)
-    out = subprocess.run([str(ROOT / "target" / "release" / "aqmlab-bench"), f.name, "--summary"],
+    out = subprocess.run([str(BENCH), f.name, "--summary"],
                          capture_output=True, text=True, check=True).stdout.strip().splitlines()
     return {**json.loads(out[0]), **json.loads(out[-1])}
 
@@ -219,6 +223,7 @@ def main(argv=None) -> int:
     ap.add_argument("--flows", type=int, default=16)
     ap.add_argument("--duration", type=float, default=100.0)
     ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--pgo", action="store_true", help="time aqmlab's profile-guided build (scripts/pgo.sh bench), as setup.sh builds the extension")
     ap.add_argument("--repeat", type=int, default=1, help="headline: run both simulators N times (alternating) and compare each one's fastest run")
     ap.add_argument("--sojourn", action="store_true", help="fidelity table: CoDel and PIE sojourn vs ns-3 with the ns3 stack profile")
     ap.add_argument("--flows-list", default="1,4,16,64", help="flow counts for --sojourn")
@@ -233,7 +238,12 @@ def main(argv=None) -> int:
     ns3 = HERE / "build" / "ns3-dumbbell"
     if not ns3.exists():
         raise SystemExit("build the ns-3 program first: benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh")
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
+    global BENCH
+    if a.pgo:
+        out = subprocess.run(["bash", "scripts/pgo.sh", "bench"], cwd=ROOT, check=True, capture_output=True, text=True)
+        BENCH = pathlib.Path(out.stdout.strip().splitlines()[-1])
+    else:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
     if a.sojourn:
         return sojourn(a, ns3)
     if a.cc == "bbr":
@@ -247,7 +257,7 @@ def main(argv=None) -> int:
     aq: dict = {}
     ns: dict = {}
     for _ in range(a.repeat):
-        out = subprocess.run([str(ROOT / "target" / "release" / "aqmlab-bench"), f.name, "--summary"],
+        out = subprocess.run([str(BENCH), f.name, "--summary"],
                              capture_output=True, text=True, check=True).stdout.strip().splitlines()
         run = {**json.loads(out[0]), **json.loads(out[-1])}
         if not aq or run["wall_seconds"] < aq["wall_seconds"]:
