@@ -114,7 +114,8 @@ start_spread = "1s"
 QDISCS = {
     "fifo": '{ kind = "fifo", limit = 1000 }',
     "codel": '{ kind = "codel", limit = 1000 }',
-    "pie": '{ kind = "pie", variant = "rfc8033", limit = 1000 }',
+    # derandomize = false: ns-3 PieQueueDisc's default UseDerandomization = false (RFC 8033 §5.4 is optional)
+    "pie": '{ kind = "pie", variant = "rfc8033", derandomize = false, limit = 1000 }',
     # ns-2's RED as Adaptive RED (aqmlab variant ns2; ns-3's RedQueueDisc is a port of ns-2's)
     "ared": '{ kind = "ared", variant = "ns2", min = 30, max = 90, limit = 1000 }',
 }

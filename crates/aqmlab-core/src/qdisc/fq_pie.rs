@@ -218,6 +218,7 @@ impl FqPieConfig {
             }),
             dq_threshold: None,
             mean_pktsize: None,
+            derandomize: None,
         };
         let mut params = pie.resolve(ctx)?;
         // Linux's psched_mtu includes the link header, and so do the backlog and the

@@ -65,6 +65,13 @@ pub struct PieConfig {
     /// RFC MEAN_PKTSIZE (two-packet safeguard, byte mode). Default the link MTU (docsis
     /// 1024, ns2 1000).
     pub mean_pktsize: Option<u32>,
+    /// `rfc8033` only: de-randomise the early drops (RFC 8033 §5.4: accumulate p, never
+    /// drop below 0.85, always from 8.5). Default true (Appendix B). `false` is the basic
+    /// scheme's plain `random() < p` (§4.1, Appendix A `drop_early`), ns-3 `PieQueueDisc`'s
+    /// default (`UseDerandomization = false`). The other variants follow their
+    /// specification (Linux, draft00 and DOCSIS-PIE de-randomise; linux-3.14 and ns2 do
+    /// not) and reject the field.
+    pub derandomize: Option<bool>,
 }
 
 impl PieConfig {
@@ -82,6 +89,7 @@ impl PieConfig {
         ParamDoc { name: "estimator", default: "timestamp", doc: "queue delay estimate: timestamp (linux, rfc8033), dq_rate (linux-3.14, draft00, ns2; Little's law on a measured departure rate), link_rate (docsis)" },
         ParamDoc { name: "dq_threshold", default: "16384", doc: "bytes per departure-rate measurement (Linux QUEUE_THRESHOLD, RFC DQ_THRESHOLD); 10000 for linux-3.14 and ns2" },
         ParamDoc { name: "mean_pktsize", default: "MTU", doc: "RFC MEAN_PKTSIZE in bytes, for the two-packet safeguard and byte mode; docsis 1024, ns2 1000" },
+        ParamDoc { name: "derandomize", default: "true", doc: "rfc8033 only: de-randomise early drops (RFC 8033 §5.4, Appendix B); false = Appendix A's plain random drop, ns-3 PieQueueDisc's default UseDerandomization=false" },
     ];
 
     /// Resolves defaults and checks ranges.
@@ -165,6 +173,17 @@ impl PieConfig {
                 "20 to 65535 bytes",
             ));
         }
+        if let (Some(d), false) = (self.derandomize, v == PieVariant::Rfc8033) {
+            return Err(ParamError::new(
+                "derandomize",
+                d,
+                format!(
+                    "left out for variant {}: only rfc8033 makes de-randomisation optional (RFC 8033 §5.4); the others follow their specification",
+                    v.name()
+                ),
+            ));
+        }
+        let derandomize = self.derandomize.unwrap_or(true);
         Ok(PieParams {
             variant: v,
             target,
@@ -178,6 +197,7 @@ impl PieConfig {
             estimator: self.estimator.unwrap_or(v.default_estimator()),
             dq_threshold,
             mean_pktsize,
+            derandomize,
             mtu: ctx.mtu,
             rate: ctx.rate,
             limit,
@@ -464,6 +484,15 @@ mod tests {
         assert_eq!(bad("ecn_prob = 0.0").field, "ecn_prob");
         assert_eq!(bad("limit = \"100B\"").field, "limit");
         assert_eq!(bad("variant = \"docsis\"\necn = true").field, "ecn");
+        // De-randomisation is optional only in RFC 8033 (§5.4).
+        assert_eq!(bad("derandomize = false").field, "derandomize");
+        assert_eq!(bad("variant = \"ns2\"\nderandomize = true").field, "derandomize");
+        assert!(
+            toml::from_str::<PieConfig>("variant = \"rfc8033\"\nderandomize = false")
+                .unwrap()
+                .validate(&c)
+                .is_ok()
+        );
         assert!(toml::from_str::<PieConfig>("variant = \"pie2\"").is_err());
         assert!(toml::from_str::<PieConfig>("targte = \"5ms\"").is_err());
     }
@@ -560,6 +589,50 @@ mod tests {
             // After 6 s the standing queue is below 300 packets (0.36 s).
             assert!(q.len() < 300, "{v}: backlog {}", q.len());
         }
+    }
+
+    /// RFC 8033 §5.4 de-randomisation is optional: `derandomize = false` is the basic
+    /// scheme's `drop_early` (§4.1, Appendix A), a coin with probability p at every arrival
+    /// past the safeguards, as ns-3's `PieQueueDisc` runs by default (`UseDerandomization
+    /// = false`). Hand-worked at p = 0.6, 1000 arrivals on a standing queue: de-randomised,
+    /// the accumulator is 0.6 < 0.85 after the first arrival and again after every drop (a
+    /// drop resets it to 0), so neither the first arrival nor one right after a drop can
+    /// be dropped; the plain coin drops 60 % of the arrivals (σ ≈ 15), back-to-back drops
+    /// included (a pair has probability 0.36).
+    #[test]
+    fn rfc8033_derandomize_false_is_a_plain_coin() {
+        let run = |body: &str| -> Vec<bool> {
+            let mut q = build(body);
+            let mut out = QdiscOut::new(false);
+            let t = SimTime::from_nanos(1_000_000); // before the first update at 15 ms
+            for i in 0..10 {
+                assert_eq!(
+                    q.enqueue(pkt(1, 1500, i, t), t, &mut out),
+                    Verdict::Enqueued
+                );
+            }
+            // Past every safeguard: no burst allowance, qdelay_old ≥ target/2 (and p ≥ 0.2),
+            // 10 packets queued.
+            q.vars.burst_allowance = SimDuration::ZERO;
+            q.vars.qdelay_old = ms(40);
+            q.vars.prob = 0.6;
+            (0..1000u64)
+                .map(|i| {
+                    matches!(
+                        q.enqueue(pkt(1, 1500, 100 + i, t), t, &mut out),
+                        Verdict::Dropped(DropReason::Early)
+                    )
+                })
+                .collect()
+        };
+        let back_to_back = |d: &[bool]| d.windows(2).filter(|w| w[0] && w[1]).count();
+        let derand = run("variant = \"rfc8033\"");
+        assert!(!derand[0]);
+        assert_eq!(back_to_back(&derand), 0);
+        let plain = run("variant = \"rfc8033\"\nderandomize = false");
+        let drops = plain.iter().filter(|&&d| d).count();
+        assert!((540..=660).contains(&drops), "{drops} drops of 1000 at p = 0.6");
+        assert!(back_to_back(&plain) > 250, "{}", back_to_back(&plain));
     }
 
     #[test]

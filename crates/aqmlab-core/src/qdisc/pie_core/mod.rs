@@ -213,6 +213,9 @@ pub struct PieParams {
     pub dq_threshold: u64,
     /// RFC `MEAN_PKTSIZE`: the "two packets" safeguard and byte-mode scaling.
     pub mean_pktsize: u32,
+    /// `rfc8033`: de-randomise the early drops (RFC 8033 §5.4). Only `rfc8033` reads it;
+    /// the other variants follow their specification (see `PieConfig::derandomize`).
+    pub derandomize: bool,
     /// Link MTU (Linux's `psched_mtu`: the two-packet safeguard and byte-mode bound).
     pub mtu: u32,
     /// Rate for the `link_rate` estimator.
@@ -478,6 +481,7 @@ pub(super) mod testutil {
             estimator: variant.default_estimator(),
             dq_threshold: variant.default_dq_threshold(),
             mean_pktsize: variant.default_mean_pktsize().unwrap_or(1500),
+            derandomize: true,
             mtu: 1500,
             rate: Rate::from_bps(10_000_000),
             limit: Limit::Packets(1000),

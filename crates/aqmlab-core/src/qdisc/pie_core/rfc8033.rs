@@ -68,7 +68,8 @@ impl PieParams {
     }
 
     /// Appendix B `drop_early` once the burst allowance is spent: the §4.1 safeguards, the
-    /// byte-mode scaling and the de-randomised decision.
+    /// byte-mode scaling and the de-randomised decision (§5.4), or, with `derandomize`
+    /// off, Appendix A's plain coin.
     pub(super) fn drop_decision_rfc(
         &self,
         v: &mut PieVars,
@@ -82,14 +83,19 @@ impl PieParams {
         {
             return false;
         }
-        if v.prob == 0.0 {
-            v.accu_prob = 0.0;
-        }
         let local = if self.bytemode {
             v.prob * size as f64 / self.mean_pktsize as f64
         } else {
             v.prob
         };
+        if !self.derandomize {
+            // De-randomisation is optional (§5.4); without it every arrival past the
+            // safeguards is a coin with probability p (§4.1, Appendix A `drop_early`).
+            return rng.uniform() < local;
+        }
+        if v.prob == 0.0 {
+            v.accu_prob = 0.0;
+        }
         v.accu_prob += local;
         Self::derandomised_drop(v, local, rng)
     }
