@@ -186,13 +186,14 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["memory_limit", str(int(parse_size(q["memory_limit"], f"{where}.memory_limit")))]
         return a + _flag(q, "ecn", "ecn", "noecn", True)
     if kind == "pie":
-        _unknown(q, where, {"variant", "target", "tupdate", "limit", "alpha", "beta", "max_burst", "ecn", "ecn_prob", "bytemode", "estimator", "dq_threshold", "mean_pktsize"})
+        _unknown(q, where, {"variant", "target", "tupdate", "limit", "alpha", "beta", "max_burst", "ecn", "ecn_prob", "bytemode", "estimator", "dq_threshold", "mean_pktsize", "derandomize"})
         _only_default(q, where, "variant", ("linux",), "the kernel runs today's Linux sch_pie")
         _only_default(q, where, "max_burst", ("150ms", 0.15), "fixed at 150 ms in sch_pie")
         _only_default(q, where, "ecn_prob", (0.1,), "fixed at 10 % in sch_pie")
         _only_default(q, where, "estimator", ("timestamp", "dq_rate"), "sch_pie has timestamps or dq_rate_estimator")
         _only_default(q, where, "dq_threshold", (16384,), "fixed QUEUE_THRESHOLD in sch_pie")
         _only_default(q, where, "mean_pktsize", (), "not a sch_pie parameter")
+        _only_default(q, where, "derandomize", (), "sch_pie always de-randomises (rfc8033 variant only)")
         a = ["pie"]
         lim = _limit_packets(q, where, frame, notes)
         if lim is not None:
