@@ -52,7 +52,7 @@ PROFDATA=$(profdata) || {
 # True if the profile $1 is missing or older than anything it was trained from.
 stale() {
     [ -f "$1" ] || return 0
-    [ -n "$(find crates Cargo.lock Cargo.toml scripts/pgo_train.py examples python/aqmlab/study.py /dev/null \
+    [ -n "$(find crates Cargo.lock Cargo.toml scripts/pgo_train.py examples studies python/aqmlab/study.py /dev/null \
         -newer "$1" -type f -print -quit 2>/dev/null)" ]
 }
 
