@@ -263,7 +263,36 @@ impl QueueRow {
     }
 }
 
+/// FNV-1a 64: a hash that is stable across Rust versions and platforms (unlike
+/// `DefaultHasher`), for result fingerprints.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
 impl RunResult {
+    /// A copy with the two figures that are not results zeroed: the wall-clock time, and
+    /// the event count (an implementation figure that event-saving optimisations change
+    /// on purpose). Two builds that computed the same results give equal copies.
+    pub fn without_timing(&self) -> RunResult {
+        RunResult {
+            wall_seconds: 0.0,
+            events: 0,
+            ..self.clone()
+        }
+    }
+
+    /// A fingerprint of everything the run computed: the FNV-1a hash of the `Debug` text
+    /// (which prints every `f64` exactly) of [`RunResult::without_timing`]. Equal digests
+    /// mean bit-identical results (the golden tests, `aqmlab-bench --digest`).
+    pub fn digest(&self) -> u64 {
+        fnv1a(format!("{:?}", self.without_timing()).as_bytes())
+    }
+
     pub fn flow(&self, name: &str) -> Option<&FlowRow> {
         self.flows.iter().find(|f| f.name == name)
     }

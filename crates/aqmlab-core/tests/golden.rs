@@ -12,36 +12,18 @@
 //! (their fingerprints were not re-recorded when noise arrived). `rrul_codel_noise`
 //! runs with the default noise on, so the seeded jitter streams are guarded too.
 
+use aqmlab_core::result::fnv1a;
 use aqmlab_core::{run_scenario, Scenario};
-
-/// FNV-1a 64: stable across Rust versions and platforms (unlike `DefaultHasher`).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
 
 fn fingerprint(text: &str, seed: u64) -> (u64, u64, u64) {
     let sc = Scenario::from_toml_str(text).unwrap();
-    let mut r = run_scenario(&sc, seed).unwrap();
-    // not results: the wall clock, and the number of events (an implementation figure
-    // that event-saving optimisations change on purpose)
-    r.wall_seconds = 0.0;
-    r.events = 0;
-    let dbg = format!("{r:?}");
+    let r = run_scenario(&sc, seed).unwrap();
     // GOLDEN_DUMP=DIR writes the pretty-printed results, to diff a failing case
     if let Some(dir) = std::env::var_os("GOLDEN_DUMP") {
         let path = std::path::Path::new(&dir).join(format!("{:016x}.txt", fnv1a(text.as_bytes())));
-        std::fs::write(path, format!("{r:#?}")).unwrap();
+        std::fs::write(path, format!("{:#?}", r.without_timing())).unwrap();
     }
-    (
-        fnv1a(dbg.as_bytes()),
-        r.packets_created,
-        r.packets_delivered,
-    )
+    (r.digest(), r.packets_created, r.packets_delivered)
 }
 
 fn check(name: &str, text: &str, seed: u64, want: (u64, u64, u64)) {

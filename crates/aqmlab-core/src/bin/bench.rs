@@ -2,8 +2,8 @@
 //! and prints one JSON line with simulated seconds, events, bottleneck packets, wall seconds
 //! and rates. The benchmark suite in `benchmarks/` drives it.
 //!
-//! `--digest` prints instead a 64-bit FNV-1a hash of the whole result (the `Debug` text of
-//! the `RunResult` with wall time and event count zeroed, as the golden tests hash it):
+//! `--digest` prints instead `RunResult::digest`, a hash of the whole result (as the golden
+//! tests compute it):
 //! two builds that print the same digest for a scenario computed the same results, so an
 //! optimisation can be checked for bit-identity on any scenario, not just the goldens'.
 //!
@@ -70,20 +70,12 @@ fn main() {
         .sum();
     let sim_s = sim.end.as_secs_f64();
     if digest {
-        let mut r = sim.results();
-        r.wall_seconds = 0.0;
-        r.events = 0;
-        let text = format!("{r:?}");
-        let mut h: u64 = 0xcbf29ce484222325;
-        for &b in text.as_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100000001b3);
-        }
+        let r = sim.results();
         println!(
             "{{\"scenario\":\"{}\",\"seed\":{},\"digest\":\"{:016x}\",\"packets_created\":{}}}",
             args[1],
             seed,
-            h,
+            r.digest(),
             r.packets_created
         );
         return;
