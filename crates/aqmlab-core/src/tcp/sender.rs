@@ -1063,17 +1063,7 @@ impl Sender {
         if self.app_limited != 0 && self.delivered > self.app_limited {
             self.app_limited = 0;
         }
-        let sample = AckSample {
-            now,
-            acked: 0,
-            rtt: None,
-            snd_una: self.snd_una,
-            snd_nxt: self.snd_nxt,
-            cwnd_limited: self.cwnd_limited(),
-            ce: 0,
-            srtt: self.rtt.srtt(),
-            rs: RateSample::default(),
-        };
+        let sample = self.ack_sample(now, 0, None, 0);
         self.cc.on_ack_event(&mut self.w, &sample);
         self.stats.cwnd_sum += self.w.cwnd as f64;
         if self.tlp == Tlp::Linux3_14 && self.timer == XmitTimer::Rto {
@@ -1081,10 +1071,25 @@ impl Sender {
         }
     }
 
+    /// What the congestion control is told about an ACK (no rate sample: the general path
+    /// adds one for controls that own cwnd).
+    fn ack_sample(&self, now: SimTime, acked: u32, rtt: Option<SimDuration>, ce: u32) -> AckSample {
+        AckSample {
+            now,
+            acked,
+            rtt,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            cwnd_limited: self.cwnd_limited(),
+            ce,
+            srtt: self.rtt.srtt(),
+            rs: RateSample::default(),
+        }
+    }
+
     /// Processes the acknowledgement fields of an arriving segment.
     pub fn on_ack(&mut self, now: SimTime, h: &TcpHeader, carries_data: bool) -> AckOutcome {
-        if self.established && h.flags & tcp_flags::ACK != 0 && self.is_idle_ack(h, carries_data)
-        {
+        if self.established && h.flags & tcp_flags::ACK != 0 && self.is_idle_ack(h, carries_data) {
             self.on_idle_ack(now, h);
             return AckOutcome::default();
         }
@@ -1201,17 +1206,7 @@ impl Sender {
             0
         };
         self.delivered_ce += ce as u64;
-        let sample = AckSample {
-            now,
-            acked: delivered,
-            rtt: ca_rtt,
-            snd_una: self.snd_una,
-            snd_nxt: self.snd_nxt,
-            cwnd_limited: self.cwnd_limited(),
-            ce,
-            srtt: self.rtt.srtt(),
-            rs: RateSample::default(),
-        };
+        let sample = self.ack_sample(now, delivered, ca_rtt, ce);
         if delivered > 0 {
             self.cc.on_delivery(&mut self.w, &sample);
         }
@@ -3395,7 +3390,12 @@ mod tests {
             Stack::Ns2Sack1,
             Stack::Ns3,
         ];
-        let ccs = [CcKind::NewReno, CcKind::Cubic, CcKind::Dctcp, CcKind::Prague];
+        let ccs = [
+            CcKind::NewReno,
+            CcKind::Cubic,
+            CcKind::Dctcp,
+            CcKind::Prague,
+        ];
         let mut taken = 0;
         for stack in stacks {
             for cc in ccs {
