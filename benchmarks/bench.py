@@ -28,7 +28,8 @@ def build(pgo: bool = False) -> pathlib.Path:
     """The aqmlab-bench binary: the plain release build, or the profile-guided one
     (scripts/pgo.sh bench: the build the extension gets from scripts/setup.sh)."""
     if pgo:
-        out = subprocess.run(["bash", "scripts/pgo.sh", "bench"], cwd=ROOT, check=True, capture_output=True, text=True)
+        # stdout: the binary's path; the build's and training's messages pass through
+        out = subprocess.run(["bash", "scripts/pgo.sh", "bench"], cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True)
         return pathlib.Path(out.stdout.strip().splitlines()[-1])
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))

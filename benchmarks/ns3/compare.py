@@ -36,6 +36,9 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+from bench import build as build_bench  # noqa: E402  (benchmarks/bench.py: plain or profile-guided)
+
 SCEN = ROOT / "benchmarks" / "scenarios" / "tcp16_codel.toml"
 #: ns-3 results of `--sojourn` by command line (the program is deterministic per seed)
 CACHE = HERE / "build" / "sojourn-cache.json"
@@ -121,7 +124,8 @@ QDISCS = {
 }
 
 
-# the aqmlab binary timed: the plain release build, or with --pgo the profile-guided one
+# the aqmlab binary timed (set in main: the plain release build, or with --pgo the
+# profile-guided one)
 BENCH = ROOT / "target" / "release" / "aqmlab-bench"
 
 
@@ -240,11 +244,7 @@ def main(argv=None) -> int:
     if not ns3.exists():
         raise SystemExit("build the ns-3 program first: benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh")
     global BENCH
-    if a.pgo:
-        out = subprocess.run(["bash", "scripts/pgo.sh", "bench"], cwd=ROOT, check=True, capture_output=True, text=True)
-        BENCH = pathlib.Path(out.stdout.strip().splitlines()[-1])
-    else:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "aqmlab-core", "--bin", "aqmlab-bench"], cwd=ROOT, check=True)
+    BENCH = build_bench(a.pgo)
     if a.sojourn:
         return sojourn(a, ns3)
     if a.cc == "bbr":
