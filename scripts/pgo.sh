@@ -14,9 +14,9 @@
 #
 # Needs llvm-profdata of rustc's own LLVM (rustup component llvm-tools, added here if
 # missing). Exits 3 if PGO is not possible (no llvm-profdata), so the caller can build
-# without it; any other failure exits non-zero too. The extension's profile is kept in
-# target/pgo/ext.profdata and reused until a Rust source, Cargo.lock or the training set
-# changes.
+# without it; any other failure exits non-zero too. The profile is kept in
+# target/pgo/MODE.profdata and reused until a Rust source, Cargo.lock, the training set,
+# the examples or the studies change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -56,49 +56,45 @@ stale() {
         -newer "$1" -type f -print -quit 2>/dev/null)" ]
 }
 
-train_merge() { # $1 = raw dir, $2 = output profile, rest = pgo_train.py arguments
-    local raw=$1 out=$2
-    shift 2
-    "$VENV/bin/python" scripts/pgo_train.py "$@"
-    "$PROFDATA" merge -o "$out" "$raw"/*.profraw
-}
-
 if [ "$MODE" = extension ]; then
     export VIRTUAL_ENV=$VENV
     export PYO3_PYTHON=$VENV/bin/python
-    PROF=$PGO/ext.profdata
-    if stale "$PROF"; then
-        RAW=$PGO/ext-raw
-        rm -rf "$RAW" && mkdir -p "$RAW"
-        echo "setup: PGO 1/3: instrumented build of the extension"
-        CARGO_TARGET_DIR=$PGO/ext-gen-target RUSTFLAGS="-Cprofile-generate=$RAW" \
-            "$VENV/bin/maturin" develop --release >"$PGO/ext-gen.log" 2>&1 ||
-            { tail -n 40 "$PGO/ext-gen.log" >&2; exit 1; }
-        echo "setup: PGO 2/3: training runs (scripts/pgo_train.py)"
-        train_merge "$RAW" "$PROF.tmp"
-        mv "$PROF.tmp" "$PROF"
-        # cargo does not see a new profile behind the same RUSTFLAGS: rebuild our crates
-        CARGO_TARGET_DIR=$PGO/ext-target cargo clean -q --release -p aqmlab-core -p aqmlab-py 2>/dev/null || true
-    else
-        echo "setup: PGO: reusing $PROF (nothing it was trained from changed)"
-    fi
-    echo "setup: PGO 3/3: optimised build of the extension"
-    CARGO_TARGET_DIR=$PGO/ext-target RUSTFLAGS="-Cprofile-use=$PROF" \
-        "$VENV/bin/maturin" develop --release >"$PGO/ext-use.log" 2>&1 ||
-        { tail -n 40 "$PGO/ext-use.log" >&2; exit 1; }
+    CRATES=(-p aqmlab-core -p aqmlab-py)
+    say() { echo "setup: PGO $*"; }
 else
-    PROF=$PGO/bench.profdata
-    BIN=$PGO/bench-target/release/aqmlab-bench
-    if stale "$PROF"; then
-        RAW=$PGO/bench-raw
-        rm -rf "$RAW" && mkdir -p "$RAW"
-        CARGO_TARGET_DIR=$PGO/bench-gen-target RUSTFLAGS="-Cprofile-generate=$RAW" \
-            cargo build --release -q -p aqmlab-core --bin aqmlab-bench >&2
-        train_merge "$RAW" "$PROF.tmp" --bench "$PGO/bench-gen-target/release/aqmlab-bench" >&2
-        mv "$PROF.tmp" "$PROF"
-        CARGO_TARGET_DIR=$PGO/bench-target cargo clean -q --release -p aqmlab-core 2>/dev/null || true
-    fi
-    CARGO_TARGET_DIR=$PGO/bench-target RUSTFLAGS="-Cprofile-use=$PROF" \
-        cargo build --release -q -p aqmlab-core --bin aqmlab-bench >&2
-    echo "$BIN"
+    CRATES=(-p aqmlab-core)
+    say() { :; }
 fi
+PROF=$PGO/$MODE.profdata
+RAW=$PGO/$MODE-raw
+
+# build TARGET_DIR RUSTFLAGS: the extension (installed into .venv) or aqmlab-bench
+build() {
+    local log=$PGO/$MODE-build.log
+    if [ "$MODE" = extension ]; then
+        CARGO_TARGET_DIR=$1 RUSTFLAGS=$2 "$VENV/bin/maturin" develop --release >"$log" 2>&1
+    else
+        CARGO_TARGET_DIR=$1 RUSTFLAGS=$2 cargo build --release -p aqmlab-core --bin aqmlab-bench >"$log" 2>&1
+    fi || { tail -n 40 "$log" >&2; exit 1; }
+}
+
+if stale "$PROF"; then
+    rm -rf "$RAW" && mkdir -p "$RAW"
+    say "1/3: instrumented build of the extension"
+    build "$PGO/$MODE-gen-target" "-Cprofile-generate=$RAW"
+    say "2/3: training runs (scripts/pgo_train.py)"
+    if [ "$MODE" = extension ]; then
+        "$VENV/bin/python" scripts/pgo_train.py
+    else
+        "$VENV/bin/python" scripts/pgo_train.py --bench "$PGO/$MODE-gen-target/release/aqmlab-bench" >&2
+    fi
+    "$PROFDATA" merge -o "$PROF.tmp" "$RAW"/*.profraw
+    mv "$PROF.tmp" "$PROF"
+    # cargo does not see a new profile behind the same RUSTFLAGS: rebuild our crates
+    CARGO_TARGET_DIR=$PGO/$MODE-target cargo clean -q --release "${CRATES[@]}" 2>/dev/null || true
+else
+    say "reusing $PROF (nothing it was trained from changed)"
+fi
+say "3/3: optimised build of the extension"
+build "$PGO/$MODE-target" "-Cprofile-use=$PROF"
+[ "$MODE" = extension ] || echo "$PGO/$MODE-target/release/aqmlab-bench"
