@@ -486,7 +486,10 @@ mod tests {
         assert_eq!(bad("variant = \"docsis\"\necn = true").field, "ecn");
         // De-randomisation is optional only in RFC 8033 (§5.4).
         assert_eq!(bad("derandomize = false").field, "derandomize");
-        assert_eq!(bad("variant = \"ns2\"\nderandomize = true").field, "derandomize");
+        assert_eq!(
+            bad("variant = \"ns2\"\nderandomize = true").field,
+            "derandomize"
+        );
         assert!(
             toml::from_str::<PieConfig>("variant = \"rfc8033\"\nderandomize = false")
                 .unwrap()
@@ -631,7 +634,10 @@ mod tests {
         assert_eq!(back_to_back(&derand), 0);
         let plain = run("variant = \"rfc8033\"\nderandomize = false");
         let drops = plain.iter().filter(|&&d| d).count();
-        assert!((540..=660).contains(&drops), "{drops} drops of 1000 at p = 0.6");
+        assert!(
+            (540..=660).contains(&drops),
+            "{drops} drops of 1000 at p = 0.6"
+        );
         assert!(back_to_back(&plain) > 250, "{}", back_to_back(&plain));
     }
 
