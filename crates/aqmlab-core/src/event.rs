@@ -80,7 +80,7 @@ const NEAR_CAP: usize = 16;
 
 /// A priority queue for the per-link events, of which only a handful are pending at a
 /// time (a scenario's links each have at most one `TxDone` and one `Arrive` scheduled:
-/// 2–3 on average in the residential study's runs): a short vector kept sorted by
+/// 2.2–7.8 on average in the residential study's 100 Mbit/s runs): a short vector kept sorted by
 /// descending key, so the earliest entry is its last and a pop is `Vec::pop`, and a
 /// binary heap for whatever arrives while the vector holds [`NEAR_CAP`] entries (large
 /// topologies). A pop takes the smaller of the two fronts; keys are unique, so the order
@@ -102,10 +102,14 @@ impl Near {
     fn push(&mut self, e: Entry) {
         let n = self.sorted.len();
         if n < NEAR_CAP {
-            // a new event is usually the latest pending one: scan from the front
-            let mut i = 0;
-            while i < n && self.sorted[i].key > e.key {
-                i += 1;
+            // A new event usually goes near the back (the earliest end): the pending
+            // ones it must pass are the far arrivals on long links. Measured insertion
+            // points: on average 0.4–0.8 entries from the back, against 1.8–7.1 from
+            // the front, in the headline and the residential study's 100 Mbit/s runs.
+            // Keys are unique, so the place is the one a scan from the front finds.
+            let mut i = n;
+            while i > 0 && self.sorted[i - 1].key < e.key {
+                i -= 1;
             }
             self.sorted.insert(i, e);
         } else {
