@@ -129,12 +129,17 @@ QDISCS = {
 BENCH = ROOT / "target" / "release" / "aqmlab-bench"
 
 
+def _bench_file(path: str) -> dict:
+    """One aqmlab-bench run of a scenario file: its speed line and its queue summary."""
+    out = subprocess.run([str(BENCH), path, "--summary"],
+                         capture_output=True, text=True, check=True).stdout.strip().splitlines()
+    return {**json.loads(out[0]), **json.loads(out[-1])}
+
+
 def _bench(text: str) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
         f.write(text)
-    out = subprocess.run([str(BENCH), f.name, "--summary"],
-                         capture_output=True, text=True, check=True).stdout.strip().splitlines()
-    return {**json.loads(out[0]), **json.loads(out[-1])}
+    return _bench_file(f.name)
 
 
 def _t95(n: int) -> float:
@@ -258,9 +263,7 @@ def main(argv=None) -> int:
     aq: dict = {}
     ns: dict = {}
     for _ in range(a.repeat):
-        out = subprocess.run([str(BENCH), f.name, "--summary"],
-                             capture_output=True, text=True, check=True).stdout.strip().splitlines()
-        run = {**json.loads(out[0]), **json.loads(out[-1])}
+        run = _bench_file(f.name)
         if not aq or run["wall_seconds"] < aq["wall_seconds"]:
             aq = run
         out = subprocess.run([str(ns3), f"--flows={a.flows}", f"--duration={a.duration:g}", "--warmup=10"],
