@@ -32,6 +32,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 
+import aqmlab  # noqa: E402
 from aqmlab.scenario import to_toml  # noqa: E402
 from aqmlab.study import list_studies, load_study  # noqa: E402
 
@@ -67,8 +68,6 @@ def dumbbell(qdisc: str, cc: str, ecn: bool) -> dict[str, Any]:
 
 def training_set() -> list[tuple[str, str, int]]:
     """(name, TOML text, seed) of every training run."""
-    import aqmlab
-
     runs: list[tuple[str, str, int]] = []
     for p in sorted((ROOT / "examples").glob("*.toml")):
         runs.append((f"example/{p.stem}", p.read_text(), 1))
@@ -107,8 +106,6 @@ def main() -> int:
                 if p.returncode != 0:
                     failed.append(f"{name}: {p.stderr.strip()}")
             else:
-                import aqmlab
-
                 try:
                     aqmlab.run(text, seed)
                 except aqmlab.AqmlabError as e:
