@@ -14,7 +14,7 @@ program is told to use TcpClassicRecovery), the same framing (2-byte PPP header)
 device queue (ns-3's 1-packet DropTailQueue holds one packet besides the one being sent:
 aqmlab device_queue = 2) and
 receive buffer (4 MiB, as dumbbell.cc sets), CoDel (Linux/RFC 8289 defaults) or PIE
-(RFC 8033 defaults, as ns-3's PieQueueDisc), and prints mean / p99 sojourn per flow count
+(RFC 8033 defaults, as ns-3's PieQueueDisc), and prints mean / p99 sojourn, drops and congestion events per second per flow count
 with the aqmlab / ns-3 ratio, over seeds 1..N (default 5) with 95 % confidence intervals.
 
     python3 benchmarks/ns3/compare.py --cc bbr [--flows-list 1,4] [--aqm fifo,codel]
@@ -60,7 +60,7 @@ FIDELITY = """
 name = "ns3-fidelity"
 duration = "{duration}s"
 seed = {seed}
-warmup = "10s"
+warmup = "{warmup}s"
 
 [dumbbell]
 pairs = {flows}
@@ -166,18 +166,27 @@ def sojourn(a, ns3: pathlib.Path) -> int:
     the two simulators are independent draws, not pairs)."""
     rows = []
     cache = json.loads(CACHE.read_text()) if CACHE.exists() and not a.no_cache else {}
-    print(f"mean / p99 sojourn (ms), {a.duration:g} s runs x {a.seeds} seeds, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
+    print(f"mean / p99 sojourn (ms), the up qdisc's drops and the senders' congestion events (fast recoveries + RTOs) per second, {a.duration:g} s runs x {a.seeds} seeds, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
           f"TcpNewReno + TcpClassicRecovery; ± = 95 % CI over seeds\n")
-    print(f"{'aqm':6} {'flows':>5} {'aqmlab mean':>14} {'ns-3 mean':>14} {'ratio':>12} {'aqmlab p99':>11} {'ns-3 p99':>9}")
+    print(f"{'aqm':6} {'flows':>5} {'aqmlab mean':>14} {'ns-3 mean':>14} {'ratio':>12} {'aqmlab p99':>11} {'ns-3 p99':>9} "
+          f"{'drops/s':>8} {'ns-3':>8} {'events/s':>8} {'ns-3':>8}")
     for aqm in a.aqm.split(","):
         for n in [int(x) for x in a.flows_list.split(",")]:
             aqs, nss = [], []
             for seed in range(1, a.seeds + 1):
-                aqs.append(_bench(FIDELITY.format(duration=f"{a.duration:g}", flows=n, qdisc=QDISCS[aqm], seed=seed)))
+                full = _bench(FIDELITY.format(duration=f"{a.duration:g}", warmup=10, flows=n, qdisc=QDISCS[aqm], seed=seed))
+                # the senders' congestion events after the warm-up: the whole run's minus
+                # those of the same seed's first 10 s (the same trajectory up to there)
+                first = _bench(FIDELITY.format(duration="10", warmup=0, flows=n, qdisc=QDISCS[aqm], seed=seed))
+                span = a.duration - 10
+                full["events_per_second"] = sum(full[k] - first[k] for k in ("fast_recoveries", "rtos")) / span
+                aqs.append(full)
                 args = [f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10", f"--aqm={aqm}",
                         "--recovery=classic", f"--seed={seed}"]
                 key = " ".join(args)
-                if key not in cache:  # ns-3's runs are deterministic per seed: reuse them
+                # ns-3's runs are deterministic per seed: reuse them (entries cached before
+                # drops and congestion events were printed are run again)
+                if "recoveries_per_second" not in cache.get(key, {}):
                     out = subprocess.run([str(ns3), *args], capture_output=True, text=True, check=True,
                                          env=_ns3_env()).stdout.strip().splitlines()
                     cache[key] = json.loads(out[-1])
@@ -187,13 +196,19 @@ def sojourn(a, ns3: pathlib.Path) -> int:
             mn, cn = _mean_ci([r["sojourn_mean"] * 1e3 for r in nss])
             pa, _ = _mean_ci([r["sojourn_p99"] * 1e3 for r in aqs])
             pn, _ = _mean_ci([r["sojourn_p99"] * 1e3 for r in nss])
+            da, _ = _mean_ci([r["drops_per_second"] for r in aqs])
+            dn, _ = _mean_ci([r["drops_per_second"] for r in nss])
+            ea, _ = _mean_ci([r["events_per_second"] for r in aqs])
+            en, _ = _mean_ci([r["recoveries_per_second"] + r["rtos_per_second"] for r in nss])
             r = ma / mn if mn else float("nan")
             # half-widths -> relative standard errors -> CI of the ratio (first order)
             rel = ((ca / ma) ** 2 + (cn / mn) ** 2) ** 0.5 if mn and ma else float("nan")
             rows.append({"aqm": aqm, "flows": n, "aqmlab": aqs, "ns3": nss, "ratio": r, "ratio_ci95": r * rel,
-                         "aqmlab_mean_ms": ma, "aqmlab_ci95_ms": ca, "ns3_mean_ms": mn, "ns3_ci95_ms": cn})
+                         "aqmlab_mean_ms": ma, "aqmlab_ci95_ms": ca, "ns3_mean_ms": mn, "ns3_ci95_ms": cn,
+                         "aqmlab_drops_per_s": da, "ns3_drops_per_s": dn,
+                         "aqmlab_cong_events_per_s": ea, "ns3_cong_events_per_s": en})
             print(f"{aqm:6} {n:>5} {ma:>7.2f} ± {ca:<4.2f} {mn:>7.2f} ± {cn:<4.2f} {r:>5.2f} ± {r * rel:<4.2f} "
-                  f"{pa:>11.2f} {pn:>9.2f}", flush=True)
+                  f"{pa:>11.2f} {pn:>9.2f} {da:>8.2f} {dn:>8.2f} {ea:>8.2f} {en:>8.2f}", flush=True)
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2))
     return 0

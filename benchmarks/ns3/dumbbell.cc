@@ -3,8 +3,9 @@
 // bottleneck == router_b -- server_i, CoDel (Linux defaults) on both bottleneck egresses,
 // 1 Gbit/s 0.1 ms access links, 10 Mbit/s 5 ms bottleneck, random starts within 1 s.
 // Prints one JSON line: wall seconds, bottleneck packets (both directions, dequeued by
-// the bottleneck qdiscs), utilisation of the up direction and mean/p99 CoDel sojourn
-// after the warm-up.
+// the bottleneck qdiscs), utilisation of the up direction, mean/p99 CoDel sojourn and the
+// up qdisc's drops per second, the senders' fast recoveries and RTOs per second, after the
+// warm-up.
 //   usage: ns3-dumbbell [--flows=16] [--duration=100] [--warmup=10] [--rate=10Mbps]
 //                       [--aqm=codel|pie|fifo] [--recovery=classic|prr]
 //                       [--cc=TcpNewReno|TcpLinuxReno|TcpBbr] [--limit=1000] [--delay=5ms]
@@ -36,6 +37,34 @@ static void Sojourn(Time t)
 {
     if (Simulator::Now().GetSeconds() >= g_warmup)
         g_sojourn.push_back(t.GetSeconds());
+}
+
+// drops by the up bottleneck's qdisc after the warm-up (on arrival and, CoDel, at dequeue)
+static uint64_t g_drops = 0;
+
+static void QdiscDrop(Ptr<const QueueDiscItem>, const char*)
+{
+    if (Simulator::Now().GetSeconds() >= g_warmup)
+        g_drops++;
+}
+
+// the senders' entries into fast recovery and into loss recovery (RTO) after the warm-up
+static uint64_t g_recoveries = 0;
+static uint64_t g_rtos = 0;
+
+static void CongState(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t to)
+{
+    if (Simulator::Now().GetSeconds() < g_warmup || from == to)
+        return;
+    if (to == TcpSocketState::CA_RECOVERY)
+        g_recoveries++;
+    else if (to == TcpSocketState::CA_LOSS)
+        g_rtos++;
+}
+
+static void ConnectCongState()
+{
+    Config::ConnectWithoutContext("/NodeList/*/$ns3::TcpL4Protocol/SocketList/*/CongState", MakeCallback(&CongState));
 }
 
 static void PhyTxEnd(Ptr<const Packet> p)
@@ -113,7 +142,11 @@ int main(int argc, char* argv[])
     StartBulkFlows(d, 1.0);
     qd.Get(0)->TraceConnectWithoutContext("SojournTime", MakeCallback(&Sojourn));
     nb.Get(0)->TraceConnectWithoutContext("PhyTxEnd", MakeCallback(&PhyTxEnd));
+    qd.Get(0)->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(&QdiscDrop));
+    qd.Get(0)->TraceConnectWithoutContext("DropAfterDequeue", MakeCallback(&QdiscDrop));
 
+    // every bulk socket exists once the last flow has started (within the first second)
+    Simulator::Schedule(Seconds(1.001), &ConnectCongState);
     Simulator::Stop(Seconds(duration));
     auto t0 = std::chrono::steady_clock::now();
     Simulator::Run();
@@ -129,8 +162,10 @@ int main(int argc, char* argv[])
     // the up device's PhyTxEnd sees the PPP frame (IP + 2 bytes PPP header)
     double util = g_txBytesUp * 8.0 / (DataRate(rate).GetBitRate() * (duration - g_warmup));
     std::printf("{\"simulator\":\"ns-3.44\",\"aqm\":\"%s\",\"sim_seconds\":%g,\"bottleneck_packets\":%llu,\"wall_seconds\":%.4f,"
-                "\"packets_per_second\":%.0f,\"utilization\":%.4f,\"sojourn_mean\":%.6f,\"sojourn_p99\":%.6f}\n",
-                aqm.c_str(), duration, (unsigned long long)pkts, wall, pkts / wall, util, mean, p99);
+                "\"packets_per_second\":%.0f,\"utilization\":%.4f,\"sojourn_mean\":%.6f,\"sojourn_p99\":%.6f,"
+                "\"drops_per_second\":%.3f,\"recoveries_per_second\":%.3f,\"rtos_per_second\":%.3f}\n",
+                aqm.c_str(), duration, (unsigned long long)pkts, wall, pkts / wall, util, mean, p99,
+                g_drops / (duration - g_warmup), g_recoveries / (duration - g_warmup), g_rtos / (duration - g_warmup));
     Simulator::Destroy();
     return 0;
 }

@@ -87,9 +87,40 @@ fn main() {
             .iter()
             .find(|q| prefixes.iter().any(|p| q.name.starts_with(p.as_str())))
         {
+            // the queue's drops per second after the warm-up, from its per-bin `drops`
+            // series (bins start at multiples of the bin width, the warm-up on a boundary
+            // in the benchmark scenarios)
+            let dm = r.metric_names.iter().position(|m| m == "drops");
+            let s = &r.series;
+            let drops: f64 = (0..s.len())
+                .filter(|&i| {
+                    s.kind[i] == aqmlab_core::metrics::KIND_QUEUE
+                        && s.entity[i] == q.id
+                        && Some(s.metric[i] as usize) == dm
+                        && s.t[i] >= r.warmup - 1e-9
+                })
+                .map(|i| s.value[i])
+                .sum();
+            let span = (r.duration - r.warmup).max(1e-9);
+            // the TCP senders' congestion events over the whole run (their counters do
+            // not restart at the warm-up)
+            let total = |key: &str| -> f64 {
+                r.flows
+                    .iter()
+                    .flat_map(|f| f.extra.iter())
+                    .filter(|(k, _)| *k == key)
+                    .map(|(_, v)| v)
+                    .sum()
+            };
             println!(
-                "{{\"link\":\"{}\",\"utilization\":{:.4},\"sojourn_mean\":{:.6},\"sojourn_p99\":{:.6}}}",
-                q.name, q.utilization, q.sojourn_mean, q.sojourn_p99
+                "{{\"link\":\"{}\",\"utilization\":{:.4},\"sojourn_mean\":{:.6},\"sojourn_p99\":{:.6},\"drops_per_second\":{:.3},\"fast_recoveries\":{},\"rtos\":{}}}",
+                q.name,
+                q.utilization,
+                q.sojourn_mean,
+                q.sojourn_p99,
+                drops / span,
+                total("fast_recoveries"),
+                total("rtos")
             );
         }
     }
