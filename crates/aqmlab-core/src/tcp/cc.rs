@@ -60,7 +60,8 @@ pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 pub struct Window {
     pub cwnd: u32,
     pub ssthresh: u32,
-    /// Segments acknowledged towards the next additive increase.
+    /// Segments (or ACKs) counted towards the next additive increase; with `ca_growth =
+    /// "acks"` the fraction of a segment the window holds, in 1/65536 of a segment.
     pub cnt: u32,
     /// Upper bound of `cwnd` (`max_window`).
     pub clamp: u32,
@@ -137,7 +138,8 @@ impl Window {
     }
     /// Additive increase (RFC 5681 3.1): one segment per `w` units, where a unit is
     /// - `segments`: a segment acknowledged (RFC 3465; Linux ≥ 4.0 `tcp_cong_avoid_ai`);
-    /// - `acks`: an ACK (ns-2 `cwnd_ += 1/cwnd_`, ns-3 NewReno MSS²/cWnd per ACK);
+    /// - `acks`: 1/c of a segment per ACK on a fractional window c (ns-2
+    ///   `cwnd_ += 1/cwnd_`, ns-3 NewReno MSS²/cWnd bytes per ACK), the fraction in `cnt`;
     /// - `acks-linux`: an ACK, Linux < 4.0 style: the ACK that finds the counter at `w`
     ///   only raises cwnd and zeroes the counter, so w + 1 ACKs per segment.
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {

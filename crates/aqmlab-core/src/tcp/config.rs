@@ -73,7 +73,9 @@ pub enum CaGrowth {
     Segments,
     /// 1/cwnd of a segment per ACK of new data: ns-2 `TcpAgent::opencwnd` (`windowOption_ 1`:
     /// `cwnd_ += increase_num_ / cwnd_`), ns-3 `TcpNewReno::CongestionAvoidance`
-    /// (`cWnd += max(1, MSS²/cWnd)` bytes per ACK). Modelled as one segment per cwnd ACKs.
+    /// (`cWnd += max(1, MSS²/cWnd)` bytes per ACK). Modelled as a fractional window that
+    /// grows by 1/cwnd of a segment per ACK (so from w to w + 1 in about w + ½ ACKs);
+    /// only whole segments are sent.
     Acks,
     /// Linux before 4.0 (`tcp_cong_avoid_ai(tp, w)`): `snd_cwnd_cnt` counts ACKs, and the ACK
     /// that finds `snd_cwnd_cnt >= w` raises cwnd and zeroes the counter, so one segment per
