@@ -123,6 +123,30 @@ pub enum RtoFloor {
     Sum,
 }
 
+/// How the sender measures the round-trip time that sets its retransmission timeout.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RttTiming {
+    /// Every ACK of new data gives a sample (Karn's rule on the segments' send times,
+    /// the timestamp echo when only retransmitted data was acknowledged), in exact
+    /// time; a valid sample clears the timeout backoff (Linux `tcp_ack_update_rtt`,
+    /// ns-3 with timestamps).
+    Ack,
+    /// ns-2's `TcpAgent` without timestamps (`timestamps_ false`, the default; ns-2.35
+    /// `tcp/tcp.cc`): one segment per flight is timed — the next new segment sent
+    /// while none is timed (`output`: `rtt_active_`, `rtt_seq_`, `rtt_ts_`) — and the
+    /// timing is abandoned when the retransmission timer is reset by a timeout or a
+    /// fast retransmit (`reset_rtx_timer`). The sample is counted in 10 ms clock ticks
+    /// (`tcpTick_ 0.01`) from a random phase of the sender's clock (`boot_time_`) and
+    /// smoothed in ns-2's fixed point (`rtt_update`: SRTT with 3 fractional bits,
+    /// RTTVAR with 2, RTO = SRTT + 4·RTTVAR in whole ticks); the timeout is
+    /// max(min_rto, RTO) times the backoff, at most 60 s (`maxrto_`) and at least two
+    /// ticks (`rtt_timeout`); the backoff stays until the timed segment is acknowledged
+    /// or a partial ACK arrives in fast recovery, and after more than three doublings
+    /// the SRTT is forgotten (`rtt_backoff`).
+    Ns2,
+}
+
 /// How the sender decides that a segment is lost (before the retransmission timeout).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -259,7 +283,7 @@ pub const STACKS: &[(&str, &str)] = &[
     ("linux", "modern Linux (default, 6.1): CUBIC, IW 10, per-segment growth, PRR, HyStart, RACK-TLP loss detection, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms, undo of spurious reductions as 6.1"),
     ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, FACK loss detection with early retransmit and tail loss probes, IW 10, undo as 3.14"),
     ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, FACK loss detection, IW 3 (RFC 3390), initial RTO 3 s, undo as 2.6"),
-    ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum"),
+    ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum, one timed segment per flight on a 10 ms clock"),
     ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, SYN timeout 3 s, receive buffer 128 KiB"),
 ];
 
@@ -316,7 +340,8 @@ impl Stack {
     ///   `tcp_adv_win_scale` 2).
     /// - `ns2-sack1`: ns-2.35 `tcl/lib/ns-default.tcl` (`windowInit_ 2`, `minrto_ 0.2`,
     ///   `rtxcur_init_ 3.0`, `rfc2988_ true`, `windowOption_ 1`), `tcp/tcp.cc`
-    ///   (`opencwnd`, `rtt_timeout`), `tcp/tcp-sack1.cc` (cwnd = ssthresh on the third
+    ///   (`opencwnd`, `output`'s timed segment, `rtt_update`, `rtt_timeout`, `rtt_backoff`:
+    ///   `rtt_timing = "ns2"`), `tcp/tcp-sack1.cc` (cwnd = ssthresh on the third
     ///   duplicate ACK, pipe-limited sending), `tcp/tcp-sink.cc` `DelAckSink`
     ///   (`interval_ 100ms`, every 2nd segment); `window_ 10000` as the DOCSIS study set it.
     /// - `ns3`: ns-3.44 `src/internet/model/tcp-socket.cc` (`InitialCwnd 10`,
@@ -438,6 +463,13 @@ impl Stack {
         };
         TcpOptions {
             reno_halves: Some(halves),
+            // ns-2's agents time one segment per flight on a 10 ms clock
+            // (`timestamps_ false`); Linux and ns-3 sample every ACK.
+            rtt_timing: Some(if self == Stack::Ns2Sack1 {
+                RttTiming::Ns2
+            } else {
+                RttTiming::Ack
+            }),
             undo: Some(undo),
             loss_detection: Some(loss_detection),
             tlp: Some(tlp),
@@ -565,6 +597,10 @@ pub struct TcpOptions {
     /// NewReno's ssthresh halves "cwnd" (Linux, ns-2) or "flight" (RFC 5681, ns-3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reno_halves: Option<RenoHalves>,
+    /// How the RTO's round-trip time is measured: "ack" (every ACK, exact time; Linux,
+    /// ns-3) or "ns2" (one timed segment per flight in 10 ms ticks). See [`RttTiming`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_timing: Option<RttTiming>,
     /// Record samples `cwnd` and `ssthresh` (bytes), `srtt` and `rto` (seconds) of the
     /// data sender. Default false.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -725,6 +761,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "NewReno ssthresh = max(2, X/2) with X = cwnd (Linux, ns-2) or flight (RFC 5681, ns-3 TcpNewReno)",
     },
     ParamDoc {
+        name: "rtt_timing",
+        default: "ack",
+        doc: "RTT for the RTO: ack (every ACK of new data, exact time: Linux, ns-3) or ns2 (one timed segment per flight in 10 ms ticks, backoff kept until it is acknowledged: ns-2 TcpAgent without timestamps; profile ns2-sack1)",
+    },
+    ParamDoc {
         name: "trace",
         default: "false",
         doc: "record cwnd, ssthresh (bytes), srtt, rto (s) samples of the sender",
@@ -798,6 +839,7 @@ pub struct TcpConfig {
     pub ca_growth: CaGrowth,
     pub rto_floor: RtoFloor,
     pub reno_halves: RenoHalves,
+    pub rtt_timing: RttTiming,
     pub trace: bool,
     pub pacing: bool,
     pub pacing_ss_ratio: u32,
@@ -854,6 +896,7 @@ impl TcpOptions {
             recovery: over.recovery.or(self.recovery),
             rto_floor: over.rto_floor.or(self.rto_floor),
             reno_halves: over.reno_halves.or(self.reno_halves),
+            rtt_timing: over.rtt_timing.or(self.rtt_timing),
             trace: over.trace.or(self.trace),
             pacing: over.pacing.or(self.pacing),
             pacing_ss_ratio: over.pacing_ss_ratio.or(self.pacing_ss_ratio),
@@ -1052,6 +1095,7 @@ impl TcpOptions {
             ca_growth: o.ca_growth.unwrap_or(CaGrowth::Segments),
             rto_floor: o.rto_floor.unwrap_or(RtoFloor::Variance),
             reno_halves: o.reno_halves.unwrap_or(RenoHalves::Cwnd),
+            rtt_timing: o.rtt_timing.unwrap_or(RttTiming::Ack),
             trace: o.trace.unwrap_or(false),
         })
     }

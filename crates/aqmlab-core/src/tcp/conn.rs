@@ -289,6 +289,12 @@ impl TcpConn {
                 e.snd.cc.set_seed(h.random_u64());
             }
         }
+        if self.ends[0].snd.rtt.is_ns2() {
+            // each ns-2 agent's tick clock has its own random phase (`boot_time_`)
+            for e in self.ends.iter_mut() {
+                e.snd.rtt.set_ns2_phase(h.random_u64());
+            }
+        }
         self.send_syn(h, Side::A);
         self.sync_timers(h, Side::A);
     }

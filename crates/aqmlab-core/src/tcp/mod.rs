@@ -30,8 +30,8 @@ pub mod sender;
 
 pub use cc::{CongestionControl, Window};
 pub use config::{
-    CaGrowth, DelayedAck, Recovery, RenoHalves, RtoFloor, SsGrowth, Stack, TcpConfig, TcpOptions,
-    STACKS, TCP_PARAMS,
+    CaGrowth, DelayedAck, Recovery, RenoHalves, RtoFloor, RttTiming, SsGrowth, Stack, TcpConfig,
+    TcpOptions, STACKS, TCP_PARAMS,
 };
 pub use conn::{
     decode_timer, timer_kind, Side, TcpConn, TcpEvents, TcpHost, TimerType, APP_TIMER_BIT,

@@ -14,11 +14,34 @@
 //! it once per RTT (`mdev_max_us`); the RFC's smoothing is used instead.
 //! Exponential backoff doubles the timeout per expiry (RFC 6298 5.5) and is cleared by
 //! the next valid RTT sample (Linux `tcp_ack_update_rtt`).
+//!
+//! With `rtt_timing = "ns2"` the estimator is ns-2's instead (ns-2.35 `tcp/tcp.cc`,
+//! `rtt_update`, `rtt_timeout`, `rtt_backoff`; see [`RttTiming`](super::RttTiming)):
+//! samples counted in 10 ms ticks of a clock with a random phase, SRTT and RTTVAR in
+//! fixed point, the floor on the whole timeout, at most 60 s.
 
-use crate::time::SimDuration;
+use crate::time::{SimDuration, SimTime};
 
 /// Upper bound of the timeout (Linux TCP_RTO_MAX; RFC 6298 allows ≥ 60 s).
 pub const MAX_RTO: SimDuration = SimDuration::from_secs(120);
+
+/// ns-2's TCP clock granularity (`Agent/TCP set tcpTick_ 0.01`).
+pub const NS2_TICK: SimDuration = SimDuration::from_millis(10);
+/// ns-2's upper bound of the timeout (`Agent/TCP set maxrto_ 60`).
+pub const NS2_MAX_RTO: SimDuration = SimDuration::from_secs(60);
+
+/// ns-2's retransmit-timer state (`RttTiming::Ns2`).
+#[derive(Clone, Debug)]
+struct Ns2Clock {
+    /// `boot_time_`: the phase of the sender's tick clock, in [0, tick) nanoseconds.
+    boot: u64,
+    /// `t_srtt_`: SRTT in ticks with 3 fractional bits; 0 = no estimate.
+    srtt8: i64,
+    /// `t_rttvar_`: RTTVAR in ticks with 2 fractional bits.
+    rttvar4: i64,
+    /// `t_rtxcur_`: SRTT + 4·RTTVAR in whole ticks (the initial RTO before a sample).
+    rtxcur: SimDuration,
+}
 
 /// RTT estimator and RTO computation of one sender.
 #[derive(Clone, Debug)]
@@ -32,6 +55,8 @@ pub struct RttEstimator {
     backoff: u32,
     /// `rto_floor = "sum"`: RFC 6298 (2.4) max(min_rto, SRTT + 4·RTTVAR).
     floor_on_sum: bool,
+    /// `rtt_timing = "ns2"`: ns-2's estimator replaces the RFC 6298 one.
+    ns2: Option<Ns2Clock>,
 }
 
 impl RttEstimator {
@@ -45,7 +70,74 @@ impl RttEstimator {
             initial_rto,
             backoff: 0,
             floor_on_sum: false,
+            ns2: None,
         }
+    }
+
+    /// ns-2's estimator (`rtt_timing = "ns2"`), with the clock's phase at 0 until
+    /// [`RttEstimator::set_ns2_phase`].
+    pub fn with_ns2_clock(mut self, on: bool) -> Self {
+        self.ns2 = on.then_some(Ns2Clock {
+            boot: 0,
+            srtt8: 0,
+            rttvar4: 0,
+            rtxcur: self.initial_rto,
+        });
+        self
+    }
+
+    /// True with ns-2's estimator.
+    pub fn is_ns2(&self) -> bool {
+        self.ns2.is_some()
+    }
+
+    /// ns-2 draws each agent's clock phase uniformly in one tick (`boot_time_ =
+    /// Random::uniform(tcp_tick_)`); `r` is a uniform 64-bit draw.
+    pub fn set_ns2_phase(&mut self, r: u64) {
+        if let Some(c) = &mut self.ns2 {
+            c.boot = r % NS2_TICK.as_nanos();
+        }
+    }
+
+    /// ns-2 `rtt_update` for the timed segment sent at `sent` and acknowledged at
+    /// `now`: the ticks of the sender's clock between the two instants (at least one),
+    /// smoothed in fixed point; clears the backoff.
+    pub fn sample_ns2(&mut self, sent: SimTime, now: SimTime) {
+        let tao = now.saturating_since(sent);
+        self.latest = tao;
+        self.min_rtt = self.min_rtt.min(tao);
+        self.backoff = 0;
+        let Some(c) = &mut self.ns2 else {
+            return;
+        };
+        let tick = NS2_TICK.as_nanos();
+        // ticks that have started between the send and now on a clock of phase `boot`
+        let tickoff = (sent.as_nanos() + c.boot) % tick;
+        let m = (((tao.as_nanos() + tickoff) / tick) as i64).max(1);
+        if c.srtt8 != 0 {
+            let mut delta = m - (c.srtt8 >> 3);
+            c.srtt8 += delta;
+            if c.srtt8 <= 0 {
+                c.srtt8 = 1;
+            }
+            delta = delta.abs() - (c.rttvar4 >> 2);
+            c.rttvar4 += delta;
+            if c.rttvar4 <= 0 {
+                c.rttvar4 = 1;
+            }
+        } else {
+            c.srtt8 = m << 3;
+            c.rttvar4 = m << 1;
+        }
+        // (rttvar << (rttvar_exp 2 + 3 − 2) + srtt) >> 3: SRTT + 4·RTTVAR, whole ticks
+        let ticks = ((c.rttvar4 << 3) + c.srtt8) >> 3;
+        c.rtxcur = SimDuration::from_nanos(ticks as u64 * tick);
+    }
+
+    /// Clears the timeout backoff without a sample (ns-2 Sack1 on a partial ACK in
+    /// fast recovery: `t_backoff_ = 1`).
+    pub fn clear_backoff(&mut self) {
+        self.backoff = 0;
     }
 
     /// RFC 6298 (2.4) form: `min_rto` bounds the whole timeout (ns-2, ns-3).
@@ -75,12 +167,20 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
-    /// Smoothed RTT, if any sample was taken.
+    /// Smoothed RTT, if any sample was taken (ns-2's: whole eighths of a tick, none
+    /// again after the backoff forgot it).
     pub fn srtt(&self) -> Option<SimDuration> {
-        self.srtt
+        match &self.ns2 {
+            None => self.srtt,
+            Some(c) => (c.srtt8 > 0)
+                .then(|| SimDuration::from_nanos(c.srtt8 as u64 * NS2_TICK.as_nanos() / 8)),
+        }
     }
     pub fn rttvar(&self) -> SimDuration {
-        self.rttvar
+        match &self.ns2 {
+            None => self.rttvar,
+            Some(c) => SimDuration::from_nanos(c.rttvar4.max(0) as u64 * NS2_TICK.as_nanos() / 4),
+        }
     }
     /// Smallest sample so far (`SimDuration::MAX` before the first).
     pub fn min_rtt(&self) -> SimDuration {
@@ -95,6 +195,10 @@ impl RttEstimator {
 
     /// The timeout without backoff.
     pub fn base_rto(&self) -> SimDuration {
+        if let Some(c) = &self.ns2 {
+            // rtt_timeout with rfc2988_: the floor before the backoff
+            return c.rtxcur.max(self.min_rto);
+        }
         match self.srtt {
             None => self.initial_rto,
             Some(s) if self.floor_on_sum => (s + self.rttvar * 4).max(self.min_rto).min(MAX_RTO),
@@ -105,6 +209,15 @@ impl RttEstimator {
     /// The timeout to arm now: the base timeout doubled per backoff step, capped.
     pub fn rto(&self) -> SimDuration {
         let b = self.base_rto();
+        if self.ns2.is_some() {
+            // at most maxrto_, at least two ticks
+            let t = if self.backoff >= 20 {
+                NS2_MAX_RTO
+            } else {
+                (b * (1u64 << self.backoff)).min(NS2_MAX_RTO)
+            };
+            return t.max(NS2_TICK * 2);
+        }
         if self.backoff >= 20 {
             return MAX_RTO;
         }
@@ -113,7 +226,20 @@ impl RttEstimator {
 
     /// The timer expired: back off (RFC 6298 5.5).
     pub fn on_timeout(&mut self) {
-        self.backoff = (self.backoff + 1).min(30);
+        if self.ns2.is_none() {
+            self.backoff = (self.backoff + 1).min(30);
+            return;
+        }
+        // rtt_backoff: double while t_backoff_ < 64 or the timeout is below maxrto_;
+        // past 8 (a fourth doubling) the SRTT is folded into RTTVAR and forgotten
+        if self.backoff < 6 || self.rto() < NS2_MAX_RTO {
+            self.backoff = (self.backoff + 1).min(30);
+        }
+        if self.backoff > 3 {
+            let c = self.ns2.as_mut().expect("checked above");
+            c.rttvar4 += c.srtt8 >> 3;
+            c.srtt8 = 0;
+        }
     }
 }
 
@@ -148,6 +274,58 @@ mod tests {
         assert!(s.as_nanos().abs_diff(100_000_000) < 100_000, "srtt {s}");
         assert_eq!(e.rto(), s + ms(200), "Linux form: SRTT + min_rto");
         assert_eq!(e.min_rtt(), ms(100));
+    }
+
+    /// ns-2's estimator (`rtt_update`, `rtt_timeout`, `rtt_backoff` of ns-2.35
+    /// `tcp/tcp.cc`), worked by hand in ticks of 10 ms.
+    #[test]
+    fn ns2_clock_ticks_fixed_point_and_backoff() {
+        let t = |x: u64| SimTime::from_nanos(x * 1_000_000);
+        let mut e = RttEstimator::new(ms(200), ms(3000))
+            .with_floor_on_sum(true)
+            .with_ns2_clock(true);
+        assert_eq!(e.rto(), ms(3000), "rtxcur_init_ before a sample");
+        // A clock phase of 7 ms: a segment sent at 0 and acknowledged at 95 ms saw ten
+        // ticks start (at 3, 13, ..., 93 ms): t_rtt_ = int((95 + 7) / 10) = 10.
+        e.set_ns2_phase(7_000_000 + 5 * 10_000_000);
+        e.sample_ns2(t(0), t(95));
+        assert_eq!((e.srtt(), e.rttvar()), (Some(ms(100)), ms(50)));
+        // (t_rttvar_ 20 << 3) + t_srtt_ 80 = 240, >> 3 = 30 ticks
+        assert_eq!(e.rto(), ms(300));
+        // 40 ms sent at 1 ms: (40 + 8) / 10 = 4 ticks; delta −6: t_srtt_ 74;
+        // t_rttvar_ 20 + (6 − 5) = 21; (168 + 74) >> 3 = 30 ticks.
+        e.sample_ns2(t(1), t(41));
+        assert_eq!(e.srtt(), Some(SimDuration::from_micros(92_500)));
+        assert_eq!(e.rto(), ms(300));
+        // A run of 1 ms samples counts one tick each (never zero). The fixed point
+        // truncates: t_srtt_ stops at 15 (delta = 1 − (15 >> 3) = 0), an SRTT of
+        // 1.875 ticks, and t_rttvar_ at 3; RTO = (24 + 15) >> 3 = 4 ticks, under the
+        // floor, which bounds the whole timeout.
+        for i in 0..60 {
+            e.sample_ns2(t(1000 + 10 * i), t(1000 + 10 * i + 1));
+        }
+        assert_eq!(e.srtt(), Some(SimDuration::from_micros(18_750)));
+        assert_eq!(e.rttvar(), SimDuration::from_micros(7_500));
+        assert_eq!(e.rto(), ms(200));
+        // Backoff: doubling per timeout; the fourth forgets the SRTT (folded into
+        // RTTVAR); the cap is maxrto_ 60 s and doubling stops there.
+        for k in 1..=3 {
+            e.on_timeout();
+            assert_eq!(e.rto(), ms(200 << k));
+            assert!(e.srtt().is_some());
+        }
+        e.on_timeout();
+        assert_eq!((e.rto(), e.srtt()), (ms(3200), None));
+        for _ in 0..20 {
+            e.on_timeout();
+        }
+        assert_eq!((e.rto(), e.backoff()), (NS2_MAX_RTO, 9));
+        // The next sample starts the estimate afresh and clears the backoff.
+        e.sample_ns2(t(5000), t(5100));
+        assert_eq!(
+            (e.srtt(), e.rto(), e.backoff()),
+            (Some(ms(100)), ms(300), 0)
+        );
     }
 
     #[test]

@@ -120,7 +120,9 @@
 pub use super::cc::CaState;
 use super::cc::RateSample;
 use super::cc::{AckSample, CcParams, CongestionControl, Window, INFINITE_SSTHRESH};
-use super::config::{CcKind, LossDetection, Recovery, RenoHalves, RtoFloor, TcpConfig, Tlp, Undo};
+use super::config::{
+    CcKind, LossDetection, Recovery, RenoHalves, RtoFloor, RttTiming, TcpConfig, Tlp, Undo,
+};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Delivered, Scoreboard, TxStamp, DUP_THRESH, EVER_RETRANS};
 use super::AnyCc;
@@ -251,6 +253,8 @@ pub struct Sender {
     prr_out: u32,
     force_rtx: bool,
     pub rtt: RttEstimator,
+    /// `rtt_timing = "ns2"`: the segment being timed, as (its end, its send time).
+    rtt_timed: Option<(u64, SimTime)>,
     /// Deadline of the retransmission-timer slot and what it is armed for.
     rto_deadline: SimTime,
     timer: XmitTimer,
@@ -355,7 +359,9 @@ impl Sender {
             prr_out: 0,
             force_rtx: false,
             rtt: RttEstimator::new(cfg.min_rto, cfg.initial_rto)
-                .with_floor_on_sum(cfg.rto_floor == RtoFloor::Sum),
+                .with_floor_on_sum(cfg.rto_floor == RtoFloor::Sum)
+                .with_ns2_clock(cfg.rtt_timing == RttTiming::Ns2),
+            rtt_timed: None,
             rto_deadline: SimTime::NEVER,
             timer: XmitTimer::Rto,
             rack: cfg.loss_detection == LossDetection::Rack && cfg.sack,
@@ -434,7 +440,10 @@ impl Sender {
             self.undo = Undo::Off;
         }
         if let Some(r) = rtt {
-            self.rtt.sample(r);
+            if !self.rtt.is_ns2() {
+                // (ns-2 has no handshake: its first sample is the first data segment's)
+                self.rtt.sample(r);
+            }
             self.min_rtt = Some(r);
         }
         // RFC 5681 3.1 / RFC 6298 5.7: a window of one segment after a lost SYN. Linux
@@ -957,6 +966,26 @@ impl Sender {
         self.w.cwnd = self.w.cwnd.min(self.in_flight() + 1).max(1);
     }
 
+    /// `rtt_timing = "ns2"` (ns-2 `newack`): the timed segment's sample once an ACK
+    /// covers it; a partial ACK in fast recovery clears the backoff (Sack1
+    /// `t_backoff_ = 1`).
+    #[inline(never)]
+    fn ns2_rtt(&mut self, now: SimTime, ack: u64, una_advanced: bool) -> Option<SimDuration> {
+        match self.rtt_timed {
+            Some((end, sent)) if ack >= end => {
+                self.rtt_timed = None;
+                self.rtt.sample_ns2(sent, now);
+                Some(now.saturating_since(sent))
+            }
+            _ => {
+                if una_advanced && self.state == CaState::Recovery && ack < self.high_seq {
+                    self.rtt.clear_backoff();
+                }
+                None
+            }
+        }
+    }
+
     fn enter_recovery(&mut self, now: SimTime, ece: bool) {
         self.stats.fast_recoveries += 1;
         if self.undo != Undo::Off {
@@ -967,6 +996,8 @@ impl Sender {
         }
         self.high_seq = self.snd_nxt;
         self.state = CaState::Recovery;
+        // ns-2 `dupack_action` resets the retransmit timer, which abandons the timing
+        self.rtt_timed = None;
         if !self.sack {
             self.sb.mark_head_lost();
         }
@@ -1183,8 +1214,12 @@ impl Sender {
         if rtt.is_none() && una_advanced && h.ts_ecr > SimTime::ZERO {
             rtt = Some(now.saturating_since(h.ts_ecr));
         }
-        if let Some(r) = rtt {
+        if self.rtt.is_ns2() {
+            rtt = self.ns2_rtt(now, h.ack, una_advanced);
+        } else if let Some(r) = rtt {
             self.rtt.sample(r);
+        }
+        if let Some(r) = rtt {
             self.stats.rtt_samples += 1;
             self.stats.srtt_sum += self.rtt.srtt().unwrap_or(r).as_secs_f64();
             out.rtt_sampled = true;
@@ -1821,6 +1856,7 @@ impl Sender {
         self.force_rtx = false;
         self.queue_cwr = self.ecn_ok && !self.accecn;
         self.rto_retrans += 1;
+        self.rtt_timed = None;
         self.rtt.on_timeout();
         self.arm(XmitTimer::Rto, now + self.rtt.rto());
     }
@@ -1949,6 +1985,10 @@ impl Sender {
         self.sb.push(seq, end, now, fin);
         self.sb.set_tx(self.sb.len() - 1, tx);
         self.snd_nxt = end;
+        if self.rtt_timed.is_none() && self.rtt.is_ns2() {
+            // ns-2 `output`: new data is timed when no segment is
+            self.rtt_timed = Some((end, now));
+        }
         self.fin_sent |= fin;
         if self.tlp == Tlp::Off {
             if self.rto_deadline == SimTime::NEVER {
@@ -2921,6 +2961,55 @@ mod tests {
         assert_eq!(kinds(&drain(&mut s, ms(400))), vec![(0, true)]);
         assert_eq!(s.tlp_high_seq, seq(1));
         assert_eq!(s.rto_deadline(), ms(400) + s.rtt.rto());
+    }
+
+    /// ns-2's timing (`rtt_timing = "ns2"`, ns-2.35 `tcp.cc`): one timed segment per
+    /// flight, samples in 10 ms ticks, and a timeout's backoff that only the timed
+    /// segment's ACK clears (hand-worked from `output`, `newack`, `rtt_update`).
+    #[test]
+    fn ns2_timing_one_timed_segment_and_backoff_until_its_ack() {
+        let c = cfg(|o| {
+            o.rtt_timing = Some(RttTiming::Ns2);
+            o.rto_floor = Some(RtoFloor::Sum);
+        });
+        let d = SimDuration::from_millis;
+        let mut s = Sender::new(&c);
+        s.establish(ms(100), Some(d(100)), 0, false);
+        // ns-2 has no handshake: the SYN's RTT is no sample, the initial RTO stands
+        assert_eq!((s.rtt.srtt(), s.rtt.rto()), (None, d(1000)));
+        s.write(ms(100), 4 * MSS);
+        assert_eq!(drain(&mut s, ms(100)).len(), 4);
+        // Only segment 0 is timed: sent on a tick (clock phase 0), acknowledged 95 ms
+        // later = 9 ticks: SRTT 9 (t_srtt_ 72), RTTVAR 4.5 (t_rttvar_ 18),
+        // RTO = (18·8 + 72) >> 3 = 27 ticks.
+        s.on_ack(ms(195), &ack(1, &[]), false);
+        assert_eq!(s.stats.rtt_samples, 1);
+        assert_eq!((s.rtt.srtt(), s.rtt.rto()), (Some(d(90)), d(270)));
+        s.on_ack(ms(196), &ack(2, &[]), false);
+        assert_eq!(s.stats.rtt_samples, 1, "one timed segment per flight");
+        // Segments 2 and 3 are lost: the timeout backs off and resends segment 2.
+        assert_eq!(s.rto_deadline(), ms(196 + 270));
+        s.on_rto(ms(466));
+        assert_eq!((s.rtt.backoff(), s.rto_deadline()), (1, ms(466 + 540)));
+        let out = drain(&mut s, ms(466));
+        assert_eq!(kinds(&out), vec![(2, true)]);
+        // Its ACK, even with a timestamp echo, is no sample: the backoff stays (the
+        // per-ACK estimator would clear it here, see `rto_backoff_and_go_back`).
+        let mut a = ack(3, &[]);
+        a.ts_ecr = ms(466);
+        s.on_ack(ms(560), &a, false);
+        assert_eq!((s.rtt.backoff(), s.stats.rtt_samples), (1, 1));
+        assert_eq!(s.rto_deadline(), ms(560 + 540));
+        // New data sent now is timed; the ACK that covers it takes a sample of 100 ms
+        // = 10 ticks and clears the backoff: delta 1, t_srtt_ 73, t_rttvar_
+        // 18 + (1 − 4) = 15, RTO = (15·8 + 73) >> 3 = 24 ticks.
+        s.write(ms(560), MSS);
+        let out = drain(&mut s, ms(560));
+        assert_eq!(kinds(&out), vec![(3, true), (4, false)]);
+        s.on_ack(ms(660), &ack(5, &[]), false);
+        assert_eq!((s.rtt.backoff(), s.stats.rtt_samples), (0, 2));
+        assert_eq!(s.rtt.rto(), d(240));
+        assert_eq!(s.rtt.srtt(), Some(SimDuration::from_micros(91_250)));
     }
 
     #[test]
