@@ -142,7 +142,23 @@ impl Window {
     ///   `cwnd_ += 1/cwnd_`, ns-3 NewReno MSS²/cWnd bytes per ACK), the fraction in `cnt`;
     /// - `acks-linux`: an ACK, Linux < 4.0 style: the ACK that finds the counter at `w`
     ///   only raises cwnd and zeroes the counter, so w + 1 ACKs per segment.
+    ///
+    /// A control with its own counter (CUBIC's `cnt`) passes it as `w`; in `acks` mode
+    /// that is 1/w of a segment per ACK on an integer w (ns-3 `TcpCubic` counts ACKs).
+    /// NewReno and DCTCP use [`Window::reno_cong_avoid`], whose w is the window itself.
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        self.additive_increase(w, acked, false);
+    }
+
+    /// Reno's increase on its own window (`tcp_reno_cong_avoid`: w = cwnd). In `acks`
+    /// mode the window's fraction counts too: 1/c per ACK with c = cwnd + fraction, the
+    /// continuous law of ns-2 (`cwnd_ += 1/cwnd_`) and ns-3 NewReno.
+    pub fn reno_cong_avoid(&mut self, acked: u32) {
+        let w = self.cwnd;
+        self.additive_increase(w, acked, true);
+    }
+
+    fn additive_increase(&mut self, w: u32, acked: u32, fractional: bool) {
         let w = w.max(1);
         match self.ca {
             CaGrowth::Segments => {}
@@ -150,18 +166,20 @@ impl Window {
                 // A fractional window, as ns-2 (`cwnd_ += 1/cwnd_` on a double) and ns-3
                 // (MSS²/cwnd bytes per ACK on a byte cwnd) keep it: `cnt` holds the fraction
                 // in 1/65536 of a segment, and each ACK adds 1/c of a segment, c = cwnd plus
-                // that fraction when the control passes its own cwnd (NewReno). Counting
-                // ACKs up to w instead grows half an ACK per step faster (benchmarks/ns3).
-                if acked > 0 {
-                    let frac = if w == self.cwnd {
-                        u64::from(self.cnt)
-                    } else {
-                        0
-                    };
-                    let c = (u64::from(w) << 16) + frac;
+                // that fraction for Reno's own window (`fractional`). Counting ACKs up to w
+                // instead grows half an ACK per step faster (benchmarks/ns3).
+                if acked > 0 && fractional {
+                    let c = (u64::from(w) << 16) + u64::from(self.cnt);
                     self.cnt += ((1u64 << 32) / c) as u32;
                     if self.cnt >= 1 << 16 {
                         self.cnt -= 1 << 16;
+                        self.cwnd = self.cwnd.saturating_add(1).min(self.clamp);
+                    }
+                } else if acked > 0 {
+                    // a control's own counter: exactly w ACKs per segment
+                    self.cnt += 1;
+                    if self.cnt >= w {
+                        self.cnt = 0;
                         self.cwnd = self.cwnd.saturating_add(1).min(self.clamp);
                     }
                 }
@@ -425,8 +443,7 @@ mod tests {
                     acked = w.slow_start(acked);
                 }
                 if acked > 0 {
-                    let cw = w.cwnd;
-                    w.cong_avoid_ai(cw, acked);
+                    w.reno_cong_avoid(acked);
                 }
             }
             out.push(w.cwnd);
@@ -455,8 +472,7 @@ mod tests {
         let run = |stack: &str| {
             let mut w = profile(stack, 10, 5);
             for _ in 0..30 {
-                let cw = w.cwnd;
-                w.cong_avoid_ai(cw, 2);
+                w.reno_cong_avoid(2);
             }
             (w.cwnd, w.cnt)
         };
@@ -485,14 +501,26 @@ mod tests {
             let mut w = profile(stack, 3, 2);
             let mut n = 0;
             while w.cwnd < 9 {
-                let cw = w.cwnd;
-                w.cong_avoid_ai(cw, 1);
+                w.reno_cong_avoid(1);
                 n += 1;
             }
             n
         };
         assert_eq!(acks("ns3"), 36);
         assert_eq!(acks("ns2-sack1"), 36);
+        // A control's own counter (CUBIC's cnt as w) counts whole ACKs even where it
+        // equals cwnd: w ACKs per segment, 3 + 4 + … + 8 = 33.
+        let own = |stack: &str| {
+            let mut w = profile(stack, 3, 2);
+            let mut n = 0;
+            while w.cwnd < 9 {
+                let cw = w.cwnd;
+                w.cong_avoid_ai(cw, 1);
+                n += 1;
+            }
+            n
+        };
+        assert_eq!((own("ns3"), own("ns2-sack1")), (33, 33));
         // Linux's counters are unchanged (4.0+: per segment, one per ACK here: 33).
         assert_eq!(acks("linux"), 33);
     }

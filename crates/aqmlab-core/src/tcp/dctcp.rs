@@ -113,8 +113,7 @@ impl CongestionControl for Dctcp {
                 return;
             }
         }
-        let cwnd = w.cwnd;
-        w.cong_avoid_ai(cwnd, acked);
+        w.reno_cong_avoid(acked);
     }
 
     fn on_loss(&mut self, w: &Window, _now: SimTime) -> u32 {
