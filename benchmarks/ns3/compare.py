@@ -6,7 +6,7 @@ two simulators' bottleneck utilisation and mean/p99 CoDel sojourn side by side.
     benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh      # once
     python3 benchmarks/ns3/compare.py [--flows 16] [--duration 100] [--repeat 3] [--json out.json]
 
-    python3 benchmarks/ns3/compare.py --sojourn [--flows 1,4,16,64] [--aqm codel,pie]
+    python3 benchmarks/ns3/compare.py --sojourn [--flows 1,4,16,64] [--aqm codel,pie,fq_codel,fq_codel-ns3,fifo,ared]
 
 `--sojourn` is the fidelity check: both simulators run the same TCP (aqmlab's `ns3` stack
 profile = ns-3.44 TcpNewReno with TcpClassicRecovery and ns-3's socket defaults; the ns-3
@@ -121,7 +121,16 @@ QDISCS = {
     "pie": '{ kind = "pie", variant = "rfc8033", derandomize = false, limit = 1000 }',
     # ns-2's RED as Adaptive RED (aqmlab variant ns2; ns-3's RedQueueDisc is a port of ns-2's)
     "ared": '{ kind = "ared", variant = "ns2", min = 30, max = 90, limit = 1000 }',
+    # ns-3 FqCoDelQueueDisc: 1024 buckets, drop batch 64, quantum = device MTU 1500 (the
+    # aqmlab default quantum, MTU + the 2-byte PPP overhead in frame bytes, is the same
+    # one full packet); the hash salts differ, so do the rare bucket collisions.
+    # "fq_codel" is Linux's rule for a flow's last packet (aqmlab's default), against
+    # ns-3's; "fq_codel-ns3" takes ns-3's per-flow MinBytes rule on the aqmlab side.
+    "fq_codel": '{ kind = "fq_codel", limit = 1000 }',
+    "fq_codel-ns3": '{ kind = "fq_codel", limit = 1000, backlog_rule = "ns3" }',
 }
+#: the ns-3 program's --aqm for a QDISCS key (default: the key itself)
+NS3_AQM = {"fq_codel-ns3": "fq_codel"}
 
 
 # the aqmlab binary timed (set in main: the plain release build, or with --pgo the
@@ -181,7 +190,7 @@ def sojourn(a, ns3: pathlib.Path) -> int:
                 span = a.duration - 10
                 full["events_per_second"] = sum(full[k] - first[k] for k in ("fast_recoveries", "rtos")) / span
                 aqs.append(full)
-                args = [f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10", f"--aqm={aqm}",
+                args = [f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10", f"--aqm={NS3_AQM.get(aqm, aqm)}",
                         "--recovery=classic", f"--seed={seed}"]
                 key = " ".join(args)
                 # ns-3's runs are deterministic per seed: reuse them (entries cached before
@@ -227,7 +236,7 @@ def bbr(a, ns3: pathlib.Path) -> int:
             for seed in range(1, a.seeds + 1):
                 aqs.append(_bench(BBR.format(duration=f"{a.duration:g}", flows=n, qdisc=QDISCS[aqm], seed=seed)))
                 out = subprocess.run([str(ns3), f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10",
-                                      f"--aqm={aqm}", "--cc=TcpBbr", "--recovery=prr", "--delay=20ms",
+                                      f"--aqm={NS3_AQM.get(aqm, aqm)}", "--cc=TcpBbr", "--recovery=prr", "--delay=20ms",
                                       f"--seed={seed}"],
                                      capture_output=True, text=True, check=True, env=_ns3_env()).stdout.strip().splitlines()
                 nss.append(json.loads(out[-1]))

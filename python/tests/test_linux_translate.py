@@ -111,6 +111,7 @@ def test_qdisc_arguments():
     assert tc_qdisc_args({"kind": "codel", "target": "5ms", "interval": "100ms"}, "q") == ["codel", "target", "5000us", "interval", "100000us", "noecn"]
     assert tc_qdisc_args({"kind": "fq_codel"}, "q") == ["fq_codel", "ecn"]  # fq_codel's ECN is on by default
     assert tc_qdisc_args({"kind": "fq_codel", "ecn": False, "quantum": 300}, "q") == ["fq_codel", "quantum", "300", "noecn"]
+    assert tc_qdisc_args({"kind": "fq_codel", "backlog_rule": "linux"}, "q") == ["fq_codel", "ecn"]
     # tc's PIE alpha/beta are sixteenths: 0.125 -> 2, 1.25 -> 20
     assert tc_qdisc_args({"kind": "pie", "alpha": 0.125, "beta": 1.25, "target": "15ms"}, "q") == ["pie", "target", "15000us", "alpha", "2", "beta", "20", "noecn"]
     assert tc_qdisc_args({"kind": "fq_pie", "ecn_prob": 0.1, "ecn": True}, "q") == ["fq_pie", "ecn_prob", "10", "ecn"]
@@ -131,6 +132,7 @@ def test_qdisc_arguments():
         ({"kind": "red", "min": 10, "max": 30}, "dumbbell.qdisc.min"),
         ({"kind": "ared", "variant": "ns2", "min": "12500B"}, "dumbbell.qdisc.variant"),
         ({"kind": "ared", "min": "12500B", "weight": 0.002}, "dumbbell.qdisc.weight"),
+        ({"kind": "fq_codel", "backlog_rule": "ns3"}, "dumbbell.qdisc.backlog_rule"),
     ],
 )
 def test_unsupported_qdisc_settings_name_the_key(q, field):

@@ -166,8 +166,9 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["ce_threshold", _us(parse_duration(q["ce_threshold"], f"{where}.ce_threshold"))]
         return a + _flag(q, "ecn", "ecn", "noecn", False)
     if kind == "fq_codel":
-        _unknown(q, where, {"limit", "flows", "quantum", "target", "interval", "ecn", "ce_threshold", "memory_limit", "drop_batch", "variant"})
+        _unknown(q, where, {"limit", "flows", "quantum", "target", "interval", "ecn", "ce_threshold", "memory_limit", "drop_batch", "variant", "backlog_rule"})
         _only_default(q, where, "variant", ("linux",), "the kernel runs Linux sch_fq_codel")
+        _only_default(q, where, "backlog_rule", ("linux",), "the kernel runs Linux sch_fq_codel")
         a = ["fq_codel"]
         lim = _limit_packets(q, where, frame, notes)
         if lim is not None:

@@ -7,7 +7,8 @@
 //! [`FqScheduler`](super::flow_sched::FqScheduler); each bucket has its own [`CodelVars`],
 //! all share one [`CodelParams`]. As in Linux:
 //! - the "backlog ≤ one MTU" rule of every flow's CoDel looks at the *whole qdisc's*
-//!   backlog, not the flow's;
+//!   backlog, not the flow's (`backlog_rule = "ns3"` takes ns-3's per-flow rule instead,
+//!   for cross-checks against ns-3's `FqCoDelQueueDisc`; see [`BacklogRule`]);
 //! - when the packet count exceeds `limit` (or memory exceeds `memory_limit`) after an
 //!   enqueue, the fattest flow (most frame bytes) loses packets from its head until half of
 //!   its backlog is gone or `drop_batch` packets have been dropped, and its CoDel count is
@@ -51,6 +52,22 @@ fn d_batch() -> u32 {
     64
 }
 
+/// Which backlog keeps a flow's CoDel from dropping (the "one MTU left" rule).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BacklogRule {
+    /// Linux `sch_fq_codel`: no drop while the *whole qdisc* holds at most one MTU of
+    /// frame bytes (`codel_dequeue(sch, &sch->qstats.backlog, ...)`, checked after the
+    /// head left). With many flows the qdisc is rarely that short, so a flow's CoDel may
+    /// drop the only packet it holds.
+    #[default]
+    Linux,
+    /// ns-3.44 `FqCoDelQueueDisc`: every flow is a `CoDelQueueDisc` child whose
+    /// `OkToDrop` checks its *own* queue: no drop while it holds fewer IP bytes than
+    /// `MinBytes` (1500; here the MTU). A flow with one full packet left can still drop.
+    Ns3,
+}
+
 /// `{ kind = "fq_codel", ... }`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -85,6 +102,10 @@ pub struct FqCodelConfig {
     /// CoDel variant of the per-flow AQM. Default linux.
     #[serde(default)]
     pub variant: CodelVariant,
+    /// Which backlog stops a flow's drops: "linux" (the whole qdisc's) or "ns3" (the
+    /// flow's own, as ns-3's `FqCoDelQueueDisc`). Default linux.
+    #[serde(default)]
+    pub backlog_rule: BacklogRule,
 }
 
 impl Default for FqCodelConfig {
@@ -100,6 +121,7 @@ impl Default for FqCodelConfig {
             memory_limit: d_memory(),
             drop_batch: d_batch(),
             variant: CodelVariant::Linux,
+            backlog_rule: BacklogRule::Linux,
         }
     }
 }
@@ -124,6 +146,7 @@ macro_rules! fq_codel_params_doc {
             ParamDoc { name: "memory_limit", default: "32MiB", doc: "memory limit; charged per packet as its frame length (Linux charges skb truesize), 32 MiB = Linux default" },
             ParamDoc { name: "drop_batch", default: "64", doc: "on overflow, drop up to this many packets (or half its backlog) from the fattest flow's head (Linux drop_batch_size)" },
             ParamDoc { name: "variant", default: "linux", doc: "CoDel variant of the per-flow AQM: linux, rfc8289, draft00, act" },
+            ParamDoc { name: "backlog_rule", default: "linux", doc: "what keeps a flow's CoDel from dropping: linux (the whole qdisc holds at most one MTU, sch_fq_codel) or ns3 (the flow itself holds less than one MTU of IP bytes, ns-3 FqCoDelQueueDisc's per-flow MinBytes)" },
         ]
     };
 }
@@ -215,6 +238,8 @@ pub struct FqCodel {
     limit: u32,
     memory_limit: u64,
     drop_batch: u32,
+    /// `backlog_rule = "ns3"`: ns-3's per-flow `MinBytes` (the MTU in IP bytes).
+    ns3_min_bytes: Option<u64>,
     stats: QdiscStats,
     traced: [f64; 3],
 }
@@ -223,6 +248,8 @@ pub struct FqCodel {
 struct FlowView<'a> {
     s: &'a mut FqScheduler,
     idx: usize,
+    /// `backlog_rule = "ns3"`: ns-3's `MinBytes` (IP bytes); `None`: Linux's rule.
+    ns3_min_bytes: Option<u64>,
 }
 
 impl CodelQueue for FlowView<'_> {
@@ -232,8 +259,19 @@ impl CodelQueue for FlowView<'_> {
     }
     #[inline]
     fn backlog(&self) -> u64 {
-        // Linux passes &sch->qstats.backlog: the whole qdisc.
-        self.s.frame_backlog()
+        match self.ns3_min_bytes {
+            // Linux passes &sch->qstats.backlog: the whole qdisc.
+            None => self.s.frame_backlog(),
+            // ns-3 OkToDrop: the flow's own bytes < MinBytes keeps it (0 passes the
+            // core's "≤ one MTU" test, the largest value fails it)
+            Some(min) => {
+                if self.s.flows[self.idx].q.bytes() < min {
+                    0
+                } else {
+                    u64::MAX
+                }
+            }
+        }
     }
 }
 
@@ -261,6 +299,7 @@ impl FqCodel {
             limit: c.limit,
             memory_limit: c.memory_limit.0,
             drop_batch: c.drop_batch,
+            ns3_min_bytes: (c.backlog_rule == BacklogRule::Ns3).then_some(ctx.mtu as u64),
             stats: QdiscStats::default(),
             traced: [f64::NAN; 3],
         }
@@ -350,6 +389,7 @@ impl Qdisc for FqCodel {
             let mut view = FlowView {
                 s: &mut self.sched,
                 idx,
+                ns3_min_bytes: self.ns3_min_bytes,
             };
             match self.cvars[idx].dequeue(
                 &self.params,
@@ -570,6 +610,65 @@ mod tests {
         }
         let diff = bytes[0].abs_diff(bytes[1]);
         assert!(diff <= 1514, "{bytes:?}");
+    }
+
+    /// The "one MTU left" rule: Linux checks the whole qdisc's backlog, ns-3's
+    /// `FqCoDelQueueDisc` each flow's own. Flow A (12 packets) and flow B (60) queued at
+    /// 0, one packet leaves every 10 ms: A's CoDel is in drop state when A runs dry.
+    #[test]
+    fn backlog_rule_linux_whole_qdisc_ns3_per_flow() {
+        const NA: u64 = 30;
+        const NB: u64 = 100;
+        let run = |rule: BacklogRule| {
+            let c = FqCodelConfig {
+                ecn: false,
+                backlog_rule: rule,
+                ..Default::default()
+            };
+            let mut q = FqCodel::new(&c, ctx(10_000_000));
+            let f = distinct_flows(&q, 2);
+            let mut out = QdiscOut::new(false);
+            for i in 0..NB {
+                if i < NA {
+                    q.enqueue(pkt(f[0], 1500, i, SimTime::ZERO), SimTime::ZERO, &mut out);
+                }
+                q.enqueue(
+                    pkt(f[1], 1500, 100 + i, SimTime::ZERO),
+                    SimTime::ZERO,
+                    &mut out,
+                );
+            }
+            let mut sent = vec![];
+            let mut step = 1;
+            while let Some(p) = q.dequeue(SimTime::from_nanos(step * 10 * MS), &mut out) {
+                if p.flow == f[0] {
+                    sent.push(p.uid);
+                }
+                step += 1;
+            }
+            let dropped: Vec<u64> = out
+                .drops
+                .iter()
+                .filter(|d| d.0.flow == f[0])
+                .map(|d| d.0.uid)
+                .collect();
+            q.stats().check(0, 0).unwrap();
+            (sent, dropped)
+        };
+        let (ls, ld) = run(BacklogRule::Linux);
+        let (ns, nd) = run(BacklogRule::Ns3);
+        // A is served at 10, 30, 50, ... ms; its head has waited > 5 ms since 10 ms, so
+        // CoDel drops from 130 ms on (first_above 110 ms), then at interval/√count.
+        // While A still holds a full packet after its head leaves, both rules agree.
+        assert_eq!(&ld[..6], &[6, 12, 16, 20, 23, 26]);
+        assert_eq!(nd, vec![6, 12, 16, 20, 23, 26]);
+        // A's last packet: when it leaves, A is empty but B still fills the qdisc.
+        // Linux (whole qdisc > one MTU) drops it; ns-3 (A < MinBytes) keeps it.
+        assert_eq!(ld.len(), 7);
+        assert_eq!(ld[6], 29);
+        assert_eq!((ns.last(), ls.last()), (Some(&29), Some(&28)));
+        assert_eq!(ls.len() + ld.len(), 30);
+        assert_eq!(ns.len() + nd.len(), 30);
     }
 
     #[test]
