@@ -6,7 +6,7 @@ two simulators' bottleneck utilisation and mean/p99 CoDel sojourn side by side.
     benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh      # once
     python3 benchmarks/ns3/compare.py [--flows 16] [--duration 100] [--repeat 3] [--json out.json]
 
-    python3 benchmarks/ns3/compare.py --sojourn [--flows 1,4,16,64] [--aqm codel,pie,fq_codel,fq_codel-ns3,fifo,ared]
+    python3 benchmarks/ns3/compare.py --sojourn [--flows 1,4,16,64] [--aqm codel,pie,fq_codel,fq_codel-ns3,fq_pie,fq_pie-ns3,fifo,ared]
 
 `--sojourn` is the fidelity check: both simulators run the same TCP (aqmlab's `ns3` stack
 profile = ns-3.44 TcpNewReno with TcpClassicRecovery and ns-3's socket defaults; the ns-3
@@ -128,9 +128,16 @@ QDISCS = {
     # ns-3's; "fq_codel-ns3" takes ns-3's per-flow MinBytes rule on the aqmlab side.
     "fq_codel": '{ kind = "fq_codel", limit = 1000 }',
     "fq_codel-ns3": '{ kind = "fq_codel", limit = 1000, backlog_rule = "ns3" }',
+    # Linux sch_fq_pie defaults on both sides (ns-3 FqPieQueueDisc: 15 ms / 15 ms)
+    "fq_pie": '{ kind = "fq_pie", limit = 1000 }',
+    # ... with ns-3's packet-count safeguard (a flow with at most two packets is spared)
+    "fq_pie-ns3": '{ kind = "fq_pie", limit = 1000, backlog_rule = "ns3" }',
 }
 #: the ns-3 program's --aqm for a QDISCS key (default: the key itself)
-NS3_AQM = {"fq_codel-ns3": "fq_codel"}
+NS3_AQM = {"fq_codel-ns3": "fq_codel", "fq_pie-ns3": "fq_pie"}
+#: ns-3 attribute overrides per QDISCS key: Linux's fq_pie always de-randomises
+#: (pie_drop_early's accu_prob), ns-3's FqPieQueueDisc only when told to
+NS3_EXTRA = {k: ["--ns3::FqPieQueueDisc::UseDerandomization=true"] for k in ("fq_pie", "fq_pie-ns3")}
 
 
 # the aqmlab binary timed (set in main: the plain release build, or with --pgo the
@@ -191,7 +198,7 @@ def sojourn(a, ns3: pathlib.Path) -> int:
                 full["events_per_second"] = sum(full[k] - first[k] for k in ("fast_recoveries", "rtos")) / span
                 aqs.append(full)
                 args = [f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10", f"--aqm={NS3_AQM.get(aqm, aqm)}",
-                        "--recovery=classic", f"--seed={seed}"]
+                        "--recovery=classic", f"--seed={seed}", *NS3_EXTRA.get(aqm, [])]
                 key = " ".join(args)
                 # ns-3's runs are deterministic per seed: reuse them (entries cached before
                 # drops and congestion events were printed are run again)

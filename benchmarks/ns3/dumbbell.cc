@@ -87,7 +87,7 @@ int main(int argc, char* argv[])
     double redMin = 30;
     double redMax = 90;
     CommandLine cmd;
-    cmd.AddValue("aqm", "bottleneck qdisc: codel, pie, fifo, fq_codel or ared (RedQueueDisc as ns-2's ARED)", aqm);
+    cmd.AddValue("aqm", "bottleneck qdisc: codel, pie, fifo, fq_codel, fq_pie or ared (RedQueueDisc as ns-2's ARED)", aqm);
     cmd.AddValue("redmin", "ared: min threshold (packets)", redMin);
     cmd.AddValue("redmax", "ared: max threshold (packets)", redMax);
     cmd.AddValue("recovery", "classic (TcpClassicRecovery) or prr (TcpPrrRecovery)", recovery);
@@ -138,6 +138,9 @@ int main(int argc, char* argv[])
         // 1024 flows, 5 ms / 100 ms, drop batch 64, quantum = the device MTU (1500);
         // UseEcn is moot: the sockets do not negotiate ECN
         codel.SetRootQueueDisc("ns3::FqCoDelQueueDisc", "MaxSize", StringValue(lim));
+    else if (aqm == "fq_pie")
+        // Linux sch_fq_pie's defaults (15 ms / 15 ms, alpha 0.125, beta 1.25, 1024 flows)
+        codel.SetRootQueueDisc("ns3::FqPieQueueDisc", "MaxSize", StringValue(lim));
     else
         codel.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", StringValue(lim));
     Dumbbell d = BuildDumbbell(std::vector<std::string>(flows, "0.1ms"), rate, delay, codel, 1000);

@@ -133,6 +133,7 @@ def test_qdisc_arguments():
         ({"kind": "ared", "variant": "ns2", "min": "12500B"}, "dumbbell.qdisc.variant"),
         ({"kind": "ared", "min": "12500B", "weight": 0.002}, "dumbbell.qdisc.weight"),
         ({"kind": "fq_codel", "backlog_rule": "ns3"}, "dumbbell.qdisc.backlog_rule"),
+        ({"kind": "fq_pie", "backlog_rule": "ns3"}, "dumbbell.qdisc.backlog_rule"),
     ],
 )
 def test_unsupported_qdisc_settings_name_the_key(q, field):

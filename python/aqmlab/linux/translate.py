@@ -208,7 +208,8 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["dq_rate_estimator"]
         return a
     if kind == "fq_pie":
-        _unknown(q, where, {"limit", "flows", "target", "tupdate", "alpha", "beta", "quantum", "memory_limit", "ecn", "ecn_prob", "bytemode", "dq_rate_estimator"})
+        _unknown(q, where, {"limit", "flows", "target", "tupdate", "alpha", "beta", "quantum", "memory_limit", "ecn", "ecn_prob", "bytemode", "dq_rate_estimator", "backlog_rule"})
+        _only_default(q, where, "backlog_rule", ("linux",), "the kernel runs Linux sch_fq_pie")
         a = ["fq_pie"]
         lim = _limit_packets(q, where, frame, notes)
         if lim is not None:

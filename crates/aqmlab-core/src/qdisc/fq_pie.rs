@@ -55,6 +55,7 @@
 //! and `max_p` (largest p of any flow), recorded on change at each update tick.
 
 use super::flow_sched::FqScheduler;
+use super::fq_codel::BacklogRule;
 use super::pie::PieConfig;
 use super::pie_core::{EarlyVerdict, Estimator, PieParams, PieVariant, PieVars, UpdateTimer};
 use super::{
@@ -135,6 +136,12 @@ pub struct FqPieConfig {
     /// per-packet timestamps. Default false (Linux).
     #[serde(default)]
     pub dq_rate_estimator: bool,
+    /// What keeps a flow from early drops: "linux" (the flow holds less than two MTUs,
+    /// `pie_drop_early`) or "ns3" (the flow holds at most two packets, ns-3's
+    /// `PieQueueDisc::DropEarly` in packet mode, as its `FqPieQueueDisc` children run).
+    /// Default linux.
+    #[serde(default)]
+    pub backlog_rule: BacklogRule,
 }
 
 impl Default for FqPieConfig {
@@ -152,6 +159,7 @@ impl Default for FqPieConfig {
             ecn_prob: d_ecn_prob(),
             bytemode: false,
             dq_rate_estimator: false,
+            backlog_rule: BacklogRule::Linux,
         }
     }
 }
@@ -170,6 +178,7 @@ impl FqPieConfig {
         ParamDoc { name: "ecn_prob", default: "0.1", doc: "highest flow drop probability at which packets are marked, as a fraction (tc ecn_prob 10 is in percent)" },
         ParamDoc { name: "bytemode", default: "false", doc: "scale the drop probability by packet size relative to the MTU (Linux)" },
         ParamDoc { name: "dq_rate_estimator", default: "false", doc: "delay from the measured departure rate (Little's law, 16 KB cycles) instead of per-packet timestamps (Linux)" },
+        ParamDoc { name: "backlog_rule", default: "linux", doc: "what keeps a flow from early drops: linux (it holds less than two MTUs, pie_drop_early) or ns3 (it holds at most two packets, ns-3 FqPieQueueDisc's PieQueueDisc children)" },
     ];
 
     /// Checks the fq_pie fields, then resolves the PIE parameters through `pie`'s checks
@@ -255,6 +264,8 @@ pub struct FqPie {
     rng: Rng,
     /// Last traced values.
     traced: [f64; 5],
+    /// `backlog_rule = "ns3"`.
+    ns3_rule: bool,
 }
 
 impl FqPie {
@@ -281,6 +292,7 @@ impl FqPie {
             stats: QdiscStats::default(),
             rng: ctx.rng,
             traced: [f64::NAN; 5],
+            ns3_rule: cfg.backlog_rule == BacklogRule::Ns3,
         }
     }
 
@@ -408,7 +420,12 @@ impl Qdisc for FqPie {
                 self.overmemory += 1;
             }
             let q = &self.sched.flows[idx].q;
-            let (backlog, pkts) = (q.frame_bytes(overhead), q.len());
+            let (mut backlog, pkts) = (q.frame_bytes(overhead), q.len());
+            if self.ns3_rule {
+                // ns-3 DropEarly: `qSize <= 2` packets keeps the flow (0 passes Linux's
+                // two-MTU test below, the largest value fails it)
+                backlog = if pkts <= 2 { 0 } else { u64::MAX };
+            }
             let v = &mut self.vars[idx];
             match self
                 .params
@@ -905,6 +922,34 @@ mod tests {
 
     /// The per-flow safeguard: a flow with fewer than two MTUs (2 × 1514 frame bytes)
     /// queued is never dropped early, whatever its p, although the qdisc holds much more.
+    /// `backlog_rule = "ns3"`: ns-3's `PieQueueDisc::DropEarly` (packet mode) spares a
+    /// flow holding at most two packets, where Linux spares less than two MTUs.
+    #[test]
+    fn ns3_backlog_rule_spares_two_queued_packets() {
+        let mut q = build("backlog_rule = \"ns3\"");
+        let f = distinct_flows(&q, 1);
+        let ba = q.bucket_of(&pkt(f[0], 1, 0, SimTime::ZERO));
+        let mut out = QdiscOut::new(false);
+        let t = SimTime::from_nanos(1_000_000);
+        q.enqueue(pkt(f[0], 1500, 100, t), t, &mut out);
+        let v = &mut q.vars[ba];
+        v.burst_allowance = SimDuration::ZERO;
+        v.qdelay = ms(40);
+        v.prob = 5.0;
+        // One and two packets queued: both arrivals accepted (Linux drops the second,
+        // see below); three queued: the next one is dropped.
+        for uid in [101, 102] {
+            assert_eq!(
+                q.enqueue(pkt(f[0], 1500, uid, t), t, &mut out),
+                Verdict::Enqueued
+            );
+        }
+        assert_eq!(
+            q.enqueue(pkt(f[0], 1500, 103, t), t, &mut out),
+            Verdict::Dropped(DropReason::Early)
+        );
+    }
+
     #[test]
     fn two_mtu_safeguard_looks_at_the_flows_own_backlog() {
         let mut q = build("");
