@@ -32,8 +32,9 @@ out.append('''# An ns-2 study of delay-based AQM in downstream DOCSIS 3.0 cable 
 # Setup (every choice and its source: docs/validation.md):
 # - TCP: stack = "ns2-sack1" (ns-2 Sack1 agent + DelAckSink: NewReno with SACK, IW 2,
 #   growth per ACK received, cwnd = ssthresh in recovery, ACK every 2 segments / 100 ms,
-#   window 10000 segments, x4 = 40000 in the bonded runs); MSS 1448 so data packets are
-#   the study's 1500 bytes (timestamps are always on here);
+#   window 10000 segments, x4 = 40000 in the bonded runs, no timestamp option as ns-2's
+#   timestamps_ false); MSS 1460 as the study states, so data packets are its 1500 bytes
+#   (1460 + 40);
 # - FTP flow i (i = 0..n-1) has path RTT 30 + 10 i ms in BASE, base9, udp and the
 #   "up to 50 flows" runs (the same rule continued: up to 520 ms at 50 flows);
 # - DT20 = FIFO of 65 packets; ARED as ns-2 runs it: thresholds in packets (capacity/20,
@@ -74,7 +75,7 @@ duration = "60s"
 
 [base]
 run = { duration = "2000s", warmup = "20s", bin = "10s" }
-tcp = { stack = "ns2-sack1", mss = 1448 }
+tcp = { stack = "ns2-sack1", mss = 1460 }
 docsis = { channels = 1, downstream_qdisc = { kind = "fifo", limit = 2048 } }
 ''')
 

@@ -868,6 +868,37 @@ fn packet_sizes_handshake_and_delayed_acks_on_the_wire() {
     );
 }
 
+/// `timestamps = false` (ns-2's agents, the `ns2-sack1` profile): 40-byte headers, a
+/// 52-byte SYN (MSS, SACK-permitted, window scale), nothing to echo, and the SYN's RTT is
+/// then no sample (the initial RTO stands until data is acknowledged).
+#[test]
+fn packet_sizes_without_timestamps() {
+    let c = cfg(|o| {
+        o.timestamps = Some(false);
+        o.mss = Some(1460);
+    });
+    let mut conn = TcpConn::new(&c, 0);
+    let mut net = TestNet::new(10_000_000, 10);
+    conn.connect(&mut net, A, B);
+    conn.write(&mut net, Side::A, 100 * 1460);
+    net.run(&mut conn, secs(3.0), |_, _, _| {});
+    assert_eq!(conn.bytes_received(Side::B), 100 * 1460);
+    let a: Vec<&Packet> = net.sent_by(A).collect();
+    let b: Vec<&Packet> = net.sent_by(B).collect();
+    assert_eq!((a[0].size, b[0].size), (52, 52), "SYN and SYN-ACK");
+    assert_eq!(a[1].size, 40, "third segment of the handshake");
+    let data: Vec<&&Packet> = a.iter().filter(|p| p.tcp.len > 0).collect();
+    assert_eq!(data.len(), 100);
+    assert!(data.iter().all(|p| p.size == 1500 && p.tcp.len == 1460));
+    assert!(b[1..].iter().all(|p| p.size == 40 && p.tcp.len == 0));
+    assert!(a
+        .iter()
+        .chain(b.iter())
+        .all(|p| p.tcp.ts_val == SimTime::ZERO && p.tcp.ts_ecr == SimTime::ZERO));
+    // RTT samples come from the send times of the acknowledged segments alone.
+    assert!(conn.sender(Side::A).stats.rtt_samples > 0);
+}
+
 #[test]
 fn sack_blocks_grow_ack_packets_and_drive_recovery() {
     // Drop the 30th and 32nd data segments once: SACK blocks appear on the duplicate

@@ -167,6 +167,8 @@ pub fn tso_segs_goal(pacing_rate: f64, mss: u32) -> u32 {
 #[derive(Clone, Debug)]
 pub struct Bbr {
     mss: u32,
+    /// IP + TCP header bytes of a full segment.
+    hdr: u32,
     rng: Rng,
     pub mode: Mode,
     /// Max-bw filter over rounds (segments/s).
@@ -215,6 +217,7 @@ impl CcBuild for Bbr {
     fn build(p: &CcParams) -> Self {
         Bbr {
             mss: p.mss,
+            hdr: p.header,
             rng: Rng::default(),
             mode: Mode::Startup,
             bw: MaxFilter::default(),
@@ -256,7 +259,7 @@ impl CcBuild for Bbr {
 
 impl Bbr {
     fn mtu(&self) -> u32 {
-        self.mss + super::config::HEADER_BYTES
+        self.mss + self.hdr
     }
     /// The windowed max bandwidth (segments/s).
     pub fn max_bw(&self) -> f64 {

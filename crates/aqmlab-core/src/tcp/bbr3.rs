@@ -105,6 +105,8 @@ enum AckPhase {
 #[derive(Clone, Debug)]
 pub struct Bbr3 {
     mss: u32,
+    /// IP + TCP header bytes of a full segment.
+    hdr: u32,
     rng: Rng,
     pub mode: Mode,
     // Rounds.
@@ -163,6 +165,7 @@ impl CcBuild for Bbr3 {
     fn build(p: &CcParams) -> Self {
         Bbr3 {
             mss: p.mss,
+            hdr: p.header,
             rng: Rng::default(),
             mode: Mode::Startup,
             round_count: 0,
@@ -214,7 +217,7 @@ impl CcBuild for Bbr3 {
 
 impl Bbr3 {
     fn mtu(&self) -> u32 {
-        self.mss + super::config::HEADER_BYTES
+        self.mss + self.hdr
     }
     /// The max-bw estimate: the best of this and the previous cycle.
     pub fn max_bw(&self) -> f64 {

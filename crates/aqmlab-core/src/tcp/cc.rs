@@ -344,6 +344,8 @@ pub struct CcParams {
     pub rtt_transition: u32,
     /// Prague's classic-ECN AQM detection and fallback.
     pub ecn_fallback: bool,
+    /// IP + TCP header bytes of a full segment (52, or 40 without timestamps).
+    pub header: u32,
 }
 
 impl CcParams {
@@ -356,6 +358,7 @@ impl CcParams {
             rtt_target: c.rtt_target,
             rtt_transition: c.rtt_transition,
             ecn_fallback: c.ecn_fallback,
+            header: c.header_bytes(),
         }
     }
 }

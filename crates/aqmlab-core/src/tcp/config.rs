@@ -17,6 +17,8 @@ pub use super::CcKind;
 /// IPv4 (20) + TCP (20) + timestamp option (12) bytes: a segment's IP size is
 /// payload + `HEADER_BYTES` (+ SACK option bytes).
 pub const HEADER_BYTES: u32 = 52;
+/// The same without the timestamp option (`timestamps = false`): 40 bytes.
+pub const HEADER_BYTES_NO_TS: u32 = 40;
 
 /// Prague's RTT-independence heuristic (`prague_rtt_scaling`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -283,7 +285,7 @@ pub const STACKS: &[(&str, &str)] = &[
     ("linux", "modern Linux (default, 6.1): CUBIC, IW 10, per-segment growth, PRR, HyStart, RACK-TLP loss detection, delack 40 ms with quick-ACK, RTO 1 s / min 200 ms, undo of spurious reductions as 6.1"),
     ("linux-3.14", "Linux 3.14: per-segment slow start, per-ACK congestion avoidance (w+1 ACKs per segment), CUBIC delayed-ACK ratio, PRR, FACK loss detection with early retransmit and tail loss probes, IW 10, undo as 3.14"),
     ("linux-2.6.29", "Linux 2.6.29: per-ACK slow start and congestion avoidance (tcp_abc = 0), rate halving, FACK loss detection, IW 3 (RFC 3390), initial RTO 3 s, undo as 2.6"),
-    ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum, one timed segment per flight on a 10 ms clock"),
+    ("ns2-sack1", "ns-2 Sack1 agent + DelAckSink: NewReno, IW 2, per-ACK growth, RFC 6675-style recovery, ACK every 2 / 100 ms, window 10000, RTO 3 s / min 200 ms on the sum, one timed segment per flight on a 10 ms clock, no timestamp option"),
     ("ns3", "ns-3.44 TcpNewReno + TcpClassicRecovery: IW 10, per-ACK growth, ACK every 2 / 200 ms, min RTO 1 s on the sum, SYN timeout 3 s, receive buffer 128 KiB"),
 ];
 
@@ -470,6 +472,8 @@ impl Stack {
             } else {
                 RttTiming::Ack
             }),
+            // ns-2's agents carry no timestamp option (`timestamps_ false`)
+            timestamps: Some(self != Stack::Ns2Sack1),
             undo: Some(undo),
             loss_detection: Some(loss_detection),
             tlp: Some(tlp),
@@ -601,6 +605,11 @@ pub struct TcpOptions {
     /// ns-3) or "ns2" (one timed segment per flight in 10 ms ticks). See [`RttTiming`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_timing: Option<RttTiming>,
+    /// The timestamp option (RFC 7323) on every segment: 12 header bytes, the echo
+    /// that gives RTT samples of retransmitted data and timestamp undo. Default true
+    /// (Linux, ns-3); false for `ns2-sack1` (ns-2 `timestamps_ false`: 40-byte headers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<bool>,
     /// Record samples `cwnd` and `ssthresh` (bytes), `srtt` and `rto` (seconds) of the
     /// data sender. Default false.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -761,6 +770,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "NewReno ssthresh = max(2, X/2) with X = cwnd (Linux, ns-2) or flight (RFC 5681, ns-3 TcpNewReno)",
     },
     ParamDoc {
+        name: "timestamps",
+        default: "true",
+        doc: "the timestamp option on every segment (RFC 7323): packets are mss + 52 bytes, the echo gives RTT samples of retransmitted data and timestamp undo; false: mss + 40 bytes, neither (profile ns2-sack1, ns-2 timestamps_ false)",
+    },
+    ParamDoc {
         name: "rtt_timing",
         default: "ack",
         doc: "RTT for the RTO: ack (every ACK of new data, exact time: Linux, ns-3) or ns2 (one timed segment per flight in 10 ms ticks, backoff kept until it is acknowledged: ns-2 TcpAgent without timestamps; profile ns2-sack1)",
@@ -840,6 +854,7 @@ pub struct TcpConfig {
     pub rto_floor: RtoFloor,
     pub reno_halves: RenoHalves,
     pub rtt_timing: RttTiming,
+    pub timestamps: bool,
     pub trace: bool,
     pub pacing: bool,
     pub pacing_ss_ratio: u32,
@@ -859,6 +874,18 @@ impl Default for TcpConfig {
         TcpOptions::default()
             .resolve("tcp")
             .expect("built-in defaults are valid")
+    }
+}
+
+impl TcpConfig {
+    /// IP + TCP header bytes of a segment without SACK blocks: 52 with the timestamp
+    /// option, 40 without.
+    pub fn header_bytes(&self) -> u32 {
+        if self.timestamps {
+            HEADER_BYTES
+        } else {
+            HEADER_BYTES_NO_TS
+        }
     }
 }
 
@@ -897,6 +924,7 @@ impl TcpOptions {
             rto_floor: over.rto_floor.or(self.rto_floor),
             reno_halves: over.reno_halves.or(self.reno_halves),
             rtt_timing: over.rtt_timing.or(self.rtt_timing),
+            timestamps: over.timestamps.or(self.timestamps),
             trace: over.trace.or(self.trace),
             pacing: over.pacing.or(self.pacing),
             pacing_ss_ratio: over.pacing_ss_ratio.or(self.pacing_ss_ratio),
@@ -1096,6 +1124,7 @@ impl TcpOptions {
             rto_floor: o.rto_floor.unwrap_or(RtoFloor::Variance),
             reno_halves: o.reno_halves.unwrap_or(RenoHalves::Cwnd),
             rtt_timing: o.rtt_timing.unwrap_or(RttTiming::Ack),
+            timestamps: o.timestamps.unwrap_or(true),
             trace: o.trace.unwrap_or(false),
         })
     }
@@ -1182,6 +1211,15 @@ mod tests {
         assert_eq!(
             (n.min_rto, n.rto_floor, n.hystart),
             (SimDuration::from_millis(200), RtoFloor::Sum, false)
+        );
+        // ns-2 agents carry no timestamp option and time one segment per flight.
+        assert_eq!(
+            (n.timestamps, n.header_bytes(), n.rtt_timing),
+            (false, 40, RttTiming::Ns2)
+        );
+        assert_eq!(
+            (d.timestamps, d.header_bytes(), d.rtt_timing),
+            (true, 52, RttTiming::Ack)
         );
         let t = r("stack = \"ns3\"").unwrap();
         assert_eq!(

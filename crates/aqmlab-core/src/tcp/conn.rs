@@ -37,6 +37,9 @@ use crate::time::{SimDuration, SimTime};
 pub use super::config::HEADER_BYTES;
 /// SYN / SYN-ACK: 52 + MSS (4) + SACK-permitted (2) + window scale (3) + padding (1).
 pub const SYN_BYTES: u32 = 60;
+/// The same without the timestamp option: 40 + MSS (4) + NOP, NOP, SACK-permitted (4) +
+/// NOP, window scale (4), as Linux lays them out.
+pub const SYN_BYTES_NO_TS: u32 = 52;
 /// Linux `tcp_syn_retries`: SYN retransmissions before giving up.
 const SYN_RETRIES: u32 = 6;
 /// Linux `tcp_synack_retries`.
@@ -575,8 +578,13 @@ impl TcpConn {
         let now = h.now();
         let ecn = self.cfg.ecn;
         let accecn = ecn && self.cfg.cc.needs_accecn();
+        let (size, ts_val) = if self.cfg.timestamps {
+            (SYN_BYTES, now)
+        } else {
+            (SYN_BYTES_NO_TS, SimTime::ZERO)
+        };
         let e = &mut self.ends[side.idx()];
-        let mut p = h.new_packet(e.node, SYN_BYTES, self.idx);
+        let mut p = h.new_packet(e.node, size, self.idx);
         let (flags, ack) = if side == Side::A {
             (
                 tcp_flags::SYN
@@ -596,7 +604,7 @@ impl TcpConn {
             ack,
             flags,
             wnd: e.rcv.wnd,
-            ts_val: now,
+            ts_val,
             ts_ecr: if side == Side::B {
                 e.rcv.ts_recent
             } else {
@@ -622,6 +630,7 @@ impl TcpConn {
         let now = h.now();
         let idx = self.idx;
         let mss = self.cfg.mss;
+        let (hdr, ts) = (self.cfg.header_bytes(), self.cfg.timestamps);
         let e = &mut self.ends[side.idx()];
         if e.phase != Phase::Established {
             return;
@@ -632,7 +641,7 @@ impl TcpConn {
             let Some(seg) = e.snd.next_segment(now, budget) else {
                 break;
             };
-            let pkt = build(h, e, &seg, idx, mss);
+            let pkt = build(h, e, &seg, idx, mss, hdr, ts);
             h.send(pkt);
         }
     }
@@ -641,8 +650,19 @@ impl TcpConn {
         let e = &mut self.ends[side.idx()];
         let seq = e.snd.snd_nxt;
         let n = e.rcv.sack_blocks().len().min(3);
-        let mut p = h.new_packet(e.node, HEADER_BYTES + sack_option_bytes(n), self.idx);
-        p.tcp = header(h.now(), e, seq, 0, tcp_flags::ACK, n);
+        let mut p = h.new_packet(
+            e.node,
+            self.cfg.header_bytes() + sack_option_bytes(n),
+            self.idx,
+        );
+        p.tcp = header(
+            ts_clock(h.now(), self.cfg.timestamps),
+            e,
+            seq,
+            0,
+            tcp_flags::ACK,
+            n,
+        );
         e.rcv.ack_sent();
         h.send(p);
     }
@@ -670,8 +690,9 @@ impl TcpConn {
     }
 }
 
+/// The header of a segment from `e`; `ts_val` is its timestamp (zero without the option).
 fn header(
-    now: SimTime,
+    ts_val: SimTime,
     e: &Endpoint,
     seq: u64,
     len: u32,
@@ -688,7 +709,7 @@ fn header(
         len,
         flags,
         wnd: e.rcv.wnd,
-        ts_val: now,
+        ts_val,
         ts_ecr: e.rcv.ts_recent,
         ae: false,
         ace,
@@ -698,7 +719,27 @@ fn header(
     h
 }
 
-fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u32) -> Packet {
+/// The timestamp a segment carries: the clock, or none (zero: nothing to echo) when the
+/// option is off.
+#[inline]
+fn ts_clock(now: SimTime, timestamps: bool) -> SimTime {
+    if timestamps {
+        now
+    } else {
+        SimTime::ZERO
+    }
+}
+
+/// One data segment: `hdr` header bytes (52 with timestamps, 40 without) + payload + SACK.
+fn build<H: TcpHost>(
+    h: &mut H,
+    e: &mut Endpoint,
+    seg: &TxSeg,
+    idx: u32,
+    mss: u32,
+    hdr: u32,
+    ts: bool,
+) -> Packet {
     // As many SACK blocks as fit next to this segment's payload.
     let mut n = e.rcv.sack_blocks().len().min(3);
     while n > 0 && seg.payload + sack_option_bytes(n) > mss {
@@ -711,12 +752,8 @@ fn build<H: TcpHost>(h: &mut H, e: &mut Endpoint, seg: &TxSeg, idx: u32, mss: u3
     if seg.cwr {
         flags |= tcp_flags::CWR;
     }
-    let mut p = h.new_packet(
-        e.node,
-        HEADER_BYTES + seg.payload + sack_option_bytes(n),
-        idx,
-    );
-    p.tcp = header(h.now(), e, seg.seq, seg.payload, flags, n);
+    let mut p = h.new_packet(e.node, hdr + seg.payload + sack_option_bytes(n), idx);
+    p.tcp = header(ts_clock(h.now(), ts), e, seg.seq, seg.payload, flags, n);
     if seg.ect {
         p.ecn = e.snd.ect_codepoint();
     }

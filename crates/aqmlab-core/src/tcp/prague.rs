@@ -85,6 +85,8 @@ pub struct Prague {
     alpha_stamp: SimTime,
     srtt: Option<SimDuration>,
     mss: u32,
+    /// IP + TCP header bytes of a full segment.
+    hdr: u32,
     rtt_scaling: RttScaling,
     rtt_target: SimDuration,
     rtt_transition: u32,
@@ -122,6 +124,7 @@ impl CcBuild for Prague {
             alpha_stamp: SimTime::ZERO,
             srtt: None,
             mss: cfg.mss,
+            hdr: cfg.header,
             rtt_scaling: cfg.rtt_scaling,
             rtt_target: cfg.rtt_target,
             rtt_transition: cfg.rtt_transition,
@@ -142,7 +145,7 @@ impl Prague {
     }
 
     fn mtu(&self) -> u64 {
-        self.mss as u64 + super::config::HEADER_BYTES as u64
+        self.mss as u64 + self.hdr as u64
     }
 
     fn frac_to_cwnd(&self, clamp: u32) -> u32 {

@@ -255,6 +255,8 @@ pub struct Sender {
     pub rtt: RttEstimator,
     /// `rtt_timing = "ns2"`: the segment being timed, as (its end, its send time).
     rtt_timed: Option<(u64, SimTime)>,
+    /// IP + TCP header bytes of a segment (52 with timestamps, 40 without).
+    hdr: u32,
     /// Deadline of the retransmission-timer slot and what it is armed for.
     rto_deadline: SimTime,
     timer: XmitTimer,
@@ -362,6 +364,7 @@ impl Sender {
                 .with_floor_on_sum(cfg.rto_floor == RtoFloor::Sum)
                 .with_ns2_clock(cfg.rtt_timing == RttTiming::Ns2),
             rtt_timed: None,
+            hdr: cfg.header_bytes(),
             rto_deadline: SimTime::NEVER,
             timer: XmitTimer::Rto,
             rack: cfg.loss_detection == LossDetection::Rack && cfg.sack,
@@ -492,7 +495,7 @@ impl Sender {
         if srtt.as_nanos() == 0 {
             return None;
         }
-        let mtu = self.mss + super::config::HEADER_BYTES;
+        let mtu = self.mss + self.hdr;
         if let Some(r) = self.cc.pacing_rate(&self.w, srtt, mtu) {
             return Some(r);
         }
@@ -2012,7 +2015,7 @@ impl Sender {
         }
         self.stats.segs_sent += 1;
         self.sent_one(now);
-        self.paced(now, len as u32 + super::config::HEADER_BYTES);
+        self.paced(now, len as u32 + self.hdr);
         Some(TxSeg {
             seq,
             end,
@@ -2064,7 +2067,7 @@ impl Sender {
         self.stats.retransmits += 1;
         self.stats.segs_sent += 1;
         self.sent_one(now);
-        self.paced(now, s.payload() + super::config::HEADER_BYTES);
+        self.paced(now, s.payload() + self.hdr);
         TxSeg {
             seq: s.start,
             end: s.end,
