@@ -869,8 +869,8 @@ fn packet_sizes_handshake_and_delayed_acks_on_the_wire() {
 }
 
 /// `timestamps = false` (ns-2's agents, the `ns2-sack1` profile): 40-byte headers, a
-/// 52-byte SYN (MSS, SACK-permitted, window scale), nothing to echo, and the SYN's RTT is
-/// then no sample (the initial RTO stands until data is acknowledged).
+/// 52-byte SYN (MSS, SACK-permitted, window scale), nothing to echo; the handshake's RTT
+/// is timed from the SYN's send time (10 ms path + the SYN-ACK's serialisation).
 #[test]
 fn packet_sizes_without_timestamps() {
     let c = cfg(|o| {
@@ -897,6 +897,18 @@ fn packet_sizes_without_timestamps() {
         .all(|p| p.tcp.ts_val == SimTime::ZERO && p.tcp.ts_ecr == SimTime::ZERO));
     // RTT samples come from the send times of the acknowledged segments alone.
     assert!(conn.sender(Side::A).stats.rtt_samples > 0);
+    // The handshake alone gives the first sample, timed from the SYN's send time: the
+    // path's two 10 ms delays plus 41.6 µs each for the 52-byte SYN and SYN-ACK at
+    // 10 Mbit/s (20.0832 ms).
+    let mut c2 = TcpConn::new(&c, 1);
+    let mut n2 = TestNet::new(10_000_000, 10);
+    c2.connect(&mut n2, A, B);
+    n2.run(&mut c2, secs(1.0), |_, _, _| {});
+    let srtt = c2.sender(Side::A).rtt.srtt();
+    assert!(
+        srtt.is_some_and(|r| r >= SimDuration::from_millis(20) && r < SimDuration::from_millis(21)),
+        "{srtt:?}"
+    );
 }
 
 #[test]

@@ -607,7 +607,8 @@ pub struct TcpOptions {
     pub rtt_timing: Option<RttTiming>,
     /// The timestamp option (RFC 7323) on every segment: 12 header bytes, the echo
     /// that gives RTT samples of retransmitted data and timestamp undo. Default true
-    /// (Linux, ns-3); false for `ns2-sack1` (ns-2 `timestamps_ false`: 40-byte headers).
+    /// (Linux, ns-3); false for `ns2-sack1` (ns-2 `timestamps_ false`: 40-byte headers;
+    /// the handshake's RTT is then timed from the SYN's send time, Karn's rule).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamps: Option<bool>,
     /// Record samples `cwnd` and `ssthresh` (bytes), `srtt` and `rto` (seconds) of the

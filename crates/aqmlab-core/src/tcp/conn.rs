@@ -213,6 +213,8 @@ struct Endpoint {
     hs_deadline: SimTime,
     hs_timeout: SimDuration,
     hs_retries: u32,
+    /// When this side last sent its SYN or SYN-ACK.
+    hs_sent: SimTime,
     /// Data written since the last `all_acked` event.
     unacked_writes: bool,
     trace: bool,
@@ -236,6 +238,7 @@ impl Endpoint {
             hs_deadline: SimTime::NEVER,
             hs_timeout: cfg.initial_rto,
             hs_retries: 0,
+            hs_sent: SimTime::ZERO,
             unacked_writes: false,
             trace: false,
             last_trace: (0, 0, SimDuration::ZERO),
@@ -405,7 +408,7 @@ impl TcpConn {
                     e.rcv.set_accecn(hd.ae && self.cfg.cc.needs_accecn());
                     e.phase = Phase::Established;
                     e.hs_deadline = SimTime::NEVER;
-                    let rtt = (hd.ts_ecr > SimTime::ZERO).then(|| now.saturating_since(hd.ts_ecr));
+                    let rtt = handshake_rtt(&hd, now, e, self.cfg.timestamps);
                     e.snd.establish(now, rtt, e.hs_retries, ecn);
                     ev.connected = true;
                     // The third segment of the handshake, then any queued data.
@@ -429,7 +432,7 @@ impl TcpConn {
                 let e = &mut self.ends[i];
                 e.phase = Phase::Established;
                 e.hs_deadline = SimTime::NEVER;
-                let rtt = (hd.ts_ecr > SimTime::ZERO).then(|| now.saturating_since(hd.ts_ecr));
+                let rtt = handshake_rtt(&hd, now, e, self.cfg.timestamps);
                 let ecn = e.rcv.ecn();
                 e.snd.establish(now, rtt, e.hs_retries, ecn);
                 ev.connected = true;
@@ -622,6 +625,7 @@ impl TcpConn {
             e.rcv.ack_sent();
         }
         e.hs_deadline = now + e.hs_timeout;
+        e.hs_sent = now;
         h.send(p);
     }
 
@@ -717,6 +721,24 @@ fn header(
     };
     h.set_sacks(&e.rcv.sack_blocks()[..n_sack]);
     h
+}
+
+/// The handshake's RTT sample at the side that completes it: the timestamp echo, or
+/// without timestamps the time since this side's SYN (SYN-ACK) was sent, if it was not
+/// retransmitted (Karn; Linux `tcp_ack_update_rtt` on the SYN, `tcp_synack_rtt_meas`).
+fn handshake_rtt(
+    hd: &TcpHeader,
+    now: SimTime,
+    e: &Endpoint,
+    timestamps: bool,
+) -> Option<SimDuration> {
+    if hd.ts_ecr > SimTime::ZERO {
+        Some(now.saturating_since(hd.ts_ecr))
+    } else if !timestamps && e.hs_retries == 0 {
+        Some(now.saturating_since(e.hs_sent))
+    } else {
+        None
+    }
 }
 
 /// The timestamp a segment carries: the clock, or none (zero: nothing to echo) when the
