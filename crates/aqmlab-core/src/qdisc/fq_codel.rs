@@ -52,7 +52,10 @@ fn d_batch() -> u32 {
     64
 }
 
-/// Which backlog keeps a flow's CoDel from dropping (the "one MTU left" rule).
+/// Which backlog keeps a flow from being dropped: for `fq_codel` the "one MTU left" rule
+/// of its CoDel (below); for `fq_pie` the two-packet safeguard of its PIE (`linux`: the
+/// flow holds less than two MTUs; `ns3`: at most two packets, see
+/// [`FqPieConfig::backlog_rule`](super::fq_pie::FqPieConfig::backlog_rule)).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BacklogRule {

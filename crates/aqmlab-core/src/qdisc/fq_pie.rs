@@ -920,8 +920,6 @@ mod tests {
         );
     }
 
-    /// The per-flow safeguard: a flow with fewer than two MTUs (2 × 1514 frame bytes)
-    /// queued is never dropped early, whatever its p, although the qdisc holds much more.
     /// `backlog_rule = "ns3"`: ns-3's `PieQueueDisc::DropEarly` (packet mode) spares a
     /// flow holding at most two packets, where Linux spares less than two MTUs.
     #[test]
@@ -950,6 +948,8 @@ mod tests {
         );
     }
 
+    /// The per-flow safeguard: a flow with fewer than two MTUs (2 × 1514 frame bytes)
+    /// queued is never dropped early, whatever its p, although the qdisc holds much more.
     #[test]
     fn two_mtu_safeguard_looks_at_the_flows_own_backlog() {
         let mut q = build("");

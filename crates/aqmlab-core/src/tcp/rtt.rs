@@ -208,20 +208,18 @@ impl RttEstimator {
 
     /// The timeout to arm now: the base timeout doubled per backoff step, capped.
     pub fn rto(&self) -> SimDuration {
-        let b = self.base_rto();
-        if self.ns2.is_some() {
-            // at most maxrto_, at least two ticks
-            let t = if self.backoff >= 20 {
-                NS2_MAX_RTO
-            } else {
-                (b * (1u64 << self.backoff)).min(NS2_MAX_RTO)
-            };
-            return t.max(NS2_TICK * 2);
-        }
-        if self.backoff >= 20 {
-            return MAX_RTO;
-        }
-        (b * (1u64 << self.backoff)).min(MAX_RTO)
+        // ns-2: at most maxrto_, at least two ticks (rtt_timeout)
+        let (cap, floor) = if self.ns2.is_some() {
+            (NS2_MAX_RTO, NS2_TICK * 2)
+        } else {
+            (MAX_RTO, SimDuration::ZERO)
+        };
+        let t = if self.backoff >= 20 {
+            cap
+        } else {
+            (self.base_rto() * (1u64 << self.backoff)).min(cap)
+        };
+        t.max(floor)
     }
 
     /// The timer expired: back off (RFC 6298 5.5).

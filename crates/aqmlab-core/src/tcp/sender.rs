@@ -1213,15 +1213,17 @@ impl Sender {
 
         // RTT: Karn's rule on segment send times, falling back on the timestamp echo
         // (RFC 7323 RTTM) when only retransmitted data was acknowledged (Linux order).
-        let mut rtt = d.first_sent.map(|t| now.saturating_since(t));
-        if rtt.is_none() && una_advanced && h.ts_ecr > SimTime::ZERO {
-            rtt = Some(now.saturating_since(h.ts_ecr));
-        }
-        if self.rtt.is_ns2() {
-            rtt = self.ns2_rtt(now, h.ack, una_advanced);
-        } else if let Some(r) = rtt {
-            self.rtt.sample(r);
-        }
+        let rtt = if self.rtt.is_ns2() {
+            self.ns2_rtt(now, h.ack, una_advanced)
+        } else {
+            let r = d.first_sent.map(|t| now.saturating_since(t)).or_else(|| {
+                (una_advanced && h.ts_ecr > SimTime::ZERO).then(|| now.saturating_since(h.ts_ecr))
+            });
+            if let Some(r) = r {
+                self.rtt.sample(r);
+            }
+            r
+        };
         if let Some(r) = rtt {
             self.stats.rtt_samples += 1;
             self.stats.srtt_sum += self.rtt.srtt().unwrap_or(r).as_secs_f64();
