@@ -176,10 +176,12 @@ impl Window {
                         self.cwnd = self.cwnd.saturating_add(1).min(self.clamp);
                     }
                 } else if acked > 0 {
-                    // a control's own counter: exactly w ACKs per segment
+                    // a control's own counter: w ACKs per segment, the remainder kept
+                    // when w shrinks under the count (ns-3 `TcpCubic::IncreaseWindow`:
+                    // `m_cWndCnt -= cnt`)
                     self.cnt += 1;
                     if self.cnt >= w {
-                        self.cnt = 0;
+                        self.cnt -= w;
                         self.cwnd = self.cwnd.saturating_add(1).min(self.clamp);
                     }
                 }
@@ -524,6 +526,19 @@ mod tests {
             n
         };
         assert_eq!((own("ns3"), own("ns2-sack1")), (33, 33));
+        // The count carries its remainder when the control's w drops below it (ns-3
+        // `TcpCubic`: `m_cWndCnt -= cnt`): 7 ACKs counted towards w = 10, then w = 4 —
+        // the next ACK (count 8 ≥ 4) raises cwnd and keeps 4, so the ACK after it
+        // (count 5 ≥ 4) raises it again and keeps 1.
+        let mut w = profile("ns3", 10, 2);
+        for _ in 0..7 {
+            w.cong_avoid_ai(10, 1);
+        }
+        assert_eq!((w.cwnd, w.cnt), (10, 7));
+        w.cong_avoid_ai(4, 1);
+        assert_eq!((w.cwnd, w.cnt), (11, 4));
+        w.cong_avoid_ai(4, 1);
+        assert_eq!((w.cwnd, w.cnt), (12, 1));
         // Linux's counters are unchanged (4.0+: per segment, one per ACK here: 33).
         assert_eq!(acks("linux"), 33);
     }
