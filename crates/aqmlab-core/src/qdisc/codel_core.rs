@@ -173,6 +173,13 @@ pub trait CodelQueue {
     /// Frame bytes still queued, for the "backlog ≤ one MTU" rule. Called after `pop`.
     /// (fq_codel passes the whole qdisc's backlog, as Linux does.)
     fn backlog(&self) -> u64;
+    /// Too little is queued for CoDel to drop: Linux's rule, the backlog is at most one
+    /// `mtu` (`codel_should_drop`). Called after `pop`. An owner with another rule (fq_codel's
+    /// `backlog_rule = "ns3"`) overrides it.
+    #[inline]
+    fn spared(&self, mtu: u64) -> bool {
+        self.backlog() <= mtu
+    }
 }
 
 /// `⌊interval / √count⌋` in integer nanoseconds (count 0 is treated as 1).
@@ -253,13 +260,14 @@ impl CodelVars {
     }
 
     /// Linux `codel_should_drop`: updates `ldelay` and the above-target window for the
-    /// packet at hand (`None`: queue empty) and says whether it is OK to drop.
+    /// packet at hand (`None`: queue empty) and says whether it is OK to drop. `spared`:
+    /// too little is queued to drop ([`CodelQueue::spared`]; Linux: at most one MTU).
     pub fn should_drop(
         &mut self,
         p: &CodelParams,
         st: &mut CodelStats,
         head: Option<(SimDuration, u32)>,
-        backlog: u64,
+        spared: bool,
         now: SimTime,
     ) -> bool {
         let Some((sojourn, len)) = head else {
@@ -268,7 +276,7 @@ impl CodelVars {
         };
         self.ldelay = sojourn;
         st.maxpacket = st.maxpacket.max(len);
-        if sojourn < p.target || backlog <= p.mtu {
+        if sojourn < p.target || spared {
             // Went below (or too little queued to matter): stay below for an interval.
             self.first_above_time = None;
             return false;
@@ -384,7 +392,7 @@ impl CodelVars {
             return None;
         };
         let mut cur = Some(first);
-        let drop = self.should_drop(p, st, Some(head(&first)), q.backlog(), now);
+        let drop = self.should_drop(p, st, Some(head(&first)), q.spared(p.mtu), now);
         let mut marked = false;
         if self.dropping {
             if !drop {
@@ -408,7 +416,7 @@ impl CodelVars {
                     out.drop_queued(qs, victim, DropReason::Codel);
                     cur = q.pop();
                     let h = cur.as_ref().map(head);
-                    if !self.should_drop(p, st, h, q.backlog(), now) {
+                    if !self.should_drop(p, st, h, q.spared(p.mtu), now) {
                         self.dropping = false;
                     } else {
                         self.drop_next = self.control_law(p, self.drop_next);
@@ -428,7 +436,7 @@ impl CodelVars {
                 cur = q.pop();
                 let h = cur.as_ref().map(head);
                 // Linux evaluates the new head only for its side effects (ldelay, window).
-                let _ = self.should_drop(p, st, h, q.backlog(), now);
+                let _ = self.should_drop(p, st, h, q.spared(p.mtu), now);
             }
             self.enter_dropping(p, now);
         }
@@ -460,7 +468,7 @@ impl CodelVars {
         ecn_capable: bool,
         now: SimTime,
     ) -> EnqueueDecision {
-        let ok = self.should_drop(p, st, sojourn.map(|s| (s, len)), backlog, now);
+        let ok = self.should_drop(p, st, sojourn.map(|s| (s, len)), backlog <= p.mtu, now);
         let signal = |st: &mut CodelStats| {
             if p.ecn && ecn_capable {
                 st.ecn_marks += 1;
@@ -654,6 +662,13 @@ mod tests {
         let p = params(CodelVariant::Linux);
         let mut v = CodelVars::new(&p);
         let mut st = CodelStats::default();
+        // Linux's rule (the trait's default): at most one MTU queued spares the queue.
+        let queued = |bytes: u64| Q {
+            q: VecDeque::new(),
+            bytes,
+        };
+        assert!(queued(1500).spared(p.mtu));
+        assert!(!queued(1501).spared(p.mtu));
         // A single 1500-byte packet with a 1 s sojourn, forever: never "bad".
         for k in 0..50u64 {
             let now = SimTime::from_nanos(k * 100 * MS);
@@ -661,18 +676,19 @@ mod tests {
                 &p,
                 &mut st,
                 Some((SimDuration::from_secs(1), 1500)),
-                1500,
+                queued(1500).spared(p.mtu),
                 now
             ));
         }
         assert_eq!(v.first_above_time, None);
         // 1501 bytes behind it: the window opens and drops are allowed after 100 ms.
         let t0 = SimTime::from_nanos(10 * MS);
+        let big = queued(1501).spared(p.mtu);
         assert!(!v.should_drop(
             &p,
             &mut st,
             Some((SimDuration::from_secs(1), 1500)),
-            1501,
+            big,
             t0
         ));
         assert_eq!(v.first_above_time, Some(t0 + SimDuration::from_millis(100)));
@@ -680,14 +696,14 @@ mod tests {
             &p,
             &mut st,
             Some((SimDuration::from_secs(1), 1500)),
-            1501,
+            big,
             t0 + SimDuration::from_millis(100)
         ));
         assert!(v.should_drop(
             &p,
             &mut st,
             Some((SimDuration::from_secs(1), 1500)),
-            1501,
+            big,
             t0 + SimDuration::from_nanos(100 * MS + 1)
         ));
         assert_eq!(st.maxpacket, 1500);
@@ -852,20 +868,20 @@ mod tests {
         v.count = 4;
         let t0 = SimTime::from_nanos(MS);
         let soj = Some((SimDuration::from_millis(20), 1000));
-        assert!(!v.should_drop(&p, &mut st, soj, 10_000, t0));
+        assert!(!v.should_drop(&p, &mut st, soj, false, t0));
         // interval/√4 = 50 ms instead of 100 ms.
         assert_eq!(v.first_above_time, Some(t0 + SimDuration::from_millis(50)));
         assert!(!v.should_drop(
             &p,
             &mut st,
             soj,
-            10_000,
+            false,
             t0 + SimDuration::from_nanos(50 * MS - 1)
         ));
-        assert!(v.should_drop(&p, &mut st, soj, 10_000, t0 + SimDuration::from_millis(50)));
+        assert!(v.should_drop(&p, &mut st, soj, false, t0 + SimDuration::from_millis(50)));
         // With count 0 (never dropped) the window is the full interval.
         let mut w = CodelVars::new(&p);
-        w.should_drop(&p, &mut st, soj, 10_000, t0);
+        w.should_drop(&p, &mut st, soj, false, t0);
         assert_eq!(w.first_above_time, Some(t0 + SimDuration::from_millis(100)));
     }
 

@@ -260,20 +260,17 @@ impl CodelQueue for FlowView<'_> {
     fn pop(&mut self) -> Option<Packet> {
         self.s.pop(self.idx)
     }
+    /// Linux passes `&sch->qstats.backlog`: the whole qdisc's.
     #[inline]
     fn backlog(&self) -> u64 {
+        self.s.frame_backlog()
+    }
+    #[inline]
+    fn spared(&self, mtu: u64) -> bool {
         match self.ns3_min_bytes {
-            // Linux passes &sch->qstats.backlog: the whole qdisc.
-            None => self.s.frame_backlog(),
-            // ns-3 OkToDrop: the flow's own bytes < MinBytes keeps it (0 passes the
-            // core's "≤ one MTU" test, the largest value fails it)
-            Some(min) => {
-                if self.s.flows[self.idx].q.bytes() < min {
-                    0
-                } else {
-                    u64::MAX
-                }
-            }
+            None => self.backlog() <= mtu,
+            // ns-3 `CoDelQueueDisc::OkToDrop`: the flow's own IP bytes below `MinBytes`
+            Some(min) => self.s.flows[self.idx].q.bytes() < min,
         }
     }
 }

@@ -233,6 +233,8 @@ impl FqPieConfig {
         // Linux's psched_mtu includes the link header, and so do the backlog and the
         // packet sizes fq_pie hands to PIE.
         params.mtu = ctx.mtu + ctx.overhead;
+        // ns-3's children spare a flow holding at most two packets (`qSize <= 2`)
+        params.spare_pkts = (self.backlog_rule == BacklogRule::Ns3).then_some(2);
         Ok(params)
     }
 
@@ -264,8 +266,6 @@ pub struct FqPie {
     rng: Rng,
     /// Last traced values.
     traced: [f64; 5],
-    /// `backlog_rule = "ns3"`.
-    ns3_rule: bool,
 }
 
 impl FqPie {
@@ -292,7 +292,6 @@ impl FqPie {
             stats: QdiscStats::default(),
             rng: ctx.rng,
             traced: [f64::NAN; 5],
-            ns3_rule: cfg.backlog_rule == BacklogRule::Ns3,
         }
     }
 
@@ -420,12 +419,7 @@ impl Qdisc for FqPie {
                 self.overmemory += 1;
             }
             let q = &self.sched.flows[idx].q;
-            let (mut backlog, pkts) = (q.frame_bytes(overhead), q.len());
-            if self.ns3_rule {
-                // ns-3 DropEarly: `qSize <= 2` packets keeps the flow (0 passes Linux's
-                // two-MTU test below, the largest value fails it)
-                backlog = if pkts <= 2 { 0 } else { u64::MAX };
-            }
+            let (backlog, pkts) = (q.frame_bytes(overhead), q.len());
             let v = &mut self.vars[idx];
             match self
                 .params

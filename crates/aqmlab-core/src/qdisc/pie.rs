@@ -199,6 +199,7 @@ impl PieConfig {
             mean_pktsize,
             derandomize,
             mtu: ctx.mtu,
+            spare_pkts: None,
             rate: ctx.rate,
             limit,
         })

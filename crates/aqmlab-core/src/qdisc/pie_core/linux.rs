@@ -89,7 +89,8 @@ const TODAY: Generation = Generation {
 
 impl PieParams {
     /// Linux `pie_drop_early` safeguards: true when the packet must not be dropped.
-    pub(super) fn linux_safeguards(&self, v: &PieVars, backlog: u64) -> bool {
+    /// `backlog`, `pkts`: frame bytes and packets queued before it.
+    pub(super) fn linux_safeguards(&self, v: &PieVars, backlog: u64, pkts: u32) -> bool {
         if v.burst_allowance > SimDuration::ZERO {
             return true;
         }
@@ -97,8 +98,11 @@ impl PieParams {
         if v.qdelay < self.target / 2 && v.prob < 0.2 {
             return true;
         }
-        // Fewer than two MTU-sized packets queued, like RED's min_th.
-        backlog < 2 * self.mtu as u64
+        match self.spare_pkts {
+            // Fewer than two MTU-sized packets queued, like RED's min_th.
+            None => backlog < 2 * self.mtu as u64,
+            Some(n) => pkts <= n,
+        }
     }
 
     /// This packet's probability (byte mode scales by size / MTU).
@@ -114,10 +118,11 @@ impl PieParams {
         &self,
         v: &mut PieVars,
         backlog: u64,
+        pkts: u32,
         size: u32,
         rng: &mut Rng,
     ) -> bool {
-        if self.linux_safeguards(v, backlog) {
+        if self.linux_safeguards(v, backlog, pkts) {
             return false;
         }
         let local = self.linux_local_prob(v, size);

@@ -66,10 +66,11 @@ impl PieParams {
         &self,
         v: &mut PieVars,
         backlog: u64,
+        pkts: u32,
         size: u32,
         rng: &mut Rng,
     ) -> bool {
-        if self.linux_safeguards(v, backlog) {
+        if self.linux_safeguards(v, backlog, pkts) {
             return false;
         }
         rng.uniform() < self.linux_local_prob(v, size)

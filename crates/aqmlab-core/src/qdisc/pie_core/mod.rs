@@ -218,6 +218,11 @@ pub struct PieParams {
     pub derandomize: bool,
     /// Link MTU (Linux's `psched_mtu`: the two-packet safeguard and byte-mode bound).
     pub mtu: u32,
+    /// `Some(n)`: a queue holding at most `n` packets is spared from early drops instead
+    /// of one holding less than two MTUs — ns-3's packet-mode `PieQueueDisc::DropEarly`
+    /// (`qSize <= 2`), set by fq_pie's `backlog_rule = "ns3"`. Read by the Linux variants
+    /// (fq_pie runs `linux`); `None` everywhere else.
+    pub spare_pkts: Option<u32>,
     /// Rate for the `link_rate` estimator.
     pub rate: Rate,
     /// The queue limit (draft00 activation and DOCSIS inactivity use a third of it).
@@ -318,8 +323,10 @@ impl PieParams {
         rng: &mut Rng,
     ) -> EarlyVerdict {
         let drop = match self.variant {
-            PieVariant::Linux => self.drop_early_linux(v, backlog_bytes, size, rng),
-            PieVariant::Linux314 => self.drop_early_linux314(v, backlog_bytes, size, rng),
+            PieVariant::Linux => self.drop_early_linux(v, backlog_bytes, backlog_pkts, size, rng),
+            PieVariant::Linux314 => {
+                self.drop_early_linux314(v, backlog_bytes, backlog_pkts, size, rng)
+            }
             PieVariant::Rfc8033 => self.drop_early_rfc8033(v, backlog_bytes, size, rng),
             PieVariant::Draft00 => self.drop_early_draft00(v, backlog_bytes, size, rng),
             PieVariant::Docsis => self.drop_early_docsis(v, backlog_bytes, backlog_pkts, size, rng),
@@ -483,6 +490,7 @@ pub(super) mod testutil {
             mean_pktsize: variant.default_mean_pktsize().unwrap_or(1500),
             derandomize: true,
             mtu: 1500,
+            spare_pkts: None,
             rate: Rate::from_bps(10_000_000),
             limit: Limit::Packets(1000),
         }
@@ -628,6 +636,38 @@ mod tests {
             assert_eq!(
                 pp.drop_early(&mut v, 100_000, 70, 1500, &mut rng),
                 EarlyVerdict::MarkOrDrop,
+                "{variant:?}"
+            );
+        }
+    }
+
+    /// `spare_pkts` (fq_pie's `backlog_rule = "ns3"`) replaces Linux's two-MTU test by
+    /// ns-3's packet count: two full packets (3000 B, not spared by Linux) are spared,
+    /// three small ones (2999 B, spared by Linux) are not.
+    #[test]
+    fn packet_count_safeguard_replaces_two_mtus() {
+        let mut rng = Rng::stream(1, "t", 0);
+        for variant in [PieVariant::Linux, PieVariant::Linux314] {
+            let mut pp = params(variant);
+            let mut v = pp.new_vars();
+            v.burst_allowance = SimDuration::ZERO;
+            v.prob = 1.0;
+            v.accu_prob = 100.0;
+            v.qdelay = ms(50);
+            v.qdelay_old = ms(50);
+            let verdicts = |pp: &PieParams, v: &mut PieVars, rng: &mut Rng| {
+                [(3000, 2), (2999, 3)].map(|(b, n)| pp.drop_early(v, b, n, 1500, rng))
+            };
+            use EarlyVerdict::{Enqueue, MarkOrDrop};
+            assert_eq!(
+                verdicts(&pp, &mut v, &mut rng),
+                [MarkOrDrop, Enqueue],
+                "{variant:?}"
+            );
+            pp.spare_pkts = Some(2);
+            assert_eq!(
+                verdicts(&pp, &mut v, &mut rng),
+                [Enqueue, MarkOrDrop],
                 "{variant:?}"
             );
         }
