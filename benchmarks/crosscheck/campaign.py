@@ -35,6 +35,7 @@ QDISCS = {
     "codel": {"kind": "codel"},
     "pie": {"kind": "pie"},
     "fq_codel": {"kind": "fq_codel"},
+    "fq_pie": {"kind": "fq_pie"},
     "fifo": {"kind": "fifo", "limit": "250KB"},
 }
 
