@@ -43,7 +43,7 @@ QDISCS = {
 def cases(duration: str, warmup: str) -> dict[str, dict]:
     base = tomllib.loads((SCEN / "tcp16_codel.toml").read_text())
     out = {}
-    for n in (1, 4, 16):
+    for n in (1, 4, 16, 64):
         for q, qd in QDISCS.items():
             sc = json.loads(json.dumps(base))
             sc["run"].update(name=f"tcp{n}_{q}", duration=duration, warmup=warmup)

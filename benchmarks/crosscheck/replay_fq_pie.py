@@ -80,7 +80,8 @@ def update(f: Flow, target: float, alpha: float, beta: float) -> None:
 
 
 def replay(tr, tupdate: float, phase: float, target: float, alpha: float, beta: float,
-           t_from: float, t_to: float, watch: str | None = None, first: float = 0.0) -> dict:
+           t_from: float, t_to: float, watch: str | None = None, first: float = 0.0,
+           single: bool = False) -> dict:
     ev: list[tuple[float, int, int]] = []  # (time, order, packet index); order 0 = dequeue
     for i, p in enumerate(tr.packets):
         ev.append((p.arr, 1, i))
@@ -107,7 +108,7 @@ def replay(tr, tupdate: float, phase: float, target: float, alpha: float, beta: 
         p = tr.packets[i]
         if p.kind != "data":
             continue
-        f = flows.setdefault(p.flow, Flow())
+        f = flows.setdefault("all" if single else p.flow, Flow())
         if kind == 0:  # dequeue
             if not f.q:
                 continue
@@ -166,6 +167,7 @@ def main() -> None:
     ap.add_argument("--target", type=float, default=15.0, help="ms")
     ap.add_argument("--windows", default="0,5,10,20,31", help="window edges in s for the expected/actual drop counts")
     ap.add_argument("--watch", default=None, help="print this flow's updates and arrivals (a flow string of the capture)")
+    ap.add_argument("--single", action="store_true", help="one queue for all packets (sch_pie: the control run)")
     a = ap.parse_args()
     tr, info = kernel_trace(a.raw, a.queue, shaper="htb")
     edges = [float(x) for x in a.windows.split(",")]
@@ -174,7 +176,8 @@ def main() -> None:
         ph = k * a.tupdate / a.phases * 1e-3
         row = {"phase_ms": ph * 1e3}
         for lo, hi in zip(edges, edges[1:]):
-            r = replay(tr, a.tupdate * 1e-3, ph, a.target * 1e-3, 0.125, 1.25, lo, hi, watch=a.watch)
+            r = replay(tr, a.tupdate * 1e-3, ph, a.target * 1e-3, 0.125, 1.25, lo, hi, watch=a.watch,
+                       single=a.single)
             row[f"{lo:g}-{hi:g}s"] = {"expected": r["expected_drops"], "kernel": r["kernel_drops"],
                                       "kernel_drops_model_spared": r["kernel_drops_model_spared"]}
             if a.watch and k == 0 and lo == edges[0]:
