@@ -14,9 +14,14 @@ every ``tupdate`` (all flows; phase unknown, so several phases are tried), and
 de-randomisation (``accu_prob``). The kernel's actual verdicts drive the state (a drop
 resets the accumulator); for every arrival the replay states the model's drop probability
 (0 under a safeguard or below an accumulated 0.85, 1 from 8.5, else p). Their sum is the
-number of drops the model expects for this very stream; set against the kernel's drops it
-tells whether the qdisc rules (not the TCP that produced the stream) differ. Arrivals the
-kernel dropped while the model says 0 are listed by the safeguard that spared them.
+number of drops the model expects for this very stream. Arrivals that were dropped while
+the model says 0 are listed by the safeguard that spared them.
+
+On a stream logged from the simulator the replay reproduces it exactly (p per update,
+drops). On kernel captures it is biased: for single-queue ``sch_pie`` (``--single``), where
+the simulator agrees with the kernel closed-loop, it still expects about twice the
+kernel's drops (docs/validation.md "FQ-PIE on the kernel"), so its kernel-side numbers do
+not by themselves show a difference of rules.
 
     .venv/bin/python benchmarks/crosscheck/replay_fq_pie.py results/raw/tcp16_fq_pie_cap
 """
