@@ -597,17 +597,24 @@ mod tests {
         assert_eq!(armed, vec![true, true, true, false, false, false]);
     }
 
+    /// State where nothing but a safeguard keeps a packet: no burst allowance left,
+    /// p = 1 with a full accumulator, 50 ms of delay now and at the last update.
+    fn congested(pp: &PieParams) -> PieVars {
+        let mut v = pp.new_vars();
+        v.burst_allowance = SimDuration::ZERO;
+        v.prob = 1.0;
+        v.accu_prob = 100.0;
+        v.qdelay = ms(50);
+        v.qdelay_old = ms(50);
+        v
+    }
+
     #[test]
     fn safeguards_block_early_drops() {
         let mut rng = Rng::stream(1, "t", 0);
         for variant in [PieVariant::Linux, PieVariant::Linux314, PieVariant::Rfc8033] {
             let pp = params(variant);
-            let mut v = pp.new_vars();
-            v.burst_allowance = SimDuration::ZERO;
-            v.prob = 1.0;
-            v.accu_prob = 100.0;
-            v.qdelay = ms(50);
-            v.qdelay_old = ms(50);
+            let mut v = congested(&pp);
             // Fewer than two MTUs queued: never dropped (Linux `backlog < 2·mtu`, RFC `≤ 2·MEAN_PKTSIZE`).
             assert_eq!(
                 pp.drop_early(&mut v, 2999, 2, 1500, &mut rng),
@@ -649,12 +656,7 @@ mod tests {
         let mut rng = Rng::stream(1, "t", 0);
         for variant in [PieVariant::Linux, PieVariant::Linux314] {
             let mut pp = params(variant);
-            let mut v = pp.new_vars();
-            v.burst_allowance = SimDuration::ZERO;
-            v.prob = 1.0;
-            v.accu_prob = 100.0;
-            v.qdelay = ms(50);
-            v.qdelay_old = ms(50);
+            let mut v = congested(&pp);
             let verdicts = |pp: &PieParams, v: &mut PieVars, rng: &mut Rng| {
                 [(3000, 2), (2999, 3)].map(|(b, n)| pp.drop_early(v, b, n, 1500, rng))
             };
