@@ -1,6 +1,7 @@
 """The Linux-engine cross-check campaign (issue #19): the saturated-TCP headline dumbbell
-with 1/4/16 NewReno flows under CoDel, PIE, fq_codel and FIFO (250 KB), and RRUL over the
-residential 10/10 Mbit/s link, each run on the simulator and on a Linux kernel in a VM
+with 1/4/16/64 NewReno flows under CoDel, PIE, fq_codel, fq_pie, SFQ (their Linux
+defaults), ARED (the residential study's 10 Mbit/s thresholds) and FIFO (250 KB), and RRUL
+over the residential 10/10 Mbit/s link, each run on the simulator and on a Linux kernel in a VM
 (`aqmlab crosscheck`). Writes one JSON per case to results/ and a summary table.
 
 The scenarios are the benchmark ones (benchmarks/scenarios/) with the duration shortened
@@ -36,6 +37,9 @@ QDISCS = {
     "pie": {"kind": "pie"},
     "fq_codel": {"kind": "fq_codel"},
     "fq_pie": {"kind": "fq_pie"},
+    "sfq": {"kind": "sfq"},
+    # the residential study's ARED at 10 Mbit/s (thresholds in bytes: sch_red needs them)
+    "ared": {"kind": "ared", "min": "12500B", "max": "37500B", "bandwidth": "10Mbit"},
     "fifo": {"kind": "fifo", "limit": "250KB"},
 }
 
