@@ -1,5 +1,6 @@
-"""Offline replay of Linux FQ-PIE's per-flow decisions on a captured packet stream (the
-Linux-engine cross-check of `fq_pie`, docs/validation.md "FQ-PIE on the kernel").
+"""Offline replay of the simulator's FQ-PIE per-flow law on a captured packet stream.
+
+Part of the Linux-engine cross-check of `fq_pie` (docs/validation.md "FQ-PIE on the kernel").
 
 Input: a kept job with header captures around the queue (``campaign.py CASE --capture
 bottleneck_up``; ``results/raw/CASE``). `capture_codel.kernel_trace` pairs each frame that
