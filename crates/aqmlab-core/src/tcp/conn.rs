@@ -632,20 +632,18 @@ impl TcpConn {
     /// Sends everything the sender allows now, each segment carrying the current ACK.
     fn transmit<H: TcpHost>(&mut self, h: &mut H, side: Side) {
         let now = h.now();
-        let idx = self.idx;
-        let mss = self.cfg.mss;
-        let (hdr, ts) = (self.cfg.header_bytes(), self.cfg.timestamps);
+        let (idx, cfg) = (self.idx, &self.cfg);
         let e = &mut self.ends[side.idx()];
         if e.phase != Phase::Established {
             return;
         }
         loop {
             let n_sack = e.rcv.sack_blocks().len().min(3);
-            let budget = mss - sack_option_bytes(n_sack);
+            let budget = cfg.mss - sack_option_bytes(n_sack);
             let Some(seg) = e.snd.next_segment(now, budget) else {
                 break;
             };
-            let pkt = build(h, e, &seg, idx, mss, hdr, ts);
+            let pkt = build(h, e, &seg, idx, cfg);
             h.send(pkt);
         }
     }
@@ -752,19 +750,17 @@ fn ts_clock(now: SimTime, timestamps: bool) -> SimTime {
     }
 }
 
-/// One data segment: `hdr` header bytes (52 with timestamps, 40 without) + payload + SACK.
+/// One data segment: the header (52 bytes with timestamps, 40 without) + payload + SACK.
 fn build<H: TcpHost>(
     h: &mut H,
     e: &mut Endpoint,
     seg: &TxSeg,
     idx: u32,
-    mss: u32,
-    hdr: u32,
-    ts: bool,
+    cfg: &TcpConfig,
 ) -> Packet {
     // As many SACK blocks as fit next to this segment's payload.
     let mut n = e.rcv.sack_blocks().len().min(3);
-    while n > 0 && seg.payload + sack_option_bytes(n) > mss {
+    while n > 0 && seg.payload + sack_option_bytes(n) > cfg.mss {
         n -= 1;
     }
     let mut flags = tcp_flags::ACK;
@@ -774,8 +770,16 @@ fn build<H: TcpHost>(
     if seg.cwr {
         flags |= tcp_flags::CWR;
     }
-    let mut p = h.new_packet(e.node, hdr + seg.payload + sack_option_bytes(n), idx);
-    p.tcp = header(ts_clock(h.now(), ts), e, seg.seq, seg.payload, flags, n);
+    let size = cfg.header_bytes() + seg.payload + sack_option_bytes(n);
+    let mut p = h.new_packet(e.node, size, idx);
+    p.tcp = header(
+        ts_clock(h.now(), cfg.timestamps),
+        e,
+        seg.seq,
+        seg.payload,
+        flags,
+        n,
+    );
     if seg.ect {
         p.ecn = e.snd.ect_codepoint();
     }
