@@ -40,6 +40,10 @@ QDISCS = {
     "sfq": {"kind": "sfq"},
     # the residential study's ARED at 10 Mbit/s (thresholds in bytes: sch_red needs them)
     "ared": {"kind": "ared", "min": "12500B", "max": "37500B", "bandwidth": "10Mbit"},
+    # the same RED without adaptation, at tc's default initial max_p: what the kernel
+    # actually runs for "ared" (sch_red arms the adaptive timer only from the legacy qopt
+    # flags, which tc no longer sets; docs/validation.md "ARED on the kernel")
+    "red": {"kind": "red", "min": "12500B", "max": "37500B", "bandwidth": "10Mbit", "probability": 0.02},
     "fifo": {"kind": "fifo", "limit": "250KB"},
 }
 

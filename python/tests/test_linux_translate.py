@@ -13,7 +13,7 @@ import pytest
 import aqmlab
 from aqmlab.errors import ScenarioError
 from aqmlab.linux.cpio import CpioWriter
-from aqmlab.linux.engine import _cpu_busy, _iperf_flow, parse_ping, parse_tc_samples
+from aqmlab.linux.engine import _cpu_busy, _iperf_flow, parse_ping, parse_tc_samples, red_adaptation_note
 from aqmlab.linux.translate import FlowMap, parse_duration, parse_rate, parse_size, tc_qdisc_args, translate
 from aqmlab.linux.vm import parse_modules_dep, resolve_modules
 
@@ -363,6 +363,21 @@ def test_parse_ping_and_tc_samples_and_cpu():
     assert busy == [(2.0, pytest.approx(0.75))]
 
 
+def _red_samples(probs, adaptive=True):
+    return [(float(i), [{"kind": "red", "handle": "10:", "dev": "e0a", "options": {"adaptive": adaptive, "probability": p}}]) for i, p in enumerate(probs)]
+
+
+def test_red_flagged_adaptive_with_a_constant_max_p_is_reported():
+    note = red_adaptation_note("bottleneck_up", "e0a", _red_samples([0.02] * 20))
+    assert note and "max_p stayed 0.02 in all 20 samples" in note and 'kind = "red"' in note
+    # adapting (max_p moved), not adaptive, another device, or too few samples: no note
+    assert red_adaptation_note("q", "e0a", _red_samples([0.02] * 19 + [0.0225])) is None
+    assert red_adaptation_note("q", "e0a", _red_samples([0.02] * 20, adaptive=False)) is None
+    assert red_adaptation_note("q", "e1b", _red_samples([0.02] * 20)) is None
+    assert red_adaptation_note("q", "e0a", _red_samples([0.02] * 9)) is None
+    assert red_adaptation_note("q", "e0a", None) is None
+
+
 def test_iperf_goodput_counts_receiver_bytes_after_warmup_in_bins():
     import numpy as np
 
@@ -420,6 +435,32 @@ def test_crosscheck_rows_of_identical_results_agree_and_a_shift_is_flagged():
     rows = compare(r, Shifted(r))
     bad = [x for x in rows if x.verdict == "DIFF"]
     assert [(x.entity, x.metric) for x in bad] == [("bottleneck_up", "sojourn mean ms")]
+
+
+def test_crosscheck_compares_red_forced_drops_summed_with_the_kernels_early_counter():
+    from aqmlab.linux.crosscheck import compare
+
+    sc = aqmlab.load_scenario(HEADLINE).to_dict()
+    sc["dumbbell"]["qdisc"] = {"kind": "red", "min": "3000B", "max": "9000B"}
+    r = aqmlab.run(sc)
+    up = r.queues[r.queues["name"] == "bottleneck_up"].iloc[0]
+    assert up["drops_early"] > 0 and up["drops_forced"] > 0
+
+    class Kernel:
+        """The same result as the Linux engine reports it: sch_red's `early` counts the
+        forced drops too, and there is no forced counter."""
+
+        def __init__(self, base):
+            self.__dict__.update(duration=base.duration, warmup=base.warmup, series=base.series, flows=base.flows)
+            q = base.queues.copy()
+            q["drops_early"] = q["drops_early"] + q["drops_forced"]
+            q["drops_forced"] = math.nan
+            self.queues = q
+
+    rows = {(x.entity, x.metric): x for x in compare(r, Kernel(r))}
+    row = rows[("bottleneck_up", "drops early + forced (whole run)")]
+    assert row.sim == row.linux == up["drops_early"] + up["drops_forced"]
+    assert ("bottleneck_up", "drops forced (whole run)") not in rows and ("bottleneck_up", "drops early (whole run)") not in rows
 
 
 def test_crosscheck_sojourn_counts_the_packets_the_kernel_estimate_counts():

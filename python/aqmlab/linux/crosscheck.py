@@ -142,8 +142,17 @@ def compare(sim, lin) -> list[Row]:
         if math.isfinite(da) or math.isfinite(db):
             rows.append(Row("queue", name, "drops after warm-up /s", da, db, _ratio(da, db), ""))
         # the qdisc counters cover the whole run (slow start included), in both engines
+        # sch_red's `early` counter is its probabilistic plus its forced drops
+        # (red_dump_stats); the simulator counts the two apart, so they are compared summed
+        red_sum = str(a.get("qdisc", "")) in ("red", "ared") and not math.isfinite(_f(b.get("drops_forced")))
         for col in [c for c in sq.columns if c.startswith(("drops_", "marks_"))] + ["dropped", "marked"]:
+            if red_sum and col == "drops_forced":
+                continue
             va, vb = _f(a.get(col)), _f(b.get(col))
+            if red_sum and col == "drops_early":
+                va += _f(a.get("drops_forced"))
+                rows.append(Row("queue", name, "drops early + forced (whole run)", va, vb, _ratio(va, vb), ""))
+                continue
             # nothing to compare: zero in both, or zero here and a counter the kernel lacks
             if not (va if math.isfinite(va) else 0) and not (vb if math.isfinite(vb) else 0):
                 continue

@@ -5,7 +5,7 @@ Measurement (docs/linux-engine.md lists every column and where it comes from):
 
 - flows: iperf3's JSON (receiver intervals for goodput, sender totals for retransmits and
   RTT), ping's replies, irtt's round trips;
-- queues: ``tc -s -j qdisc show`` of the qdisc under test (the child ``10:`` of the
+- queues: ``tc -s -d -j qdisc show`` of the qdisc under test (the child ``10:`` of the
   shaper), snapshots at the end of the warm-up and at the end of the run for the counters,
   sampled every bin in the routers' namespaces for the time series; the kernel
   has no per-packet sojourn time, so ``sojourn_*`` are estimated per sample as the queue's
@@ -79,7 +79,7 @@ def queue_columns() -> list[str]:
 
 
 def parse_tc_samples(text: str) -> list[tuple[float, list[dict]]]:
-    """``T <uptime>`` lines each followed by one ``tc -s -j qdisc show`` JSON array."""
+    """``T <uptime>`` lines each followed by one ``tc -s -d -j qdisc show`` JSON array."""
     out = []
     t = None
     for line in text.splitlines():
@@ -226,6 +226,31 @@ def _child(entries: list[dict], dev: str) -> dict | None:
         if e.get("dev") == dev and e.get("handle") == "10:":
             return e
     return None
+
+
+def red_adaptation_note(name: str, dev: str, samples: list | None) -> str | None:
+    """A note when an adaptive ``red`` qdisc kept its max_p over the whole run.
+
+    ``tc -d`` shows sch_red's live max_p as ``probability``. The kernel arms ARED's 500 ms
+    timer only when the legacy ``tc_red_qopt.flags`` carry ``adaptive`` (``__red_change``
+    tests ``ctl->flags``), but tc (iproute2 5.8 and later) sends every RED flag in the
+    ``TCA_RED_FLAGS`` attribute and leaves the legacy field 0, which ``red_get_flags``
+    requires when that attribute is present: the qdisc reports ``adaptive`` and runs plain
+    RED at its initial max_p. Seen on Debian 12 (Linux 6.1, iproute2 6.1)."""
+    probs = []
+    for _, entries in samples or []:
+        e = _child(entries, dev)
+        if e and e.get("kind") == "red" and (e.get("options") or {}).get("adaptive"):
+            p = e["options"].get("probability")
+            if p is not None:
+                probs.append(float(p))
+    if len(probs) < 10 or max(probs) != min(probs):
+        return None
+    return (
+        f"{name}: sch_red is flagged adaptive but its max_p stayed {probs[0]:g} in all {len(probs)} samples: "
+        "this kernel arms ARED's timer only from the legacy qopt flags, which tc no longer sets, so it ran RED "
+        "without adaptation (compare with kind = \"red\", probability = the initial max_p)"
+    )
 
 
 _PING = re.compile(r"icmp_seq=(\d+).*time=([0-9.]+) ms")
@@ -399,6 +424,11 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     if tr.captures:
         info["capture"] = capture_info(out, tr, t0)
     warnings = [f"linux engine: {n}" for n in tr.notes]
+    for qm in tr.queues:
+        note = red_adaptation_note(qm.name, qm.dev, sampled.get(qm.ns))
+        if note:
+            info["notes"].append(note)
+            warnings.append(f"linux engine: {note}")
     if after and info["cpu_busy_max"] > CPU_SATURATED:
         hot = sum(1 for b in after if b > CPU_SATURATED)
         warnings.append(

@@ -790,7 +790,7 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             if qm.ns == ns and qm.qdisc == "fq_codel"
         )
         L.append(
-            f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -j qdisc show; echo; {cls}{_jittered_sleep(tr.sample_period)}; done > $O/tc.{ns} ) &"
+            f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -d -j qdisc show; echo; {cls}{_jittered_sleep(tr.sample_period)}; done > $O/tc.{ns} ) &"
         )
     L.append(f"( while [ ! -e {stop} ]; do echo \"T $(up) $(head -1 /proc/stat)\"; sleep {tr.bin:g}; done > $O/cpu ) &")
     if tr.captures:

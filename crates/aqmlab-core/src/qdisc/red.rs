@@ -139,7 +139,7 @@ const fn red_params(adaptive_default: &'static str) -> [ParamDoc; 14] {
         ParamDoc { name: "ewma_log", default: "from burst", doc: "log2(1/W) of the EWMA weight W, 1..31; overrides burst" },
         ParamDoc { name: "bandwidth", default: "link rate", doc: "rate for the idle-time decay of the average (tc falls back to 10Mbit)" },
         ParamDoc { name: "probability", default: "0.02 (variant ns2: 0.1)", doc: "max_p: marking probability at max (tc default 0.02); ARED's start value" },
-        ParamDoc { name: "adaptive", default: adaptive_default, doc: "ARED: every 500 ms move max_p towards the band min+[0.4,0.6](max-min): +min(0.01, max_p/4) / x0.9, bounds 0.01..0.5 (Linux red adaptive)" },
+        ParamDoc { name: "adaptive", default: adaptive_default, doc: "ARED: every 500 ms move max_p towards the band min+[0.4,0.6](max-min): +min(0.01, max_p/4) / x0.9, bounds 0.01..0.5 (Linux red adaptive; a kernel set up by iproute2 5.8 or later never arms this timer, see docs/validation.md \"ARED on the kernel\": model such a box with kind = \"red\")" },
         ParamDoc { name: "ecn", default: "false", doc: "mark ECN-capable packets instead of dropping them" },
         ParamDoc { name: "gentle", default: "false (variant ns2: true)", doc: "gentle RED: probability rises from max_p to 1 between max and 2*max (ns-2; not in Linux sch_red)" },
         ParamDoc { name: "harddrop", default: "false", doc: "with ecn, drop rather than mark when the average is above max (Linux harddrop)" },
