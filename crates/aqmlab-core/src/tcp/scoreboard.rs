@@ -361,10 +361,9 @@ impl Scoreboard {
             }
             self.tsorted.pop_front();
             out.marked += 1;
-            if self.segs[i].has(RETRANS) {
+            if self.mark_skb_lost(i) {
                 out.lost_retrans += 1;
             }
-            self.mark_skb_lost(i);
         }
         // Not yet due: wait for the latest live transmission sent before RACK.xmit_ts
         // (later transmissions are due later; Linux takes the maximum).
@@ -383,15 +382,20 @@ impl Scoreboard {
     }
 
     /// Linux `tcp_mark_skb_lost`: a first loss, or a lost retransmission (due again).
-    fn mark_skb_lost(&mut self, i: usize) {
+    /// Returns whether it was a retransmission of a segment already marked lost: the
+    /// kernel's `TCPLostRetransmit` counts those, and only those (a probe's
+    /// retransmission of a segment never marked lost is a first loss).
+    fn mark_skb_lost(&mut self, i: usize) -> bool {
         let s = &mut self.segs[i];
         debug_assert!(!s.has(SACKED));
+        let mut lost_again = false;
         if s.has(LOST) {
             if s.has(RETRANS) {
                 s.flags &= !RETRANS;
                 self.retrans_out -= 1;
                 self.lost_total += 1;
                 self.pending_rtx += 1;
+                lost_again = true;
             }
         } else {
             s.flags |= LOST;
@@ -402,21 +406,26 @@ impl Scoreboard {
             }
         }
         self.rtx_hint = self.rtx_hint.min(self.base + i as u64);
+        lost_again
     }
 
     /// Linux `tcp_timeout_mark_lost` with RACK: on a timeout every unSACKed segment is
-    /// lost except those sent within the last `RACK.rtt` (the head always is).
-    pub fn mark_all_lost_rack(&mut self, now: SimTime) {
+    /// lost except those sent within the last `RACK.rtt` (the head always is). Returns
+    /// the lost retransmissions among them (each one counts in `TCPLostRetransmit`, as
+    /// the kernel marks them through `tcp_mark_skb_lost`).
+    pub fn mark_all_lost_rack(&mut self, now: SimTime) -> u32 {
         let rtt = self.rack.rtt;
+        let mut lost_again = 0;
         for i in 0..self.segs.len() {
             let s = self.segs[i];
             if s.has(SACKED) || (i > 0 && now.saturating_since(s.sent) < rtt) {
                 continue;
             }
-            self.mark_skb_lost(i);
+            lost_again += u32::from(self.mark_skb_lost(i));
         }
         self.lost_mark = self.base + self.segs.len() as u64;
         self.rtx_hint = self.base;
+        lost_again
     }
 
     /// Rebuilds the time-ordered list from the scoreboard (after an undo unmarks losses).
@@ -714,6 +723,7 @@ impl Scoreboard {
                 continue;
             }
             if fack > s.rtx_nxt {
+                // Linux 3.x counts every one found here, lost before or not.
                 self.mark_skb_lost(i);
                 found += 1;
             } else {

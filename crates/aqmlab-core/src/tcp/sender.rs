@@ -191,7 +191,8 @@ pub struct SenderStats {
     pub loss_probes: u64,
     /// Probe episodes that repaired a loss and reduced cwnd (`TCPLossProbeRecovery`).
     pub loss_probe_recoveries: u64,
-    /// Retransmissions found lost by RACK (`TCPLostRetransmit`).
+    /// Retransmissions of segments marked lost that were found lost again, by RACK, by
+    /// a timeout with RACK, or by FACK's `tcp_mark_lost_retrans` (`TCPLostRetransmit`).
     pub lost_retransmits: u64,
     /// RACK reorder timeouts that fired.
     pub reo_timeouts: u64,
@@ -1844,7 +1845,7 @@ impl Sender {
             self.w.ssthresh = s;
         }
         if self.rack {
-            self.sb.mark_all_lost_rack(now);
+            self.stats.lost_retransmits += self.sb.mark_all_lost_rack(now) as u64;
         } else {
             self.sb.mark_all_lost();
         }
@@ -2573,6 +2574,25 @@ mod tests {
             (XmitTimer::Rto, ms(227) + s.rtt.rto())
         );
         assert_eq!((s.stats.rtos, s.stats.reo_timeouts), (0, 1));
+        s.sb.check().unwrap();
+    }
+
+    #[test]
+    fn a_timeout_counts_the_lost_retransmissions_it_marks() {
+        // Linux tcp_timeout_mark_lost marks through tcp_mark_skb_lost, which counts a
+        // segment already lost and retransmitted as TCPLostRetransmit; first losses are not.
+        let mut s = sender(rack_cfg(Tlp::Off), false);
+        drain(&mut s, ms(100));
+        s.on_ack(ms(200), &ack(0, &[(1, 4)]), false);
+        assert_eq!((s.state, s.sb.lost_out), (CaState::Recovery, 1));
+        assert_eq!(kinds(&drain(&mut s, ms(200)))[0], (0, true));
+        assert_eq!((s.sb.retrans_out, s.stats.lost_retransmits), (1, 0));
+        // Nothing more arrives: the timeout marks segment 0 (lost again) and the other
+        // unSACKed segments (first losses).
+        let deadline = s.rto_deadline();
+        s.on_rto(deadline);
+        assert_eq!((s.stats.rtos, s.stats.lost_retransmits), (1, 1));
+        assert_eq!((s.sb.retrans_out, s.state), (0, CaState::Loss));
         s.sb.check().unwrap();
     }
 
