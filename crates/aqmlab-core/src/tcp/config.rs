@@ -209,6 +209,47 @@ impl Tlp {
     }
 }
 
+/// Receive-buffer autotuning: how the advertised window starts and grows (Linux
+/// `tcp_select_initial_window`, `tcp_init_buffer_space`, `tcp_grow_window`,
+/// `tcp_rcv_space_adjust` with `tcp_moderate_rcvbuf = 1`). With `off` the receiver
+/// advertises `rcv_window` from the first segment on. Otherwise `rcv_window` is the
+/// largest window (`tcp_rmem[2]` = twice it) and the window starts at the kernel's
+/// initial one: `rcv_ssthresh` grows by two segments per data segment received up to
+/// `window_clamp`, and once per receiver RTT (timestamps, else one window's worth of
+/// data) the buffer is sized from the bytes the application read in the last RTT
+/// (dynamic right-sizing), which raises `window_clamp`. The application is assumed to
+/// read at once (no memory pressure, no out-of-order memory charged).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum RcvTune {
+    #[serde(rename = "off")]
+    Off,
+    /// Linux 4.19–6.5 (`tcp_rmem[1]` 131072, `tcp_adv_win_scale` 1): first window 64 KB
+    /// less one segment's reservation, buffer = (2·copied + 16·advmss) plus twice the
+    /// growth since the last RTT, in `SKB_TRUESIZE` units.
+    #[serde(rename = "linux")]
+    Linux,
+    /// Linux 3.4–4.18 (`tcp_rmem[1]` 87380, `tcp_adv_win_scale` 1): first window
+    /// 10 segments (`TCP_DEFAULT_INIT_RCVWND`), `window_clamp` 42,230 bytes until the
+    /// buffer is sized to twice the bytes read in the last RTT.
+    #[serde(rename = "linux-3.14")]
+    Linux3_14,
+    /// Linux 2.6.29 (`tcp_adv_win_scale` 2: three quarters of the buffer is window): first
+    /// window 4 segments (the 2.6 rule for MSS ≤ 1460), then as `linux-3.14`.
+    #[serde(rename = "linux-2.6.29")]
+    Linux2_6_29,
+}
+
+impl RcvTune {
+    pub fn name(self) -> &'static str {
+        match self {
+            RcvTune::Off => "off",
+            RcvTune::Linux => "linux",
+            RcvTune::Linux3_14 => "linux-3.14",
+            RcvTune::Linux2_6_29 => "linux-2.6.29",
+        }
+    }
+}
+
 /// Undo of window reductions found spurious (Linux `tcp_input.c` undo machinery), per
 /// kernel generation. Every flavour keeps Linux's undo state: `undo_marker` (snd_una
 /// when the reduction started), `undo_retrans` (retransmissions since, less those a
@@ -536,6 +577,11 @@ pub struct TcpOptions {
     /// tcp_adv_win_scale = 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rcv_window: Option<Limit>,
+    /// Receive-buffer autotuning: "off" (default: the window is `rcv_window` from the
+    /// start), "linux", "linux-3.14" or "linux-2.6.29" (the kernel's initial window and
+    /// growth, up to `rcv_window`). See [`RcvTune`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rcv_autotune: Option<RcvTune>,
     /// CUBIC's hybrid slow start (ACK-train and delay detection). Default true (Linux).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hystart: Option<bool>,
@@ -701,6 +747,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         doc: "advertised receive window: integer = segments, size = bytes",
     },
     ParamDoc {
+        name: "rcv_autotune",
+        default: "off",
+        doc: "receive-buffer autotuning: off (rcv_window from the start), linux (4.19-6.5: first window ~64 KB), linux-3.14 (3.4-4.18: 10 segments), linux-2.6.29 (4 segments); then Linux's tcp_grow_window and dynamic right-sizing up to rcv_window",
+    },
+    ParamDoc {
         name: "hystart",
         default: "true",
         doc: "CUBIC hybrid slow start (Linux default on)",
@@ -837,6 +888,7 @@ pub struct TcpConfig {
     pub max_cwnd: u32,
     /// Advertised receive window in bytes.
     pub rcv_window: u32,
+    pub rcv_autotune: RcvTune,
     pub hystart: bool,
     /// `recovery == Recovery::Prr`.
     pub prr: bool,
@@ -910,6 +962,7 @@ impl TcpOptions {
             initial_rto: over.initial_rto.or(self.initial_rto),
             max_window: over.max_window.or(self.max_window),
             rcv_window: over.rcv_window.or(self.rcv_window),
+            rcv_autotune: over.rcv_autotune.or(self.rcv_autotune),
             hystart: over.hystart.or(self.hystart),
             prr: over.prr.or(self.prr),
             undo: over.undo.or(self.undo),
@@ -1110,6 +1163,7 @@ impl TcpOptions {
             initial_rto,
             max_cwnd,
             rcv_window: rcv_window as u32,
+            rcv_autotune: o.rcv_autotune.unwrap_or(RcvTune::Off),
             hystart: o.hystart.unwrap_or(true),
             prr: recovery == Recovery::Prr,
             undo,

@@ -230,6 +230,9 @@ impl Endpoint {
             rcv: {
                 let mut r = Receiver::new(cfg.delayed_ack, cfg.mss, cfg.rcv_window);
                 r.set_dsack(cfg.dsack);
+                // the MSS option: payload plus the timestamp option (Linux advmss)
+                let advmss = cfg.mss + if cfg.timestamps { 12 } else { 0 };
+                r.set_autotune(cfg.rcv_autotune, advmss, cfg.hz);
                 r
             },
             rto: Timer::new(),
@@ -391,8 +394,9 @@ impl TcpConn {
                         && hd.flags & (tcp_flags::ECE | tcp_flags::CWR)
                             == (tcp_flags::ECE | tcp_flags::CWR);
                     let e = &mut self.ends[i];
-                    e.rcv.on_syn(hd.ts_val, ecn);
+                    e.rcv.on_syn(now, hd.ts_val, ecn);
                     e.rcv.set_accecn(hd.ae && self.cfg.cc.needs_accecn());
+                    e.snd.set_peer_window(hd.wnd);
                     e.phase = Phase::SynRcvd;
                     e.hs_timeout = self.cfg.initial_rto;
                     self.send_syn(h, side);
@@ -404,8 +408,9 @@ impl TcpConn {
                 if syn && ackf && hd.ack == 1 {
                     let ecn = self.cfg.ecn && hd.flags & tcp_flags::ECE != 0;
                     let e = &mut self.ends[i];
-                    e.rcv.on_syn(hd.ts_val, ecn);
+                    e.rcv.on_syn(now, hd.ts_val, ecn);
                     e.rcv.set_accecn(hd.ae && self.cfg.cc.needs_accecn());
+                    e.snd.set_peer_window(hd.wnd);
                     e.phase = Phase::Established;
                     e.hs_deadline = SimTime::NEVER;
                     let rtt = handshake_rtt(&hd, now, e, self.cfg.timestamps);
@@ -453,6 +458,9 @@ impl TcpConn {
             e.snd.on_ack(now, &hd, carries);
         }
         let mut ack_now = false;
+        if !carries {
+            e.rcv.on_pure_ack(&hd);
+        }
         if carries {
             let rto = e.snd.rtt.rto();
             let o = e.rcv.on_segment(now, &hd, pkt.ecn == Ecn::Ce, rto);

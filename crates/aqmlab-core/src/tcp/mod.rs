@@ -23,6 +23,7 @@ pub mod cubic;
 pub mod dctcp;
 pub mod newreno;
 pub mod prague;
+pub mod rcvbuf;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;

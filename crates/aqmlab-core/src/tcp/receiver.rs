@@ -1,10 +1,10 @@
 //! The receiving half of an endpoint: reassembly, cumulative ACK, SACK blocks
 //! (RFC 2018), delayed ACKs, the timestamp echo (RFC 7323) and the ECN echo (RFC 3168).
 //!
-//! The application reads at once, so in-order data is delivered as soon as it arrives
-//! and the advertised window stays at `rcv_window` (no receive-buffer autotuning;
-//! Linux starts smaller and grows the window, a deviation that only matters when the
-//! window, not the network, would limit the first round trips).
+//! The application reads at once, so in-order data is delivered as soon as it arrives.
+//! The advertised window is `rcv_window` throughout, or, with `rcv_autotune`, starts at
+//! the kernel's initial window and grows as Linux grows it ([`super::rcvbuf`]); the
+//! right edge it advertises never moves back.
 //!
 //! ACK policy, per [`DelayedAck`] mode:
 //! - every mode ACKs at once for out-of-order data, for a segment that fills (part of)
@@ -23,7 +23,8 @@
 //!
 //! Not modelled: receiver-side silly window avoidance.
 
-use super::config::DelayedAck;
+use super::config::{DelayedAck, RcvTune};
+use super::rcvbuf::RcvBuf;
 use crate::packet::{tcp_flags, SackBlock, TcpHeader};
 use crate::time::{SimDuration, SimTime};
 
@@ -93,6 +94,10 @@ pub struct Receiver {
     pub ce_packets: u32,
     /// Whether the last data packet was CE (for change-triggered ACKs).
     last_ce: bool,
+    /// Receive-buffer autotuning (None: the window stays `wnd`).
+    tune: Option<RcvBuf>,
+    /// The right edge of the window last advertised (`rcv_wup + rcv_wnd`).
+    adv_edge: u64,
 }
 
 impl Receiver {
@@ -125,14 +130,38 @@ impl Receiver {
             accecn: false,
             ce_packets: 0,
             last_ce: false,
+            tune: None,
+            adv_edge: 0,
         }
     }
 
-    /// The peer's SYN (sequence number 0) was received: data starts at 1.
-    pub fn on_syn(&mut self, ts_val: SimTime, ecn: bool) {
+    /// Grows the window as Linux does (`kind` not `Off`) up to the configured window,
+    /// starting at the kernel's initial window. `advmss` is the MSS option's value
+    /// (payload plus the timestamp option); `hz` the kernel's timer frequency.
+    pub fn set_autotune(&mut self, kind: RcvTune, advmss: u32, hz: u32) {
+        if kind == RcvTune::Off {
+            self.tune = None;
+            return;
+        }
+        let (b, first) = RcvBuf::new(kind, self.mss, advmss, self.wnd, hz);
+        self.tune = Some(b);
+        self.wnd = first;
+    }
+
+    /// The autotuning state, if on (`rcvbuf`, `window_clamp`, `rcv_ssthresh`).
+    pub fn autotune_state(&self) -> Option<(u64, u64, u64)> {
+        self.tune.as_ref().map(|b| b.state())
+    }
+
+    /// The peer's SYN (sequence number 0) was received at `now`: data starts at 1.
+    pub fn on_syn(&mut self, now: SimTime, ts_val: SimTime, ecn: bool) {
         self.rcv_nxt = 1;
         self.rcv_wup = 1;
         self.last_ack_sent = 1;
+        self.adv_edge = 1 + self.wnd as u64;
+        if let Some(b) = self.tune.as_mut() {
+            b.established(now);
+        }
         self.ts_recent = ts_val;
         self.ecn = ecn;
     }
@@ -191,6 +220,15 @@ impl Receiver {
         }
         let q = (self.wnd / (2 * self.mss)).clamp(2, max);
         self.quick = self.quick.max(q);
+    }
+
+    /// A segment without data or FIN (a pure ACK) arrived: it refreshes TS.Recent as any
+    /// segment at the left window edge does (RFC 7323 §4.3; Linux `tcp_replace_ts_recent`
+    /// runs for pure ACKs too), so the data this side sends next echoes it.
+    pub fn on_pure_ack(&mut self, h: &TcpHeader) {
+        if h.seq <= self.last_ack_sent {
+            self.ts_recent = h.ts_val;
+        }
     }
 
     /// Processes the sequence part of an arriving segment. `rto` is the local sender's
@@ -253,8 +291,17 @@ impl Receiver {
             out.ack_now = true;
             return out;
         }
+        if let Some(b) = self.tune.as_mut() {
+            // tcp_rcv_rtt_measure_ts (tcp_rcv_established, before the data is queued)
+            if h.ts_ecr != SimTime::ZERO {
+                b.rtt_measure_ts(now, h.ts_ecr, h.len, self.mss);
+            }
+        }
         if start > self.rcv_nxt {
             let dup = self.dsack_on && self.ooo.iter().any(|&(s, e)| s <= start && end <= e);
+            if !dup && self.grow_window(h.len) {
+                self.wnd = self.tuned_window();
+            }
             self.insert_ooo(start, end);
             if dup {
                 // Out-of-order data already held (Linux tcp_data_queue_ofo).
@@ -291,6 +338,14 @@ impl Receiver {
         }
         self.delivered += advanced;
         out.delivered = advanced;
+        if let Some(b) = self.tune.as_mut() {
+            // tcp_event_data_recv, then the application's read (tcp_rcv_space_adjust)
+            b.rtt_measure(now, self.rcv_nxt, self.wnd as u64);
+            self.grow_window(h.len);
+            let b = self.tune.as_mut().expect("autotune");
+            b.space_adjust(now, self.rcv_nxt);
+            self.wnd = self.tuned_window();
+        }
         self.segs_unacked += 1;
         out.ack_now = had_ooo
             || ce_changed
@@ -311,6 +366,26 @@ impl Receiver {
             self.delack_deadline = now + ato;
         }
         out
+    }
+
+    /// `tcp_grow_window`; a window that grew is announced at once (`icsk_ack.quick |= 1`).
+    fn grow_window(&mut self, len: u32) -> bool {
+        let Some(b) = self.tune.as_mut() else {
+            return false;
+        };
+        let grew = b.grow(len);
+        if grew && self.mode == DelayedAck::Linux {
+            self.quick |= 1;
+        }
+        grew
+    }
+
+    /// The autotuned window relative to `rcv_nxt`, never moving the advertised right
+    /// edge back (`tcp_select_window`).
+    fn tuned_window(&self) -> u32 {
+        let w = self.tune.as_ref().map_or(0, |b| b.window());
+        let kept = self.adv_edge.saturating_sub(self.rcv_nxt);
+        w.max(kept).min(u32::MAX as u64) as u32
     }
 
     fn insert_ooo(&mut self, s: u64, e: u64) {
@@ -344,6 +419,7 @@ impl Receiver {
     pub fn ack_sent(&mut self) {
         self.rcv_wup = self.rcv_nxt;
         self.last_ack_sent = self.rcv_nxt;
+        self.adv_edge = self.adv_edge.max(self.rcv_nxt + self.wnd as u64);
         self.segs_unacked = 0;
         self.delack_deadline = SimTime::NEVER;
         self.ack_pending = false;
@@ -376,10 +452,56 @@ mod tests {
     }
     fn rx(mode: DelayedAck) -> Receiver {
         let mut r = Receiver::new(mode, MSS, 64 * MSS);
-        r.on_syn(SimTime::ZERO, true);
+        r.on_syn(SimTime::ZERO, SimTime::ZERO, true);
         r
     }
     const RTO: SimDuration = SimDuration::from_millis(300);
+
+    #[test]
+    fn pure_acks_at_the_window_edge_refresh_ts_recent() {
+        // RFC 7323 4.3: the data this side sends next echoes the latest ACK's TSval.
+        let mut r = rx(DelayedAck::Linux);
+        let mut a = seg(0, 0);
+        a.ts_val = ms(40);
+        r.on_pure_ack(&a);
+        assert_eq!(r.ts_recent, ms(40));
+        // a segment beyond the last ACK sent (rcv_wup) does not
+        a.seq = 1 + 5 * MSS as u64;
+        a.ts_val = ms(50);
+        r.on_pure_ack(&a);
+        assert_eq!(r.ts_recent, ms(40));
+    }
+
+    #[test]
+    fn autotuned_window_starts_small_grows_per_segment_and_never_retreats() {
+        // Linux 3.14 with a 1460-byte MSS option: first window 10 segments; each data
+        // segment adds 2 * 1460 to rcv_ssthresh (window rounded up to 128 bytes) up to
+        // window_clamp 42230; the announced right edge never moves back.
+        let mut r = Receiver::new(DelayedAck::Linux, 1448, 3 << 20);
+        r.set_autotune(RcvTune::Linux3_14, 1460, 250);
+        assert_eq!(r.wnd, 14_480);
+        r.on_syn(SimTime::ZERO, SimTime::ZERO, false);
+        let mut wnds = Vec::new();
+        for i in 0..12u64 {
+            let h = TcpHeader {
+                seq: 1 + i * 1448,
+                len: 1448,
+                flags: tcp_flags::ACK,
+                ..Default::default()
+            };
+            r.on_segment(ms(1 + i), &h, false, RTO);
+            r.ack_sent();
+            wnds.push(r.wnd);
+        }
+        // 14480 + 2920 = 17400 -> 17408, ... until the clamp 42230 -> 42240
+        assert_eq!(&wnds[..3], &[17_408, 20_352, 23_296]);
+        assert_eq!(wnds[9], 42_240);
+        assert_eq!(r.autotune_state(), Some((87_380, 42_230, 42_230)));
+        // without autotuning the window is rcv_window throughout
+        let mut plain = Receiver::new(DelayedAck::Linux, 1448, 3 << 20);
+        plain.on_syn(SimTime::ZERO, SimTime::ZERO, false);
+        assert_eq!((plain.wnd, plain.autotune_state()), (3 << 20, None));
+    }
 
     #[test]
     fn linux_quickack_then_every_second_full_segment() {
@@ -609,7 +731,7 @@ mod tests {
         };
         let mut r = Receiver::new(DelayedAck::Linux, MSS, 64 * MSS);
         r.set_dsack(true);
-        r.on_syn(SimTime::ZERO, false);
+        r.on_syn(SimTime::ZERO, SimTime::ZERO, false);
         let t = SimTime::ZERO;
         let rto = SimDuration::from_millis(200);
         let seg = |i: u64| 1 + i * MSS as u64;
@@ -636,7 +758,7 @@ mod tests {
         assert_eq!(r.sack_blocks(), &[] as &[SackBlock]);
         // Without D-SACK a duplicate reports nothing.
         let mut r = Receiver::new(DelayedAck::Linux, MSS, 64 * MSS);
-        r.on_syn(SimTime::ZERO, false);
+        r.on_syn(SimTime::ZERO, SimTime::ZERO, false);
         r.on_segment(t, &h(seg(0)), false, rto);
         r.on_segment(t, &h(seg(0)), false, rto);
         assert!(r.sack_blocks().is_empty());

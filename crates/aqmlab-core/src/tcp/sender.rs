@@ -1826,6 +1826,11 @@ impl Sender {
         self.loss_time = now;
     }
 
+    /// The window in the peer's SYN or SYN-ACK (not scaled, RFC 7323 §2.2).
+    pub fn set_peer_window(&mut self, wnd: u32) {
+        self.rwnd = wnd as u64;
+    }
+
     /// The retransmission timer expired.
     pub fn on_rto(&mut self, now: SimTime) {
         if self.sb.packets_out == 0 {
