@@ -214,6 +214,22 @@ def test_dumbbell_translation():
     assert f"-i 0.1 -c {int((10 - ping.start) / 0.1)}" in tr.script
 
 
+def test_flows_start_when_the_simulators_do():
+    # start_spread draws (and the start jitter) depend on the seed: the kernel's flows
+    # must start at the simulator's instants, not all at the nominal start
+    sc = aqmlab.load_scenario(HEADLINE)
+    names = [f["name"] for f in sc.validate()["flows"]]
+    nominal = [f["start"] for f in sc.validate()["flows"]]
+    for seed in (1, 2):
+        drawn = [f["start"] for f in sc.validate(seed=seed)["flows"]]
+        ran = aqmlab.run(sc, seed=seed).flows.set_index("name")["start"]
+        assert drawn == pytest.approx([ran[n] for n in names], abs=1e-9)
+        assert drawn[:2] != nominal[:2] and drawn[0] != drawn[1]
+        tr = translate(sc.to_dict(), sc.validate(seed=seed))
+        assert [f.start for f in tr.flows] == pytest.approx(drawn, abs=1e-9)
+        assert f"sleep {drawn[0]:.6f}; echo" in tr.script
+
+
 def test_capture_is_opt_in():
     sc = aqmlab.load_scenario(HEADLINE)
     plain = translate(sc.to_dict(), sc.validate())

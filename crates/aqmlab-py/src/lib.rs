@@ -173,10 +173,12 @@ fn run(
 
 /// Parses and validates a scenario without running it; returns the resolved topology
 /// and flows (names, rates in bit/s, times in seconds).
-/// `force` lifts the resource budget.
+/// `force` lifts the resource budget. With `seed`, the flows' start times are the ones a
+/// run with that seed uses (`start_spread` draws and start jitter); without, the nominal
+/// starts.
 #[pyfunction]
-#[pyo3(signature = (toml_text, force=false))]
-fn validate(py: Python<'_>, toml_text: &str, force: bool) -> PyResult<PyObject> {
+#[pyo3(signature = (toml_text, force=false, seed=None))]
+fn validate(py: Python<'_>, toml_text: &str, force: bool, seed: Option<u64>) -> PyResult<PyObject> {
     let text = toml_text.to_owned();
     let r = py
         .allow_threads(move || {
@@ -187,7 +189,10 @@ fn validate(py: Python<'_>, toml_text: &str, force: bool) -> PyResult<PyObject> 
                 } else {
                     sc.budget()
                 };
-                let plan = sc.validate_with(&budget)?;
+                let mut plan = sc.validate_with(&budget)?;
+                if let Some(seed) = seed {
+                    sc.spread_starts(&mut plan, seed);
+                }
                 Ok((sc, plan))
             })
         })

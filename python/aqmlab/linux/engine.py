@@ -767,13 +767,15 @@ def run_linux(
     separated). A diagnostic: the captures cost guest CPU.
     """
     sc = load_scenario(scenario)
-    plan = sc.validate()
+    # the flows start when the simulator's would with this seed (start_spread draws and
+    # start jitter), so both engines see the same arrivals
+    seed = seed if seed is not None else (sc.validate().get("seed") or 1)
+    plan = sc.validate(seed=seed)
     if capture is None:
         capture = [c for c in os.environ.get("AQMLAB_VM_CAPTURE", "").split(",") if c.strip()]
     if capture and not keep:
         raise LinuxEngineError("a packet capture needs a directory to keep the job in (keep=..., --keep)")
     tr = translate(sc.to_dict(), plan, capture=[c.strip() for c in capture])
-    seed = seed if seed is not None else (plan.get("seed") or 1)
     shift = icount_shift if icount_shift is not None else int(os.environ.get("AQMLAB_VM_ICOUNT", "0"))
     mem = memory_mb or int(os.environ.get("AQMLAB_VM_MEMORY", str(512 + 16 * len(tr.flows))))
     say = log or (lambda m: None)
