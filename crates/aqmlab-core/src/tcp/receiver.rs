@@ -298,8 +298,10 @@ impl Receiver {
             }
         }
         if start > self.rcv_nxt {
-            let dup = self.dsack_on && self.ooo.iter().any(|&(s, e)| s <= start && end <= e);
-            if !dup && self.grow_window(h.len) {
+            let held = self.ooo.iter().any(|&(s, e)| s <= start && end <= e);
+            let dup = self.dsack_on && held;
+            // data already held is dropped without growing the window (tcp_data_queue_ofo)
+            if !held && self.grow_window(h.len) {
                 self.wnd = self.tuned_window();
             }
             self.insert_ooo(start, end);
@@ -338,12 +340,16 @@ impl Receiver {
         }
         self.delivered += advanced;
         out.delivered = advanced;
-        if let Some(b) = self.tune.as_mut() {
+        if self.tune.is_some() {
             // tcp_event_data_recv, then the application's read (tcp_rcv_space_adjust)
-            b.rtt_measure(now, self.rcv_nxt, self.wnd as u64);
+            let (rcv_nxt, wnd) = (self.rcv_nxt, self.wnd as u64);
+            if let Some(b) = self.tune.as_mut() {
+                b.rtt_measure(now, rcv_nxt, wnd);
+            }
             self.grow_window(h.len);
-            let b = self.tune.as_mut().expect("autotune");
-            b.space_adjust(now, self.rcv_nxt);
+            if let Some(b) = self.tune.as_mut() {
+                b.space_adjust(now, rcv_nxt);
+            }
             self.wnd = self.tuned_window();
         }
         self.segs_unacked += 1;
@@ -497,6 +503,20 @@ mod tests {
         assert_eq!(&wnds[..3], &[17_408, 20_352, 23_296]);
         assert_eq!(wnds[9], 42_240);
         assert_eq!(r.autotune_state(), Some((87_380, 42_230, 42_230)));
+        // out-of-order data grows it too, data already held does not
+        let mut r = Receiver::new(DelayedAck::Linux, 1448, 3 << 20);
+        r.set_autotune(RcvTune::Linux3_14, 1460, 250);
+        r.on_syn(SimTime::ZERO, SimTime::ZERO, false);
+        let ooo = TcpHeader {
+            seq: 1 + 2 * 1448,
+            len: 1448,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        };
+        r.on_segment(ms(1), &ooo, false, RTO);
+        assert_eq!(r.autotune_state().map(|s| s.2), Some(17_400));
+        r.on_segment(ms(2), &ooo, false, RTO);
+        assert_eq!(r.autotune_state().map(|s| s.2), Some(17_400));
         // without autotuning the window is rcv_window throughout
         let mut plain = Receiver::new(DelayedAck::Linux, 1448, 3 << 20);
         plain.on_syn(SimTime::ZERO, SimTime::ZERO, false);
