@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import stat
 
 import pytest
@@ -228,6 +229,9 @@ def test_flows_start_when_the_simulators_do():
         tr = translate(sc.to_dict(), sc.validate(seed=seed))
         assert [f.start for f in tr.flows] == pytest.approx(drawn, abs=1e-9)
         assert f"sleep {drawn[0]:.6f}; echo" in tr.script
+    # iperf3 takes -t as whole seconds (atoi): rounded up, never truncated to 9 s or to
+    # 0 ("forever")
+    assert re.findall(r"iperf3 -c \S+ -p \d+ -t (\S+)", tr.script) == ["10", "10"]
 
 
 def test_capture_is_opt_in():

@@ -816,14 +816,18 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         sns = tr.node_ns[f.src]
         daddr = tr.node_addr[f.dst]
         dur = max(f.stop - f.start, 0.001)
+        # iperf3 reads -t with atoi: whole seconds, and 0 means "forever". Round up, so a
+        # flow that starts at a start_spread draw still sends until the run's end (it may
+        # run on for under a second after its stop; the engine reads nothing after it).
+        secs = max(1, math.ceil(dur - 1e-9))
         # set for every kind that uses them (udp: rate and size; ping, irtt: size and interval)
         size, rate, interval = f.size or 0, f.rate_bps or 0.0, f.interval or 0.0
         if f.tool == "iperf3":
             if f.kind == "bulk":
-                what = f"-n {f.bytes}" if f.bytes else f"-t {dur:.3f}"
+                what = f"-n {f.bytes}" if f.bytes else f"-t {secs}"
                 cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} {what} -C {f.cc} -J -i {tr.bin:g} -l 128K"
             else:
-                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(rate * (size - 28) / size)} -l {size - 28} -t {dur:.3f} -J -i {tr.bin:g}"
+                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(rate * (size - 28) / size)} -l {size - 28} -t {secs} -J -i {tr.bin:g}"
             run = f"{ip} netns exec {sns} {cmd} > $O/cli.{f.port}.json 2> $O/cli.{f.port}.err"
         elif f.tool == "ping":
             n = max(1, int(dur / interval))
