@@ -62,17 +62,18 @@ class Scenario:
         except RecursionError:
             raise ScenarioError("", "malformed TOML: tables/arrays nested too deeply") from None
 
-    def validate(self, force: bool = False, seed: int | None = None) -> dict[str, Any]:
+    def validate(self, force: bool = False, seed: int | None = None, spread: bool = False) -> dict[str, Any]:
         """Validates without running; returns the resolved nodes, links and flows and the
         resource estimate. ``force`` lifts the resource budget (``run.max_memory``). With
-        ``seed`` the flows' ``start`` are those of a run with that seed (``start_spread``
-        draws and the start jitter); without, the nominal starts."""
+        ``spread`` the flows' ``start`` are those of a run with ``seed`` (default
+        ``run.seed``): ``start_spread`` draws and the start jitter; without, the nominal
+        starts."""
         # The plan of a big topology is hundreds of thousands of small dicts: with the
         # cyclic GC on, building it rescans them again and again (quadratic time).
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return _core.validate(self.text, force, seed)
+            return _core.validate(self.text, force, seed, spread)
         finally:
             if enabled:
                 gc.enable()

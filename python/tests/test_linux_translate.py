@@ -220,13 +220,15 @@ def test_flows_start_when_the_simulators_do():
     # must start at the simulator's instants, not all at the nominal start
     sc = aqmlab.load_scenario(HEADLINE)
     names = [f["name"] for f in sc.validate()["flows"]]
+    # the run's own seed by default, as aqmlab.run takes it
+    assert sc.validate(spread=True)["flows"] == sc.validate(seed=sc.validate()["seed"], spread=True)["flows"]
     nominal = [f["start"] for f in sc.validate()["flows"]]
     for seed in (1, 2):
-        drawn = [f["start"] for f in sc.validate(seed=seed)["flows"]]
+        drawn = [f["start"] for f in sc.validate(seed=seed, spread=True)["flows"]]
         ran = aqmlab.run(sc, seed=seed).flows.set_index("name")["start"]
         assert drawn == pytest.approx([ran[n] for n in names], abs=1e-9)
         assert drawn[:2] != nominal[:2] and drawn[0] != drawn[1]
-        tr = translate(sc.to_dict(), sc.validate(seed=seed))
+        tr = translate(sc.to_dict(), sc.validate(seed=seed, spread=True))
         assert [f.start for f in tr.flows] == pytest.approx(drawn, abs=1e-9)
         assert f"sleep {drawn[0]:.6f}; echo" in tr.script
     # iperf3 takes -t as whole seconds (atoi): rounded up, never truncated to 9 s or to

@@ -173,12 +173,18 @@ fn run(
 
 /// Parses and validates a scenario without running it; returns the resolved topology
 /// and flows (names, rates in bit/s, times in seconds).
-/// `force` lifts the resource budget. With `seed`, the flows' start times are the ones a
-/// run with that seed uses (`start_spread` draws and start jitter); without, the nominal
-/// starts.
+/// `force` lifts the resource budget. With `spread`, the flows' start times are the ones a
+/// run with `seed` (default `run.seed`, as `run` takes it) uses: `start_spread` draws and
+/// start jitter; without, the nominal starts.
 #[pyfunction]
-#[pyo3(signature = (toml_text, force=false, seed=None))]
-fn validate(py: Python<'_>, toml_text: &str, force: bool, seed: Option<u64>) -> PyResult<PyObject> {
+#[pyo3(signature = (toml_text, force=false, seed=None, spread=false))]
+fn validate(
+    py: Python<'_>,
+    toml_text: &str,
+    force: bool,
+    seed: Option<u64>,
+    spread: bool,
+) -> PyResult<PyObject> {
     let text = toml_text.to_owned();
     let r = py
         .allow_threads(move || {
@@ -190,8 +196,8 @@ fn validate(py: Python<'_>, toml_text: &str, force: bool, seed: Option<u64>) -> 
                     sc.budget()
                 };
                 let mut plan = sc.validate_with(&budget)?;
-                if let Some(seed) = seed {
-                    sc.spread_starts(&mut plan, seed);
+                if spread {
+                    sc.spread_starts(&mut plan, seed.unwrap_or(sc.run.seed));
                 }
                 Ok((sc, plan))
             })

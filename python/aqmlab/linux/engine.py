@@ -769,8 +769,8 @@ def run_linux(
     sc = load_scenario(scenario)
     # the flows start when the simulator's would with this seed (start_spread draws and
     # start jitter), so both engines see the same arrivals
-    seed = seed if seed is not None else (sc.validate().get("seed") or 1)
-    plan = sc.validate(seed=seed)
+    plan = sc.validate(seed=seed, spread=True)
+    seed = seed if seed is not None else plan["seed"]
     if capture is None:
         capture = [c for c in os.environ.get("AQMLAB_VM_CAPTURE", "").split(",") if c.strip()]
     if capture and not keep:

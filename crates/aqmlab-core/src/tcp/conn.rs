@@ -460,8 +460,7 @@ impl TcpConn {
         let mut ack_now = false;
         if !carries {
             e.rcv.on_pure_ack(&hd);
-        }
-        if carries {
+        } else {
             let rto = e.snd.rtt.rto();
             let o = e.rcv.on_segment(now, &hd, pkt.ecn == Ecn::Ce, rto);
             ev.delivered = o.delivered;
