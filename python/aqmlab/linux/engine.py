@@ -801,6 +801,10 @@ def run_linux(
         if not keep:
             shutil.rmtree(job, ignore_errors=True)
     info.update(kernel=image.version, icount_shift=shift, memory_mb=mem)
+    crng = re.search(r"aqmlab-vm: crng ready, waited from ([0-9.]+) to ([0-9.]+) s", run.console)
+    if crng:
+        # virtual seconds the guest's first getrandom() blocked (0 with RDRAND seeding)
+        info["crng_wait_seconds"] = round(float(crng.group(2)) - float(crng.group(1)), 3)
     r = Result(raw, sc)
     r.engine_info = info
     return r
