@@ -14,7 +14,7 @@ import pytest
 import aqmlab
 from aqmlab.errors import ScenarioError
 from aqmlab.linux.cpio import CpioWriter
-from aqmlab.linux.engine import _cpu_busy, _iperf_flow, parse_ping, parse_tc_samples, red_adaptation_note
+from aqmlab.linux.engine import _cpu_busy, _iperf_flow, data_start, parse_ping, parse_tc_samples, red_adaptation_note
 from aqmlab.linux.translate import FlowMap, parse_duration, parse_rate, parse_size, tc_qdisc_args, translate
 from aqmlab.linux.vm import parse_modules_dep, resolve_modules
 
@@ -421,6 +421,40 @@ def test_iperf_goodput_counts_receiver_bytes_after_warmup_in_bins():
     assert row["srtt_mean"] == pytest.approx(0.03) and row["rtt_min"] == pytest.approx(0.01) and row["cwnd_mean"] == 2000
     # interval [0.5, 1.5) splits half/half over bins 0 and 1, and so on
     assert bins.tolist() == pytest.approx([500_000, 1_125_000, 1_250_000, 625_000])
+
+
+def test_iperf_intervals_count_from_the_tests_start_not_the_launch(tmp_path):
+    import numpy as np
+
+    # launched at 0.5 s; the client exits at 4.3 s after a 3.0 s test: the test began at
+    # 1.3 s (a start-up of 0.8 s), so its intervals are placed from there
+    srv = {"intervals": [{"sum": {"start": float(k), "end": k + 1.0, "bytes": 1_000_000}} for k in range(3)]}
+    cli = {"end": {"sum_sent": {"seconds": 3.0, "bytes": 3_000_000}, "streams": [{"sender": {"bytes": 3_000_000}}]}}
+    (tmp_path / "srv.5201.json").write_text(json.dumps(srv))
+    (tmp_path / "cli.5201.json").write_text(json.dumps(cli))
+    f = FlowMap("f", "bulk", "a", "b", 0.5, 4.5, 5201, "iperf3")
+    bins, row = np.zeros(5), {}
+    began = _iperf_flow(tmp_path, f, 0.5, 2.0, 5.0, 1.0, bins, row, ended=4.3)
+    assert began == pytest.approx(1.3)
+    # intervals [1.3, 2.3), [2.3, 3.3), [3.3, 4.3): midpoints 2.8 and 3.8 lie in [2.0, 4.5]
+    assert row["goodput_bps"] == pytest.approx(2_000_000 * 8 / 2.5)
+    assert bins.tolist() == pytest.approx([0, 700_000, 1_000_000, 1_000_000, 300_000])
+    # no exit time (or no duration in the JSON): the launch, as before
+    assert data_start(0.5, None, cli) == 0.5 and data_start(0.5, 4.3, {}) == 0.5
+    # never before the launch
+    assert data_start(0.5, 3.2, cli) == 0.5
+    # a client that left no result: NaN, not zero, and None for the caller to report
+    (tmp_path / "cli.5202.json").write_text("")
+    (tmp_path / "srv.5202.json").write_text("")
+    g = FlowMap("g", "bulk", "a", "b", 0.0, 4.5, 5202, "iperf3")
+    row2: dict = {}
+    assert _iperf_flow(tmp_path, g, 0.0, 2.0, 5.0, 1.0, np.zeros(5), row2, ended=None) is None
+    assert math.isnan(row2["goodput_bps"]) and math.isnan(row2["delivered_bytes"])
+
+
+def test_client_exit_times_are_logged():
+    tr = translate(aqmlab.load_scenario(HEADLINE).to_dict(), aqmlab.load_scenario(HEADLINE).validate())
+    assert tr.script.count(">> $O/ends )") == len(tr.flows)
 
 
 # ---------------------------------------------------------------------------------------

@@ -834,7 +834,9 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             run = f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(size - 28, 0)} -W 5 {daddr} > $O/ping.{f.port} 2>&1"
         else:
             run = f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(interval)} -d {_us(dur)} -l {max(size - 28, 60)} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
-        L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run} ) & P=\"$P $!\"")
+        # the end time dates the data start of a timed iperf3 test (its duration is in
+        # its JSON): the engine places the test's intervals from it (engine.data_start)
+        L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run}; echo {f.port} $(up) >> $O/ends ) & P=\"$P $!\"")
     def snap(tag: str) -> str:
         # self-contained (no shell functions or variables): it may run in a child shell
         qd = "; ".join(f"( echo T $(cut -d' ' -f1 /proc/uptime); {tc} -n {ns} -s -j qdisc show ) > /tmp/out/{tag}.{ns}" for ns in tr.node_ns.values())
