@@ -252,8 +252,8 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None, 
       aqmlab crosscheck benchmarks/scenarios/tcp16_codel.toml
     """
     import aqmlab
-    from aqmlab.linux.crosscheck import compare, render, run_sim, to_json, verdict
-    from aqmlab.linux.engine import run_linux
+    from aqmlab.linux.crosscheck import compare, kernel_start_rows, render, run_sim, to_json, verdict, with_kernel_starts
+    from aqmlab.linux.engine import START_LAG_NOTE, run_linux
     from aqmlab.linux.translate import translate
 
     sc = aqmlab.load_scenario(Path(file))
@@ -265,6 +265,13 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None, 
         sim.write_parquet(Path(out) / "sim")
         lin.write_parquet(Path(out) / "linux")
     rows = compare(sim, lin)
+    lag = lin.engine_info.get("start_lag") or {}
+    if lag.get("max", 0.0) > START_LAG_NOTE:
+        # the kernel's tests began late (iperf3's start-up through a congested
+        # bottleneck): also show the start-up rows of the simulator at those instants
+        doc = with_kernel_starts(sc, seed, lag.get("flows", {}))
+        if doc is not None:
+            rows += kernel_start_rows(run_sim(doc, seed=seed), lin)
     if as_json:
         sys.stdout.write(json.dumps({"scenario": sc.name, "agree": verdict(rows), "engine": _finite(lin.engine_info), "warnings": lin.warnings, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
         return

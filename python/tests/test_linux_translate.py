@@ -452,6 +452,32 @@ def test_iperf_intervals_count_from_the_tests_start_not_the_launch(tmp_path):
     assert math.isnan(row2["goodput_bps"]) and math.isnan(row2["delivered_bytes"])
 
 
+def test_simulator_at_the_kernels_start_times():
+    from aqmlab.linux.crosscheck import kernel_start_rows, run_sim, with_kernel_starts
+
+    bulk_only = HEADLINE.split("[[flow]]\nkind = \"ping\"")[0].replace('duration = "10s"', 'duration = "4s"').replace('warmup = "2s"', 'warmup = "1s"')
+    sc = aqmlab.load_scenario(bulk_only)
+    plan = sc.validate(seed=3, spread=True)
+    names = [f["name"] for f in plan["flows"]]
+    # zero lags: the same flows at the same instants, the same run
+    same = with_kernel_starts(bulk_only, 3, dict.fromkeys(names, 0.0))
+    assert same is not None
+    a, b = run_sim(bulk_only, seed=3), run_sim(same, seed=3)
+    assert a.queues.equals(b.queues) and a.flows[["name", "start", "goodput_bps"]].equals(b.flows[["name", "start", "goodput_bps"]])
+    # a lag moves that flow's start and only that one
+    moved = with_kernel_starts(bulk_only, 3, {names[0]: 0.75, names[1]: 0.0})
+    assert moved is not None
+    starts = {f["name"]: f["start"] for f in aqmlab.load_scenario(moved).validate(seed=3, spread=True)["flows"]}
+    assert starts[names[0]] == pytest.approx(plan["flows"][0]["start"] + 0.75) and starts[names[1]] == pytest.approx(plan["flows"][1]["start"])
+    # the extra rows are labelled and carry no verdict
+    rows = kernel_start_rows(run_sim(moved, seed=3), a)
+    assert rows and all(r.metric.endswith("sim at the kernel's starts") and r.verdict == "" for r in rows)
+    # what the rewrite would lose is refused: a ping flow, a per-flow cc, a missing lag
+    assert with_kernel_starts(HEADLINE, 3, dict.fromkeys(names, 0.0)) is None
+    assert with_kernel_starts(bulk_only.replace('start_spread = "1s"', 'start_spread = "1s"\ncc = "cubic"'), 3, dict.fromkeys(names, 0.0)) is None
+    assert with_kernel_starts(bulk_only, 3, {names[0]: 0.1}) is None
+
+
 def test_client_exit_times_are_logged():
     tr = translate(aqmlab.load_scenario(HEADLINE).to_dict(), aqmlab.load_scenario(HEADLINE).validate())
     assert tr.script.count(">> $O/ends )") == len(tr.flows)

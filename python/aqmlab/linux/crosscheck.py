@@ -14,7 +14,7 @@ from typing import Any
 
 from aqmlab.result import link_utilization
 
-__all__ = ["Row", "compare", "render", "run_sim", "UTIL_POINTS", "REL_TOL"]
+__all__ = ["Row", "compare", "render", "run_sim", "with_kernel_starts", "kernel_start_rows", "UTIL_POINTS", "REL_TOL"]
 
 #: Utilisation must agree within this many percentage points.
 UTIL_POINTS = 2.0
@@ -73,6 +73,51 @@ def run_sim(scenario: Any, seed: int | None = None):
         plan = sc.validate()
         run["packet_trace"] = [[f"{plan['warmup']!r}s", f"{plan['duration']!r}s"]]
     return aqmlab.run(d, seed=seed)
+
+
+#: [[flow]] keys a scenario may use for :func:`with_kernel_starts` to rewrite its flows
+#: (anything else — a per-flow cc, dscp, byte count — would be lost in the rewrite)
+_PLAIN_FLOW_KEYS = {"kind", "count", "from", "to", "name", "start", "start_spread", "stop"}
+
+
+def with_kernel_starts(scenario: Any, seed: int | None, lags: dict[str, float]) -> dict | None:
+    """The scenario with each flow starting when its test began on the kernel (the
+    simulator's drawn start plus the engine's measured ``start_lag``), as a document for
+    :func:`run_sim`; None when a flow is not a plain timed bulk flow or has no lag. The
+    kernel's iperf3 needs its control messages and two handshakes through the bottleneck
+    before data flows, and on a congested one that can take seconds
+    (docs/linux-engine.md): comparing start-ups then needs the simulator to start its
+    flows at the same instants."""
+    import aqmlab
+
+    sc = aqmlab.load_scenario(scenario)
+    d = sc.to_dict()
+    flows = d.get("flow") or []
+    if not flows or any(f.get("kind") != "bulk" or set(f) - _PLAIN_FLOW_KEYS for f in flows):
+        return None
+    plan = sc.validate(seed=seed, spread=True)
+    if any(f["name"] not in lags for f in plan["flows"]):
+        return None
+    d["flow"] = [
+        {"kind": "bulk", "name": f["name"], "from": f["src"], "to": f["dst"], "start": f"{f['start'] + lags[f['name']]:.9f}s", "stop": f"{f['stop']:.9f}s"}
+        for f in plan["flows"]
+    ]
+    return d
+
+
+#: rows worth repeating with the simulator at the kernel's start times (whole-run counts
+#: and queue statistics that a start-up can move)
+KERNEL_START_METRICS = ("sojourn mean ms", "drops after warm-up /s", "dropped (whole run)", "retransmitted segments (whole run)", "fast recoveries (whole run)", "lost retransmissions (whole run)")
+
+
+def kernel_start_rows(sim_at_kernel_starts, lin) -> list[Row]:
+    """The rows of :data:`KERNEL_START_METRICS` for the simulator run at the kernel's
+    start times, labelled so (no criterion: they explain, they do not judge)."""
+    out = []
+    for r in compare(sim_at_kernel_starts, lin):
+        if r.metric in KERNEL_START_METRICS and (r.section == "queue" or r.entity.startswith("all ")):
+            out.append(Row(r.section, r.entity, f"{r.metric}, sim at the kernel's starts", r.sim, r.linux, r.diff, ""))
+    return out
 
 
 #: Qdiscs whose drops the Linux engine's Little's-law estimate counts as departures (they
