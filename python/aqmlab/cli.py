@@ -245,7 +245,10 @@ def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None, 
     """Run a scenario on both engines and print the side-by-side table: per-queue
     utilisation, sojourn mean/p99, drops and marks by reason, per-flow goodput and probe
     RTTs, with ratios. Utilisation must agree within 2 points, mean sojourn and induced
-    latency within ±25 % ('agree' column). Exit status 0 either way.
+    latency within ±25 % ('agree' column). When the kernel's iperf3 tests began more than
+    0.25 s late (their start-up crosses the bottleneck), the start-up rows are repeated
+    for the simulator started at the kernel's instants ("sim at the kernel's starts").
+    Exit status 0 either way.
 
     \b
     Example:
