@@ -335,8 +335,8 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     if "t0" not in times:
         raise vm.VmError(f"the guest did not start the experiment (guest log: {_read(out, 'guest.log')[-800:]!r})")
     t0 = times["t0"]
-    starts = {int(ln.split()[0]): float(ln.split()[1]) - t0 for ln in _read(out, "starts").splitlines() if len(ln.split()) == 2}
-    ends = {int(ln.split()[0]): float(ln.split()[1]) - t0 for ln in _read(out, "ends").splitlines() if len(ln.split()) == 2}
+    # each client's launch and exit ("PORT UPTIME" lines), in seconds of the run
+    starts, ends = _port_times(out, "starts", t0), _port_times(out, "ends", t0)
     lags: dict[str, float] = {}
     failed: list[str] = []
     dur, warm, binw = tr.duration, tr.warmup, tr.bin
@@ -428,9 +428,10 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         # kernel TCP counters of the senders' namespaces, summed (whole run)
         "tcp": {k: float(np.nansum([c[k] for c in tcp_ns.values()])) for k in TCP_MIB} if tcp_ns else {},
     }
-    if lags:
+    late = max(lags, key=lambda k: lags[k]) if lags else None
+    if late is not None:
         # seconds from each iperf3 client's launch to its test's start (data_start)
-        info["start_lag"] = {"mean": float(np.mean(list(lags.values()))), "max": float(max(lags.values())), "flows": lags}
+        info["start_lag"] = {"mean": float(np.mean(list(lags.values()))), "max": float(lags[late]), "flows": lags}
     if tr.captures:
         info["capture"] = capture_info(out, tr, t0)
     warnings = [f"linux engine: {n}" for n in tr.notes]
@@ -439,8 +440,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
             f"linux engine: iperf3 left no result for {len(failed)} flow(s) ({', '.join(failed[:5])}{', ...' if len(failed) > 5 else ''}): "
             "the client did not finish within the grace period after the run; their goodput and bytes are NaN, not zero"
         )
-    if lags and info["start_lag"]["max"] > START_LAG_NOTE:
-        late = max(lags, key=lambda k: lags[k])
+    if late is not None and lags[late] > START_LAG_NOTE:
         lag_note = (
             f"iperf3 clients began their tests up to {lags[late]:.2f} s after their scheduled starts ({late}; mean {info['start_lag']['mean']:.2f} s): "
             "iperf3's control messages and its data connection's SYN cross the bottleneck, where a loss costs a retransmission timeout (1 s for a SYN), "
@@ -517,6 +517,12 @@ def _groups(tr: Translation) -> dict[str, int]:
     return tr.groups
 
 
+def _port_times(out: Path, name: str, t0: float) -> dict[int, float]:
+    """The guest's "PORT UPTIME" lines of ``name`` (the clients' launches or exits) as
+    seconds of the run by port."""
+    return {int(ln.split()[0]): float(ln.split()[1]) - t0 for ln in _read(out, name).splitlines() if len(ln.split()) == 2}
+
+
 def data_start(launched: float, ended: float | None, cli: dict) -> float:
     """When an iperf3 client began its test, in seconds of the run: its launch plus
     iperf3's start-up (exec, control connection, cookie and parameter exchange, the data
@@ -524,7 +530,7 @@ def data_start(launched: float, ended: float | None, cli: dict) -> float:
     lost at a congested bottleneck and wait for retransmission timeouts). Dated back from
     the client's exit by the test's own duration (``sum_sent``/``sum`` seconds of its
     JSON); that leaves in the final result exchange, so the start comes out late by a few
-    round trips (checked against packet captures: +0.07 to +0.15 s), and by a timeout
+    round trips (checked against a packet capture: +0.07 to +0.16 s), and by a timeout
     more when a closing control message was lost. The launch time when either is
     missing."""
     end = cli.get("end") or {}
