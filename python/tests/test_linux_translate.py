@@ -448,8 +448,22 @@ def test_iperf_intervals_count_from_the_tests_start_not_the_launch(tmp_path):
     (tmp_path / "srv.5202.json").write_text("")
     g = FlowMap("g", "bulk", "a", "b", 0.0, 4.5, 5202, "iperf3")
     row2: dict = {}
-    assert _iperf_flow(tmp_path, g, 0.0, 2.0, 5.0, 1.0, np.zeros(5), row2, ended=None) is None
+    bins2 = np.zeros(5)
+    assert _iperf_flow(tmp_path, g, 0.0, 2.0, 5.0, 1.0, bins2, row2, ended=None) is None
     assert math.isnan(row2["goodput_bps"]) and math.isnan(row2["delivered_bytes"])
+    # ... and so is its goodput series, not a flat zero
+    assert np.isnan(bins2).all()
+    # a server that logged 2.5 s before its client vanished: the bins it covered keep their
+    # bytes, the partly covered one and those after it are unknown
+    srv3 = {"intervals": [{"sum": {"start": k * 0.5, "end": k * 0.5 + 0.5, "bytes": 100_000}} for k in range(5)]}
+    (tmp_path / "srv.5203.json").write_text(json.dumps(srv3))
+    (tmp_path / "cli.5203.json").write_text("")
+    h = FlowMap("h", "bulk", "a", "b", 0.2, 4.5, 5203, "iperf3")
+    bins3, row3 = np.zeros(5), {}
+    assert _iperf_flow(tmp_path, h, 0.2, 2.0, 5.0, 1.0, bins3, row3, ended=None) is None
+    # intervals cover [0.2, 2.7): bins 0 and 1 whole, bin 2 only to 2.7
+    assert bins3[:2].tolist() == pytest.approx([160_000, 200_000]) and np.isnan(bins3[2:]).all()
+    assert math.isnan(row3["goodput_bps"])
 
 
 def test_simulator_at_the_kernels_start_times():

@@ -550,11 +550,13 @@ def _iperf_flow(out: Path, f: FlowMap, st: float, warm: float, dur: float, binw:
     got = 0.0
     span_from, span_to = max(f.start, warm), min(f.stop, dur)
     total = 0.0
+    logged_to = -math.inf  # the end of the last interval the server logged
     for iv in srv.get("intervals", []):
         s = iv.get("sum", {})
         a, b = st + s.get("start", 0.0), st + s.get("end", 0.0)
         by = float(s.get("bytes", 0))
         total += by
+        logged_to = max(logged_to, b)
         mid = (a + b) / 2
         if span_from <= mid <= span_to:
             got += by
@@ -587,9 +589,12 @@ def _iperf_flow(out: Path, f: FlowMap, st: float, warm: float, dur: float, binw:
         row["loss_rate"] = s["lost_percent"] / 100 if "lost_percent" in s else NAN
     if not srv.get("intervals") or not end:
         # the client did not finish (killed after the run's grace period) or the server
-        # logged nothing: what it moved is unknown, not zero
+        # logged nothing: what it moved is unknown, not zero — in the row, and in every
+        # goodput bin the server's intervals do not cover to its end
         for c in ("goodput_bps", "delivered_bytes", "sent_bytes"):
             row[c] = NAN
+        first_unknown = max(0, math.floor(logged_to / binw + 1e-9)) if logged_to > -math.inf else 0
+        bins[first_unknown:] = NAN
         return None
     return st
 
