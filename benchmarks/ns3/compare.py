@@ -48,6 +48,9 @@ def _ns3_env() -> dict:
     """The environment for the ns-3 program: the wheel's lib64 on LD_LIBRARY_PATH, so a
     binary built in another checkout (whose rpath points there) still finds libns3.44-*."""
     env = dict(os.environ)
+    if NS3_BUILD[0] == "release build":
+        # its rpath names its own libraries; the wheel's on LD_LIBRARY_PATH would win
+        return env
     libs = sorted(HERE.glob(".venv/lib/python3*/site-packages/ns3/lib64"))
     if libs:
         env["LD_LIBRARY_PATH"] = os.pathsep.join([str(libs[0]), *filter(None, [env.get("LD_LIBRARY_PATH")])])
@@ -139,6 +142,9 @@ NS3_AQM = {"fq_codel-ns3": "fq_codel", "fq_pie-ns3": "fq_pie"}
 #: (pie_drop_early's accu_prob), ns-3's FqPieQueueDisc only when told to
 NS3_EXTRA = {k: ["--ns3::FqPieQueueDisc::UseDerandomization=true"] for k in ("fq_pie", "fq_pie-ns3")}
 
+
+# which ns-3 build main() chose (printed with the headline)
+NS3_BUILD = ["PyPI wheel, asserts and logging on"]
 
 # the aqmlab binary timed (set in main: the plain release build, or with --pgo the
 # profile-guided one)
@@ -271,14 +277,20 @@ def main(argv=None) -> int:
     ap.add_argument("--aqm", default="codel,pie", help="qdiscs for --sojourn")
     ap.add_argument("--seeds", type=int, default=5, help="runs per point for --sojourn (seeds 1..N; mean ± 95 %% CI)")
     ap.add_argument("--no-cache", action="store_true", help="rerun ns-3 even if build/sojourn-cache.json has the run")
+    ap.add_argument("--ns3", choices=["auto", "release", "wheel"], default="auto",
+                    help="which ns-3 build to run: release (build-release.sh: -O3, asserts and logging compiled out), "
+                    "wheel (the PyPI wheel of setup.sh/build.sh: asserts and logging compiled in), auto (release if built)")
     ap.add_argument("--cc", choices=["bbr"], help="congestion-control cross-check: aqmlab bbr vs ns-3 TcpBbr "
                     "(default --flows-list 1,4, --aqm fifo,codel)")
     a = ap.parse_args(argv)
     if a.repeat < 1:
         ap.error(f"--repeat must be at least 1 (got {a.repeat})")
-    ns3 = HERE / "build" / "ns3-dumbbell"
+    release, wheel = HERE / "build" / "ns3-dumbbell-release", HERE / "build" / "ns3-dumbbell"
+    ns3 = release if a.ns3 == "release" or (a.ns3 == "auto" and release.exists()) else wheel
     if not ns3.exists():
-        raise SystemExit("build the ns-3 program first: benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh")
+        how = "benchmarks/ns3/build-release.sh" if ns3 == release else "benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh"
+        raise SystemExit(f"build the ns-3 program first: {how}")
+    NS3_BUILD[0] = "release build" if ns3 == release else "PyPI wheel, asserts and logging on"
     global BENCH
     BENCH = build_bench(a.pgo)
     if a.sojourn:
@@ -312,6 +324,7 @@ def main(argv=None) -> int:
     ]
     best = f", fastest of {a.repeat} runs each" if a.repeat > 1 else ""
     print(f"headline: {a.flows} NewReno flows, CoDel, 10 Mbit/s, 10 ms RTT, {a.duration:g} s simulated{best}\n")
+    print(f"ns-3.44: {ns3.name} ({NS3_BUILD[0]})\n")
     print(f"{'':30} {'aqmlab':>14} {'ns-3.44':>14}")
     for label, k, fmt in rows:
         va, vn = aq[k], ns[k]
