@@ -443,7 +443,7 @@ _CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr", "dctcp
 # [tcp] keys: supported, or only at their Linux default
 _TCP_DEFAULTS = {
     "stack": "linux", "mss": 1448, "delayed_ack": "linux", "prr": True, "recovery": "prr", "rto_floor": "variance",
-    "ss_growth": "segments", "ca_growth": "segments", "reno_halves": "cwnd", "rtt_timing": "ack", "timestamps": True, "rto_undo": True, "undo": "linux", "loss_detection": "rack", "tlp": "linux", "dsack": True, "hz": 250, "early_retransmit": False, "trace": False, "max_window": None, "rcv_window": "3MiB", "rcv_autotune": "linux",
+    "ss_growth": "segments", "ca_growth": "segments", "reno_halves": "cwnd", "rtt_timing": "ack", "timestamps": True, "rto_undo": True, "undo": "linux", "loss_detection": "rack", "tlp": "linux", "dsack": True, "hz": 250, "early_retransmit": False, "trace": False, "max_window": None, "rcv_window": "3MiB", "rcv_autotune": "linux", "bbr_version": "linux",
 }
 
 

@@ -1,7 +1,18 @@
 //! BBR version 1, as Linux implements it in `net/ipv4/tcp_bbr.c` (followed here: the
-//! 4.20 file, with the 1 % pacing margin and the "+2 segments while probing" rule; the
-//! ACK-aggregation allowance `bbr_extra_acked` of Linux 5.1 and later is not part of it)
-//! and as draft-cardwell-iccrg-bbr-congestion-control-00 describes it.
+//! 4.20 file, with the 1 % pacing margin, plus the two changes of Linux 5.1 that move
+//! results, selected by `[tcp] bbr_version`: the ACK-aggregation allowance
+//! `extra_acked` in the cwnd target and the "+2 segments" of the quantisation budget in
+//! the probing phase only) and as draft-cardwell-iccrg-bbr-congestion-control-00
+//! describes it.
+//!
+//! **ACK aggregation (5.1+).** An ACK epoch starts whenever the segments ACKed since the
+//! last one fall to or below what BtlBw would have delivered in it (or after an idle
+//! restart); the excess ACKed in an epoch, at most cwnd, is kept as a windowed maximum
+//! over two alternating 5-round windows, and once the pipe was filled (`full_bw_reached`)
+//! the cwnd target is gain × BDP + that maximum (at most 100 ms of BtlBw) + the send
+//! quanta. Delayed ACKs and flows sharing a bottleneck make ACKs arrive in clumps, so
+//! cwnd-limited flows (several BBR flows in a deep buffer) keep more in flight than 4.20
+//! did; a lone pacing-limited flow does not change.
 //!
 //! BBR does not react to individual losses. It builds a model of the path from the
 //! delivery-rate samples the sender takes on every ACK ([`RateSample`], Linux
@@ -50,6 +61,7 @@
 
 use super::cc::CaState;
 use super::cc::{AckSample, CcBuild, CcParams, CongestionControl, RateSample, Window};
+use super::config::BbrVersion;
 use crate::rng::Rng;
 use crate::time::{SimDuration, SimTime};
 
@@ -92,6 +104,14 @@ const LT_LOSS_THRESH: f64 = 50.0 / UNIT;
 const LT_BW_RATIO: f64 = 1.0 / 8.0;
 const LT_BW_DIFF: f64 = 4000.0 / 8.0;
 const LT_BW_MAX_RTTS: u32 = 48;
+/// ACK aggregation (Linux 5.1+): the max-filter window of the excess-ACKed estimate in
+/// rounds (`bbr_extra_acked_win_rtts`, two windows alternating), the epoch's reset
+/// threshold (`bbr_ack_epoch_acked_reset_thresh` = 2^20 segments) and the cap of the
+/// allowance (`bbr_extra_acked_max_us` = 100 ms of BtlBw); its gain
+/// (`bbr_extra_acked_gain`) is 1.
+const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+const ACK_EPOCH_ACKED_RESET: u32 = 1 << 20;
+const EXTRA_ACKED_MAX: f64 = 0.1;
 
 /// Kathleen Nichols' windowed running maximum (Linux `lib/win_minmax.c`): the best, 2nd
 /// best and 3rd best samples of the window, so the maximum expires in steps.
@@ -211,6 +231,16 @@ pub struct Bbr {
     last_delivered_time: SimTime,
     last_lost: u64,
     last_app_limited: bool,
+    /// Linux 5.1+ (`bbr_version = "linux"`): the ACK-aggregation allowance and the
+    /// "+2 segments" of the probing phase by cycle index; false = 4.20.
+    linux51: bool,
+    /// Excess ACKed segments, max per window of 5 rounds, two windows (`extra_acked`).
+    extra_acked: [u32; 2],
+    extra_acked_win_rtts: u32,
+    extra_acked_win_idx: usize,
+    /// Start of the current ACK epoch (`ack_epoch_mstamp`) and segments ACKed in it.
+    ack_epoch_start: SimTime,
+    ack_epoch_acked: u32,
 }
 
 impl CcBuild for Bbr {
@@ -253,6 +283,12 @@ impl CcBuild for Bbr {
             last_delivered_time: SimTime::ZERO,
             last_lost: 0,
             last_app_limited: false,
+            linux51: p.bbr_version == BbrVersion::Linux,
+            extra_acked: [0; 2],
+            extra_acked_win_rtts: 0,
+            extra_acked_win_idx: 0,
+            ack_epoch_start: SimTime::ZERO,
+            ack_epoch_acked: 0,
         }
     }
 }
@@ -278,21 +314,84 @@ impl Bbr {
         self.pacing
     }
 
-    /// Linux `bbr_target_cwnd` (4.20): the flight for `gain` × BDP plus the send-quantum
-    /// budget.
+    /// Linux `bbr_inflight` (5.1+; `bbr_target_cwnd` in 4.20): the flight for `gain` ×
+    /// BDP plus the send-quantum budget.
     pub fn target_cwnd(&self, bw: f64, gain: f64) -> u32 {
-        let Some(rtt) = self.min_rtt else {
-            return INIT_CWND;
-        };
+        match self.bdp(bw, gain) {
+            Some(bdp) => self.quantization_budget(bdp, gain),
+            // 4.20 returns the initial window before any RTT sample as it is; 5.1+
+            // (`bbr_bdp`) passes it through the budget
+            None if self.linux51 => self.quantization_budget(INIT_CWND, gain),
+            None => INIT_CWND,
+        }
+    }
+
+    /// `bbr_bdp`: `gain` × BtlBw × RTprop in segments, rounded up; None before any RTT.
+    fn bdp(&self, bw: f64, gain: f64) -> Option<u32> {
+        let rtt = self.min_rtt?;
         let bdp = bw * rtt.as_secs_f64();
         // Linux rounds up in fixed point; 1e-9 absorbs f64 error at exact products.
-        let mut cwnd = (bdp * gain - 1e-9).ceil().max(0.0) as u32;
-        cwnd += 3 * tso_segs_goal(self.pacing, self.mss);
+        Some((bdp * gain - 1e-9).ceil().max(0.0) as u32)
+    }
+
+    /// `bbr_quantization_budget`: 3 send quanta, rounded up to an even number, + 2
+    /// segments in PROBE_BW's probing phase (5.1+: cycle index 0; 4.20: a gain above 1,
+    /// which the cwnd's gain of 2 always is).
+    fn quantization_budget(&self, cwnd: u32, gain: f64) -> u32 {
+        let mut cwnd = cwnd + 3 * tso_segs_goal(self.pacing, self.mss);
         cwnd = (cwnd + 1) & !1;
-        if self.mode == Mode::ProbeBw && gain > 1.0 {
+        let probing = if self.linux51 {
+            self.cycle_idx == 0
+        } else {
+            gain > 1.0
+        };
+        if self.mode == Mode::ProbeBw && probing {
             cwnd += 2;
         }
         cwnd
+    }
+
+    /// `bbr_update_ack_aggregation` (5.1+): the segments ACKed in the current epoch
+    /// beyond what BtlBw would have delivered in it, windowed max over 5–10 rounds.
+    fn update_ack_aggregation(&mut self, rs: &RateSample, acked: u32, cwnd: u32) {
+        if !self.linux51 || acked == 0 || !rs.valid {
+            return;
+        }
+        if self.round_start {
+            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
+            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
+                self.extra_acked_win_rtts = 0;
+                self.extra_acked_win_idx ^= 1;
+                self.extra_acked[self.extra_acked_win_idx] = 0;
+            }
+        }
+        // the epoch in whole microseconds, as tcp_stamp_us_delta
+        let epoch_us = rs
+            .delivered_time
+            .saturating_since(self.ack_epoch_start)
+            .as_nanos()
+            / 1000;
+        let mut expected = (self.btl_bw() * epoch_us as f64 * 1e-6) as u32;
+        if self.ack_epoch_acked <= expected || self.ack_epoch_acked + acked >= ACK_EPOCH_ACKED_RESET
+        {
+            self.ack_epoch_acked = 0;
+            self.ack_epoch_start = rs.delivered_time;
+            expected = 0;
+        }
+        self.ack_epoch_acked = (self.ack_epoch_acked + acked).min(0xFFFFF);
+        let extra = (self.ack_epoch_acked - expected).min(cwnd);
+        let slot = &mut self.extra_acked[self.extra_acked_win_idx];
+        *slot = (*slot).max(extra);
+    }
+
+    /// `bbr_ack_aggregation_cwnd` (5.1+): the allowance added to the cwnd target once
+    /// the pipe was filled, at most 100 ms of BtlBw.
+    fn ack_aggregation_cwnd(&self) -> u32 {
+        if !self.linux51 || !self.full_bw_reached {
+            return 0;
+        }
+        let max = (self.btl_bw() * EXTRA_ACKED_MAX) as u32;
+        self.extra_acked[0].max(self.extra_acked[1]).min(max)
     }
 
     fn set_pacing_rate(&mut self, bw: f64, gain: f64) {
@@ -577,7 +676,12 @@ impl Bbr {
             let (c, conserving) = self.recover_or_restore(w, rs, acked);
             cwnd = c;
             if !conserving {
-                let target = self.target_cwnd(self.btl_bw(), self.cwnd_gain);
+                let (bw, gain) = (self.btl_bw(), self.cwnd_gain);
+                let target = match self.bdp(bw, gain) {
+                    // 5.1+: the ACK-aggregation allowance joins the BDP before the budget
+                    Some(bdp) => self.quantization_budget(bdp + self.ack_aggregation_cwnd(), gain),
+                    None => self.target_cwnd(bw, gain),
+                };
                 if self.full_bw_reached {
                     cwnd = (cwnd + acked).min(target);
                 } else if cwnd < target || rs.delivered_total < INIT_CWND as u64 {
@@ -594,8 +698,9 @@ impl Bbr {
 }
 
 impl CongestionControl for Bbr {
-    fn init(&mut self, w: &mut Window, _now: SimTime, _snd_nxt: u64) {
+    fn init(&mut self, w: &mut Window, now: SimTime, _snd_nxt: u64) {
         // bbr_init; the pacing rate follows from the first srtt seen.
+        self.ack_epoch_start = now;
         self.init_pacing_rate(w.cwnd, None);
         self.has_seen_rtt = false;
         self.pacing = 0.0;
@@ -637,9 +742,14 @@ impl CongestionControl for Bbr {
     }
 
     /// `bbr_cwnd_event(CA_EVENT_TX_START)` after an application-limited pause.
-    fn on_tx_start(&mut self, _now: SimTime, _idle: SimDuration) {
+    fn on_tx_start(&mut self, now: SimTime, _idle: SimDuration) {
         if self.last_app_limited {
             self.idle_restart = true;
+            if self.linux51 {
+                // 5.1+: a new ACK epoch after the idle period
+                self.ack_epoch_start = now;
+                self.ack_epoch_acked = 0;
+            }
             if self.mode == Mode::ProbeBw {
                 self.set_pacing_rate(self.btl_bw(), 1.0);
             }
@@ -663,6 +773,7 @@ impl CongestionControl for Bbr {
         }
         // bbr_update_model
         self.update_bw(rs, now);
+        self.update_ack_aggregation(rs, a.acked, w.cwnd);
         if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(rs) {
             self.advance_cycle_phase(now);
         }
@@ -717,32 +828,113 @@ mod tests {
         assert_eq!(f.update(10, 40, 1.0), 1.0);
     }
 
-    fn bbr() -> Bbr {
+    fn bbr_of(version: BbrVersion) -> Bbr {
         let c = TcpConfig {
             mss: 1448,
+            bbr_version: version,
             ..Default::default()
         };
         Bbr::build(&CcParams::from_config(&c))
     }
 
+    fn bbr() -> Bbr {
+        bbr_of(BbrVersion::Linux)
+    }
+
     #[test]
     fn target_cwnd_is_gain_times_bdp_plus_send_quanta() {
-        let mut b = bbr();
-        assert_eq!(b.target_cwnd(1000.0, 2.0), INIT_CWND, "no RTprop yet");
-        b.min_rtt = Some(SimDuration::from_millis(40));
-        // 1000 segments/s at 1500 B paced: 1.485 MB/s → 1450 B per ms = 1 segment, so
-        // the quantum is the minimum of 2 segments; 3 quanta = 6.
-        b.pacing = rate_bytes(1000.0, 1.0, 1500);
-        assert_eq!(tso_segs_goal(b.pacing, 1448), 2);
-        // BDP = 40 segments: 2 × 40 + 6 = 86 (even).
-        assert_eq!(b.target_cwnd(1000.0, 2.0), 86);
-        // 1 × BDP + 6 = 46; 1.25 × 40 = 50 + 6 = 56, and + 2 while probing in PROBE_BW.
-        assert_eq!(b.target_cwnd(1000.0, 1.0), 46);
-        b.mode = Mode::ProbeBw;
-        assert_eq!(b.target_cwnd(1000.0, 1.25), 58);
+        for version in [BbrVersion::Linux, BbrVersion::Linux4_20] {
+            let mut b = bbr_of(version);
+            // No RTprop yet: the initial window; 5.1+ (`bbr_bdp`) adds the budget to it
+            // (pacing 0: one segment per quantum, 10 + 3 = 13, rounded up to even).
+            let init = if version == BbrVersion::Linux {
+                14
+            } else {
+                INIT_CWND
+            };
+            assert_eq!(
+                b.target_cwnd(1000.0, 2.0),
+                init,
+                "no RTprop yet ({version:?})"
+            );
+            b.min_rtt = Some(SimDuration::from_millis(40));
+            // 1000 segments/s at 1500 B paced: 1.485 MB/s → 1450 B per ms = 1 segment,
+            // so the quantum is the minimum of 2 segments; 3 quanta = 6.
+            b.pacing = rate_bytes(1000.0, 1.0, 1500);
+            assert_eq!(tso_segs_goal(b.pacing, 1448), 2);
+            // BDP = 40 segments: 2 × 40 + 6 = 86 (even).
+            assert_eq!(b.target_cwnd(1000.0, 2.0), 86);
+            // 1 × BDP + 6 = 46; 1.25 × 40 = 50 + 6 = 56, and + 2 while probing in PROBE_BW.
+            assert_eq!(b.target_cwnd(1000.0, 1.0), 46);
+            b.mode = Mode::ProbeBw;
+            b.cycle_idx = 0;
+            assert_eq!(b.target_cwnd(1000.0, 1.25), 58);
+            // The cwnd's gain of 2 in a cruising phase: 4.20 adds the 2 segments for any
+            // gain above 1, 5.1+ only in the probing phase (cycle index 0).
+            b.cycle_idx = 3;
+            let cruise = if version == BbrVersion::Linux { 86 } else { 88 };
+            assert_eq!(b.target_cwnd(1000.0, 2.0), cruise, "{version:?}");
+        }
         // Below 1.2 Mbit/s one segment per quantum.
         assert_eq!(tso_segs_goal(100_000.0, 1448), 1);
         assert!((rate_bytes(1000.0, 1.25, 1500) - 1000.0 * 1500.0 * 1.25 * 0.99).abs() < 1e-6);
+    }
+
+    fn acked_at(t_ms: u64) -> RateSample {
+        RateSample {
+            valid: true,
+            delivered: 1,
+            interval: SimDuration::from_millis(10),
+            delivered_time: ms(t_ms),
+            ..RateSample::default()
+        }
+    }
+
+    /// Linux 5.1+ `bbr_update_ack_aggregation`, worked by hand: BtlBw 1000 segments/s
+    /// (one per ms). The first ACK (10 segments at 2 ms) finds an empty epoch, which is
+    /// never ahead of BtlBw, so the epoch restarts there and all 10 are extra; 4 more at
+    /// 6 ms make 14 against 4 expected (extra 10, the max stays 10); at 20 ms 14 ≤ 18
+    /// expected, so a new epoch starts there with the ACK's own 2 segments (extra 2).
+    /// The allowance is the max of both windows, capped at 100 ms of BtlBw, and only
+    /// once the pipe was filled.
+    #[test]
+    fn ack_aggregation_estimate_follows_a_hand_worked_trace() {
+        let mut b = bbr();
+        b.min_rtt = Some(SimDuration::from_millis(40));
+        b.bw.reset(0, 1000.0);
+        b.update_ack_aggregation(&acked_at(2), 10, 100);
+        assert_eq!(
+            (b.ack_epoch_acked, b.ack_epoch_start, b.extra_acked),
+            (10, ms(2), [10, 0])
+        );
+        b.update_ack_aggregation(&acked_at(6), 4, 100);
+        assert_eq!((b.ack_epoch_acked, b.extra_acked), (14, [10, 0]));
+        b.update_ack_aggregation(&acked_at(20), 2, 100);
+        assert_eq!((b.ack_epoch_acked, b.ack_epoch_start), (2, ms(20)));
+        assert_eq!(b.extra_acked, [10, 0]);
+        // the estimate is capped at cwnd (52 ACKed in a zero-length epoch, cwnd 30)
+        b.update_ack_aggregation(&acked_at(20), 50, 30);
+        assert_eq!(b.extra_acked, [30, 0]);
+        // no allowance before the pipe was filled, then the windowed max
+        assert_eq!(b.ack_aggregation_cwnd(), 0);
+        b.full_bw_reached = true;
+        assert_eq!(b.ack_aggregation_cwnd(), 30);
+        // five round starts move to the other window, which starts empty; the max of
+        // both windows still counts
+        for _ in 0..EXTRA_ACKED_WIN_RTTS {
+            b.round_start = true;
+            b.update_ack_aggregation(&acked_at(100), 1, 30);
+        }
+        assert_eq!((b.extra_acked_win_idx, b.ack_aggregation_cwnd()), (1, 30));
+        // capped at 100 ms of BtlBw: 1000 segments/s → 100
+        b.extra_acked = [500, 0];
+        assert_eq!(b.ack_aggregation_cwnd(), 100);
+        // 4.20 has none of it
+        let mut old = bbr_of(BbrVersion::Linux4_20);
+        old.bw.reset(0, 1000.0);
+        old.full_bw_reached = true;
+        old.update_ack_aggregation(&acked_at(2), 10, 100);
+        assert_eq!((old.extra_acked, old.ack_aggregation_cwnd()), ([0, 0], 0));
     }
 
     /// One ACK per round of `delivered` segments at `bw` segments/s over `rtt`.

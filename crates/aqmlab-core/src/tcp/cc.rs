@@ -348,6 +348,8 @@ pub struct CcParams {
     pub ecn_fallback: bool,
     /// IP + TCP header bytes of a full segment (52, or 40 without timestamps).
     pub header: u32,
+    /// BBRv1's Linux version.
+    pub bbr_version: super::config::BbrVersion,
 }
 
 impl CcParams {
@@ -361,6 +363,7 @@ impl CcParams {
             rtt_transition: c.rtt_transition,
             ecn_fallback: c.ecn_fallback,
             header: c.header_bytes(),
+            bbr_version: c.bbr_version,
         }
     }
 }

@@ -250,6 +250,30 @@ impl RcvTune {
     }
 }
 
+/// Which Linux BBRv1 (`cc = "bbr"`) to follow. The kernel's `tcp_bbr.c` changed once in
+/// a way that moves results: Linux 5.1 (commits "tcp_bbr: adapt cwnd based on ack
+/// aggregation estimation" and "refactor bbr_target_cwnd() for general inflight
+/// provisioning") added the ACK-aggregation allowance to the cwnd target and gave the
+/// "+2 segments" of the quantisation budget to PROBE_BW's probing phase only.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub enum BbrVersion {
+    /// Linux 5.1 to 6.x (the default; the linux engine's 6.1 kernel).
+    #[serde(rename = "linux")]
+    Linux,
+    /// Linux 4.20: no ACK-aggregation allowance; +2 segments whenever the gain is above 1.
+    #[serde(rename = "linux-4.20")]
+    Linux4_20,
+}
+
+impl BbrVersion {
+    pub fn name(self) -> &'static str {
+        match self {
+            BbrVersion::Linux => "linux",
+            BbrVersion::Linux4_20 => "linux-4.20",
+        }
+    }
+}
+
 /// Undo of window reductions found spurious (Linux `tcp_input.c` undo machinery), per
 /// kernel generation. Every flavour keeps Linux's undo state: `undo_marker` (snd_una
 /// when the reduction started), `undo_retrans` (retransmissions since, less those a
@@ -585,6 +609,9 @@ pub struct TcpOptions {
     /// CUBIC's hybrid slow start (ACK-train and delay detection). Default true (Linux).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hystart: Option<bool>,
+    /// BBRv1's Linux version: "linux" (5.1+, default) or "linux-4.20". See [`BbrVersion`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bbr_version: Option<BbrVersion>,
     /// Proportional rate reduction (RFC 6937) during recovery and ECN reduction.
     /// Default true (Linux); false gives RFC 6675's cwnd = ssthresh at once.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -699,7 +726,7 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
     ParamDoc {
         name: "cc",
         default: "cubic",
-        doc: "congestion control: cubic (Linux default), newreno (alias reno), dctcp, prague, bbr (BBRv1 as Linux 4.20 tcp_bbr: gains 2.885/1.25/0.75, 10-round bw and 10 s RTprop filters, PROBE_RTT 200 ms at 4 segments) or bbr3 (BBRv3 as draft-ietf-ccwg-bbr / Google v3: loss threshold 2 %, beta 0.7, headroom 0.15, startup gain 2.77); aqmlab describe NAME for each",
+        doc: "congestion control: cubic (Linux default), newreno (alias reno), dctcp, prague, bbr (BBRv1 as Linux tcp_bbr, 5.1+ or 4.20 by bbr_version: gains 2.885/1.25/0.75, 10-round bw and 10 s RTprop filters, PROBE_RTT 200 ms at 4 segments) or bbr3 (BBRv3 as draft-ietf-ccwg-bbr / Google v3: loss threshold 2 %, beta 0.7, headroom 0.15, startup gain 2.77); aqmlab describe NAME for each",
     },
     ParamDoc {
         name: "mss",
@@ -755,6 +782,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         name: "hystart",
         default: "true",
         doc: "CUBIC hybrid slow start (Linux default on)",
+    },
+    ParamDoc {
+        name: "bbr_version",
+        default: "linux",
+        doc: "which Linux BBRv1 cc = \"bbr\" follows: linux (5.1-6.x: ACK-aggregation allowance extra_acked in the cwnd target, +2 segments only in the probing phase) or linux-4.20 (neither)",
     },
     ParamDoc {
         name: "prr",
@@ -890,6 +922,7 @@ pub struct TcpConfig {
     pub rcv_window: u32,
     pub rcv_autotune: RcvTune,
     pub hystart: bool,
+    pub bbr_version: BbrVersion,
     /// `recovery == Recovery::Prr`.
     pub prr: bool,
     pub undo: Undo,
@@ -964,6 +997,7 @@ impl TcpOptions {
             rcv_window: over.rcv_window.or(self.rcv_window),
             rcv_autotune: over.rcv_autotune.or(self.rcv_autotune),
             hystart: over.hystart.or(self.hystart),
+            bbr_version: over.bbr_version.or(self.bbr_version),
             prr: over.prr.or(self.prr),
             undo: over.undo.or(self.undo),
             rto_undo: over.rto_undo.or(self.rto_undo),
@@ -1165,6 +1199,7 @@ impl TcpOptions {
             rcv_window: rcv_window as u32,
             rcv_autotune: o.rcv_autotune.unwrap_or(RcvTune::Off),
             hystart: o.hystart.unwrap_or(true),
+            bbr_version: o.bbr_version.unwrap_or(BbrVersion::Linux),
             prr: recovery == Recovery::Prr,
             undo,
             loss_detection: o.loss_detection.unwrap_or(LossDetection::Rack),
