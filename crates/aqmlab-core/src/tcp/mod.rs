@@ -152,7 +152,7 @@ cc_registry! {
     Prague: "prague" => prague::Prague,
         "TCP Prague (L4S team tcp_prague): DCTCP-like fractional cwnd, ECT(1), AccECN, paced, RTT independence (25 ms target), optional classic-ECN fallback";
     Bbr: "bbr" => bbr::Bbr,
-        "BBRv1 (Linux 4.19 tcp_bbr, no ACK-aggregation term): model-based, paced; STARTUP gain 2.885, DRAIN, PROBE_BW 8-phase 1.25/0.75/1 cycle, PROBE_RTT every 10 s (200 ms at cwnd 4), cwnd gain 2, 10-round max-bw and 10 s min-RTT filters, long-term (policer) mode";
+        "BBRv1 (Linux tcp_bbr; bbr_version: linux = 5.1+ with the ACK-aggregation allowance extra_acked, default, or linux-4.20): model-based, paced; STARTUP gain 2.885, DRAIN, PROBE_BW 8-phase 1.25/0.75/1 cycle, PROBE_RTT every 10 s (200 ms at cwnd 4), cwnd gain 2, 10-round max-bw and 10 s min-RTT filters, long-term (policer) mode";
     Bbr3: "bbr3" => bbr3::Bbr3,
         "BBRv3 (draft-ietf-ccwg-bbr, Google's v3 tcp_bbr): loss-bounded inflight_hi (loss > 2 % of the flight, beta 0.7, headroom 0.15) and bw_lo/inflight_lo, PROBE_BW DOWN 0.9/CRUISE/REFILL/UP 1.25, STARTUP 2.77 with loss exit (6 losses/round), PROBE_RTT every 5 s at 0.5 BDP, paced; ECN not used";
 }
