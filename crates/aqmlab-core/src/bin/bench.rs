@@ -15,6 +15,17 @@
 use aqmlab_core::qdisc::Qdisc;
 use aqmlab_core::{Scenario, Simulator};
 
+/// `println!` that ends the program quietly when stdout is closed (`| head -1`) instead
+/// of panicking on the broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().collect();
     let mut prefixes: Vec<String> = vec!["bottleneck".into(), "docsis_down".into()];
@@ -71,7 +82,7 @@ fn main() {
     let sim_s = sim.end.as_secs_f64();
     if digest {
         let r = sim.results();
-        println!(
+        out!(
             "{{\"scenario\":\"{}\",\"seed\":{},\"digest\":\"{:016x}\",\"packets_created\":{}}}",
             args[1],
             seed,
@@ -112,7 +123,7 @@ fn main() {
                     .map(|(_, v)| v)
                     .sum()
             };
-            println!(
+            out!(
                 "{{\"link\":\"{}\",\"utilization\":{:.4},\"sojourn_mean\":{:.6},\"sojourn_p99\":{:.6},\"drops_per_second\":{:.3},\"fast_recoveries\":{},\"rtos\":{}}}",
                 q.name,
                 q.utilization,
@@ -124,7 +135,7 @@ fn main() {
             );
         }
     }
-    println!(
+    out!(
         "{{\"scenario\":\"{}\",\"sim_seconds\":{},\"events\":{},\"bottleneck_packets\":{},\"packets_created\":{},\"build_seconds\":{:.4},\"wall_seconds\":{:.4},\"packets_per_second\":{:.0},\"events_per_second\":{:.0},\"loop_cpu_seconds\":{:.4},\"packets_per_cpu_second\":{:.0}}}",
         args[1],
         sim_s,
