@@ -53,9 +53,16 @@
 //! wire bytes per second (segments × MTU): Linux paces the segment payload at
 //! `bw × MSS`, the same segment spacing.
 //!
-//! Not modelled: the inflight estimate at the earliest departure time
-//! (`bbr_packets_in_net_at_edt`; the model uses the flight before the ACK, as 4.9–4.19
-//! did), `is_ack_delayed` (every RTT sample may refresh an expired RTprop), undo of
+//! The phase and DRAIN exits look at the flight expected when the next segment leaves
+//! by the pacing clock (`bbr_packets_in_net_at_edt`, 4.20+): the flight less what
+//! BtlBw delivers until the pacing stamp, plus one send quantum while the gain is above
+//! 1 — so a probing phase ends a quantum early and a draining one when the queue will
+//! have drained by the next departure.
+//!
+//! Not modelled: GSO-sized departures (Linux sends `tcp_tso_segs` segments per pacing
+//! step, 2 at these rates; the simulator paces segment by segment, see
+//! docs/validation.md "BBR and CAKE on the kernel"), `is_ack_delayed` (every RTT sample
+//! may refresh an expired RTprop), undo of
 //! spurious recoveries (the sender has none). On an RTO the long-term sampler sees the
 //! delivery and loss counters of the last ACK.
 
@@ -453,16 +460,30 @@ impl Bbr {
         };
     }
 
+    /// `bbr_packets_in_net_at_edt` (4.20+): the flight expected when the next segment
+    /// leaves by the pacing clock — less what BtlBw delivers until then, plus the next
+    /// send quantum while the gain is above 1.
+    fn packets_in_net_at_edt(&self, inflight: u32, rs: &RateSample, now: SimTime) -> u32 {
+        let edt = rs.next_departure.max(now);
+        let interval_us = edt.saturating_since(now).as_nanos() / 1000;
+        let delivered = (self.btl_bw() * interval_us as f64 * 1e-6) as u32;
+        let mut at_edt = inflight;
+        if self.pacing_gain > 1.0 {
+            at_edt += tso_segs_goal(self.pacing, self.mss);
+        }
+        at_edt.saturating_sub(delivered)
+    }
+
     /// `bbr_is_next_cycle_phase`.
-    fn is_next_cycle_phase(&self, rs: &RateSample) -> bool {
+    fn is_next_cycle_phase(&self, rs: &RateSample, now: SimTime) -> bool {
         let full_length = self
             .min_rtt
             .is_some_and(|m| rs.delivered_time.saturating_since(self.cycle_stamp) > m);
         if self.pacing_gain == 1.0 {
             return full_length;
         }
-        let inflight = rs.prior_in_flight;
-        let bw = self.btl_bw();
+        let inflight = self.packets_in_net_at_edt(rs.prior_in_flight, rs, now);
+        let bw = self.max_bw();
         if self.pacing_gain > 1.0 {
             return full_length
                 && (rs.losses > 0 || inflight >= self.target_cwnd(bw, self.pacing_gain));
@@ -594,7 +615,10 @@ impl Bbr {
             self.cwnd_gain = HIGH_GAIN;
             w.ssthresh = self.target_cwnd(self.max_bw(), 1.0);
         }
-        if self.mode == Mode::Drain && rs.in_flight <= self.target_cwnd(self.max_bw(), 1.0) {
+        if self.mode == Mode::Drain
+            && self.packets_in_net_at_edt(rs.in_flight, rs, now)
+                <= self.target_cwnd(self.max_bw(), 1.0)
+        {
             self.reset_probe_bw_mode(now);
         }
     }
@@ -774,7 +798,7 @@ impl CongestionControl for Bbr {
         // bbr_update_model
         self.update_bw(rs, now);
         self.update_ack_aggregation(rs, a.acked, w.cwnd);
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(rs) {
+        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(rs, now) {
             self.advance_cycle_phase(now);
         }
         self.check_full_bw_reached(rs);
@@ -878,6 +902,33 @@ mod tests {
         // Below 1.2 Mbit/s one segment per quantum.
         assert_eq!(tso_segs_goal(100_000.0, 1448), 1);
         assert!((rate_bytes(1000.0, 1.25, 1500) - 1000.0 * 1500.0 * 1.25 * 0.99).abs() < 1e-6);
+    }
+
+    /// `bbr_packets_in_net_at_edt` by hand: BtlBw 1000 segments/s, 40 in flight. The
+    /// next departure 5 ms ahead: 5 segments will have been delivered by then → 35; while
+    /// probing (gain 1.25) the next send quantum (2 segments at this rate) counts → 37; a
+    /// pacing stamp already passed subtracts nothing.
+    #[test]
+    fn inflight_at_the_next_departure_follows_a_hand_worked_example() {
+        let mut b = bbr();
+        b.bw.reset(0, 1000.0);
+        b.pacing = rate_bytes(1000.0, 1.0, 1500);
+        b.pacing_gain = 1.0;
+        let now = ms(100);
+        let rs = RateSample {
+            next_departure: ms(105),
+            ..RateSample::default()
+        };
+        assert_eq!(b.packets_in_net_at_edt(40, &rs, now), 35);
+        b.pacing_gain = 1.25;
+        assert_eq!(b.packets_in_net_at_edt(40, &rs, now), 37);
+        let past = RateSample {
+            next_departure: ms(90),
+            ..RateSample::default()
+        };
+        assert_eq!(b.packets_in_net_at_edt(40, &past, now), 42);
+        b.pacing_gain = 0.75;
+        assert_eq!(b.packets_in_net_at_edt(3, &rs, now), 0, "never below zero");
     }
 
     fn acked_at(t_ms: u64) -> RateSample {

@@ -280,6 +280,9 @@ pub struct RateSample {
     pub ca_state: CaState,
     /// The sender has no data left to send right now (its writes are exhausted).
     pub app_limited_now: bool,
+    /// When the next segment may leave by the pacing clock (`tp->tcp_wstamp_ns`; zero
+    /// when not paced).
+    pub next_departure: SimTime,
 }
 
 /// A congestion control algorithm. See the module doc for when each hook runs.

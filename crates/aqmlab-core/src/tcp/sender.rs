@@ -2132,6 +2132,11 @@ impl Sender {
             delivered_ce_total: self.delivered_ce,
             ca_state: self.state,
             app_limited_now: self.unsent() == 0 && !self.fin_requested,
+            next_departure: if self.pacing {
+                self.wstamp
+            } else {
+                SimTime::ZERO
+            },
             ..RateSample::default()
         };
         let Some(r) = d.rate else {
