@@ -44,12 +44,18 @@ SCEN = ROOT / "benchmarks" / "scenarios" / "tcp16_codel.toml"
 CACHE = HERE / "build" / "sojourn-cache.json"
 
 
-def _ns3_env() -> dict:
-    """The environment for the ns-3 program: the wheel's lib64 on LD_LIBRARY_PATH, so a
-    binary built in another checkout (whose rpath points there) still finds libns3.44-*."""
+def _is_release(ns3: pathlib.Path | None) -> bool:
+    """The program was built by build-release.sh against ns-3's release build."""
+    return ns3 is not None and ns3.name.endswith("-release")
+
+
+def _ns3_env(ns3: pathlib.Path | None = None) -> dict:
+    """The environment for the ns-3 program `ns3` (default: one built against the wheel):
+    the wheel's lib64 on LD_LIBRARY_PATH, so a binary built in another checkout (whose
+    rpath points there) still finds libns3.44-*. Not for a release-build program: its
+    rpath names its own libraries of the same names, and LD_LIBRARY_PATH would win."""
     env = dict(os.environ)
-    if NS3_BUILD[0] == "release build":
-        # its rpath names its own libraries; the wheel's on LD_LIBRARY_PATH would win
+    if _is_release(ns3):
         return env
     libs = sorted(HERE.glob(".venv/lib/python3*/site-packages/ns3/lib64"))
     if libs:
@@ -143,9 +149,6 @@ NS3_AQM = {"fq_codel-ns3": "fq_codel", "fq_pie-ns3": "fq_pie"}
 NS3_EXTRA = {k: ["--ns3::FqPieQueueDisc::UseDerandomization=true"] for k in ("fq_pie", "fq_pie-ns3")}
 
 
-# which ns-3 build main() chose (printed with the headline)
-NS3_BUILD = ["PyPI wheel, asserts and logging on"]
-
 # the aqmlab binary timed (set in main: the plain release build, or with --pgo the
 # profile-guided one)
 BENCH = ROOT / "target" / "release" / "aqmlab-bench"
@@ -210,7 +213,7 @@ def sojourn(a, ns3: pathlib.Path) -> int:
                 # drops and congestion events were printed are run again)
                 if "recoveries_per_second" not in cache.get(key, {}):
                     out = subprocess.run([str(ns3), *args], capture_output=True, text=True, check=True,
-                                         env=_ns3_env()).stdout.strip().splitlines()
+                                         env=_ns3_env(ns3)).stdout.strip().splitlines()
                     cache[key] = json.loads(out[-1])
                     CACHE.write_text(json.dumps(cache, indent=1))
                 nss.append(cache[key])
@@ -251,7 +254,7 @@ def bbr(a, ns3: pathlib.Path) -> int:
                 out = subprocess.run([str(ns3), f"--flows={n}", f"--duration={a.duration:g}", "--warmup=10",
                                       f"--aqm={NS3_AQM.get(aqm, aqm)}", "--cc=TcpBbr", "--recovery=prr", "--delay=20ms",
                                       f"--seed={seed}"],
-                                     capture_output=True, text=True, check=True, env=_ns3_env()).stdout.strip().splitlines()
+                                     capture_output=True, text=True, check=True, env=_ns3_env(ns3)).stdout.strip().splitlines()
                 nss.append(json.loads(out[-1]))
             aq = {k: sum(r[k] for r in aqs) / len(aqs) for k in keys}
             ns = {k: sum(r[k] for r in nss) / len(nss) for k in keys}
@@ -290,7 +293,6 @@ def main(argv=None) -> int:
     if not ns3.exists():
         how = "benchmarks/ns3/build-release.sh" if ns3 == release else "benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh"
         raise SystemExit(f"build the ns-3 program first: {how}")
-    NS3_BUILD[0] = "release build" if ns3 == release else "PyPI wheel, asserts and logging on"
     global BENCH
     BENCH = build_bench(a.pgo)
     if a.sojourn:
@@ -310,7 +312,7 @@ def main(argv=None) -> int:
         if not aq or run["wall_seconds"] < aq["wall_seconds"]:
             aq = run
         out = subprocess.run([str(ns3), f"--flows={a.flows}", f"--duration={a.duration:g}", "--warmup=10"],
-                             capture_output=True, text=True, check=True, env=_ns3_env()).stdout.strip().splitlines()
+                             capture_output=True, text=True, check=True, env=_ns3_env(ns3)).stdout.strip().splitlines()
         run = json.loads(out[-1])
         if not ns or run["wall_seconds"] < ns["wall_seconds"]:
             ns = run
@@ -324,7 +326,8 @@ def main(argv=None) -> int:
     ]
     best = f", fastest of {a.repeat} runs each" if a.repeat > 1 else ""
     print(f"headline: {a.flows} NewReno flows, CoDel, 10 Mbit/s, 10 ms RTT, {a.duration:g} s simulated{best}\n")
-    print(f"ns-3.44: {ns3.name} ({NS3_BUILD[0]})\n")
+    build = "release build" if _is_release(ns3) else "PyPI wheel, asserts and logging on"
+    print(f"ns-3.44: {ns3.name} ({build})\n")
     print(f"{'':30} {'aqmlab':>14} {'ns-3.44':>14}")
     for label, k, fmt in rows:
         va, vn = aq[k], ns[k]
