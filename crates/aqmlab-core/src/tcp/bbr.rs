@@ -324,13 +324,25 @@ impl Bbr {
     /// Linux `bbr_inflight` (5.1+; `bbr_target_cwnd` in 4.20): the flight for `gain` ×
     /// BDP plus the send-quantum budget.
     pub fn target_cwnd(&self, bw: f64, gain: f64) -> u32 {
+        self.target_with(bw, gain, 0)
+    }
+
+    /// The flight for `gain` × BDP plus `extra` segments (the ACK-aggregation allowance
+    /// in `bbr_set_cwnd`, 0 elsewhere), then the send-quantum budget.
+    fn target_with(&self, bw: f64, gain: f64, extra: u32) -> u32 {
         match self.bdp(bw, gain) {
-            Some(bdp) => self.quantization_budget(bdp, gain),
+            Some(bdp) => self.quantization_budget(bdp + extra, gain),
             // 4.20 returns the initial window before any RTT sample as it is; 5.1+
             // (`bbr_bdp`) passes it through the budget
-            None if self.linux51 => self.quantization_budget(INIT_CWND, gain),
+            None if self.linux51 => self.quantization_budget(INIT_CWND + extra, gain),
             None => INIT_CWND,
         }
+    }
+
+    /// Segments BtlBw delivers in `d`, counted in whole microseconds as Linux does
+    /// (`bw × interval_us >> BW_SCALE`).
+    fn delivered_in(&self, d: SimDuration) -> u32 {
+        (self.btl_bw() * (d.as_nanos() / 1000) as f64 * 1e-6) as u32
     }
 
     /// `bbr_bdp`: `gain` × BtlBw × RTprop in segments, rounded up; None before any RTT.
@@ -372,13 +384,8 @@ impl Bbr {
                 self.extra_acked[self.extra_acked_win_idx] = 0;
             }
         }
-        // the epoch in whole microseconds, as tcp_stamp_us_delta
-        let epoch_us = rs
-            .delivered_time
-            .saturating_since(self.ack_epoch_start)
-            .as_nanos()
-            / 1000;
-        let mut expected = (self.btl_bw() * epoch_us as f64 * 1e-6) as u32;
+        let mut expected =
+            self.delivered_in(rs.delivered_time.saturating_since(self.ack_epoch_start));
         if self.ack_epoch_acked <= expected || self.ack_epoch_acked + acked >= ACK_EPOCH_ACKED_RESET
         {
             self.ack_epoch_acked = 0;
@@ -464,9 +471,7 @@ impl Bbr {
     /// leaves by the pacing clock — less what BtlBw delivers until then, plus the next
     /// send quantum while the gain is above 1.
     fn packets_in_net_at_edt(&self, inflight: u32, rs: &RateSample, now: SimTime) -> u32 {
-        let edt = rs.next_departure.max(now);
-        let interval_us = edt.saturating_since(now).as_nanos() / 1000;
-        let delivered = (self.btl_bw() * interval_us as f64 * 1e-6) as u32;
+        let delivered = self.delivered_in(rs.next_departure.saturating_since(now));
         let mut at_edt = inflight;
         if self.pacing_gain > 1.0 {
             at_edt += tso_segs_goal(self.pacing, self.mss);
@@ -700,12 +705,9 @@ impl Bbr {
             let (c, conserving) = self.recover_or_restore(w, rs, acked);
             cwnd = c;
             if !conserving {
-                let (bw, gain) = (self.btl_bw(), self.cwnd_gain);
-                let target = match self.bdp(bw, gain) {
-                    // 5.1+: the ACK-aggregation allowance joins the BDP before the budget
-                    Some(bdp) => self.quantization_budget(bdp + self.ack_aggregation_cwnd(), gain),
-                    None => self.target_cwnd(bw, gain),
-                };
+                // 5.1+: the ACK-aggregation allowance joins the BDP before the budget
+                let extra = self.ack_aggregation_cwnd();
+                let target = self.target_with(self.btl_bw(), self.cwnd_gain, extra);
                 if self.full_bw_reached {
                     cwnd = (cwnd + acked).min(target);
                 } else if cwnd < target || rs.delivered_total < INIT_CWND as u64 {
