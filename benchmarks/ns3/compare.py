@@ -288,6 +288,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.repeat < 1:
         ap.error(f"--repeat must be at least 1 (got {a.repeat})")
+    if a.duration <= 10:
+        ap.error(f"--duration must be longer than the 10 s warm-up every mode uses (got {a.duration:g})")
     release, wheel = HERE / "build" / "ns3-dumbbell-release", HERE / "build" / "ns3-dumbbell"
     ns3 = release if a.ns3 == "release" or (a.ns3 == "auto" and release.exists()) else wheel
     if not ns3.exists():
