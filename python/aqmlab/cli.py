@@ -18,11 +18,14 @@ from typing import Any
 
 import click
 
+from aqmlab.engines import ENGINES, EngineUnavailable
 from aqmlab.errors import AqmlabError, ScenarioError, SimulationError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
+
+ENGINE_NAMES = list(ENGINES)
 
 CATEGORIES = ("qdiscs", "cc", "workloads", "links", "studies")
 
@@ -156,7 +159,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (flows, queues, probes, events, wall_seconds) instead of tables.")
 @click.option("--all-queues", is_flag=True, help="Show idle links in the queue table too.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (useful with --out).")
-@click.option("--engine", type=click.Choice(["sim", "linux"]), default="sim", show_default=True, help="sim: the simulator; linux: a real Linux kernel in a qemu VM (docs/linux-engine.md; needs scripts/setup-vm.sh).")
+@click.option("--engine", type=click.Choice(ENGINE_NAMES), default="sim", show_default=True, help="; ".join(f"{e.name}: {e.about}" + (f" (needs {e.setup})" if e.setup else "") for e in ENGINES.values()) + ".")
 @click.option("--force", is_flag=True, help="Run even if the estimated memory or events exceed the budget (run.max_memory, run.max_events).")
 def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool, engine: str, force: bool) -> None:
     """Run a scenario and print a summary of its flows and queues.
@@ -175,7 +178,12 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
         aqmlab.validate(sc, force=force)  # a bad scenario is reported before a bad --out
         _check_out_dir(out)
     if engine == "linux":
+        _engine_ready(engine, sc)
         _run_linux(sc, seed, out, as_json, all_queues, quiet)
+        return
+    if engine != "sim":
+        _engine_ready(engine, sc)
+        _run_engine(engine, sc, seed, out, as_json, all_queues, quiet)
         return
     progress = None
     bar = None
@@ -211,6 +219,37 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
 def _finite(d: dict) -> dict:
     """NaN (a measure the guest could not take) becomes null in JSON."""
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in d.items()}
+
+
+def _engine_ready(name: str, sc) -> None:
+    """Exits 2 with one sentence when engine ``name`` is not installed or cannot express
+    the scenario (before any process starts)."""
+    eng = ENGINES[name]
+    bad = eng.check(sc)
+    if bad:
+        _fail(bad[0] + (f" (and {len(bad) - 1} more unsupported key(s))" if len(bad) > 1 else ""), EXIT_BAD_INPUT)
+    msg = eng.available()
+    if msg is not None:
+        _fail(msg, EXIT_BAD_INPUT)
+
+
+def _run_engine(name: str, sc, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> None:
+    say = (lambda m: None) if (as_json or quiet) else (lambda m: click.echo(m, err=True))
+    result = ENGINES[name].run(sc, seed, log=say)
+    if out is not None:
+        result.write_parquet(out)
+    if as_json:
+        d = result.to_json_dict()
+        d["engine"] = _finite(result.engine_info)
+        sys.stdout.write(json.dumps(d, allow_nan=False, default=lambda v: None) + "\n")
+        return
+    if quiet:
+        return
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
+    _console().print(result.summary_table(all_queues=all_queues))
+    i = result.engine_info
+    click.echo(f"{name} engine: {i.get('version', '')} in {i.get('wall_seconds', float('nan')):.1f} s wall".replace("  ", " "))
 
 
 def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> None:
@@ -680,6 +719,10 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         _fail(str(e), EXIT_INTERNAL)
+    except EngineUnavailable as e:
+        if debug:
+            raise
+        _fail(str(e), EXIT_BAD_INPUT)
     except AqmlabError as e:
         if debug:
             raise

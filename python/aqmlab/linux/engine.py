@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 import aqmlab.linux.vm as vm
+from aqmlab import schema
 from aqmlab.errors import AqmlabError
 from aqmlab.linux.translate import FlowMap, QueueMap, Translation, translate
 from aqmlab.result import Result
@@ -43,35 +44,15 @@ CPU_SATURATED = 0.9
 
 NAN = float("nan")
 
-FLOW_BASE = ["id", "name", "kind", "group", "src", "dst", "start", "stop", "sent_pkts", "sent_bytes", "delivered_pkts", "delivered_bytes", "lost_pkts", "ce_pkts", "goodput_bps", "base_rtt"]
-FLOW_EXTRA = {
-    "bulk": ["retransmits", "rtos", "fast_recoveries", "loss_probes", "loss_probe_recoveries", "lost_retransmits", "rto_undos", "recovery_undos", "ecn_reductions", "bytes_acked", "segments_sent", "syn_retransmits", "srtt_mean", "rtt_min", "cwnd_mean", "completion_time"],
-    "ping": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
-    "udp_rr": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
-    "cbr": ["datagrams_sent", "loss_rate", "owd_mean", "owd_p99"],
-}
-QUEUE_COLS = ["id", "name", "from", "to", "qdisc", "rate_bps", "delay", "arrivals", "enqueued", "dequeued", "dropped", "marked", "tx_pkts", "tx_bytes", "utilization", "sojourn_n", "sojourn_mean", "sojourn_p50", "sojourn_p90", "sojourn_p99", "sojourn_max"]
-DROP_REASONS = ["overlimit", "early", "forced", "codel", "fat_flow", "memory", "wire", "lower_layer"]
-MARK_REASONS = ["early", "forced", "codel", "ce_threshold"]
-
 
 def flow_base_columns() -> list[str]:
-    """The flows table's fixed columns, from the core's schema when it declares one."""
-    from aqmlab import _core
-
-    if hasattr(_core, "result_schema"):
-        return [n for n, _, _ in _core.result_schema()["flows"]]
-    return list(FLOW_BASE)
+    """The flows table's fixed columns (the core's schema)."""
+    return schema.flow_columns()
 
 
 def queue_columns() -> list[str]:
-    """The queues table's columns in the simulator's order (core schema when declared)."""
-    from aqmlab import _core
-
-    if hasattr(_core, "result_schema"):
-        sc = _core.result_schema()
-        return [n for n, _, _ in sc["queues"]] + [f"drops_{r}" for r in sc["drop_reasons"]] + [f"marks_{r}" for r in sc["mark_reasons"]] + [n for n, _, _ in sc["queues_tail"]]
-    return QUEUE_COLS + [f"drops_{r}" for r in DROP_REASONS] + [f"marks_{r}" for r in MARK_REASONS] + ["trace_vars", "lower"]
+    """The queues table's columns in the simulator's order (the core's schema)."""
+    return schema.queue_columns()
 
 
 # ---------------------------------------------------------------------------------------
@@ -349,9 +330,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     for f in tr.flows:
         if f.kind not in kinds:
             kinds.append(f.kind)
-    cols = flow_base_columns()
-    for k in kinds:
-        cols += [c for c in FLOW_EXTRA.get(k, []) if c not in cols]
+    cols = schema.flow_columns(kinds)
     fl: dict[str, list] = {c: [] for c in cols}
     for i, f in enumerate(tr.flows):
         row: dict[str, Any] = {c: NAN for c in cols}
@@ -705,11 +684,12 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
     span = dur - warm
     row["utilization"] = min(1.0, by * 8 / (qm.rate_bps * span)) if span > 0 and by == by else NAN
     kind = fin.get("kind") if fin else None
-    drops = dict.fromkeys(DROP_REASONS, 0.0)
-    marks = dict.fromkeys(MARK_REASONS, 0.0)
+    drop_reasons, mark_reasons = schema.drop_reasons(), schema.mark_reasons()
+    drops = dict.fromkeys(drop_reasons, 0.0)
+    marks = dict.fromkeys(mark_reasons, 0.0)
     if fin is None:
-        drops = dict.fromkeys(DROP_REASONS, NAN)
-        marks = dict.fromkeys(MARK_REASONS, NAN)
+        drops = dict.fromkeys(drop_reasons, NAN)
+        marks = dict.fromkeys(mark_reasons, NAN)
     elif kind in ("pfifo", "bfifo", "pfifo_fast"):
         drops["overlimit"] = dr
     elif kind == "codel":
@@ -730,10 +710,10 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
         # sch_cake counts drops per tin without telling COBALT's CoDel and BLUE drops from
         # overflow drops; only the ACK filter's are separate
         tins = fin.get("tins") or []
-        drops = dict.fromkeys(DROP_REASONS, NAN)
+        drops = dict.fromkeys(drop_reasons, NAN)
         acks = float(sum(t.get("ack_drops", 0) for t in tins))
         drops["ack_filter"] = acks
-        marks = dict.fromkeys(MARK_REASONS, 0.0)
+        marks = dict.fromkeys(mark_reasons, 0.0)
         marks["codel"] = float(sum(t.get("ecn_mark", 0) for t in tins))
     elif kind == "red":
         drops["overlimit"] = delta("pdrop") if "pdrop" in fin else NAN
@@ -741,11 +721,11 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
         drops["forced"] = delta("forced_drop") if "forced_drop" in fin else NAN
         marks["early"] = delta("marked") if "marked" in fin else NAN
     else:
-        drops = dict.fromkeys(DROP_REASONS, NAN)
-        marks = dict.fromkeys(MARK_REASONS, NAN)
+        drops = dict.fromkeys(drop_reasons, NAN)
+        marks = dict.fromkeys(mark_reasons, NAN)
     for r in drops:
         row[f"drops_{r}"] = drops[r]
-    for r in MARK_REASONS:
+    for r in mark_reasons:
         row[f"marks_{r}"] = marks[r]
     row["marked"] = sum(v for v in marks.values() if v == v) if fin is not None else NAN
 

@@ -1,0 +1,66 @@
+"""The result tables' columns as the core declares them (``aqmlab._core.result_schema()``),
+for engines other than the simulator that build the same tables from another program's
+output (:mod:`aqmlab.engines`).
+
+The core declares the fixed ``flows`` and ``queues`` columns, the drop and mark reasons
+and the queue tail columns. Each flow kind's own summary columns (``retransmits`` of a
+bulk flow, ``rtt_mean`` of a probe) are not in the declaration: an engine lists the ones
+it fills (:data:`FLOW_KIND_COLUMNS`, the simulator's columns of each kind, checked
+against a simulator run in the tests) and the rest of its rows are NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["flow_columns", "queue_columns", "drop_reasons", "mark_reasons", "FLOW_KIND_COLUMNS", "empty_hist", "NAN"]
+
+NAN = math.nan
+
+#: The summary columns the simulator gives each flow kind (crates/aqmlab-core/src/app),
+#: in its order; engines fill what they measure and leave the rest NaN.
+FLOW_KIND_COLUMNS: dict[str, list[str]] = {
+    "bulk": ["retransmits", "rtos", "fast_recoveries", "loss_probes", "loss_probe_recoveries", "lost_retransmits", "rto_undos", "recovery_undos", "ecn_reductions", "bytes_acked", "segments_sent", "syn_retransmits", "srtt_mean", "rtt_min", "cwnd_mean", "completion_time"],
+    "ping": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
+    "udp_rr": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
+    "cbr": ["datagrams_sent", "loss_rate", "owd_mean", "owd_p99"],
+}
+
+
+def _schema() -> Any:
+    from aqmlab import _core
+
+    return _core.result_schema()
+
+
+def drop_reasons() -> list[str]:
+    """The core's drop reasons, in its order (``drops_REASON`` columns)."""
+    return list(_schema()["drop_reasons"])
+
+
+def mark_reasons() -> list[str]:
+    """The core's mark reasons, in its order (``marks_REASON`` columns)."""
+    return list(_schema()["mark_reasons"])
+
+
+def flow_columns(kinds: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The flows table's fixed columns, then the summary columns of ``kinds``."""
+    cols = [n for n, _, _ in _schema()["flows"]]
+    for k in kinds:
+        cols += [c for c in FLOW_KIND_COLUMNS.get(k, []) if c not in cols]
+    return cols
+
+
+def queue_columns() -> list[str]:
+    """The queues table's columns in the simulator's order: fixed, ``drops_*``,
+    ``marks_*``, tail."""
+    sc = _schema()
+    return [n for n, _, _ in sc["queues"]] + [f"drops_{r}" for r in sc["drop_reasons"]] + [f"marks_{r}" for r in sc["mark_reasons"]] + [n for n, _, _ in sc["queues_tail"]]
+
+
+def empty_hist() -> dict[str, Any]:
+    """A sojourn histogram with no bins (engines without per-packet sojourn)."""
+    import numpy as np
+
+    return {"queue": np.zeros(0, np.uint32), "low": np.zeros(0), "high": np.zeros(0), "count": np.zeros(0, np.uint64)}
