@@ -104,7 +104,7 @@ ENGINES: dict[str, Engine] = {
     "sim": Engine("sim", "the aqmlab simulator", "", ""),
     "linux": Engine("linux", "a real Linux kernel in a qemu VM (docs/linux-engine.md)", "aqmlab.linux.adapter", "scripts/setup-vm.sh"),
     "ns2": Engine("ns2", "ns-2.35 (Debian's ns2 package): generated Tcl, parsed traces", "aqmlab.ns2.engine", "scripts/setup-ns2.sh"),
-    "ns3": Engine("ns3", "ns-3", "aqmlab.ns3.engine", "scripts/setup-ns3.sh"),
+    "ns3": Engine("ns3", "ns-3.44's own links, queue discs and TCP (docs/ns3-engine.md)", "aqmlab.ns3.engine", "scripts/setup-ns3.sh"),
 }
 
 

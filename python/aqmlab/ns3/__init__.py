@@ -11,8 +11,8 @@ from typing import Any
 __all__ = ["available", "check", "run"]
 
 
-def available() -> bool:
-    """ns-3 and the engine's program are installed (``scripts/setup-ns3.sh``)."""
+def available() -> str | None:
+    """None when ns-3 and the engine's program are installed, else how to install them."""
     from aqmlab.ns3.engine import available as _available
 
     return _available()

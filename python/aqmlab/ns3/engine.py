@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from aqmlab.errors import AqmlabError, ScenarioError
-from aqmlab.linux.engine import FLOW_EXTRA, flow_base_columns, queue_columns
 from aqmlab.ns3.translate import translate
 from aqmlab.result import Result
 from aqmlab.scenario import load_scenario
+from aqmlab.schema import drop_reasons, flow_columns, mark_reasons, queue_columns
 
-__all__ = ["run_ns3", "available", "check", "program", "Ns3EngineError", "NOT_INSTALLED"]
+__all__ = ["run", "run_ns3", "available", "check", "program", "Ns3EngineError", "NOT_INSTALLED"]
 
 NAN = float("nan")
 NOT_INSTALLED = "ns3 is not installed: run scripts/setup-ns3.sh"
@@ -58,18 +58,19 @@ def program() -> tuple[Path, str] | None:
     return None
 
 
-def available() -> bool:
-    return program() is not None
+def available() -> str | None:
+    """None when the engine's program is installed, else how to install it."""
+    return None if program() is not None else NOT_INSTALLED
 
 
 def check(scenario: Any) -> list[str]:
-    """The keys of ``scenario`` the engine cannot run (empty: it can). Only the first
-    unsupported key is found: the translation stops there."""
+    """The keys of ``scenario`` the engine cannot express, as ``"KEY: why"`` naming the
+    engine (empty: it can run it). Only the first is found: the translation stops there."""
     sc = load_scenario(scenario)
     try:
         translate(sc.to_dict(), sc.validate())
     except ScenarioError as e:
-        return [e.field or str(e)]
+        return [str(e)]
     return []
 
 
@@ -132,17 +133,13 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
     nbins = max(1, math.ceil(dur / binw - 1e-9))
     span = dur - warm
     series, samples = _Long(), _Long()
-    sc_sched = _core_schema()
-    drop_reasons, mark_reasons = sc_sched["drop_reasons"], sc_sched["mark_reasons"]
 
     # -- flows
     kinds: list[str] = []
     for f in job["flows"]:
         if f["kind"] not in kinds:
             kinds.append(f["kind"])
-    cols = flow_base_columns()
-    for k in kinds:
-        cols += [c for c in FLOW_EXTRA.get(k, []) if c not in cols]
+    cols = flow_columns(kinds)
     fl: dict[str, list] = {c: [] for c in cols}
     groups = job.get("groups", {})
     for i, (f, r) in enumerate(zip(job["flows"], res["flows"])):
@@ -206,9 +203,9 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
         # busy fraction: every transmitted frame (IP + 2 bytes PPP) at the link rate
         row["utilization"] = min(1.0, (r["tx_bytes_warm"] + 2 * r["tx_pkts_warm"]) * 8 / (rate * span)) if span > 0 else NAN
         drops, marks = _reasons(end)
-        for dr in drop_reasons:
+        for dr in drop_reasons():
             row[f"drops_{dr}"] = drops.get(dr, 0.0)
-        for mr in mark_reasons:
+        for mr in mark_reasons():
             row[f"marks_{mr}"] = marks.get(mr, 0.0)
         soj = np.fromfile(out / f"sojourn.{j}.f64", dtype="<f8") if (out / f"sojourn.{j}.f64").exists() else np.zeros(0)
         s = _stats(soj)
@@ -218,7 +215,8 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
             hi = max(float(soj.max()), 2e-6) * 1.0001
             edges = np.concatenate([[0.0], np.geomspace(1e-6, hi, 200)])
             cnt, _ = np.histogram(soj, bins=edges)
-            for k in np.nonzero(cnt)[0]:
+            for nz in np.nonzero(cnt)[0]:
+                k = int(nz)
                 hist_q.append(j)
                 hist_lo.append(edges[k])
                 hist_hi.append(edges[k + 1])
@@ -257,6 +255,7 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
         "engine": "ns3",
         "ns3": "3.44",
         "build": build,
+        "version": f"ns-3.44 ({build} build)",
         "events": int(res.get("events", 0)),
         "wall_seconds": wall_seconds,
         "simulate_seconds": float(res.get("wall_seconds", NAN)),
@@ -264,12 +263,6 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
         "notes": list(job["notes"]),
     }
     return raw, info
-
-
-def _core_schema() -> dict[str, Any]:
-    from aqmlab import _core
-
-    return _core.result_schema()
 
 
 def _version() -> str:
@@ -280,6 +273,14 @@ def _version() -> str:
 
 # ---------------------------------------------------------------------------------------
 # running
+
+
+def run(scenario: Any, seed: int | None = None, *, log: Any = None, keep: str | os.PathLike[str] | None = None, timeout: float | None = None) -> Result:
+    """The registry's entry point (:mod:`aqmlab.engines`): :func:`run_ns3`."""
+    if log is not None:
+        p = program()
+        log(f"ns3 engine: running ns-3.44 ({p[1] if p else '?'} build)")
+    return run_ns3(scenario, seed, keep=keep, timeout=timeout)
 
 
 def run_ns3(scenario: Any, seed: int | None = None, *, keep: str | os.PathLike[str] | None = None, timeout: float | None = None) -> Result:
