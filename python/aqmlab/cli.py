@@ -274,31 +274,125 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
                f"(emulation overhead ×{i['overhead']:.1f}); guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
 
 
-@cli.command("crosscheck", short_help="Run a scenario on the simulator and on a Linux kernel; compare.")
+@cli.command("crosscheck", short_help="Run a scenario on the simulator and on reference engines (Linux, ns-2, ns-3); compare.")
 @click.argument("file", metavar="FILE.toml")
-@click.option("--seed", type=int, default=None, help="Run seed of the simulator (and start times of both).")
+@click.option("--engines", "engine_list", default=None, metavar="LIST", help="Comma-separated engines to compare with: " + ", ".join(e for e in ENGINES if e != "sim") + " (default: every installed engine that supports the file).")
+@click.option("--seed", type=int, default=None, help="Run seed of the simulator (and start times of every engine).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison rows as JSON.")
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write both results as Parquet to OUT/sim and OUT/linux.")
-@click.option("--keep", "keep", type=click.Path(file_okay=False), default=None, help="Keep the VM job (guest script and raw output: tc samples, iperf3 JSON, ping) in this directory.")
-def crosscheck_cmd(file: str, seed: int | None, as_json: bool, out: str | None, keep: str | None) -> None:
-    """Run a scenario on both engines and print the side-by-side table: per-queue
-    utilisation, sojourn mean/p99, drops and marks by reason, per-flow goodput and probe
-    RTTs, with ratios. Utilisation must agree within 2 points, mean sojourn and induced
-    latency within ±25 % ('agree' column). When the kernel's iperf3 tests began more than
-    0.25 s late (their start-up crosses the bottleneck), the start-up rows are repeated
-    for the simulator started at the kernel's instants ("sim at the kernel's starts").
-    Exit status 0 either way.
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write every result as Parquet to OUT/sim, OUT/ENGINE and, with engines other than linux alone, the figures OUT/sojourn_cdf.png and OUT/goodput.png.")
+@click.option("--keep", "keep", type=click.Path(file_okay=False), default=None, help="Keep each engine's job (VM script and guest output; ns-2 Tcl and traces) in this directory (KEEP/ENGINE when several engines run).")
+def crosscheck_cmd(file: str, engine_list: str | None, seed: int | None, as_json: bool, out: str | None, keep: str | None) -> None:
+    """Run a scenario on the simulator and on reference engines and print one table:
+    per-queue utilisation, sojourn mean/p99, drop rate, drops and marks by reason,
+    per-flow goodput and shares, probe RTTs; per engine its value, ratio to the simulator
+    and verdict. Utilisation must agree within 2 points; mean sojourn, induced latency and
+    drop rate within the engine's tolerance (linux ±25 %, ns3 ±15 %, ns2 ±5 %). An engine
+    that cannot express a key of the file is refused before anything runs (with --engines)
+    or left out (by default). Exit status 0 whatever the verdict.
+
+    With linux alone, when the kernel's iperf3 tests began more than 0.25 s late (their
+    start-up crosses the bottleneck), the start-up rows are repeated for the simulator
+    started at the kernel's instants ("sim at the kernel's starts").
 
     \b
-    Example:
+    Examples:
       aqmlab crosscheck benchmarks/scenarios/tcp16_codel.toml
+      aqmlab crosscheck examples/fifo_overload.toml --engines ns2 --out results/xc
     """
     import aqmlab
+
+    sc = aqmlab.load_scenario(Path(file))
+    names = _crosscheck_engines(sc, engine_list)
+    if out is not None:
+        _check_out_dir(out)
+    if names != ["linux"]:
+        _crosscheck_multi(sc, names, seed, as_json, out, keep)
+        return
+    _crosscheck_linux(sc, seed, as_json, out, keep)
+
+
+def _crosscheck_engines(sc, engine_list: str | None) -> list[str]:
+    """The engines to compare with; exits 2 (before anything runs) on an unknown name, an
+    engine that cannot express the scenario or is not installed, or when by default no
+    engine can run it."""
+    sc.validate()
+    others = [e for e in ENGINES if e != "sim"]
+    if engine_list is not None:
+        names = [n.strip() for n in engine_list.split(",") if n.strip()]
+        if not names:
+            _fail(f"--engines: give one or more of {', '.join(others)}", EXIT_BAD_INPUT)
+        for n in names:
+            if n not in others:
+                _fail(f"--engines: unknown engine {n!r}; allowed: {', '.join(others)}", EXIT_BAD_INPUT)
+        for n in dict.fromkeys(names):
+            _engine_ready(n, sc)
+        return list(dict.fromkeys(names))
+    ok, why = [], []
+    for n in others:
+        bad = ENGINES[n].check(sc)
+        msg = bad[0] if bad else ENGINES[n].available()
+        if msg is None:
+            ok.append(n)
+        else:
+            why.append(msg)
+    if not ok:
+        _fail("; ".join(why) + " (no engine can run this file)", EXIT_BAD_INPUT)
+    return ok
+
+
+def _crosscheck_multi(sc, names: list[str], seed: int | None, as_json: bool, out: str | None, keep: str | None) -> None:
+    from aqmlab.crosscheck import compare_engines, figures, render, to_json, verdicts
+    from aqmlab.linux.crosscheck import run_sim
+
+    say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
+    sim = run_sim(sc, seed=seed)
+    results: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for n in names:
+        kw: dict[str, Any] = {"log": say}
+        if keep is not None:
+            kw["keep"] = str(Path(keep) / n) if len(names) > 1 else keep
+        try:
+            results[n] = ENGINES[n].run(sc, seed, **kw)
+        except ScenarioError:
+            raise
+        except (AqmlabError, OSError) as e:
+            # a crashed engine fails alone; the others are still compared
+            failed[n] = " ".join(str(e).split())
+            say(f"{n} engine failed: {failed[n]}")
+    rows = compare_engines(sim, results)
+    ran = list(results)
+    agree = verdicts(rows, ran)
+    if out is not None:
+        sim.write_parquet(Path(out) / "sim")
+        for n, r in results.items():
+            r.write_parquet(Path(out) / n)
+        figs = figures(sim, results, out, title=sc.name)
+    if as_json:
+        eng = {n: {"agree": agree.get(n), "error": failed.get(n), "info": _finite(results[n].engine_info) if n in results else None,
+                   "warnings": results[n].warnings if n in results else []} for n in names}
+        sys.stdout.write(json.dumps({"scenario": sc.name, "engines": eng, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
+        return
+    for r in results.values():
+        for w in r.warnings:
+            click.echo(f"warning: {w}", err=True)
+    _console().print(render(rows, ran, title=f"{sc.name}: simulator vs {', '.join(ran) or 'no engine'}"))
+    for n in names:
+        if n in failed:
+            click.echo(f"{n}: FAILED: {failed[n]}")
+        else:
+            i = results[n].engine_info
+            wall = i.get("wall_seconds")
+            click.echo(f"{n}: {'all criteria agree' if agree[n] else 'some rows DIFFER'}" + (f" ({wall:.1f} s wall)" if isinstance(wall, float) else ""))
+    if out is not None:
+        click.echo(f"results and figures ({', '.join(p.name for p in figs)}) written to {out}/")
+
+
+def _crosscheck_linux(sc, seed: int | None, as_json: bool, out: str | None, keep: str | None) -> None:
     from aqmlab.linux.crosscheck import compare, kernel_start_rows, render, run_sim, to_json, verdict, with_kernel_starts
     from aqmlab.linux.engine import START_LAG_NOTE, run_linux
     from aqmlab.linux.translate import translate
 
-    sc = aqmlab.load_scenario(Path(file))
     translate(sc.to_dict(), sc.validate())  # an unsupported key fails here, before any run
     sim = run_sim(sc, seed=seed)
     say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))

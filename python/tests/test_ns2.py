@@ -84,7 +84,8 @@ def test_tcl_maps_the_keys():
         assert line in s, line
     # both bottleneck directions are RED, the access links DropTail; every link traced
     assert s.count(" RED\n") == 2 and s.count(" DropTail\n") == 8 and s.count("trace-queue") == 10
-    assert "$ns queue-limit $n(0) $n(1) 60" in s
+    assert "$ns queue-limit $n(0) $n(1) 60" in s  # RED: its limit
+    assert "$ns queue-limit $n(2) $n(0) 1001" in s  # DropTail: the fifo limit + the packet on the wire
     assert [q.name for q in tr.queues][:2] == ["bottleneck_up", "bottleneck_down"]
     assert tr.flows[0].pkt_size == 1460 + 40 + 14 and tr.flows[0].payload == 1460
 

@@ -49,13 +49,13 @@ def _ratio(a: float, b: float) -> str:
     return f"×{b / a:.2f}"
 
 
-def _rel_verdict(a: float, b: float, floor: float) -> str:
-    """Within ±REL_TOL, or both below ``floor`` (too small to compare relatively)."""
+def _rel_verdict(a: float, b: float, floor: float, tol: float = REL_TOL) -> str:
+    """Within ±``tol``, or both below ``floor`` (too small to compare relatively)."""
     if not (math.isfinite(a) and math.isfinite(b)):
         return ""
     if abs(a) < floor and abs(b) < floor:
         return "ok"
-    return "ok" if abs(b - a) <= REL_TOL * abs(a) else "DIFF"
+    return "ok" if abs(b - a) <= tol * abs(a) else "DIFF"
 
 
 def run_sim(scenario: Any, seed: int | None = None):
@@ -153,8 +153,11 @@ def departed_sojourn_mean(sim, queue: str) -> float:
     return float((soj.sum() + drops.sum()) / (len(soj) + len(drops)))
 
 
-def compare(sim, lin) -> list[Row]:
-    """Rows comparing the simulator's result ``sim`` with the Linux engine's ``lin``."""
+def compare(sim, lin, *, rel_tol: float = REL_TOL, util_points: float = UTIL_POINTS) -> list[Row]:
+    """Rows comparing the simulator's result ``sim`` with the Linux engine's ``lin`` (or
+    another engine's result: the ``linux`` field is then that engine's value). The
+    criteria: utilisation within ``util_points`` percentage points, mean sojourn and
+    induced latency within ±``rel_tol``."""
     rows: list[Row] = []
     sq, lq = sim.queues.set_index("name"), lin.queues.set_index("name")
     for name in sq.index:
@@ -166,7 +169,7 @@ def compare(sim, lin) -> list[Row]:
         if not (ua >= MIN_UTIL or ub >= MIN_UTIL):
             continue
         d = (ub - ua) * 100
-        rows.append(Row("queue", name, "utilisation %", ua * 100, ub * 100, f"{d:+.2f} pt", "ok" if abs(d) <= UTIL_POINTS else "DIFF"))
+        rows.append(Row("queue", name, "utilisation %", ua * 100, ub * 100, f"{d:+.2f} pt", "ok" if abs(d) <= util_points else "DIFF"))
         for m, label, crit in (("sojourn_mean", "sojourn mean ms", True), ("sojourn_p99", "sojourn p99 ms", False)):
             sa, sb = _f(a[m]) * 1e3, _f(b[m]) * 1e3
             if m == "sojourn_mean":
@@ -174,7 +177,7 @@ def compare(sim, lin) -> list[Row]:
                 # the kernel's Little's-law estimate counts them (departed_sojourn_mean)
                 dep = departed_sojourn_mean(sim, name) * 1e3
                 sa = dep if math.isfinite(dep) else sa
-            rows.append(Row("queue", name, label, sa, sb, _ratio(sa, sb), _rel_verdict(sa, sb, 1.0) if crit else ""))
+            rows.append(Row("queue", name, label, sa, sb, _ratio(sa, sb), _rel_verdict(sa, sb, 1.0, rel_tol) if crit else ""))
         # CoDel queues: the kernel's own last-packet sojourn (ldelay) sampled every bin, a
         # second estimate of the mean sojourn beside the backlog-based one (no criterion),
         # against the simulator's mean over transmitted packets
@@ -219,7 +222,7 @@ def compare(sim, lin) -> list[Row]:
             rows.append(Row("probe", name, "rtt p99 ms", pa, pb, _ratio(pa, pb), ""))
             if math.isfinite(base):
                 ia, ib = ra - base * 1e3, rb - base * 1e3
-                rows.append(Row("probe", name, "induced latency ms", ia, ib, _ratio(ia, ib), _rel_verdict(ia, ib, 1.0)))
+                rows.append(Row("probe", name, "induced latency ms", ia, ib, _ratio(ia, ib), _rel_verdict(ia, ib, 1.0, rel_tol)))
     # aggregate goodput: the sum over bulk flows is what the bottleneck shares
     bulk = sf.index[sf["kind"] == "bulk"]
     if len(bulk) > 1:

@@ -242,8 +242,9 @@ def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) ->
     """The raw result dict (:class:`aqmlab.Result` input) from ns-2's output directory."""
     dur, warm, binw = tr.duration, tr.warmup, tr.bin
     nbins = max(1, math.ceil(dur / binw - 1e-9))
-    series = _Long(["goodput_bps", "tx_bps", "drops", "backlog_max", "sojourn_mean"])
-    samples = _Long(["sojourn"])
+    # one list of metric names for both long tables
+    names = ["goodput_bps", "tx_bps", "drops", "backlog_max", "sojourn_mean", "sojourn"]
+    series, samples = _Long(names), _Long(names)
     traces = {}
     for q in tr.queues:
         p = out / q.trace
@@ -268,9 +269,6 @@ def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) ->
             fl[c].append(row.get(c, NAN))
     from aqmlab import __version__
 
-    names = list(dict.fromkeys(series.names + samples.names))
-    series.names = names
-    samples.names = names
     raw = {
         "version": __version__,
         "seed": seed,

@@ -10,7 +10,9 @@ The subset ns-2 expresses, and how each part maps:
   size in ns-2 (``tcpip_base_hdr_size_`` of the TCP agents, ``packetSize_`` of sinks and
   CBR sources), so serialisation takes the wire time it takes in the simulator; the
   result tables subtract it again (IP bytes);
-- qdiscs: ``fifo`` with a packet limit → ``DropTail`` with ``queue-limit``; ``red`` /
+- qdiscs: ``fifo`` with a packet limit N → ``DropTail`` with ``queue-limit`` N + 1 (ns-2's
+  DropTail counts the packet on the wire against its limit, the simulator's fifo does
+  not; ns-2's RED does not either); ``red`` /
   ``ared`` with ``variant = "ns2"`` and thresholds in packets → ns-2's own ``Queue/RED``
   in packet mode (``thresh_`` = min, ``maxthresh_`` = max, ``queue-limit`` = limit,
   ``linterm_`` = 1/probability, ``mean_pktsize_`` = avpkt, ``q_weight_`` = weight or 0
@@ -240,7 +242,9 @@ def _queue_tcl(q: dict, rate_bps: float) -> tuple[str, list[str], int]:
     """(ns-2 queue class, class-default lines set before the link is created, limit)."""
     kind = q.get("kind", "fifo")
     if kind in ("fifo", "pfifo"):
-        return "DropTail", [], int(q.get("limit", 1000))
+        # DropTail refuses an arrival when queue length + 1 >= limit_: it holds limit_ - 1
+        # packets besides the one on the wire, where the simulator's fifo holds limit
+        return "DropTail", [], int(q.get("limit", 1000)) + 1
     mn, mx = int(q["min"]), int(q["max"])
     limit = int(q.get("limit", 4 * mx))
     p = float(q.get("probability", 0.1))
