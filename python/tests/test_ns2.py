@@ -42,6 +42,7 @@ def test_the_subset_passes_and_each_key_outside_it_is_named():
         'stack = "ns2-sack1"': ('stack = "linux"', "tcp.stack"),
         'qdisc = { kind = "fifo", limit = 50 }': ('qdisc = { kind = "codel" }', "dumbbell.qdisc.kind"),
         "limit = 50 }": ('limit = "75KB" }', "dumbbell.qdisc.limit"),
+        'kind = "bulk"\ncount = 2': ('kind = "web"\ncount = 2', "flow[0].kind"),
         'to = "server{i}"': ('to = "server{i}"\nbytes = "1MB"', "flow[0].bytes"),
     }
     for old, (new, key) in cases.items():
@@ -169,3 +170,20 @@ def test_ns2_smoke_run_is_sane():
     good = r.flows["goodput_bps"].sum()
     assert 0.9 * 10e6 * 1448 / 1502 < good <= 10e6 * 1448 / 1502 * 1.001
     assert r.engine_info["engine"] == "ns2"
+
+
+def test_ping_replies_are_matched_to_their_echoes():
+    """ns-2's Agent/Ping passes the round trip in ms with one decimal; the engine takes the
+    exact one from the echo's logged send time (the echo sent closest to arrival - rtt)."""
+    from aqmlab.ns2.engine import match_replies, parse_pings
+
+    sends, replies = parse_pings("S 0 0 1.0\nS 0 1 1.2\nS 0 2 1.4\nR 0 1.23016 0.0302\nR 0 1.43013 0.0301\nS 1 0 1.0\n")
+    assert sends == {0: [1.0, 1.2, 1.4], 1: [1.0]}
+    got = match_replies(sends[0], replies[0])
+    assert [s for s, _ in got] == [1.2, 1.4]  # the first echo was lost
+    assert [r for _, r in got] == pytest.approx([0.03016, 0.03013])
+    text = BASE.replace('[[flow]]\nkind = "bulk"', '[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\ninterval = "100ms"\n[[flow]]\nkind = "bulk"')
+    assert _check(text) == []
+    sc = aqmlab.load_scenario(text)
+    tr = translate(sc.to_dict(), sc.validate(seed=1, spread=True))
+    assert "Agent/Ping instproc recv {from rtt}" in tr.script and "$src(0) set packetSize_ 98" in tr.script

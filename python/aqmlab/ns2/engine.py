@@ -93,6 +93,38 @@ def parse_flow_samples(text: str) -> dict[int, list[tuple[float, ...]]]:
     return out
 
 
+def parse_pings(text: str) -> tuple[dict[int, list[float]], dict[int, list[tuple[float, float]]]]:
+    """The ping log: per flow the echoes' send times (``S FLOW K TIME``) and the replies
+    (``R FLOW TIME RTT``: arrival time, ns-2's round trip rounded to 0.1 ms)."""
+    sends: dict[int, list[float]] = {}
+    replies: dict[int, list[tuple[float, float]]] = {}
+    for line in text.splitlines():
+        p = line.split()
+        if len(p) == 4 and p[0] == "S":
+            sends.setdefault(int(p[1]), []).append(float(p[3]))
+        elif len(p) == 4 and p[0] == "R":
+            replies.setdefault(int(p[1]), []).append((float(p[2]), float(p[3])))
+    return sends, replies
+
+
+def match_replies(sends: list[float], replies: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(send time, exact round trip) of each reply: the echo sent closest to the reply's
+    arrival minus ns-2's rounded round trip (echoes are ``interval`` apart, far more than
+    the 0.05 ms rounding), each echo matched once."""
+    out = []
+    a = np.asarray(sends, dtype=float)
+    used: set[int] = set()
+    for t, rtt in replies:
+        if not len(a):
+            break
+        k = int(np.argmin(np.abs(a - (t - rtt))))
+        if k in used:
+            continue
+        used.add(k)
+        out.append((float(a[k]), t - float(a[k])))
+    return out
+
+
 def sojourns(tr: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(dequeue time, sojourn) of every packet that was dequeued: dequeue time minus the
     time of its arrival (the same uid's ``+``)."""
@@ -221,6 +253,8 @@ def _flow_row(f: Ns2Flow, i: int, smp: list[tuple[float, ...]], first_hop: dict[
     row["lost_pkts"] = NAN
     row["ce_pkts"] = 0
     row["base_rtt"] = NAN
+    if f.kind == "ping":
+        return row  # filled by _ping_row
     if f.kind == "bulk":
         row["segments_sent"] = at(dur, 2)
         row["retransmits"] = at(dur, 3)
@@ -238,12 +272,30 @@ def _flow_row(f: Ns2Flow, i: int, smp: list[tuple[float, ...]], first_hop: dict[
     return row
 
 
+def _ping_row(row: dict[str, Any], i: int, sends: list[float], replies: list[tuple[float, float]], warm: float, samples: _Long) -> None:
+    got = match_replies(sends, replies)
+    if got:
+        ts, rtt = np.array(got).T
+        samples.push(0, i, "rtt", ts + rtt, rtt)
+    else:
+        ts, rtt = np.zeros(0), np.zeros(0)
+    keep = rtt[ts >= warm]
+    sent_warm = sum(1 for x in sends if x >= warm)
+    row.update(
+        probes_sent=float(len(sends)), sent_pkts=float(len(sends)), delivered_pkts=float(len(got)),
+        loss_rate=1 - len(keep) / sent_warm if sent_warm else NAN,
+        rtt_mean=float(keep.mean()) if len(keep) else NAN, rtt_p50=_pct(keep, 0.5), rtt_p90=_pct(keep, 0.9), rtt_p99=_pct(keep, 0.99),
+        rtt_min=float(keep.min()) if len(keep) else NAN, rtt_max=float(keep.max()) if len(keep) else NAN,
+        goodput_bps=NAN, delivered_bytes=NAN, sent_bytes=NAN,
+    )
+
+
 def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The raw result dict (:class:`aqmlab.Result` input) from ns-2's output directory."""
     dur, warm, binw = tr.duration, tr.warmup, tr.bin
     nbins = max(1, math.ceil(dur / binw - 1e-9))
     # one list of metric names for both long tables
-    names = ["goodput_bps", "tx_bps", "drops", "backlog_max", "sojourn_mean", "sojourn"]
+    names = ["goodput_bps", "tx_bps", "drops", "backlog_max", "sojourn_mean", "sojourn", "rtt"]
     series, samples = _Long(names), _Long(names)
     traces = {}
     for q in tr.queues:
@@ -263,8 +315,11 @@ def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) ->
     fcols = schema.flow_columns(kinds)
     fl: dict[str, list] = {c: [] for c in fcols}
     first = {q.src: q.name for q in tr.queues}  # a host's one link
+    sends, replies = parse_pings((out / "pings.tr").read_text()) if (out / "pings.tr").is_file() else ({}, {})
     for i, f in enumerate(tr.flows):
         row = _flow_row(f, i, fs.get(i, []), traces.get(first.get(f.src, "")), warm, dur, binw, nbins, series)
+        if f.kind == "ping":
+            _ping_row(row, i, sends.get(i, []), replies.get(i, []), warm, samples)
         for c in fcols:
             fl[c].append(row.get(c, NAN))
     from aqmlab import __version__

@@ -25,6 +25,8 @@ The subset ns-2 expresses, and how each part maps:
   ``initial_rto`` → ``rtxcur_init_``;
 - CBR: ``Agent/UDP`` + ``Application/Traffic/CBR`` (``random_ 0``) into an
   ``Agent/LossMonitor``;
+- ping: ``Agent/Ping`` at both ends, one echo every ``interval`` from ``start`` until
+  ``stop``; each reply's round trip is logged;
 - measurement: ``trace-queue`` on every link (each packet's arrival ``+``, dequeue ``-``,
   drop ``d``), and a sampler every ``bin`` (and at the end of the warm-up) printing each
   flow's sink byte count and sender counters.
@@ -49,7 +51,11 @@ ENGINE = "ns2 engine"
 RUN_KEYS = {"name", "description", "duration", "warmup", "bin", "seed", "max_memory", "max_events", "noise", "start_jitter", "host_jitter"}
 DUMBBELL_KEYS = {"pairs", "rate", "delay", "qdisc", "up", "down", "access_rate", "access_delay", "client_delays", "server_delays", "access_qdisc", "overhead", "mtu", "device_queue"}
 DIRECTION_KEYS = {"rate", "qdisc", "loss"}
-FLOW_KEYS = {"bulk": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "tcp"}, "cbr": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "rate", "size"}}
+FLOW_KEYS = {
+    "bulk": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "tcp"},
+    "cbr": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "rate", "size"},
+    "ping": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "interval", "size"},
+}
 RED_KEYS = {"kind", "limit", "min", "max", "probability", "adaptive", "gentle", "avpkt", "weight", "variant"}
 
 #: [tcp] keys mapped onto ns-2 agent variables
@@ -90,6 +96,7 @@ class Ns2Flow:
     pkt_size: int  # wire size of a data packet in ns-2 (IP bytes + overhead)
     payload: int  # payload bytes per data packet (goodput)
     overhead: int
+    interval: float = 0.0  # ping: time between echoes
 
 
 @dataclass
@@ -215,7 +222,7 @@ def check(sc: dict, plan: dict | None = None) -> list[str]:
             if k not in FLOW_KEYS[kind]:
                 why = "ns-2's FTP runs until the end of the run" if k == "bytes" else "not supported"
                 out.append(_err(f"flow[{i}].{k}", f"{why} by the {ENGINE}" if why == "not supported" else f"{why}; not supported by the {ENGINE}"))
-        if "stop" in f and plan is not None and parse_duration(f["stop"], f"flow[{i}].stop") < plan["duration"]:
+        if kind != "ping" and "stop" in f and plan is not None and parse_duration(f["stop"], f"flow[{i}].stop") < plan["duration"]:
             out.append(_err(f"flow[{i}].stop", f"the {ENGINE} runs its sources until the end of the run (ns-2's FTP cannot stop a TCP agent cleanly)"))
         if kind == "bulk" and "tcp" in f:
             _check_tcp(f["tcp"], f"flow[{i}].tcp", out, flow=True)
@@ -314,6 +321,7 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
         queues.append(Ns2Queue(ln["name"], ln["from"], ln["to"], float(ln["rate_bps"]), float(ln["delay"]), "fifo" if kind == "pfifo" else kind, oh, fn))
     flows: list[Ns2Flow] = []
     samp: list[str] = []
+    pings = False
     for i, f in enumerate(plan["flows"]):
         src, dst = idx[f["src"]], idx[f["dst"]]
         ftab = sc["flow"][f["group"]]
@@ -348,6 +356,24 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
             ]
             samp.append(f'puts $sf "F $t {i} [$dst({i}) set bytes_] [$src({i}) set ndatapack_] [$src({i}) set nrexmitpack_] [$src({i}) set nrexmit_] [$src({i}) set cwnd_]"')
             flows.append(Ns2Flow(f["name"], "bulk", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), mss + 40 + oh, mss, oh))
+        elif f["kind"] == "ping":
+            size = int(parse_size(ftab.get("size", 84), f"flow[{f['group']}].size"))
+            iv = parse_duration(ftab.get("interval", "200ms"), f"flow[{f['group']}].interval")
+            L += [
+                f"set src({i}) [new Agent/Ping]",
+                f"$src({i}) set fid_ {i}",
+                f"$src({i}) set packetSize_ {size + oh}",
+                f"set dst({i}) [new Agent/Ping]",
+                f"$dst({i}) set fid_ {i}",
+                f"$dst({i}) set packetSize_ {size + oh}",
+                f"$ns attach-agent $n({src}) $src({i})",
+                f"$ns attach-agent $n({dst}) $dst({i})",
+                f"$ns connect $src({i}) $dst({i})",
+                f"$ns at {_tcl_num(start)} \"ping_tick {i} {_tcl_num(start)} {_tcl_num(iv)} {_tcl_num(min(float(f['stop']), dur))} 0\"",
+            ]
+            pings = True
+            samp.append(f'puts $sf "F $t {i} 0 0 0 0 0"')
+            flows.append(Ns2Flow(f["name"], "ping", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), size + oh, 0, oh, interval=iv))
         else:
             size = int(parse_size(ftab.get("size", 1500), f"flow[{f['group']}].size"))
             rate = parse_rate(ftab["rate"], f"flow[{f['group']}].rate")
@@ -372,6 +398,26 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
             flows.append(Ns2Flow(f["name"], "cbr", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), size + oh, size - 28, oh))
     nbins = max(1, math.ceil(dur / binw - 1e-9))
     times = sorted({round(k * binw, 9) for k in range(nbins + 1) if k * binw <= dur + 1e-9} | {round(warm, 9), round(dur, 9)})
+    if pings:
+        # the k-th echo of a ping flow leaves at start + k * interval (no drift) and logs
+        # "S <flow> <k> <time>"; each reply logs "R <flow> <time> <rtt s>" (Agent/Ping
+        # passes the round trip in ms with one decimal: the engine matches the reply to
+        # its echo's send time for the exact value)
+        L += [
+            "set pf [open $OUT/pings.tr w]",
+            "proc ping_tick {i t0 iv stop k} {",
+            "    global ns src pf",
+            "    $src($i) send",
+            '    puts $pf "S $i $k [$ns now]"',
+            "    set nt [expr {$t0 + ($k + 1) * $iv}]",
+            '    if {$nt < $stop} { $ns at $nt "ping_tick $i $t0 $iv $stop [expr {$k + 1}]" }',
+            "}",
+            "Agent/Ping instproc recv {from rtt} {",
+            "    global ns pf",
+            "    $self instvar fid_",
+            '    puts $pf "R $fid_ [$ns now] [expr {$rtt / 1000.0}]"',
+            "}",
+        ]
     L += [
         "set sf [open $OUT/flows.tr w]",
         "proc sample {t} {",
@@ -382,9 +428,10 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
     L += [f'$ns at {_tcl_num(t)} "sample {_tcl_num(t)}"' for t in times]
     L += [
         "proc finish {} {",
-        "    global ns sf qf",
+        "    global ns sf qf pf",
         "    $ns flush-trace",
         "    close $sf",
+        "    if {[info exists pf]} { close $pf }",
         "    foreach j [array names qf] { close $qf($j) }",
         '    puts "aqmlab-ns2: done [$ns now]"',
         "    exit 0",
