@@ -251,14 +251,36 @@ struct QueueMeter
         binSojSum.assign(g_nbins, 0);
         binSojN.assign(g_nbins, 0);
     }
+    // the last sojourn sample, taken back when that packet is dropped after its dequeue
+    int64_t lastSojNs = -1;
+    double lastSoj = 0;
+    bool lastKept = false;
+
     void OnSojourn(Time t)
     {
         double now = Simulator::Now().GetSeconds();
         size_t k = Bin(now);
         binSojSum[k] += t.GetSeconds();
         binSojN[k] += 1;
-        if (now >= g_warmup)
+        lastSojNs = Simulator::Now().GetNanoSeconds();
+        lastSoj = t.GetSeconds();
+        lastKept = now >= g_warmup;
+        if (lastKept)
             sojourn.push_back(t.GetSeconds());
+    }
+    // ns-3 fires SojournTime when a packet leaves the internal queue, also for one the AQM
+    // then drops (CoDel's head drops): the simulator's sojourn is over transmitted packets,
+    // so the sample of a packet dropped after dequeue, just taken, is removed
+    void OnDropAfterDequeue(Ptr<const QueueDiscItem>, const char*)
+    {
+        if (lastSojNs != Simulator::Now().GetNanoSeconds())
+            return;
+        size_t k = Bin(Simulator::Now().GetSeconds());
+        binSojSum[k] -= lastSoj;
+        binSojN[k] -= 1;
+        if (lastKept && !sojourn.empty())
+            sojourn.pop_back();
+        lastSojNs = -1;
     }
     void OnTx(Ptr<const Packet> p)
     {
@@ -724,6 +746,7 @@ int main(int argc, char* argv[])
                 m.Init();
                 qd->TraceConnectWithoutContext("SojournTime", MakeCallback(&QueueMeter::OnSojourn, &m));
                 qd->TraceConnectWithoutContext("Drop", MakeCallback(&QueueMeter::OnDrop, &m));
+                qd->TraceConnectWithoutContext("DropAfterDequeue", MakeCallback(&QueueMeter::OnDropAfterDequeue, &m));
                 qd->TraceConnectWithoutContext("PacketsInQueue", MakeCallback(&QueueMeter::OnBacklog, &m));
                 devs.Get(d)->TraceConnectWithoutContext("PhyTxEnd", MakeCallback(&QueueMeter::OnTx, &m));
             }

@@ -198,7 +198,7 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
         end = r["end"]
         row = dict.fromkeys(qcols, NAN)
         row.update(id=j, name=name, **{"from": job["nodes"][src]}, to=job["nodes"][dst], qdisc=job["qdisc_kinds"][j], rate_bps=int(rate), delay=delay, trace_vars="", lower="wire")
-        row.update(arrivals=float(end["received"]), enqueued=float(end["received"] - end["dropped_before_enqueue"]), dequeued=float(end["dequeued"]), dropped=float(end["dropped"]), marked=float(end["marked"]))
+        row.update(arrivals=float(end["received"]), enqueued=float(end["received"] - end["dropped_before_enqueue"]), dequeued=float(end["dequeued"] - end["dropped_after_dequeue"]), dropped=float(end["dropped"]), marked=float(end["marked"]))
         row.update(tx_pkts=float(r["tx_pkts_warm"]), tx_bytes=float(r["tx_bytes_warm"]))
         # busy fraction: every transmitted frame (IP + 2 bytes PPP) at the link rate
         row["utilization"] = min(1.0, (r["tx_bytes_warm"] + 2 * r["tx_pkts_warm"]) * 8 / (rate * span)) if span > 0 else NAN
