@@ -7,12 +7,15 @@ failure exits with status 1 (set ``AQMLAB_DEBUG=1`` to see the traceback).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 import textwrap
+import time
 import tomllib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,11 +255,49 @@ def _run_engine(name: str, sc, seed: int | None, out: str | None, as_json: bool,
     click.echo(f"{name} engine: {i.get('version', '')} in {i.get('wall_seconds', float('nan')):.1f} s wall".replace("  ", " "))
 
 
+@contextlib.contextmanager
+def _vm_progress(show: bool) -> Iterator[tuple[Callable[[str], None], Callable[[float, float], None] | None]]:
+    """``(log, progress)`` for a Linux engine run: the engine's messages and the virtual
+    seconds the VM has reached (a TCG run takes minutes). On a terminal a transient rich
+    progress line on stderr; otherwise one stderr line per tenth of the run; nothing at all
+    when ``show`` is false (--quiet, --json)."""
+    if not show:
+        yield (lambda m: None), None
+        return
+    t0 = time.monotonic()
+
+    def phase(reached: float, length: float) -> str:
+        return "linux VM: collecting results" if reached >= length else "linux VM: running"
+
+    if sys.stderr.isatty():
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[virtual]}"), TimeElapsedColumn(), console=_console(stderr=True), transient=True)
+        task = bar.add_task("linux VM: booting", total=None, virtual="")
+
+        def update(reached: float, length: float) -> None:
+            shown = min(reached, length)
+            bar.update(task, description=phase(reached, length), total=length, completed=shown, virtual=f"{shown:.0f} of {length:g} s virtual")
+
+        with bar:
+            yield bar.console.print, update
+        return
+    step = [-1]
+
+    def line(reached: float, length: float) -> None:
+        tenth = min(10, int(10 * reached / length)) if length > 0 else 10
+        if tenth > step[0]:
+            step[0] = tenth
+            click.echo(f"{phase(reached, length)}: {min(reached, length):.1f} of {length:g} s virtual after {time.monotonic() - t0:.0f} s wall", err=True)
+
+    yield (lambda m: click.echo(m, err=True)), line
+
+
 def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> None:
     from aqmlab.linux.engine import run_linux
 
-    say = (lambda m: None) if (as_json or quiet) else (lambda m: click.echo(m, err=True))
-    result = run_linux(sc, seed, log=say)
+    with _vm_progress(not (as_json or quiet)) as (say, progress):
+        result = run_linux(sc, seed, log=say, progress=progress)
     if out is not None:
         result.write_parquet(out)
     if as_json:
@@ -353,7 +394,11 @@ def _crosscheck_multi(sc, names: list[str], seed: int | None, as_json: bool, out
         if keep is not None:
             kw["keep"] = str(Path(keep) / n) if len(names) > 1 else keep
         try:
-            results[n] = ENGINES[n].run(sc, seed, **kw)
+            if n == "linux":  # minutes of TCG: show the virtual seconds reached
+                with _vm_progress(not as_json) as (kw["log"], progress):
+                    results[n] = ENGINES[n].run(sc, seed, progress=progress, **kw)
+            else:
+                results[n] = ENGINES[n].run(sc, seed, **kw)
         except ScenarioError:
             raise
         except (AqmlabError, OSError) as e:
@@ -395,8 +440,8 @@ def _crosscheck_linux(sc, seed: int | None, as_json: bool, out: str | None, keep
 
     translate(sc.to_dict(), sc.validate())  # an unsupported key fails here, before any run
     sim = run_sim(sc, seed=seed)
-    say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
-    lin = run_linux(sc, seed, log=say, keep=keep)
+    with _vm_progress(not as_json) as (say, progress):
+        lin = run_linux(sc, seed, log=say, keep=keep, progress=progress)
     if out is not None:
         sim.write_parquet(Path(out) / "sim")
         lin.write_parquet(Path(out) / "linux")

@@ -358,15 +358,162 @@ to = "server0"
     assert len(down) == 4
 
 
-def test_dscp_marks_are_refused_not_dropped_silently():
+def _client_lines(tr) -> dict[str, str]:
+    """The guest's client command of each flow, by flow name (one launch line per flow)."""
+    lines = [line for line in tr.script.splitlines() if "echo " in line and "$O/starts" in line]
+    assert len(lines) == len(tr.flows)
+    return {f.name: next(line for line in lines if f"echo {f.port} $(up) >> $O/starts" in line) for f in tr.flows}
+
+
+def test_dscp_marks_become_each_tools_tos_option():
+    # TOS byte = DSCP << 2: EF 46 -> 184, CS1 8 -> 32, CS5 40 -> 160, AF41 34 -> 136
+    text = """
+[run]
+duration = "10s"
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+[[flow]]
+kind = "bulk"
+name = "ef"
+from = "client0"
+to = "server0"
+dscp = "EF"
+[[flow]]
+kind = "bulk"
+name = "plain"
+from = "client0"
+to = "server0"
+dscp = "BE"
+[[flow]]
+kind = "cbr"
+name = "video"
+from = "client0"
+to = "server0"
+rate = "1Mbit"
+dscp = "AF41"
+[[flow]]
+kind = "ping"
+name = "icmp"
+from = "client0"
+to = "server0"
+dscp = 8
+[[flow]]
+kind = "udp_rr"
+name = "voice"
+from = "client0"
+to = "server0"
+dscp = "EF"
+"""
+    tr, _ = _tr(text)
+    tos = {f.name: f.tos for f in tr.flows}
+    assert tos == {"ef": 184, "plain": 0, "video": 136, "icmp": 32, "voice": 184}
+    cmd = _client_lines(tr)
+    assert re.search(r"iperf3 -c \S+ -p \d+ -t 10 -C \w+ -S 184 -J ", cmd["ef"])
+    assert " -S " not in cmd["plain"]  # best effort: the tools' default, no option
+    assert re.search(r"iperf3 -c \S+ -p \d+ -u .* -S 136 -J ", cmd["video"])
+    assert re.search(r"/usr/bin/ping -n .* -W 5 -Q 32 10\.", cmd["icmp"])
+    assert re.search(r"irtt client -Q .* --dscp=184 -o ", cmd["voice"])
+    # the receivers mark their side themselves (iperf3 passes -S to its server, irtt's
+    # server copies the request's TOS, Linux echoes ICMP with the request's TOS): no
+    # server-side option and no other sysctl
+    assert not any(" -S " in line or "--dscp" in line for line in tr.script.splitlines() if " -s -1 " in line or "irtt server" in line)
+
+
+def test_flent_rrul_marks_its_flows_as_flent_does():
     base = "[run]\nduration = \"10s\"\n[dumbbell]\nrate = \"10Mbit\"\n[[flow]]\nfrom = \"client0\"\nto = \"server0\"\n"
-    with pytest.raises(ScenarioError) as e:
-        _tr(base + 'kind = "rrul"\n')
-    assert e.value.field == "flow[0].kind" and "DSCP" in str(e.value)
-    with pytest.raises(ScenarioError) as e:
-        _tr(base + 'kind = "bulk"\ndscp = "EF"\n')
-    assert e.value.field == "flow[0].dscp"
-    _tr(base + 'kind = "bulk"\ndscp = "BE"\n')  # best effort is what the engine sends
+    tr, plan = _tr(base + 'kind = "rrul"\n')
+    by_kind: dict[str, list[int]] = {}
+    for f in tr.flows:
+        by_kind.setdefault(f.kind, []).append(f.tos)
+    # four TCP flows per direction marked BE, BK (CS1), CS5, EF; UDP probes EF, BK, BE; ICMP unmarked
+    assert sorted(by_kind["bulk"]) == sorted([0, 32, 160, 184] * 2)
+    assert sorted(by_kind["udp_rr"]) == [0, 32, 184]
+    assert by_kind["ping"] == [0]
+    assert [f.tos for f in tr.flows] == [(f["dscp"] << 2) for f in plan["flows"]]
+    cmd = _client_lines(tr)
+    assert sum("-S 160" in cmd[f.name] for f in tr.flows) == 2 and sum("--dscp=" in cmd[f.name] for f in tr.flows) == 2
+    # rrul_be is rrul without marks
+    tr_be, _ = _tr(base + 'kind = "rrul_be"\n')
+    assert {f.tos for f in tr_be.flows} == {0}
+    assert "--dscp" not in tr_be.script and " -S " not in tr_be.script
+    assert not any(" -Q " in line for line in tr_be.script.splitlines() if "/usr/bin/ping " in line)  # irtt's -Q is its quiet flag
+
+
+def test_progress_lines_on_the_guest_console():
+    from aqmlab.linux.translate import PROGRESS_TAG, parse_progress
+
+    tr, _ = _tr(HEADLINE)  # 10 s
+    tick = [line for line in tr.script.splitlines() if PROGRESS_TAG in line]
+    assert len(tick) == 1 and "> /dev/console" in tick[0] and "[ ! -e /tmp/stop ]" in tick[0] and "sleep 1;" in tick[0]
+    assert tr.script.index("T0=$(up)") < tr.script.index(PROGRESS_TAG) < tr.script.index("touch /tmp/stop")
+    # what the guest prints, with its uptime 14.52 s and t0 at 4.02 s
+    echo = re.search(r'echo "(.*?)" > /dev/console', tick[0])
+    assert echo is not None
+    printed = echo.group(1).replace("$u", "14.52").replace("$T0", "4.02")
+    assert parse_progress(printed + "\r\n") == pytest.approx((10.5, 10.0))
+    assert parse_progress(f"{PROGRESS_TAG} 3.10 4.02 10") == (0.0, 10.0)  # before t0: still setting up
+    assert parse_progress(f"[  5.1] eth0: x {PROGRESS_TAG} 9.5 1.5 30 y") == (8.0, 30.0)  # kernel text around it
+    assert parse_progress(f"{PROGRESS_TAG} 9.5 1.5 1e+06") == (8.0, 1e6)
+    for other in ("aqmlab-vm: job exit 0", "aqmlab-vm: crng ready, waited from 0.1 to 0.1 s", f"{PROGRESS_TAG} x 1 2", ""):
+        assert parse_progress(other) is None
+
+
+def _fake_image():
+    from pathlib import Path
+
+    from aqmlab.linux.vm import VmImage
+
+    return VmImage(Path("bzImage"), Path("initramfs.cpio"), "6.1.0-test", {})
+
+
+def test_vm_console_is_streamed_line_by_line(monkeypatch, tmp_path):
+    from aqmlab.linux import vm
+
+    # stands in for qemu: the console on stdout, qemu's own messages on stderr
+    script = "printf 'boot\\r\\naqmlab-vm: progress 2.5 1.0 5\\r\\n'; sleep 0.2; echo 'qemu: note' >&2; printf 'aqmlab-vm: progress 7.0 1.0 5\\r\\naqmlab-vm: job exit 0\\r\\n'"
+    monkeypatch.setattr(vm, "qemu_command", lambda *a, **k: ["sh", "-c", script])
+    seen: list[str] = []
+    run = vm.run_job(tmp_path, timeout=30, image=_fake_image(), on_line=seen.append)
+    assert run.exit_ok and "qemu: note" in run.console and run.console.count("aqmlab-vm: progress") == 2
+    from aqmlab.linux.translate import parse_progress
+
+    assert [p for p in map(parse_progress, seen) if p] == [(1.5, 5.0), (6.0, 5.0)]
+
+    # a failing listener is dropped; the run still completes with the whole console
+    def boom(line: str) -> None:
+        raise RuntimeError("display gone")
+
+    run = vm.run_job(tmp_path, timeout=30, image=_fake_image(), on_line=boom)
+    assert run.exit_ok and "job exit 0" in run.console
+
+    monkeypatch.setattr(vm, "qemu_command", lambda *a, **k: ["sh", "-c", "echo started; exec sleep 30"])
+    with pytest.raises(vm.VmError, match=r"did not finish within \d+ s wall time .*started"):
+        vm.run_job(tmp_path, timeout=0.5, image=_fake_image())
+
+
+def test_cli_vm_progress_lines_when_stderr_is_not_a_terminal(capsys):
+    from aqmlab.cli import _vm_progress
+
+    with _vm_progress(False) as (say, progress):
+        say("booting")
+        assert progress is None
+    assert capsys.readouterr().err == ""
+    with _vm_progress(True) as (say, progress):
+        assert progress is not None
+        say("linux engine: booting the VM")
+        for reached in (0.0, 0.4, 1.0, 2.9, 3.1, 10.0, 10.5, 12.0):
+            progress(reached, 10.0)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "linux engine: booting the VM"
+    # one line per tenth of the run reached (0, 1, 2, 3 and the end), not one per report
+    assert [line.split(" after ")[0] for line in err[1:]] == [
+        "linux VM: running: 0.0 of 10 s virtual",
+        "linux VM: running: 1.0 of 10 s virtual",
+        "linux VM: running: 2.9 of 10 s virtual",
+        "linux VM: running: 3.1 of 10 s virtual",
+        "linux VM: collecting results: 10.0 of 10 s virtual",
+    ]
 
 
 # ---------------------------------------------------------------------------------------

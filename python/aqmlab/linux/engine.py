@@ -33,7 +33,7 @@ import numpy as np
 import aqmlab.linux.vm as vm
 from aqmlab import schema
 from aqmlab.errors import AqmlabError
-from aqmlab.linux.translate import FlowMap, QueueMap, Translation, translate
+from aqmlab.linux.translate import FlowMap, QueueMap, Translation, parse_progress, translate
 from aqmlab.result import Result
 from aqmlab.scenario import load_scenario
 
@@ -802,6 +802,7 @@ def run_linux(
     timeout: float | None = None,
     log: Callable[[str], None] | None = None,
     capture: list[str] | tuple[str, ...] | None = None,
+    progress: Callable[[float, float], None] | None = None,
 ) -> Result:
     """Runs ``scenario`` on the Linux kernel in the VM; returns a :class:`Result` whose
     ``engine_info`` says how it went (overhead, guest CPU busy fraction, notes).
@@ -811,6 +812,9 @@ def run_linux(
     ``capture``: queue names to capture packet headers around (tcpdump in the guest, the
     files stay in ``keep``, which it needs; default none, or ``$AQMLAB_VM_CAPTURE``, comma
     separated). A diagnostic: the captures cost guest CPU.
+    ``progress``: called as ``progress(reached, length)`` about once per virtual second
+    while the VM runs, with the virtual seconds of the job reached and its length
+    (``reached`` passes ``length`` while the guest collects the results).
     """
     sc = load_scenario(scenario)
     # the flows start when the simulator's would with this seed (start_spread draws and
@@ -839,7 +843,18 @@ def run_linux(
     # generous: the emulation overhead under TCG is 5-30x depending on host load
     limit = timeout if timeout is not None else float(os.environ.get("AQMLAB_VM_TIMEOUT", str(600 + 60 * tr.duration * max(1, len(tr.flows) / 4))))
     try:
-        run = vm.run_job(job, timeout=limit, memory_mb=mem, icount_shift=shift, image=image)
+        on_line: Callable[[str], None] | None = None
+        if progress is not None:
+            report = progress
+
+            def progress_line(line: str) -> None:
+                v = parse_progress(line)
+                if v is not None:
+                    report(*v)
+
+            on_line = progress_line
+
+        run = vm.run_job(job, timeout=limit, memory_mb=mem, icount_shift=shift, image=image, on_line=on_line)
         if not run.exit_ok:
             raise vm.VmError(f"the guest did not finish the job: {run.console[-600:]}")
         raw, info = collect(job / "out", tr, seed=seed, wall_seconds=time.monotonic() - t)

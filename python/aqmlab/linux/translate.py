@@ -35,7 +35,7 @@ from typing import Any
 
 from aqmlab.errors import ScenarioError
 
-__all__ = ["Translation", "CaptureMap", "translate", "parse_duration", "parse_rate", "parse_size", "tc_qdisc_args", "BIN"]
+__all__ = ["Translation", "CaptureMap", "translate", "parse_progress", "PROGRESS_TAG", "parse_duration", "parse_rate", "parse_size", "tc_qdisc_args", "BIN"]
 
 #: Absolute paths of the guest's programs: busybox's shell prefers its own applets
 #: (a reduced ``ip``) over PATH, so the real ones are named in full.
@@ -397,6 +397,8 @@ class FlowMap:
     rate_bps: float | None = None
     size: int | None = None
     interval: float | None = None
+    #: the IP TOS byte the flow's packets carry (DSCP << 2; the ECN bits are the kernel's)
+    tos: int = 0
 
 
 @dataclass
@@ -686,10 +688,10 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
         where = f"flow[{g}]"
         if tab.get("kind") not in SUPPORTED_FLOWS:
             raise ScenarioError(f"{where}.kind", f"{tab.get('kind')!r} is not supported by the linux engine (supported: {', '.join(SUPPORTED_FLOWS)})")
-        if f.get("dscp", 0):
-            field = "kind" if tab.get("kind") == "rrul" else "dscp"
-            raise ScenarioError(f"{where}.{field}", f"flow {f['name']!r} has DSCP {f['dscp']}: the linux engine does not mark packets yet (use rrul_be and no dscp key)")
         fm = FlowMap(f["name"], kind, f["src"], f["dst"], f["start"], min(f["stop"], duration), base_port + i, "iperf3")
+        # the plan's DSCP (a flow's `dscp` key, or rrul's per-sub-flow marks) as the TOS byte
+        # of IP_TOS, which each tool sets on both ends (the clients in _script)
+        fm.tos = (int(f.get("dscp", 0)) & 0x3F) << 2
         if kind == "bulk":
             ftcp = dict(tab.get("tcp", {}))
             fset = _tcp_settings(ftcp, f"{where}.tcp")
@@ -701,7 +703,7 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
                 fm.bytes = int(parse_size(tab["bytes"], f"{where}.bytes"))
         elif kind == "cbr":
             for k in tab:
-                if k not in ("kind", "from", "to", "count", "name", "start", "stop", "start_spread", "rate", "size"):
+                if k not in ("kind", "from", "to", "count", "name", "start", "stop", "start_spread", "rate", "size", "dscp"):
                     raise ScenarioError(f"{where}.{k}", "not supported by the linux engine for cbr flows")
             fm.rate_bps = parse_rate(tab["rate"], f"{where}.rate")
             fm.size = int(tab.get("size", 1500))
@@ -729,6 +731,23 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
         tr.captures.append(CaptureMap(qm.name, qm.ns, qm.dev, devs))
     tr.script = _script(tr, top, cmds, sysctl, tcp)
     return tr
+
+
+#: What the guest's progress lines on the serial console start with (``_script``).
+PROGRESS_TAG = "aqmlab-vm: progress"
+_PROGRESS = re.compile(re.escape(PROGRESS_TAG) + r" ([0-9]+(?:\.[0-9]*)?) ([0-9]+(?:\.[0-9]*)?) ([0-9]+(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)")
+
+
+def parse_progress(line: str) -> tuple[float, float] | None:
+    """(virtual seconds of the job reached, the job's length) from one line of the VM's
+    console, or None for any other line. The guest prints its uptime, the uptime at the
+    job's t0 and the job's length; seconds reached count from t0 (0 while the network is
+    being set up) and pass the length while the clients finish and the results are copied."""
+    m = _PROGRESS.search(line)
+    if m is None:
+        return None
+    now, t0, length = (float(g) for g in m.groups())
+    return max(0.0, now - t0), length
 
 
 def _jittered_sleep(mean: float) -> str:
@@ -809,6 +828,9 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
                 )
         L.append("sleep 1")
     L.append("P=; T0=$(up); echo t0 $T0 >> $O/times")
+    # progress for the host (parse_progress): the guest's uptime once per virtual second on
+    # the serial console, beside the job's t0 and length. Shell builtins but the sleep.
+    L.append(f"( while [ ! -e {stop} ]; do read u _ < /proc/uptime; echo \"{PROGRESS_TAG} $u $T0 {tr.duration:g}\" > /dev/console; sleep 1; done ) &")
     if tr.captures:
         L.append("echo real $(adjtimex | awk '/tv_sec/ {s=$2} /tv_usec/ {u=$2} END {printf \"%d.%06d\", s, u}') $(up) >> $O/times")
     # clients
@@ -822,18 +844,26 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         secs = max(1, math.ceil(dur - 1e-9))
         # set for every kind that uses them (udp: rate and size; ping, irtt: size and interval)
         size, rate, interval = f.size or 0, f.rate_bps or 0.0, f.interval or 0.0
+        # DSCP marks, as a Linux socket with IP_TOS at both ends: iperf3 -S sets it on the
+        # client's and (passed in the test's parameters) the server's data socket once it
+        # is connected, so data and ACKs carry it, the handshake not; irtt's --dscp is the
+        # raw TOS byte, which its server copies onto the replies; ping -Q marks the echo
+        # requests and Linux answers with the request's TOS
         if f.tool == "iperf3":
+            tos = f" -S {f.tos}" if f.tos else ""
             if f.kind == "bulk":
                 what = f"-n {f.bytes}" if f.bytes else f"-t {secs}"
-                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} {what} -C {f.cc} -J -i {tr.bin:g} -l 128K"
+                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} {what} -C {f.cc}{tos} -J -i {tr.bin:g} -l 128K"
             else:
-                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(rate * (size - 28) / size)} -l {size - 28} -t {secs} -J -i {tr.bin:g}"
+                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(rate * (size - 28) / size)} -l {size - 28} -t {secs}{tos} -J -i {tr.bin:g}"
             run = f"{ip} netns exec {sns} {cmd} > $O/cli.{f.port}.json 2> $O/cli.{f.port}.err"
         elif f.tool == "ping":
             n = max(1, int(dur / interval))
-            run = f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(size - 28, 0)} -W 5 {daddr} > $O/ping.{f.port} 2>&1"
+            tos = f" -Q {f.tos}" if f.tos else ""
+            run = f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(size - 28, 0)} -W 5{tos} {daddr} > $O/ping.{f.port} 2>&1"
         else:
-            run = f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(interval)} -d {_us(dur)} -l {max(size - 28, 60)} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
+            tos = f" --dscp={f.tos}" if f.tos else ""
+            run = f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(interval)} -d {_us(dur)} -l {max(size - 28, 60)}{tos} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
         # the end time dates the data start of a timed iperf3 test (its duration is in
         # its JSON): the engine places the test's intervals from it (engine.data_start)
         L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run}; echo {f.port} $(up) >> $O/ends ) & P=\"$P $!\"")

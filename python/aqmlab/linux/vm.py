@@ -34,7 +34,9 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -301,17 +303,49 @@ class JobRun:
     exit_ok: bool
 
 
-def run_job(job_dir: Path, *, timeout: float, memory_mb: int = 1024, icount_shift: int = 0, image: VmImage | None = None) -> JobRun:
-    """Boots the VM on ``job_dir`` (which holds ``run.sh``) and waits until it powers off."""
+def run_job(
+    job_dir: Path,
+    *,
+    timeout: float,
+    memory_mb: int = 1024,
+    icount_shift: int = 0,
+    image: VmImage | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> JobRun:
+    """Boots the VM on ``job_dir`` (which holds ``run.sh``) and waits until it powers off.
+
+    ``on_line`` is called with each line of the console as it arrives (the guest's progress
+    lines among them); if it raises, it is not called again and the run goes on."""
     image = image or find_image()
     cmd = qemu_command(image, job_dir, memory_mb=memory_mb, icount_shift=icount_shift)
     t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    chunks: list[bytes] = []
+
+    def pump() -> None:
+        # drains the console while qemu runs (a full pipe would stall the guest)
+        listener = on_line
+        assert p.stdout is not None
+        for raw in p.stdout:
+            chunks.append(raw)
+            if listener is not None:
+                try:
+                    listener(raw.decode(errors="replace"))
+                except Exception:  # a display callback must not stop the run
+                    listener = None
+
+    reader = threading.Thread(target=pump, name="aqmlab-vm-console", daemon=True)
+    reader.start()
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise VmError(f"the VM did not finish within {timeout:.0f} s wall time (console tail: {(e.stdout or b'')[-500:].decode(errors='replace')!r})") from None
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        reader.join(5)
+        raise VmError(f"the VM did not finish within {timeout:.0f} s wall time (console tail: {b''.join(chunks)[-500:].decode(errors='replace')!r})") from None
+    reader.join()
     wall = time.monotonic() - t0
-    console = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
+    console = b"".join(chunks).decode(errors="replace")
     ok = "aqmlab-vm: job exit 0" in console
     if p.returncode != 0 and not ok:
         raise VmError(f"qemu exited with status {p.returncode}: {console[-800:]}")
