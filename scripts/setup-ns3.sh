@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Sets up the ns-3 engine (aqmlab run --engine ns3, aqmlab crosscheck --engines ns3):
-#   1. a venv in $CACHE/venv with the ns-3.44 PyPI wheel (`ns3==3.44.*`: ns-3's headers and
+#   1. a venv in $CACHE/venv with the ns-3.44 PyPI wheel (`ns3==3.44.post0`: ns-3's headers and
 #      shared libraries, default build profile with NS_LOG/NS_ASSERT compiled in);
 #   2. compiles the engine's one C++ program, python/aqmlab/ns3/aqmlab-ns3.cc, into
 #      $CACHE/aqmlab-ns3 against the wheel, and, when ns-3.44 has been built from source in
 #      its release profile (benchmarks/ns3/build-release.sh, or $NS3_SRC pointing at such a
-#      tree), also into $CACHE/aqmlab-ns3-release, which the engine then prefers (faster,
-#      identical results).
-# CACHE is ${AQMLAB_NS3_CACHE:-~/.cache/aqmlab/ns3}. Idempotent: rerun after changing the
-# program's source to recompile. Needs python3 (with venv), g++ (C++20) and network access
-# to PyPI for the first run (~100 MB).
+#      tree), also into $CACHE/aqmlab-ns3-release, which the engine then prefers (faster).
+# CACHE is ${AQMLAB_NS3_CACHE:-~/.cache/aqmlab/ns3}. Idempotent: a program newer than its source and
+# the ns-3 headers is kept. Needs python3 (with venv), g++ (C++20) and network access
+# to PyPI for the first run (a 66 MB wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 CACHE="${AQMLAB_NS3_CACHE:-$HOME/.cache/aqmlab/ns3}"
 SRC_CC="$ROOT/python/aqmlab/ns3/aqmlab-ns3.cc"
+# the wheel's exact version (published as 3.44.post0; "ns3==3.44" does not resolve)
+NS3_WHEEL=3.44.post0
 MODULES="core network internet point-to-point traffic-control applications stats bridge"
 mkdir -p "$CACHE"
 
@@ -22,11 +23,11 @@ command -v g++ >/dev/null || { echo "setup-ns3: g++ not found (Debian: apt-get i
 
 VENV="$CACHE/venv"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(not m.version("ns3").startswith("3.44"))' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("ns3") != sys.argv[1])' "$NS3_WHEEL" 2>/dev/null; then
   echo "setup-ns3: installing the ns3 3.44 wheel into $VENV"
   # --no-deps: only the headers and libraries are used, not the Python bindings (cppyy,
   # which would be compiled from source)
-  "$VENV/bin/pip" install -q --no-deps "ns3==3.44.*"
+  "$VENV/bin/pip" install -q --no-deps "ns3==$NS3_WHEEL"
 fi
 WHEEL="$(ls -d "$VENV"/lib/python3*/site-packages/ns3 | head -1)"
 [ -d "$WHEEL/include" ] && [ -d "$WHEEL/lib64" ] || { echo "setup-ns3: $WHEEL has no include/ and lib64/" >&2; exit 1; }
@@ -34,6 +35,11 @@ WHEEL="$(ls -d "$VENV"/lib/python3*/site-packages/ns3 | head -1)"
 # compile <include dir> <lib dir> <output> <extra flags...>
 compile() {
   local inc="$1" libdir="$2" out="$3"; shift 3
+  # up to date: newer than the source and than the ns-3 headers it was compiled against
+  if [ "$out" -nt "$SRC_CC" ] && [ "$out" -nt "$inc" ]; then
+    echo "setup-ns3: $out is up to date"
+    return
+  fi
   local libs="" m lib
   for m in $MODULES; do
     lib=""

@@ -28,6 +28,11 @@ echo "test: no import cycles (Rust core per file, Python package per module)"
 echo "test: cargo test --workspace"
 cargo test --workspace
 
+# the ns-3 engine's smoke test needs ns-3.44 and its program (about 1.5 min from scratch,
+# seconds when the cache is there); without them it is skipped
+echo "test: ns-3 engine setup (scripts/setup-ns3.sh)"
+bash scripts/setup-ns3.sh
+
 echo "test: pytest"
 set +e
 "$VENV/bin/python" -m pytest -q
