@@ -1,5 +1,5 @@
 """Per-packet view of a CoDel bottleneck on both engines (issue #19, docs/validation.md
-"Residential RRUL CoDel: the kernel's per-packet view (session 26)").
+"Residential RRUL under CoDel: the kernel's queues are longer").
 
 Kernel side: the two header captures the Linux engine takes around a queue when asked
 (``campaign.py CASE --capture bottleneck_up``, files ``cap.<queue>.in.<dev>.pcap`` and
