@@ -162,7 +162,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (flows, queues, probes, events, wall_seconds) instead of tables.")
 @click.option("--all-queues", is_flag=True, help="Show idle links in the queue table too.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (useful with --out).")
-@click.option("--engine", type=click.Choice(ENGINE_NAMES), default="sim", show_default=True, help="; ".join(f"{e.name}: {e.about}" + (f" (needs {e.setup})" if e.setup else "") for e in ENGINES.values()) + ".")
+@click.option("--engine", type=click.Choice(ENGINE_NAMES), default="sim", show_default=True, help="; ".join(f"{e.name}: {e.about}" + (f" (needs {e.setup})" if e.setup else "") for e in ENGINES.values()) + " (docs/engines.md).")
 @click.option("--force", is_flag=True, help="Run even if the estimated memory or events exceed the budget (run.max_memory, run.max_events).")
 def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool, engine: str, force: bool) -> None:
     """Run a scenario and print a summary of its flows and queues.
