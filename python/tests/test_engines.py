@@ -185,3 +185,28 @@ def test_crosscheck_with_ns2_prints_json_and_writes_figures(tmp_path):
     assert util["engines"]["ns2"]["verdict"] == "ok"
     assert (tmp_path / "xc" / "sojourn_cdf.png").stat().st_size > 0 and (tmp_path / "xc" / "goodput.png").stat().st_size > 0
     assert (tmp_path / "xc" / "ns2").is_dir() and (tmp_path / "xc" / "sim").is_dir()
+
+
+def test_ns3_result_building_has_the_core_columns(tmp_path):
+    """The ns-3 engine's tables from a program output with nothing in it (every counter
+    0, no samples): every core column is there."""
+    import json
+
+    from aqmlab.ns3.engine import collect
+    from aqmlab.ns3.translate import translate
+
+    sc = aqmlab.load_scenario(SCENARIO)
+    plan = sc.validate(seed=1, spread=True)
+    job = translate(sc.to_dict(), plan)
+    # what run_ns3 adds to the job before collecting
+    job["groups"] = {f["name"]: f["group"] for f in plan["flows"]}
+    job["qdisc_kinds"] = [ln["qdisc"] for ln in plan["links"]]
+    nb = math.ceil(job["duration"] / job["bin"])
+    flow = {"rx_window": 0, "rx_total": 0, "tx_bytes": 0, "bin_rx": [0] * nb, "recoveries": 0, "rtos": 0, "completion": -1, "tx_pkts": 0, "rx_pkts": 0, "rx_warm": 0, "sent_warm": 0, "owd": [], "probe_sent": [], "rtt": []}
+    end = {"received": 0, "dropped_before_enqueue": 0, "dequeued": 0, "dropped_after_dequeue": 0, "dropped": 0, "marked": 0, "drops_before": {}, "drops_after": {}, "marks": {}}
+    queue = {"end": end, "tx_pkts_warm": 0, "tx_bytes_warm": 0, "bin_sojourn_n": [0] * nb, "bin_tx_bytes": [0] * nb, "bin_drops": [0] * nb, "bin_backlog_max": [0] * nb, "bin_sojourn_sum": [0] * nb}
+    (tmp_path / "result.json").write_text(json.dumps({"flows": [flow] * len(job["flows"]), "queues": [queue] * len(job["queues"])}))
+    raw, info = collect(tmp_path, job, seed=1, wall_seconds=0.1, build="wheel")
+    r = aqmlab.Result(raw, sc)
+    assert_core_columns(r)
+    assert info["engine"] == "ns3"
