@@ -240,8 +240,8 @@ def write_report(store_dir: str | pathlib.Path | StoreLike, study: Any = None, o
     one per CPU; 1: everything in this process; the page and files are the same). The
     page itself embeds everything it shows.
     """
-    store = plots._as_store(store_dir)
-    study = plots._study_of(store, study)
+    store = plots.as_store(store_dir)
+    study = plots.study_of(store, study)
     if out_html is not None:
         out = pathlib.Path(out_html)
     elif isinstance(store, Store):
