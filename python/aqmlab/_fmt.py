@@ -62,6 +62,13 @@ READABLE = {
     "owd": "one-way delay", "owd_fwd": "one-way delay (forward)", "owd_rev": "one-way delay (reverse)",
     "rtt_mean": "mean RTT", "loss_rate": "loss", "page_time_mean": "mean page load time",
     "count": "CoDel count", "p": "drop probability p", "fetch_time": "fetch time",
+    # DualPI2 (L4S): measures, queue columns and state variables
+    "l_delay_mean": "L-queue mean sojourn", "l_delay_p99": "L-queue 99th percentile sojourn",
+    "c_delay_mean": "C-queue mean sojourn", "c_delay_p99": "C-queue 99th percentile sojourn",
+    "pi2_prob_mean": "mean base probability p'", "p_prime": "base probability p'",
+    "p_c": "classic drop/mark probability p_C", "p_l": "L4S marking probability p_L",
+    "p_cl": "coupled L4S marking probability p_CL", "qdelay_l": "L-queue delay", "qdelay_c": "C-queue delay",
+    "qdelay": "queue delay", "induced_latency_p99": "99th percentile induced latency",
 }
 
 
@@ -79,6 +86,17 @@ def readable(name: str) -> str:
     if n.startswith("induced_ratio:"):  # induced_ratio:udp_ef/udp_be
         a, _, b = n[14:].partition("/")
         return f"induced latency {a} / {b}"
+    if n.startswith("ratio:"):  # ratio:prague/cubic, the goodput ratio of two flow groups
+        a, _, b = n[6:].partition("/")
+        return f"goodput ratio {a} / {b}"
+    for head, word in (("mean:", "mean"), ("sum:", "total")):  # mean:web.page_time_mean
+        if n.startswith(head) and "." in n:
+            kind, _, col = n[len(head):].rpartition(".")
+            return f"{word} {readable(col)} of {kind} flows"
+    for head in ("flow:", "queue:"):  # flow:voip0.r_value
+        if n.startswith(head) and "." in n:
+            ent, _, col = n[len(head):].rpartition(".")
+            return f"{readable(col)} of {ent}"
     for suf in ("_bps",):
         if n.endswith(suf):
             n = n[: -len(suf)]

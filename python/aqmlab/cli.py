@@ -745,7 +745,10 @@ def _store_dir(path: str) -> Path:
 @click.argument("store", metavar="DIR")
 @click.option("--out", "out_html", type=click.Path(dir_okay=False), default=None, help="HTML file (default: DIR/report.html).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes drawing the figures (default: all cores).")
-def report_cmd(store: str, out_html: str | None, jobs: int | None) -> None:
+@click.option("--format", "formats", type=click.Choice(["png", "svg", "pdf"]), multiple=True,
+              help="Figure files written beside the page (repeat for several; default: png and svg; png is always written, the page embeds it).")
+@click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of the PNG figures.")
+def report_cmd(store: str, out_html: str | None, jobs: int | None, formats: tuple[str, ...], dpi: int) -> None:
     """Tables, figures, parameters, provenance and findings of the study in DIR.
 
     Example: aqmlab report results/residential-quick
@@ -755,7 +758,7 @@ def report_cmd(store: str, out_html: str | None, jobs: int | None) -> None:
     d = _store_dir(store)
     if out_html is not None:
         _check_out_dir(Path(out_html).parent, "--out")
-    page = rep.write_report(d, None, out_html, jobs=jobs)
+    page = rep.write_report(d, None, out_html, jobs=jobs, formats=formats or ("png", "svg"), dpi=dpi)
     click.echo(str(page))
 
 
@@ -763,7 +766,10 @@ def report_cmd(store: str, out_html: str | None, jobs: int | None) -> None:
 @click.argument("store", metavar="DIR")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/figures).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes drawing the figures (default: all cores).")
-def plot_cmd(store: str, out: str | None, jobs: int | None) -> None:
+@click.option("--format", "formats", type=click.Choice(["png", "svg", "pdf"]), multiple=True,
+              help="Figure file format (repeat for several; default: png and svg).")
+@click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of PNG figures.")
+def plot_cmd(store: str, out: str | None, jobs: int | None, formats: tuple[str, ...], dpi: int) -> None:
     """Render every figure and table the study defines.
 
     Example: aqmlab plot results/saturated-tcp-quick --out figs
@@ -776,13 +782,14 @@ def plot_cmd(store: str, out: str | None, jobs: int | None) -> None:
     st = load(d)
     study = parse_study(st.study_text, quick=bool(st.provenance.get("quick")))
     outdir = _check_out_dir(Path(out) if out else d / "figures")
-    job = plots.FigureJob(st, study, outdir, jobs=jobs)  # the figures on worker processes, the tables here meanwhile
+    # the figures on worker processes, the tables here meanwhile
+    job = plots.FigureJob(st, study, outdir, formats=formats or ("png", "svg"), dpi=dpi, jobs=jobs)
     try:
         table_paths = tables.render_tables(st, study, outdir)
         figs = job.result()
     finally:
         job.close()
-    paths = [p for r in figs for p in (r.png, r.svg) if p is not None] + list(table_paths)
+    paths = [p for r in figs for p in r.files] + list(table_paths)
     for p in paths:
         click.echo(str(p))
 

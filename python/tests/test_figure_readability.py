@@ -48,7 +48,8 @@ def test_axis_labels_are_readable_with_units(synth, synth_study):
     assert labels
     assert not [lab for lab in labels if "_bps" in lab or "goodput_" in lab or "induced_latency" in lab], labels
     fig = _fig(synth, synth_study, "rrul-ellipse")
-    assert fig.axes[0].get_xlabel() == "download goodput / upload goodput (Mbit/s)"
+    # 10/1 and 10/10 links: download and upload goodput in a row of panels each
+    assert [ax.get_xlabel() for ax in fig.axes] == ["download goodput (Mbit/s)"] * 2 + ["upload goodput (Mbit/s)"] * 2
     assert fig.axes[0].get_ylabel() == "induced latency (ms)"
     assert _fig(synth, synth_study, "rrul-goodput").axes[0].get_ylabel() == "goodput (Mbit/s)"
 
@@ -61,7 +62,7 @@ def test_line_axis_takes_the_unit_of_its_labels():
     ax = fig.axes[0]
     assert ax.get_xlabel() == "target (ms)" and ax.get_ylabel() == "mean queueing delay (ms)"
     # the dashed target line is y = x in display units, across the whole x range
-    diag = [ln for ln in ax.lines if ln.get_linestyle() == "--"]
+    diag = [ln for ln in ax.lines if ln.get_linestyle() == "--" and ln.get_label() == "target"]
     assert len(diag) == 1 and diag[0].get_label() == "target"
     x, y = diag[0].get_data()
     assert np.allclose(x, y) and x[0] <= 1 and x[-1] >= 20
@@ -88,9 +89,9 @@ def test_quick_mode_titles_say_the_real_run_length(synth, synth_study):
     quick = parse_study(synth.study_text, quick=True)
     spec, e = _spec(quick, "rrul-goodput")
     title = plots.FIGURE_TYPES[spec["type"]](synth, spec, e)._suptitle.get_text()
-    assert "quick mode: 10 s runs, 2 repetitions" in title
-    # the full study's runs are 30 s: quick mode scaled every start/stop time by 1/3
-    assert "all times × 0.3333" in title
+    # the full study's runs are 30 s: said in words, not as a factor
+    assert "quick mode: runs shortened to 10 s of 30 s (flow start and stop times scaled with them), 2 repetitions" in title
+    assert "×" not in title
     spec, e = _spec(synth_study, "rrul-goodput")
     assert "quick mode" not in plots.FIGURE_TYPES[spec["type"]](synth, spec, e)._suptitle.get_text()
 

@@ -146,7 +146,7 @@ def test_ellipse_median_and_covariance_and_flip():
 
 def test_ellipse_two_directions_share_latency(synth, synth_study):
     e = synth_study.experiment("rrul")
-    fig = plots.figure(synth, {"type": "ellipse", "x": ["goodput_down", "goodput_up"], "y": "induced_latency", "facet": "link"}, e)
+    fig = plots.figure(synth, {"type": "ellipse", "x": ["goodput_down", "goodput_up"], "y": "induced_latency", "facet": "link", "split": False}, e)
     assert len(fig.axes) == 2
     for ax, link in zip(fig.axes, ["10/10", "10/1"]):
         assert ax.get_title() == f"link = {link}"

@@ -34,9 +34,11 @@ from aqmlab.plots.kinds import (
     plot_timeseries,
 )
 from aqmlab.plots.render import (
+    FORMATS,
     FigureJob,
     FigureRecord,
     as_store,
+    check_formats,
     figure,
     render_figure_records,
     render_figures,
@@ -52,6 +54,8 @@ __all__ = [
     "FigureJob",
     "FigureRecord",
     "as_store",
+    "check_formats",
+    "FORMATS",
     "study_of",
     "figure",
     "render_figures",

@@ -79,6 +79,112 @@ def _colors(levels: list) -> dict:
     return {lv: cmap(i % cmap.N) for i, lv in enumerate(levels)}
 
 
+_LINESTYLES = ("-", "--", "-.", ":")
+_LINE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _styles(levels: list) -> dict:
+    """Per group: colour, line style and marker, each group a different combination, so
+    that groups whose lines coincide (fq_codel, CAKE and SFQ at a few milliseconds) stay
+    visible and the figure still reads in grey."""
+    colors = _colors(levels)
+    return {lv: dict(color=colors[lv], linestyle=_LINESTYLES[i % len(_LINESTYLES)],
+                     marker=_LINE_MARKERS[i % len(_LINE_MARKERS)]) for i, lv in enumerate(levels)}
+
+
+#: marker spacing along a line (a fraction of the axes diagonal), so that markers tell
+#: the lines apart without hiding their shape
+_MARKEVERY = 0.1
+
+#: a delay axis switches to a logarithmic scale when the values drawn span more decades
+#: than this (1st to 99th percentile of the positive values)
+LOG_DECADES = 2.0
+
+
+def _is_time(name: Any) -> bool:
+    return unit_for(str(name))[1] == "ms"
+
+
+def _auto_log(ctx: _Ctx, which: str, name: Any, values: Any) -> bool:
+    """Whether axis `which` ("x"/"y") of quantity `name` is logarithmic: the spec's
+    ``logx``/``logy`` when given, else true for a time quantity (delay, RTT, sojourn)
+    whose drawn values span more than :data:`LOG_DECADES` decades and are nearly all
+    positive (a log axis cannot show zero or below)."""
+    key = f"log{which}"
+    if key in ctx.spec:
+        return bool(ctx.spec[key])
+    if not _is_time(name):
+        return False
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size < 2 or np.mean(v <= 0) > 0.05:
+        return False
+    lo, hi = np.percentile(v[v > 0], [1, 99])
+    return bool(lo > 0 and math.log10(hi / lo) > LOG_DECADES)
+
+
+def _window(ctx: _Ctx) -> str:
+    """", t = 5–20 s" for a figure restricted by ``after``/``before`` ("" otherwise)."""
+    a, b = ctx.get("after"), ctx.get("before")
+    if a is None and b is None:
+        return ""
+    if b is None:
+        return f", t ≥ {float(a):g} s"
+    return f", t = {float(a or 0):g}–{float(b):g} s"
+
+
+def _interval(v: np.ndarray) -> float:
+    """Half-width of the 95 % confidence interval of the mean (Student t) of the
+    repetitions `v`; NaN below 3 values (from 2 values t = 12.7 gives an interval that
+    says nothing but "2 values")."""
+    v = v[np.isfinite(v)]
+    return float(_mean_ci(v).half) if v.size >= 3 else math.nan
+
+
+def _interval_note(ns: Iterable[int]) -> str:
+    """What the whiskers of a mean-over-repetitions figure are, for its caption."""
+    ns = sorted({int(n) for n in ns if n})
+    if not ns:
+        return ""
+    nt = f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]}"
+    if ns[-1] < 3:
+        return f"(mean of {nt} repetitions, each repetition a dot; no interval from fewer than 3)"
+    low = " (none where n < 3)" if ns[0] < 3 else ""
+    return f"(whiskers: 95 % confidence interval of the mean, Student t over {nt} repetitions{low})"
+
+
+def _ellipse_patch(pts: np.ndarray, logx: bool, logy: bool, color: Any):
+    """The 1-σ covariance ellipse of `pts` (None below 3 points: a covariance from 2
+    points is a line through them). On a log axis the ellipse is computed on the
+    logarithm of the values and drawn as a polygon, so that it keeps its shape."""
+    from matplotlib.patches import Polygon
+
+    if len(pts) < 3:
+        return None
+    q = pts.astype(float).copy()
+    for k, lg in ((0, logx), (1, logy)):
+        if lg:
+            if np.any(q[:, k] <= 0):
+                return None
+            q[:, k] = np.log10(q[:, k])
+    cov = np.cov(q, rowvar=False)
+    if not np.all(np.isfinite(cov)):
+        return None
+    vals, vecs = np.linalg.eigh(cov)
+    vals = np.clip(vals, 0, None)
+    face, edge = (*color[:3], 0.18), color
+    if not logx and not logy:
+        angle = math.degrees(math.atan2(vecs[1, -1], vecs[0, -1]))
+        return Ellipse(q.mean(axis=0), 2 * math.sqrt(vals[-1]), 2 * math.sqrt(vals[0]), angle=angle,
+                       facecolor=face, edgecolor=edge, linewidth=1.2)
+    th = np.linspace(0, 2 * math.pi, 121)
+    ring = q.mean(axis=0) + (vecs @ (np.sqrt(vals)[:, None] * np.vstack([np.cos(th), np.sin(th)]))).T
+    for k, lg in ((0, logx), (1, logy)):
+        if lg:
+            ring[:, k] = 10 ** ring[:, k]
+    return Polygon(ring, closed=True, facecolor=face, edgecolor=edge, linewidth=1.2)
+
+
 def _facet_title(ax, facet_name: str | None, val: Any) -> None:
     if facet_name is not None and val is not None:
         ax.set_title(f"{facet_name} = {val}", fontsize=10)
@@ -132,13 +238,31 @@ def _empty_figure(ctx: _Ctx, title: str, message: str) -> Figure:
 # figure types
 
 
+def _split_measures(ctx: _Ctx, runs: pd.DataFrame, fcol: str | None, facets: list, names: list[str]) -> bool:
+    """Whether the measures of a list (both directions' goodput) get a row of panels
+    each: the spec's ``split``, else ("auto") when in some facet their medians differ by
+    more than 3× (a 10/1 link: the upload squeezed into the download's axis)."""
+    split = ctx.get("split", "auto")
+    if split not in ("auto", True, False):
+        raise FigureSpecError(f"split: {split!r} is not allowed (true, false, \"auto\")")
+    if split != "auto" or len(names) < 2:
+        return bool(split) and len(names) > 1
+    for fv in facets:
+        sub = _match(runs, fcol, fv)
+        med = [float(np.nanmedian(sub[n].astype(float))) for n in names if n in sub.columns and sub[n].notna().any()]
+        med = [abs(m) for m in med if m != 0]
+        if len(med) > 1 and max(med) / min(med) > 3:
+            return True
+    return False
+
+
 def plot_ellipse(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
-    """Latency–goodput ellipses; see the module doc for the keys."""
+    """Latency–goodput ellipses; see :mod:`aqmlab.plots.spec` for the keys."""
     ctx = _ctx(store, spec, experiment)
     xs, ys = _as_list(spec["x"]), _as_list(spec["y"])
     if len(xs) > 1 and len(ys) > 1:
         raise FigureSpecError("x, y: only one of them may be a list")
-    pairs = [(x, y) for x in xs for y in ys]
+    listed = xs if len(xs) > 1 else ys
     runs = ctx.runs()
     title = f"{ctx.exp}: {' / '.join(map(readable, ys))} vs {' / '.join(map(readable, xs))}"
     if runs.empty:
@@ -147,74 +271,99 @@ def plot_ellipse(store: StoreLike, spec: dict, experiment: Any = None) -> Figure
     fcol, facets = _facets(ctx, runs)
     groups = ctx.levels(runs, gcol)
     colors = _colors(groups)
-    fig, axes = _new_figure(ctx, 1, len(facets), sharey=True)
-    xname, yname = xs[0], ys[0]
-    xs_, xu = ctx.scale("x", xname)
-    ys_, yu = ctx.scale("y", yname)
+    split = _split_measures(ctx, runs, fcol, facets, listed)
+    # one row of panels per measure of the list when split, else one row with them all
+    if split:
+        rows = [[(xm, ys[0])] for xm in xs] if len(xs) > 1 else [[(xs[0], ym)] for ym in ys]
+    else:
+        rows = [[(x, y) for x in xs for y in ys]]
+    fig, axes = _new_figure(ctx, len(rows), len(facets), sharey=not split or len(ys) == 1)
     flip = spec.get("flip")
     if flip is None:
         lat = lambda names: all(any(w in n for w in _LATENCY_WORDS) for n in names)  # noqa: E731
         flip = "y" if lat(ys) else "x" if lat(xs) else "none"
-    for ax, fv in zip(axes[0], facets):
-        sub = _match(runs, fcol, fv)
-        drawn = 0
-        for g in groups:
-            gs = _match(sub, gcol, g)
-            for pi, (xm, ym) in enumerate(pairs):
-                if xm not in gs.columns or ym not in gs.columns:
-                    continue
-                pts = gs[[xm, ym]].astype(float).dropna().to_numpy() * [xs_, ys_]
-                if len(pts) == 0:
-                    continue
-                med = np.median(pts, axis=0)
-                label = str(g) if g is not None else None
-                if len(pairs) > 1:
-                    which = readable(xm if len(xs) > 1 else ym)
-                    label = f"{g} – {which}" if g is not None else which
-                if len(pts) > 1:  # the repetitions themselves
-                    ax.plot(pts[:, 0], pts[:, 1], marker=".", markersize=3, color=colors[g], linestyle="none", alpha=0.6)
-                ax.plot(*med, marker=_MARKERS[pi % len(_MARKERS)], color=colors[g], linestyle="none",
-                        markersize=7, label=label, markeredgecolor="black", markeredgewidth=0.5)
-                if len(pts) >= 2:
-                    cov = np.cov(pts, rowvar=False)
-                    if np.all(np.isfinite(cov)):
-                        vals, vecs = np.linalg.eigh(cov)
-                        vals = np.clip(vals, 0, None)
-                        angle = math.degrees(math.atan2(vecs[1, -1], vecs[0, -1]))
-                        ax.add_patch(Ellipse(pts.mean(axis=0), 2 * math.sqrt(vals[-1]), 2 * math.sqrt(vals[0]),
-                                             angle=angle, facecolor=(*colors[g][:3], 0.18), edgecolor=colors[g], linewidth=1.2))
-                drawn += 1
-        if not drawn:
-            _no_data(ax, f"measures {xs + ys} missing or NaN")
-            continue
-        ax.autoscale_view()
-        ax.set_xlabel(ctx.get("xlabel", axis_label(" / ".join(xs), xu)))
-        ax.set_ylabel(ctx.get("ylabel", axis_label(" / ".join(ys), yu)))
-        if flip == "y":
-            ax.yaxis.set_inverted(True)  # idempotent, unlike invert_yaxis on shared axes
-        elif flip == "x":
-            ax.xaxis.set_inverted(True)
-        ax.grid(alpha=0.3)
-        _facet_title(ax, ctx.get("facet"), fv)
+    # a latency axis spanning decades (FIFO's seconds beside fq_codel's milliseconds) is
+    # logarithmic: on a linear axis the AQMs collapse onto one point
+    def col_values(names: list[str], scale: float) -> np.ndarray:
+        return np.concatenate([runs[n].astype(float).to_numpy() * scale for n in names if n in runs.columns] or [np.array([])])
+
+    notes: list[str] = []
+    for r, pairs in enumerate(rows):
+        xname, yname = pairs[0]
+        xs_, xu = ctx.scale("x", xname)
+        ys_, yu = ctx.scale("y", yname)
+        row_x = sorted({x for x, _ in pairs})
+        row_y = sorted({y for _, y in pairs})
+        logx = _auto_log(ctx, "x", xname, col_values(row_x, xs_))
+        logy = _auto_log(ctx, "y", yname, col_values(row_y, ys_))
+        for ax, fv in zip(axes[r], facets):
+            sub = _match(runs, fcol, fv)
+            drawn = 0
+            for g in groups:
+                gs = _match(sub, gcol, g)
+                for pi, (xm, ym) in enumerate(pairs):
+                    if xm not in gs.columns or ym not in gs.columns:
+                        continue
+                    pts = gs[[xm, ym]].astype(float).dropna().to_numpy() * [xs_, ys_]
+                    if len(pts) == 0:
+                        continue
+                    med = np.median(pts, axis=0)
+                    label = str(g) if g is not None else None
+                    if len(pairs) > 1:
+                        which = readable(xm if len(xs) > 1 else ym)
+                        label = f"{g} – {which}" if g is not None else which
+                    if len(pts) > 1:  # the repetitions themselves
+                        ax.plot(pts[:, 0], pts[:, 1], marker=".", markersize=3, color=colors[g], linestyle="none", alpha=0.6)
+                    ax.plot(*med, marker=_MARKERS[pi % len(_MARKERS)], color=colors[g], linestyle="none",
+                            markersize=7, label=label, markeredgecolor="black", markeredgewidth=0.5)
+                    patch = _ellipse_patch(pts, logx, logy, colors[g])
+                    if patch is not None:
+                        ax.add_patch(patch)
+                    drawn += 1
+            if not drawn:
+                _no_data(ax, f"measures {row_x + row_y} missing or NaN")
+                continue
+            if logx:
+                ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("log")
+            ax.autoscale_view()
+            ax.set_xlabel(ctx.get("xlabel", axis_label(" / ".join(row_x), xu)))
+            ax.set_ylabel(ctx.get("ylabel", axis_label(" / ".join(row_y), yu)))
+            if flip == "y":
+                ax.yaxis.set_inverted(True)  # idempotent, unlike invert_yaxis on shared axes
+            elif flip == "x":
+                ax.xaxis.set_inverted(True)
+            ax.grid(alpha=0.3, which="both" if (logx or logy) else "major")
+            if r == 0:
+                _facet_title(ax, ctx.get("facet"), fv)
+        if (logx or logy) and "logarithmic latency axis" not in " ".join(notes):
+            notes.append("logarithmic latency axis")
+    keys = [c for c in (gcol, fcol) if c]
+    n_per = [len(g) for _, g in runs.groupby(keys)] if keys else [len(runs)]
+    if n_per and max(n_per) < 3:
+        notes.append(f"no ellipse: {max(n_per)} repetition{'s' if max(n_per) != 1 else ''} per point, 3 needed")
+    elif n_per:
+        notes.append("ellipse: 1 standard deviation of the repetitions")
     # One legend for all panels, outside the data (right of the panels): with 7 schemes
-    # a legend inside an axes covers ellipses. With several measures per group (both
-    # directions' goodput) it lists the colours and then the marker shapes, not every
-    # combination (7 schemes × 2 directions would be 14 entries).
-    if len(pairs) > 1 and gcol is not None:
+    # a legend inside an axes covers ellipses. With several measures per group on one
+    # axis (both directions' goodput) it lists the colours and then the marker shapes,
+    # not every combination (7 schemes × 2 directions would be 14 entries).
+    if len(rows[0]) > 1 and gcol is not None:
         from matplotlib.lines import Line2D
 
         handles = [Line2D([], [], marker="o", linestyle="none", markersize=7, color=colors[g], markeredgecolor="black",
                           markeredgewidth=0.5, label=str(g)) for g in groups]
         handles += [Line2D([], [], marker=_MARKERS[pi % len(_MARKERS)], linestyle="none", markersize=7, color="0.55",
                            markeredgecolor="black", markeredgewidth=0.5, label=readable(xm if len(xs) > 1 else ym))
-                    for pi, (xm, ym) in enumerate(pairs)]
+                    for pi, (xm, ym) in enumerate(rows[0])]
         fig.legend(handles=handles, loc="outside right lower", fontsize=8, title=spec.get("group", "qdisc"),
                    title_fontsize=8, frameon=True)
     else:
-        _outside_legend(fig, axes[0], spec.get("group", "qdisc") if gcol else None)
-    note = "(latency axis flipped: better is up and right)" if flip in ("x", "y") else None
-    return _finish(fig, ctx, title, note)
-
+        _outside_legend(fig, axes.ravel(), spec.get("group", "qdisc") if gcol else None)
+    if flip in ("x", "y"):
+        notes.insert(0, "latency axis flipped: better is up and right")
+    return _finish(fig, ctx, title, f"({'; '.join(notes)})" if notes else None)
 
 
 def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
@@ -227,15 +376,18 @@ def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
         return _resample(d, float(spec["resample"])) if spec.get("resample") else d
 
     df = _entity_samples(ctx, "samples", metric, per_run=reduce)
-    title = f"{ctx.exp}: CDF of {'induced ' if spec.get('minus_base') else ''}{readable(metric)}"
+    title = f"{ctx.exp}: CDF of {'induced ' if spec.get('minus_base') else ''}{readable(metric)}" + _window(ctx)
     if df.empty:
         return _empty_figure(ctx, title, f"no {ctx.get('of', 'flow')} samples of {metric!r} in experiment {ctx.exp!r}")
     gcol = ctx.group_col(df)
     fcol, facets = _facets(ctx, df)
     groups = ctx.levels(df, gcol)
-    colors = _colors(groups)
+    styles = _styles(groups)
     sc, unit = ctx.scale("x", metric)
     fig, axes = _new_figure(ctx, 1, len(facets), sharey=True)
+    # delays that span decades (FIFO's seconds, fq_codel's milliseconds) on a log axis:
+    # on a linear one every AQM collapses onto one line at 0
+    logx = _auto_log(ctx, "x", metric, df["value"].to_numpy(dtype=float) * sc)
     for ax, fv in zip(axes[0], facets):
         sub = _match(df, fcol, fv)
         drawn = 0
@@ -244,11 +396,14 @@ def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
             x, p = metrics.ecdf(v)
             if x.size == 0:
                 continue
-            ax.step(np.r_[x[0], x], np.r_[0.0, p], where="post", color=colors[g], label=None if g is None else str(g), linewidth=1.4)
+            ax.step(np.r_[x[0], x], np.r_[0.0, p], where="post", label=None if g is None else str(g), linewidth=1.4,
+                    markevery=_MARKEVERY, markersize=4, fillstyle="none", **styles[g])
             drawn += 1
         if not drawn:
             _no_data(ax, f"no samples of {metric!r}")
             continue
+        if logx:
+            ax.set_xscale("log")
         ax.set_xlabel(ctx.get("xlabel", axis_label(("induced " if spec.get("minus_base") else "") + metric, unit)))
         ax.set_ylabel(ctx.get("ylabel", "cumulative probability"))
         ax.set_ylim(0, 1.02)
@@ -258,7 +413,7 @@ def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
             _legend(ax, ctx.get("group", "qdisc") if gcol else None)
     if len(groups) > 4 or fcol is not None:  # many curves or panels: one legend right of them
         _outside_legend(fig, axes[0], ctx.get("group", "qdisc") if gcol else None)
-    return _finish(fig, ctx, title)
+    return _finish(fig, ctx, title, "(logarithmic delay axis)" if logx and "logx" not in spec else None)
 
 
 
@@ -281,7 +436,7 @@ def plot_timeseries(store: StoreLike, spec: dict, experiment: Any = None) -> Fig
         return b.merge(d[["run_id", *ident]].drop_duplicates("run_id"), on="run_id", how="left")
 
     df = _entity_samples(ctx, source, metric, per_run=reduce)
-    title = f"{ctx.exp}: {readable(metric)} over time (mean of repetitions)"
+    title = f"{ctx.exp}: {readable(metric)} over time (mean of repetitions{_window(ctx)})"
     if df.empty:
         return _empty_figure(ctx, title, f"no {ctx.get('of', 'flow')} {source} of {metric!r} in experiment {ctx.exp!r}"
                              + (" (does the experiment set keep_series = true?)" if source == "series" else ""))
@@ -289,8 +444,10 @@ def plot_timeseries(store: StoreLike, spec: dict, experiment: Any = None) -> Fig
     fcol, facets = _facets(ctx, df)
     groups = ctx.levels(df, gcol)
     colors = _colors(groups)
+    styles = _styles(groups)
     sc, unit = ctx.scale("y", metric)
     fig, axes = _new_figure(ctx, 1, len(facets), sharey=True)
+    logy = _auto_log(ctx, "y", metric, df["value"].to_numpy(dtype=float) * sc)
     for ax, fv in zip(axes[0], facets):
         sub = _match(df, fcol, fv)
         drawn = 0
@@ -310,7 +467,8 @@ def plot_timeseries(store: StoreLike, spec: dict, experiment: Any = None) -> Fig
                 sd = np.nanstd(arr, axis=1, ddof=1) * sc
                 half = np.array([_t975(int(n) - 1) if n > 1 else np.nan for n in k]) * sd / np.sqrt(np.maximum(k, 1))
             t = wide.index.to_numpy(dtype=float)
-            ax.plot(t, mean, color=colors[g], label=None if g is None else f"{g} (n={wide.shape[1]})", linewidth=1.3)
+            ax.plot(t, mean, label=None if g is None else f"{g} (n={wide.shape[1]})", linewidth=1.3,
+                    markevery=_MARKEVERY, markersize=4, fillstyle="none", **styles[g])
             if spec.get("band", True) and wide.shape[1] > 1:
                 # the 95 % CI of the mean, clipped to the range the repetitions span in
                 # that bin: with 2-3 repetitions the t interval (t = 12.7 / 4.3) reaches far
@@ -326,6 +484,8 @@ def plot_timeseries(store: StoreLike, spec: dict, experiment: Any = None) -> Fig
         if not drawn:
             _no_data(ax, f"no {metric!r}")
             continue
+        if logy:
+            ax.set_yscale("log")
         ax.set_xlabel(ctx.get("xlabel", "time (s)"))
         ax.set_ylabel(ctx.get("ylabel", axis_label(("induced " if spec.get("minus_base") else "") + metric, unit)))
         ax.grid(alpha=0.3)
@@ -345,7 +505,7 @@ def plot_bar(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     df = ctx.runs() if source == "runs" else ctx.rows(source)
     if source == "flows":
         df = _pick_flows(ctx, df)
-    title = f"{ctx.exp}: {readable(y)} (mean and 95 % CI over repetitions)"
+    title = f"{ctx.exp}: {readable(y)} (mean over repetitions)"
     if df.empty or y not in df.columns or df[y].astype(float).isna().all():
         return _empty_figure(ctx, title, f"no values of {y!r} in {source} of experiment {ctx.exp!r}")
     xname = spec.get("x", spec.get("group", "qdisc" if "p_qdisc" in df.columns else None))
@@ -360,34 +520,60 @@ def plot_bar(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
     sc, unit = ctx.scale("y", y)
     fig, axes = _new_figure(ctx, 1, len(facets), sharey=True)
     width = 0.8 / max(1, len(hues))
+    # a quantity spanning decades (delay under FIFO and under an AQM) gets a log axis;
+    # bars on a log axis start at an arbitrary bottom, so their lengths mean nothing:
+    # there each mean is a point with its interval
+    logy = _auto_log(ctx, "y", y, df[y].astype(float).to_numpy() * sc)
+    ns: list[int] = []
     for ax, fv in zip(axes[0], facets):
         sub = _match(df, fcol, fv)
         for hi, h in enumerate(hues):
             hs = _match(sub, hcol, h)
-            means, lo, hi_ = [], [], []
+            means, lo, hi_, reps = [], [], [], []
             for c in cats:
                 v = _match(hs, xcol, c)[y].astype(float).dropna().to_numpy() * sc
                 m = v.mean() if v.size else np.nan
-                half = _mean_ci(v).half if v.size > 1 else 0.0
+                half = _interval(v)
+                ns.append(v.size)
                 means.append(m)
-                hi_.append(half)
+                reps.append(v)
+                hi_.append(0.0 if math.isnan(half) else half)
                 # A quantity that cannot be negative (all values >= 0: goodput, delay, loss)
                 # gets its lower whisker cut at 0: a t interval over 3 repetitions can
-                # reach below zero, which reads as a measurement error.
-                lo.append(min(half, m) if v.size and v.min() >= 0 else half)
+                # reach below zero, which reads as a measurement error (and on a log axis
+                # off the axis).
+                low = 0.0 if math.isnan(half) else half
+                lo.append(min(low, m) if v.size and v.min() >= 0 else low)
+                if logy and v.size and m - lo[-1] <= 0:
+                    lo[-1] = 0.0
             pos = np.arange(len(cats)) + (hi - (len(hues) - 1) / 2) * width
             col = [colors[h]] * len(cats) if hcol else [colors[c] for c in cats]
-            ax.bar(pos, means, width * 0.95, yerr=[lo, hi_], color=col, capsize=3, edgecolor="black", linewidth=0.4,
-                   label=str(h) if hcol else None, error_kw=dict(linewidth=0.8))
+            label = str(h) if hcol else None
+            if logy:
+                for k in range(len(cats)):
+                    ax.errorbar(pos[k], means[k], yerr=[[lo[k]], [hi_[k]]], marker=_MARKERS[hi % len(_MARKERS)], markersize=7,
+                                color=col[k], markeredgecolor="black", markeredgewidth=0.5, capsize=3, linestyle="none",
+                                label=label if k == 0 else None)
+            else:
+                ax.bar(pos, means, width * 0.95, yerr=[lo, hi_], color=col, capsize=3, edgecolor="black", linewidth=0.4,
+                       label=label, error_kw=dict(linewidth=0.8))
+            for k, v in enumerate(reps):  # fewer than 3 repetitions: the values themselves
+                if 0 < v.size < 3:
+                    ax.plot(np.full(v.size, pos[k]), v, linestyle="none", marker=".", markersize=5, color="black", alpha=0.7)
+        if logy:
+            ax.set_yscale("log")
         ax.set_xticks(np.arange(len(cats)))
         ax.set_xticklabels([str(c) if c is not None else "" for c in cats], rotation=30 if len(cats) > 5 else 0, ha="right" if len(cats) > 5 else "center")
         ax.set_xlabel(ctx.get("xlabel", axis_label(xname, label_unit(cats)) if xname else ""))
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, unit)))
-        ax.grid(alpha=0.3, axis="y")
+        ax.grid(alpha=0.3, axis="y", which="both" if logy else "major")
         _facet_title(ax, ctx.get("facet"), fv)
     if hcol:  # one legend right of the panels: inside, it covers bars
         _outside_legend(fig, axes[0], hname)
-    return _finish(fig, ctx, title)
+    note = _interval_note(ns)
+    if logy and "logy" not in spec:
+        note = note[:-1] + "; logarithmic axis)" if note else "(logarithmic axis)"
+    return _finish(fig, ctx, title, note or None)
 
 
 def plot_flows_vs_rtt(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
@@ -401,7 +587,8 @@ def plot_flows_vs_rtt(store: StoreLike, spec: dict, experiment: Any = None) -> F
     gcol = ctx.group_col(flows)
     fcol, facets = _facets(ctx, flows)
     groups = ctx.levels(flows, gcol)
-    colors = _colors(groups)
+    styles = _styles(groups)
+    ns: list[int] = []
     xs_, xu = ctx.scale("x", x)
     ys_, yu = ctx.scale("y", y)
     fig, axes = _new_figure(ctx, 1, len(facets), sharey=True)
@@ -411,9 +598,11 @@ def plot_flows_vs_rtt(store: StoreLike, spec: dict, experiment: Any = None) -> F
             gs = _match(sub, gcol, g)
             if gs.empty:
                 continue
-            st = gs.groupby("name").agg(x=(x, "mean"), y=(y, "mean"), sd=(y, lambda v: _mean_ci(v.to_numpy(dtype=float)).half)).sort_values("x")
-            ax.errorbar(st["x"] * xs_, st["y"] * ys_, yerr=st["sd"].fillna(0) * ys_, marker="o", markersize=4,
-                        capsize=3, color=colors[g], label=None if g is None else str(g), linewidth=1.2)
+            st = gs.groupby("name").agg(x=(x, "mean"), y=(y, "mean"), sd=(y, lambda v: _interval(v.to_numpy(dtype=float))),
+                                        n=(y, "count")).sort_values("x")
+            ns += st["n"].tolist()
+            ax.errorbar(st["x"] * xs_, st["y"] * ys_, yerr=st["sd"].fillna(0) * ys_, markersize=4,
+                        capsize=3, label=None if g is None else str(g), linewidth=1.2, **styles[g])
         ax.set_xlabel(ctx.get("xlabel", axis_label(x, xu)))
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, yu)))
         ax.grid(alpha=0.3)
@@ -422,7 +611,7 @@ def plot_flows_vs_rtt(store: StoreLike, spec: dict, experiment: Any = None) -> F
             _legend(ax, ctx.get("group", "qdisc") if gcol else None)
     if fcol is not None:  # one legend right of the panels instead of one per panel
         _outside_legend(fig, axes[0], ctx.get("group", "qdisc") if gcol else None)
-    return _finish(fig, ctx, title)
+    return _finish(fig, ctx, title, _interval_note(ns) or None)
 
 
 
@@ -505,7 +694,7 @@ def plot_state_trace(store: StoreLike, spec: dict, experiment: Any = None) -> Fi
     gcol = ctx.group_col(df)
     fcol, facets = _facets(ctx, df)
     groups = ctx.levels(df, gcol)
-    colors = _colors(groups)
+    styles = _styles(groups)
     fig, axes = _new_figure(ctx, len(present), len(facets), sharex=True)
     for r, m in enumerate(present):
         dm = df[df["metric"] == m]
@@ -516,16 +705,17 @@ def plot_state_trace(store: StoreLike, spec: dict, experiment: Any = None) -> Fi
                 gs = _match(sub, gcol, g).sort_values("t")
                 if gs.empty:
                     continue
-                t, v = gs["t"].to_numpy(), gs["value"].to_numpy()
+                t, v = gs["t"].to_numpy(), gs["value"].to_numpy() * unit_for(m)[0]
                 if ctx.run_length is not None and t[-1] < ctx.run_length:
                     # samples are written when a variable changes: hold the last value to the run's end
                     t, v = np.append(t, ctx.run_length), np.append(v, v[-1])
-                ax.step(t, v, where="post", color=colors[g], label=None if g is None else str(g), linewidth=1.0)
+                ax.step(t, v, where="post", label=None if g is None else str(g), linewidth=1.0, markevery=_MARKEVERY,
+                        markersize=4, fillstyle="none", **styles[g])
             if not ax.lines:
                 _no_data(ax, f"no {m!r} trace")
                 continue
             if c == 0:
-                ax.set_ylabel(ctx.get("ylabel", readable(m)))
+                ax.set_ylabel(ctx.get("ylabel", axis_label(m, unit_for(m)[1])))
             ax.grid(alpha=0.3)
             if r == 0:
                 _facet_title(ax, ctx.get("facet"), fv)
@@ -563,7 +753,7 @@ def plot_drop_rate(store: StoreLike, spec: dict, experiment: Any = None) -> Figu
     gcol = ctx.group_col(ev)
     fcol, facets = _facets(ctx, ev)
     groups = ctx.levels(ev, gcol)
-    colors = _colors(groups)
+    styles = _styles(groups)
     t_end = float(ctx.get("before", ev["t"].max() if len(ev) else 1.0))
     grid = np.arange(float(ctx.get("after", 0.0)), t_end + step / 2, step)
     fig, axes = _new_figure(ctx, 1, len(facets), sharey=True)
@@ -575,7 +765,8 @@ def plot_drop_rate(store: StoreLike, spec: dict, experiment: Any = None) -> Figu
             if not curves:
                 continue
             mean, _ = metrics.pointwise_mean(curves)
-            ax.plot(grid, mean, color=colors[g], label=None if g is None else f"{g} (n={len(curves)})", linewidth=1.2)
+            ax.plot(grid, mean, label=None if g is None else f"{g} (n={len(curves)})", linewidth=1.2, markevery=_MARKEVERY,
+                    markersize=4, fillstyle="none", **styles[g])
         ax.set_xlabel(ctx.get("xlabel", "time (s)"))
         ax.set_ylabel(ctx.get("ylabel", "drop rate (1/s)"))
         ax.grid(alpha=0.3)
@@ -598,7 +789,8 @@ def plot_line(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
         gcol = None
     fcol, facets = _facets(ctx, runs)
     groups = ctx.levels(runs, gcol)
-    colors = _colors(groups)
+    styles = _styles(groups)
+    ns: list[int] = []
     ys_, yu = ctx.scale("y", y)
     xlevels = ctx.levels(runs, xcol)
     xu = str(ctx.get("x_unit", label_unit(xlevels)))
@@ -616,12 +808,13 @@ def plot_line(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
             have = set(gs.dropna(subset=["_y"])[xcol].astype(str))
             missing += [f"{lv}" + (f" ({g})" if g is not None else "") for lv in dict.fromkeys(gs[xcol].astype(str)) if lv not in have]
             gs = gs.dropna(subset=["_x", "_y"])
-            st = gs.groupby("_x")["_y"].agg(["mean", lambda v: _mean_ci(v.to_numpy(dtype=float)).half]).sort_index()
-            st.columns = ["mean", "std"]  # "std": the 95 % CI half-width of the mean
+            st = gs.groupby("_x")["_y"].agg(["mean", lambda v: _interval(v.to_numpy(dtype=float)), "count"]).sort_index()
+            st.columns = ["mean", "std", "n"]  # "std": the 95 % CI half-width of the mean
             if st.empty:
                 continue
-            ax.errorbar(st.index, st["mean"], yerr=st["std"].fillna(0), marker="o", markersize=4, capsize=3,
-                        color=colors[g], label=None if g is None else str(g), linewidth=1.2)
+            ns += st["n"].tolist()
+            ax.errorbar(st.index, st["mean"], yerr=st["std"].fillna(0), markersize=4, capsize=3,
+                        label=None if g is None else str(g), linewidth=1.2, **styles[g])
         if not ax.lines:
             _no_data(ax, f"axis {x!r} has no numeric labels or {y!r} is NaN")
             continue
@@ -638,7 +831,7 @@ def plot_line(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
         _facet_title(ax, ctx.get("facet"), fv)
     # one legend right of the panels: lines fill the whole plane, a legend inside covers them
     _outside_legend(fig, axes[0], ctx.get("group", "qdisc") if gcol else None)
-    return _finish(fig, ctx, title)
+    return _finish(fig, ctx, title, _interval_note(ns) or None)
 
 
 def plot_box(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:

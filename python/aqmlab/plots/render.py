@@ -39,9 +39,24 @@ class FigureRecord:
     index: int
     name: str
     spec: dict
-    png: pathlib.Path
+    png: pathlib.Path | None
     svg: pathlib.Path | None
     error: str | None = None
+    #: every file written, in the order of the formats asked for
+    files: list[pathlib.Path] = dataclasses.field(default_factory=list)
+
+
+#: the file formats figures can be written in
+FORMATS = ("png", "svg", "pdf")
+
+
+def check_formats(formats: Any) -> tuple[str, ...]:
+    """The formats as a tuple; ValueError naming the allowed ones for any other."""
+    fs = (formats,) if isinstance(formats, str) else tuple(formats)
+    bad = [f for f in fs if f not in FORMATS]
+    if bad or not fs:
+        raise ValueError(f"figure format {', '.join(map(repr, bad)) or '(none)'} is not allowed (allowed: {', '.join(FORMATS)})")
+    return fs
 
 
 def _stem(s: str) -> str:
@@ -80,13 +95,14 @@ def _render_one(store: StoreLike, e: Any, i: int, spec: dict, name: str, out: pa
             raise
         err = f"{type(ex).__name__}: {ex}"
         fig = _error_figure(f"figure {name} could not be drawn\n{err}")
-    png = out / f"{name}.png"
-    fig.savefig(png, dpi=dpi)
-    svg = None
-    if "svg" in formats:
-        svg = out / f"{name}.svg"
-        fig.savefig(svg)
-    return FigureRecord(e.name, i, name, dict(spec), png, svg, err)
+    files = []
+    for fmt in formats:
+        path = out / f"{name}.{fmt}"
+        fig.savefig(path, dpi=dpi)
+        files.append(path)
+    png = out / f"{name}.png" if "png" in formats else None
+    svg = out / f"{name}.svg" if "svg" in formats else None
+    return FigureRecord(e.name, i, name, dict(spec), png, svg, err, files)
 
 
 #: the store a figure worker process has opened, by path (its runs table is read once
@@ -119,7 +135,7 @@ class FigureJob:
         self.study = study_of(self.store, study)
         self.out = pathlib.Path(outdir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.formats, self.strict, self.dpi = formats, strict, dpi
+        self.formats, self.strict, self.dpi = check_formats(formats), strict, dpi
         self.tasks = _figure_tasks(self.study)
         n = min(jobs or os.cpu_count() or 1, len(self.tasks))
         self.pool: Any = None
@@ -130,7 +146,7 @@ class FigureJob:
             path = str(self.store.path)
             for k in first:
                 e, i, spec, name = self.tasks[k]
-                self.futures[k] = self.pool.submit(_render_in_worker, path, e, i, spec, name, self.out, formats, strict, dpi)
+                self.futures[k] = self.pool.submit(_render_in_worker, path, e, i, spec, name, self.out, self.formats, strict, dpi)
 
     def result(self) -> list[FigureRecord]:
         """The records of every figure, in study order (waits for the workers). A figure
@@ -177,7 +193,7 @@ def render_figures(store: StoreArg, study: Any, outdir: str | pathlib.Path, form
     store: an :class:`aqmlab.store.Store` or a result directory; study: an
     :class:`aqmlab.study.Study`, or None to use the study text saved in the store."""
     recs = render_figure_records(store, study, outdir, formats, strict, jobs=jobs)
-    return [p for r in recs for p in (r.png, r.svg) if p is not None]
+    return [p for r in recs for p in r.files]
 
 
 def as_store(store: StoreArg) -> StoreLike:

@@ -340,45 +340,59 @@ def _run_length(experiment: Any) -> float | None:
         return None
 
 
+def _quick_lengths(experiment: Any) -> list[tuple[float, float]]:
+    """(quick run duration, full run duration) in seconds of each combination of a
+    quick-mode experiment."""
+    from aqmlab.study import _parse_duration
+
+    full = dataclasses.replace(experiment, cap=None)
+    out = []
+    for params in experiment.combinations():
+        d = _parse_duration(experiment.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
+        d_full = _parse_duration(full.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
+        out.append((d, d_full))
+    return out
+
+
 def _quick_scales(experiment: Any) -> tuple[set[float], set[float]]:
     """(run durations, time scale factors) of a quick-mode experiment's runs: quick mode
     caps each run and scales its times by capped / full duration (study._cap_durations)."""
-    from aqmlab.study import _parse_duration
+    lengths = _quick_lengths(experiment)
+    return {d for d, _ in lengths}, {d / f for d, f in lengths if f > d}
 
-    durs: set[float] = set()
-    scales: set[float] = set()
-    full = dataclasses.replace(experiment, cap=None)
-    for params in experiment.combinations():
-        d = _parse_duration(experiment.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
-        durs.add(d)
-        d_full = _parse_duration(full.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
-        if d_full > d:
-            scales.add(d / d_full)
-    return durs, scales
+
+def _span(values: Iterable[float]) -> str:
+    v = sorted(set(values))
+    return f"{v[0]:g} s" if len(v) == 1 else f"{v[0]:g}–{v[-1]:g} s"
+
+
+def quick_sentence(lengths: list[tuple[float, float]], repetitions: int | None = None) -> str:
+    """One plain sentence on what quick mode did to runs of these (quick, full)
+    durations: "quick mode: runs shortened to 20 s of 140 s (flow start and stop times
+    scaled with them), 1 repetition"."""
+    cut = [(d, f) for d, f in lengths if f > d]
+    if cut:
+        runs = f"runs shortened to {_span(d for d, _ in cut)} of {_span(f for _, f in cut)} (flow start and stop times scaled with them)"
+        kept = [d for d, f in lengths if f <= d]
+        if kept:
+            runs += f", runs of {_span(kept)} kept"
+    else:
+        runs = f"runs of {_span(d for d, _ in lengths)} (as in the full study)" if lengths else "runs as in the full study"
+    reps = "" if repetitions is None else f", {repetitions} repetition{'s' if repetitions != 1 else ''}"
+    return f"quick mode: {runs}{reps}"
 
 
 def _quick_note(experiment: Any) -> str | None:
-    """"quick mode: 25 s runs, 1 repetition" for an experiment whose durations quick mode
-    capped (None in full mode), so that a title written for the full study ("over
+    """"quick mode: runs shortened to 25 s of 500 s …, 1 repetition" for an experiment
+    in quick mode (None in full mode), so that a title written for the full study ("over
     500 s") is not read as what was drawn."""
     if getattr(experiment, "cap", None) is None:
         return None
-
     try:
-        durs, scales = _quick_scales(experiment)
+        lengths = _quick_lengths(experiment)
     except Exception:  # noqa: BLE001 - a note, never a reason to fail a figure
         return None
-    if not durs:
+    if not lengths:
         return None
-    lo, hi = min(durs), max(durs)
-    runs = f"{lo:g} s runs" if lo == hi else f"runs of {lo:g}–{hi:g} s"
-    reps = int(getattr(experiment, "repetitions", 1))
-    note = f"quick mode: {runs}, {reps} repetition{'s' if reps != 1 else ''}"
-    # quick mode scales flows' start/stop times with the run (study._cap_durations): say
-    # so, since a title's times ("active 500-1500 s") are the full study's
-    if len(scales) == 1:
-        note += f", all times × {round(next(iter(scales)), 4):g}"
-    elif scales:
-        note += ", all times scaled to the shorter runs"
-    return note
+    return quick_sentence(lengths, int(getattr(experiment, "repetitions", 1)))
 

@@ -137,7 +137,7 @@ _COMMON = {
 _SELECT = {"of", "entity", "flow_kind", "direction", "after", "before"}
 _KEYS: dict[str, tuple[set[str], set[str]]] = {
     # type: (required, optional)
-    "ellipse": ({"x", "y"}, {"flip"}),
+    "ellipse": ({"x", "y"}, {"flip", "split"}),
     "cdf": ({"metric"}, _SELECT | {"minus_base", "resample"}),
     "timeseries": ({"metric"}, _SELECT | {"source", "bin", "agg", "minus_base", "band"}),
     "bar": ({"y"}, {"x", "hue", "source", "flow_kind", "direction"}),
