@@ -88,7 +88,7 @@ def test_quick_mode_titles_say_the_real_run_length(synth, synth_study):
 
     quick = parse_study(synth.study_text, quick=True)
     spec, e = _spec(quick, "rrul-goodput")
-    title = plots.FIGURE_TYPES[spec["type"]](synth, spec, e)._suptitle.get_text()
+    title = plots.FIGURE_TYPES[spec["type"]](synth, spec, e)._suptitle.get_text().replace("\n", " ")
     # the full study's runs are 30 s: said in words, not as a factor
     assert "quick mode: runs shortened to 10 s of 30 s (flow start and stop times scaled with them), 2 repetitions" in title
     assert "×" not in title

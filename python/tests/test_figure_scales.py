@@ -27,7 +27,7 @@ def _store(**tables):
 
 
 def _suptitle(fig) -> str:
-    return fig._suptitle.get_text() if fig._suptitle is not None else ""
+    return fig._suptitle.get_text().replace("\n", " ") if fig._suptitle is not None else ""
 
 
 def _delay_samples(scales: dict[str, float]) -> types.SimpleNamespace:

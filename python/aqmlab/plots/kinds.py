@@ -57,9 +57,14 @@ def _no_data(ax, message: str) -> None:
 
 
 def _finish(fig: Figure, ctx: _Ctx, title: str, note: str | None = None) -> Figure:
+    import textwrap
+
     t = ctx.get("title", title)
     notes = [n for n in (note, f"({ctx.quick})" if ctx.quick else None) if n]
-    fig.suptitle("\n".join([t] + notes), fontsize=11 if not notes else 10)
+    size = 11 if not notes else 10
+    # each line wrapped to the figure's width (a narrow bar chart cut its notes off)
+    chars = max(30, int(fig.get_figwidth() * 72 / (0.55 * size)))
+    fig.suptitle("\n".join(textwrap.fill(line, chars) for line in [t] + notes), fontsize=size)
     for ax in fig.axes:
         if ctx.get("xlim") is not None:
             ax.set_xlim(*ctx.get("xlim"))
@@ -147,6 +152,8 @@ def _interval_note(ns: Iterable[int]) -> str:
     if not ns:
         return ""
     nt = f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]}"
+    if ns[-1] == 1:
+        return "(one repetition each: no interval)"
     if ns[-1] < 3:
         return f"(mean of {nt} repetitions, each repetition a dot; no interval from fewer than 3)"
     low = " (none where n < 3)" if ns[0] < 3 else ""
