@@ -37,7 +37,11 @@ Keys every type accepts:
     display scale and unit (default: guessed from the name: bit/s → Mbit/s,
     seconds → ms, fractions → %; see :func:`aqmlab._fmt.unit_for`).
 ``logx``, ``logy``
-    logarithmic axes (default false).
+    logarithmic axes: true or false. Default: a delay axis (RTT, one-way delay,
+    sojourn, latency: any quantity shown in ms) is logarithmic when the values drawn
+    span more than 2 decades (1st to 99th percentile, nearly all positive) — FIFO's
+    seconds beside fq_codel's milliseconds — and the figure's note says so; every
+    other axis is linear.
 ``width``, ``height``
     size in inches (default depends on the number of panels).
 
@@ -52,10 +56,14 @@ Type-specific keys:
 
 ``ellipse`` — latency–goodput plane, per group the median point and the 1-σ
     covariance ellipse of the per-run values over repetitions (as Flent's ellipsis plot),
-    with the repetitions as small dots.
+    with the repetitions as small dots. No ellipse from fewer than 3 repetitions (the
+    note says so); on a log axis the ellipse is that of the logarithm of the values.
     ``x``, ``y``: measures (run-level columns); one of them may be a list to plot
     several measures against the same other one (asymmetric links: both
     directions' goodput against the same latency; markers ● ▲ ■ … per entry).
+    ``split``: ``true`` gives each measure of that list a row of panels of its own,
+    ``false`` draws them on one axis; default ``"auto"``: split when their medians
+    differ by more than 3× in some panel (a 10/1 link's upload beside its download).
     ``flip``: ``"x"``, ``"y"`` or ``"none"``; default flips the latency axis (the
     one whose name looks like a delay) so that better is up and right.
 ``cdf`` — empirical CDF of a sample metric, one line per group, all runs pooled.
@@ -71,7 +79,10 @@ Type-specific keys:
     ``bin``: seconds for binning samples (default 0.2; series keep their bins);
     ``agg``: how entities of one run combine per bin, ``"mean"`` (default) or
     ``"sum"`` (e.g. total goodput); ``minus_base`` as for ``cdf``; ``band`` (true).
-``bar`` — mean over repetitions with its 95 % confidence interval (Student t). ``y``: a measure (default source) or, with
+``bar`` — mean over repetitions with its 95 % confidence interval (Student t; no
+    interval from fewer than 3 repetitions: the values are drawn as dots instead). On a
+    log axis (``logy`` or a delay spanning decades) each mean is a point with its
+    interval instead of a bar (a bar's length means nothing on a log axis). ``y``: a measure (default source) or, with
     ``source = "flows"``, a flows column such as ``"goodput_bps"``; ``x``: the
     category axis (default: ``group``); ``hue``: second axis or, for flows,
     ``"flow"`` to get one bar per flow name.
@@ -111,8 +122,13 @@ Type-specific keys:
     interval), ``bin`` (default 0.2 s for samples), ``minus_base``, ``after``
     (seconds), ``label`` and ``logy``.
 
-In quick mode every title gets a second line saying what the runs really were
-("quick mode: 25 s runs, 1 repetition"). The ``ellipse`` legend sits right of the
+Lines of different groups differ in colour, line style and marker, so that lines that
+coincide stay visible. Intervals over repetitions (``bar``, ``line``,
+``flows_vs_rtt``) need 3 repetitions; the figure's note says what the whiskers are.
+
+In quick mode every title gets a line saying what the runs really were ("quick mode:
+runs shortened to 25 s of 500 s (flow start and stop times scaled with them), 1
+repetition"). The ``ellipse`` legend sits right of the
 panels, outside the data.
 
 Missing data never raises: the figure (or panel) says "no data" and why. A spec
