@@ -155,3 +155,15 @@ def test_five_second_dumbbell_on_ns3() -> None:
     ping = flows.loc["ping1"]
     assert 0.0401 < ping["rtt_min"] and ping["rtt_mean"] < 0.0402 + 2 * bound
     assert not math.isnan(ping["rtt_p99"]) and ping["loss_rate"] < 0.2
+
+
+@pytest.mark.skipif(ns3_engine.available() is not None, reason="ns-3 is not installed (scripts/setup-ns3.sh)")
+def test_bulk_flow_stops_at_its_stop_time() -> None:
+    # the sender keeps at most 256 KiB written but unsent, so after its stop the flow
+    # delivers at most that (0.21 s at 10 Mbit/s) plus what was in flight
+    sc = aqmlab.Scenario(BASE.format(qdisc='{ kind = "fifo", limit = 50 }', tcp="").replace('start_spread = "0.5s"', 'stop = "2s"'))
+    r = engines.get("ns3").run(sc, seed=1)
+    s = r.series
+    g = s[(s.kind == "flow") & (s.entity == "bulk0.0") & (s.metric == "goodput_bps")]
+    assert g[g.t < 2.0].value.sum() > 0
+    assert g[g.t >= 2.6].value.sum() == 0

@@ -396,11 +396,22 @@ class BulkSender : public Application
     Address m_peer;
     Ptr<Socket> m_sock;
     bool m_connected = false, m_closed = false;
+    uint64_t m_sentData = 0;  // data bytes TCP has sent at least once (HighestSequence - 1)
+    // Written but not yet sent bytes are kept below this, so that the flow stops soon after
+    // its stop time instead of draining a send buffer sized for the window (the sockets'
+    // SndBufSize holds the whole window, in flight included). Every new ACK refills it
+    // (the socket's send callback) before TCP sends more.
+    static constexpr uint64_t UNSENT_MAX = 256 * 1024;
 
     void StartApplication() override
     {
         m_sock = MakeTcpSocket(GetNode(), *m_f, "snd_attrs");
         m_sock->TraceConnectWithoutContext("CongState", MakeCallback(&FlowMeter::CongState, m_m));
+        if (!m_sock->TraceConnectWithoutContext("HighestSequence", MakeCallback(&BulkSender::Highest, this)))
+        {
+            std::fprintf(stderr, "aqmlab-ns3: the TCP socket has no HighestSequence trace\n");
+            std::exit(3);
+        }
         m_sock->Bind();
         m_sock->SetConnectCallback(MakeCallback(&BulkSender::Connected, this), MakeCallback(&BulkSender::Failed, this));
         m_sock->SetSendCallback(MakeCallback(&BulkSender::Space, this));
@@ -413,6 +424,13 @@ class BulkSender : public Application
         Fill();
     }
     void Failed(Ptr<Socket>) {}
+    void Highest(SequenceNumber32, SequenceNumber32 high)
+    {
+        // the SYN takes sequence number 0 (ns-3's initial sequence number): data starts at 1
+        uint64_t sent = high.GetValue() > 0 ? high.GetValue() - 1 : 0;
+        if (sent > m_sentData)
+            m_sentData = sent;
+    }
     void Space(Ptr<Socket>, uint32_t)
     {
         if (m_connected)
@@ -423,7 +441,10 @@ class BulkSender : public Application
         while (!m_closed)
         {
             uint64_t left = m_m->target ? m_m->target - m_m->txBytes : UINT64_MAX;
-            uint32_t n = (uint32_t)std::min<uint64_t>({left, (uint64_t)m_sock->GetTxAvailable(), 65536});
+            uint64_t unsent = m_m->txBytes > m_sentData ? m_m->txBytes - m_sentData : 0;
+            if (unsent >= UNSENT_MAX)
+                break;
+            uint32_t n = (uint32_t)std::min<uint64_t>({left, (uint64_t)m_sock->GetTxAvailable(), UNSENT_MAX - unsent, 65536});
             if (n == 0)
                 break;
             int r = m_sock->Send(Create<Packet>(n));

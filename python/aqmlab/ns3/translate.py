@@ -268,6 +268,9 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
         }
         if fq:
             attrs["Flows"] = str(int(q.get("flows", 1024)))
+            # Linux sch_fq_pie (and the simulator's fq_pie) de-randomise every flow's early
+            # drops (pie_drop_early's accu_prob); FqPieQueueDisc passes this to its children
+            attrs["UseDerandomization"] = "true"
             attrs["UseDequeueRateEstimator"] = "true" if _flag(q.get("dq_rate_estimator", False), f"{where}.dq_rate_estimator") else "false"
             if q.get("backlog_rule", "linux") != "ns3":
                 notes.append(f"{where}: ns-3's FqPieQueueDisc spares a flow holding at most two packets from early drops (backlog_rule = \"ns3\"), Linux one holding less than two MTUs")
@@ -276,7 +279,9 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
             attrs["UseDequeueRateEstimator"] = "true" if q.get("estimator", "timestamp") == "dq_rate" else "false"
             attrs["DequeueThreshold"] = str(int(q.get("dq_threshold", 16384)))
             variant = q.get("variant", "linux")
-            derand = q.get("derandomize", True) if variant == "rfc8033" else False
+            # Linux sch_pie always accumulates the drop probability (pie_drop_early's
+            # accu_prob), as the simulator's linux variant: ns-3's de-randomisation
+            derand = q.get("derandomize", True) if variant == "rfc8033" else True
             if "derandomize" in q and variant != "rfc8033":
                 raise ScenarioError(f"{where}.derandomize", "applies to variant = \"rfc8033\" only")
             attrs["UseDerandomization"] = "true" if _flag(derand, f"{where}.derandomize") else "false"
