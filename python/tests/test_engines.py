@@ -210,3 +210,41 @@ def test_ns3_result_building_has_the_core_columns(tmp_path):
     r = aqmlab.Result(raw, sc)
     assert_core_columns(r)
     assert info["engine"] == "ns3"
+
+
+def test_an_engine_that_crashes_fails_alone(tmp_path, monkeypatch, capsys):
+    """crosscheck with two engines, one of which fails while running: the other is still
+    compared, the failure is reported with its message, the exit status is 0."""
+    import json
+
+    from aqmlab import cli
+    from aqmlab.errors import AqmlabError
+
+    class Fake:
+        def __init__(self, name, fail):
+            self.name, self.fail = name, fail
+
+        def available(self):
+            return None
+
+        def check(self, sc):
+            return []
+
+        def run(self, sc, seed=None, **kw):
+            if self.fail:
+                raise AqmlabError("the engine process exited with status 139")
+            r = aqmlab.run(sc, seed=seed)
+            r.engine_info = {"engine": self.name, "wall_seconds": 0.1}
+            return r
+
+    monkeypatch.setitem(engines.ENGINES, "ns2", Fake("ns2", True))
+    monkeypatch.setitem(engines.ENGINES, "ns3", Fake("ns3", False))
+    f = tmp_path / "s.toml"
+    f.write_text(SCENARIO)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["crosscheck", str(f), "--engines", "ns2,ns3", "--json"])
+    assert e.value.code == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["engines"]["ns2"]["error"] == "the engine process exited with status 139" and d["engines"]["ns2"]["agree"] is None
+    assert d["engines"]["ns3"]["error"] is None and d["engines"]["ns3"]["agree"] is True
+    assert all(set(r["engines"]) == {"ns3"} for r in d["rows"])
