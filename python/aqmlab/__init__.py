@@ -74,6 +74,13 @@ def _check_seed(seed: Any) -> int | None:
     return seed
 
 
+def _check_force(force: Any) -> bool:
+    """`force` must be a bool: ``force="no"`` would otherwise be true and lift the budget."""
+    if not isinstance(force, bool):
+        raise ScenarioError("force", f"{force!r} is not a boolean (allowed: True, False)")
+    return force
+
+
 def run(
     scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario,
     seed: int | None = None,
@@ -96,8 +103,9 @@ def run(
     Raises :class:`ScenarioError` for bad input and :class:`SimulationError` if the
     simulator fails (a bug).
     """
+    force = _check_force(force)
     sc = load_scenario(scenario)
-    raw = _core.run(sc.text, _check_seed(seed), progress, bool(force))
+    raw = _core.run(sc.text, _check_seed(seed), progress, force)
     return Result(raw, sc)
 
 
@@ -105,8 +113,9 @@ def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, fo
     """Checks a scenario without running it; returns the resolved ``nodes``, ``links``
     and ``flows`` (names, rates in bit/s, times in seconds) and the resource ``estimate``
     (``events``, ``memory_bytes``). Raises :class:`ScenarioError`; ``force`` lifts the
-    resource budget."""
-    return load_scenario(scenario).validate(force=bool(force))
+    resource budget (and the size limit of a scenario file)."""
+    force = _check_force(force)
+    return load_scenario(scenario, force=force).validate(force=force)
 
 
 def kinds(category: str) -> list[tuple[str, str]]:

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from aqmlab.engines import ENGINES, EngineUnavailable
-from aqmlab.errors import AqmlabError, ScenarioError, SimulationError
+from aqmlab.errors import AqmlabError, EnvironmentFailure, ScenarioError, SimulationError, StoreError, StudyError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -176,7 +176,7 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
     """
     import aqmlab
 
-    sc = aqmlab.load_scenario(Path(file))
+    sc = aqmlab.load_scenario(Path(file), force=force)
     if out is not None:
         aqmlab.validate(sc, force=force)  # a bad scenario is reported before a bad --out
         _check_out_dir(out)
@@ -833,6 +833,108 @@ def export_cmd(store: str, fmt: str, out: str | None) -> None:
         click.echo(f"  {t}: flent -i {ex} -p {FLENT_PLOTS.get(t, 'all_scaled')}")
 
 
+#: what to do when the machine refuses an operation, by errno
+_ENV_ADVICE = {
+    "ENOSPC": "the disk is full; free space or choose another --out",
+    "EDQUOT": "the disk quota is exhausted; free space or choose another --out",
+    "EROFS": "the file system is read-only; choose another --out",
+    "EACCES": "permission denied; fix the permissions or choose another path",
+    "EPERM": "operation not permitted; fix the permissions or choose another path",
+    "EIO": "an I/O error (a failing disk or a lost network mount); check the device",
+    "ENOTDIR": "a part of the path is a file, not a folder; choose another path",
+    "EISDIR": "a folder stands where a file was expected; choose another path",
+    "ENAMETOOLONG": "the file name is too long; choose a shorter path",
+    "EMFILE": "too many open files; raise the limit (ulimit -n)",
+    "ENFILE": "too many open files on the system; retry later",
+    "ENOMEM": "the system is out of memory; retry with fewer --jobs",
+}
+
+
+def _environment_failure(e: OSError) -> EnvironmentFailure | None:
+    """An OSError the environment caused, as one sentence naming the path and what to
+    do (None for other OSErrors: those are bugs)."""
+    import errno
+
+    name = errno.errorcode.get(e.errno or -1, "")
+    advice = _ENV_ADVICE.get(name)
+    if advice is None:
+        return None
+    where = f" {e.filename}" if e.filename is not None else ""
+    return EnvironmentFailure(f"cannot access{where}: {e.strerror or name}: {advice}")
+
+
+@cli.command("verify", short_help="Check a result store against its checksums; --repair fixes it.")
+@click.argument("store", metavar="DIR")
+@click.option("--repair", is_flag=True, help="Rewrite damaged metadata, rebuild parts.json from the part files and run the damaged runs again.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes for the reruns (default: all cores).")
+def verify_cmd(store: str, repair: bool, jobs: int | None) -> None:
+    """Check every file of the result store in DIR: the metadata (parts.json,
+    provenance.json, study.toml, each kept in two copies) and every finished run's files
+    against their SHA-256 checksums. Exits 0 if the store is intact, 2 if it is damaged
+    (naming the runs). With --repair: damaged metadata is rewritten from its intact copy
+    (parts.json is rebuilt from the part files if neither copy is intact), and damaged runs
+    are run again from the study text kept in the store.
+
+    \b
+    Examples:
+      aqmlab verify results/residential-quick
+      aqmlab verify results/residential-quick --repair
+    """
+    from aqmlab import store as S
+
+    d = _store_dir(store)
+    if repair:
+        from aqmlab.runner import repair_store
+
+        rep = repair_store(d, jobs=jobs, progress=sys.stderr.isatty())
+        for a in rep.actions:
+            click.echo(f"repaired: {a}")
+        for dmg in rep.damaged:
+            click.echo(f"damaged: run {dmg.run_id} ({dmg.file}: {dmg.reason})")
+        if rep.failed:
+            _fail(f"{len(rep.failed)} damaged run(s) failed when run again (see {d / 'failed'}/)", EXIT_INTERNAL)
+        click.echo(f"ok: {d}: {len(rep.rerun)} damaged run(s) run again" if rep.rerun or rep.actions else f"ok: {d}: intact")
+        return
+    problems: list[str] = []
+    prov, _, bad = S._read_copies(d, S.PROVENANCE, S._check_provenance)
+    problems += bad
+    if prov is None and bad:
+        problems.append(f"{S.PROVENANCE}: no intact copy")
+    text, _, bad = S._read_copies(d, S.STUDY, S._check_study((prov or {}).get("study_sha256")))
+    problems += bad
+    if text is None and bad:
+        problems.append(f"{S.STUDY}: no intact copy")
+    m, _, bad = S._read_copies(d, S.MANIFEST, S._check_manifest)
+    problems += bad
+    for name in (S.MANIFEST, S.PROVENANCE, S.STUDY):
+        if (d / (name + S.PREV)).exists() and not (d / name).exists():
+            problems.append(f"{name} is missing (its second copy {name + S.PREV} is there)")
+    if m is None:
+        try:
+            m = S._read_manifest(d)
+        except StoreError as e:
+            problems.append(str(e))
+            m = None
+    n_runs = 0
+    if m is not None:
+        wrong = S._runs_disagree(d, m)
+        if wrong:
+            problems.append(f"{S.MANIFEST}: the run list of {wrong} disagrees with the file")
+        damaged, _ = S.check_files(d, m)
+        runs = sorted({x.run_id for x in damaged})
+        for rid in runs[:20]:
+            x = next(x for x in damaged if x.run_id == rid)
+            problems.append(f"run {rid}: {x.file}: {x.reason}")
+        if len(runs) > 20:
+            problems.append(f"... and {len(runs) - 20} more damaged run(s)")
+        n_runs = len(S._loose_ids(d, "runs") | S._manifest_runs(m))
+    if problems:
+        for p in problems:
+            click.echo(f"damaged: {p}", err=True)
+        _fail(f"{d} is damaged ({len(problems)} problem(s)); run `aqmlab verify {d} --repair` to repair it", EXIT_BAD_INPUT)
+    click.echo(f"ok: {d}: {n_runs} finished runs, every file intact")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``aqmlab`` console script."""
     debug = bool(os.environ.get("AQMLAB_DEBUG"))
@@ -849,18 +951,25 @@ def main(argv: list[str] | None = None) -> None:
         if sys.stderr.isatty():
             click.echo("", err=True)  # end the line that shows ^C
         _fail("interrupted", EXIT_INTERRUPTED)
-    except ScenarioError as e:
+    except (ScenarioError, StudyError, StoreError, EnvironmentFailure) as e:
         if debug:
             raise
         _fail(str(e), EXIT_BAD_INPUT)
-    except ValueError as e:
-        from aqmlab.study import StudyError
-
-        if debug or not isinstance(e, StudyError):
+    except OSError as e:
+        if debug or _environment_failure(e) is None:
             if debug:
                 raise
             _fail(f"internal error: {type(e).__name__}: {e} (set AQMLAB_DEBUG=1 for a traceback)", EXIT_INTERNAL)
-        _fail(str(e), EXIT_BAD_INPUT)
+        _fail(str(_environment_failure(e)), EXIT_BAD_INPUT)
+    except UnicodeEncodeError as e:
+        if debug:
+            raise
+        _fail(f"cannot encode {e.object[e.start:e.end]!r} ({e.reason}): a file name or argument holds bytes that are not "
+              "valid in this locale's encoding; rename the file or use UTF-8", EXIT_BAD_INPUT)
+    except ValueError as e:
+        if debug:
+            raise
+        _fail(f"internal error: {type(e).__name__}: {e} (set AQMLAB_DEBUG=1 for a traceback)", EXIT_INTERNAL)
     except SimulationError as e:
         if debug:
             raise

@@ -7,6 +7,12 @@
   bad value and what is allowed.
 - :class:`SimulationError`: the simulator failed on a valid scenario (a Rust panic caught
   at the binding boundary): a bug to report, never a crash of the interpreter.
+- :class:`StudyError`: a malformed study file; the message names the key.
+- :class:`StoreError`: a result store is damaged, unreadable or not a store; the message
+  names the file (and the run) and says how to repair it. :class:`StoreLocked`: another
+  process is writing into the store.
+- :class:`EnvironmentFailure`: the machine refused an operation (disk full, read-only file
+  system, permission denied) on a path; the message names the path and what to do.
 
 The Rust extension raises these classes too, so ``except aqmlab.ScenarioError`` catches
 errors from every layer. Instances pickle (their ``args`` are the constructor arguments),
@@ -15,7 +21,7 @@ so they cross process pools intact.
 
 from __future__ import annotations
 
-__all__ = ["AqmlabError", "ScenarioError", "SimulationError"]
+__all__ = ["AqmlabError", "ScenarioError", "SimulationError", "StudyError", "StoreError", "StoreLocked", "EnvironmentFailure"]
 
 
 class AqmlabError(Exception):
@@ -37,6 +43,38 @@ class ScenarioError(AqmlabError, ValueError):
 
 class SimulationError(AqmlabError, RuntimeError):
     """The simulator failed on a valid scenario (an internal error)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return " ".join(self.message.split())
+
+
+class StudyError(AqmlabError, ValueError):
+    """A malformed study file; the message names the key."""
+
+
+class StoreError(AqmlabError):
+    """A result store that is damaged, unreadable or not a store (the message names the
+    file and says how to repair it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return " ".join(self.message.split())
+
+
+class StoreLocked(StoreError):
+    """Another process holds the store's write lock."""
+
+
+class EnvironmentFailure(AqmlabError):
+    """An operation on `path` failed for a reason outside aqmlab (disk full, read-only file
+    system, permission denied, I/O error)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -30,7 +30,7 @@ import json
 import os
 import pathlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any
 
@@ -371,52 +371,92 @@ def finished_runs(out: pathlib.Path) -> set[str]:
 
 def _record_repaired(out: pathlib.Path, damaged: list) -> None:
     """Appends the damaged runs found on resume to provenance.json (atomically)."""
-    from aqmlab.store import _fsync_dir, _write_bytes_durably
+    from aqmlab.store import read_provenance, write_provenance
 
     if not damaged:
         return
-    prov = out / "provenance.json"
-    doc = json.loads(prov.read_text()) if prov.exists() else {}
+    doc = read_provenance(out)
     when = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     doc.setdefault("repaired", []).extend({"run_id": d.run_id, "file": d.file, "reason": d.reason, "found": when} for d in damaged)
-    _write_bytes_durably(json.dumps(doc, indent=2).encode(), prov)
-    _fsync_dir(out)
+    write_provenance(out, doc)
+
+
+def _mismatch(out: pathlib.Path) -> StoreMismatch:
+    return StoreMismatch(f"{out} holds results of a different study definition (or quick mode); choose another --out or delete it")
 
 
 def _prepare(study: Study, out: pathlib.Path) -> None:
+    """Marks `out` as the store of `study` (provenance, then the study text), or checks
+    that it is; a damaged study text or provenance is rewritten from `study` when the
+    store's records show it is the same study."""
     import aqmlab
+    from aqmlab.errors import StoreError
+    from aqmlab.store import (
+        PREV,
+        PROVENANCE,
+        STUDY,
+        finished_runs,
+        read_provenance,
+        read_study_text,
+        study_sha256,
+        write_provenance,
+        write_study_text,
+    )
 
     out.mkdir(parents=True, exist_ok=True)
-    for tmp in out.glob("*/.*.tmp"):
+    for tmp in [*out.glob("*/.*.tmp"), *out.glob(".*.tmp")]:
         tmp.unlink(missing_ok=True)
-    prov = out / "provenance.json"
-    text = out / "study.toml"
-    if text.exists():
-        old = json.loads(prov.read_text()) if prov.exists() else {}
-        if text.read_text() != study.text or old.get("quick") != study.quick:
-            raise StoreMismatch(
-                f"{out} holds results of a different study definition (or quick mode); "
-                "choose another --out or delete it"
-            )
+    sha = study_sha256(study.text)
+    exists = any((out / n).exists() for n in (STUDY, STUDY + PREV, PROVENANCE, PROVENANCE + PREV))
+    if exists:
+        prov: dict | None
+        text: str | None
+        try:
+            prov = read_provenance(out)
+        except StoreError:
+            prov = None
+        try:
+            text = read_study_text(out, prov or {})
+        except StoreError:
+            text = None
+        if prov is not None and prov.get("quick", study.quick) != study.quick:
+            raise _mismatch(out)
+        if text and text != study.text:
+            raise _mismatch(out)
+        if prov is not None and prov.get("study_sha256") not in (None, sha):
+            raise _mismatch(out)
+        if not text and prov is None:
+            # both records damaged: the store is this study's if every finished run is one of its runs
+            try:
+                done = finished_runs(out)
+            except StoreError:
+                done = set()
+            if not done or not done <= {s.run_id for s in study.runs([e.name for e in study.experiments])}:
+                raise StoreError(f"{out}: {STUDY} and {PROVENANCE} are both damaged and the stored runs do not show "
+                                 "which study they belong to; choose another --out")
+        doc = dict(prov or {})
+        if doc.get("study_sha256") == sha and text == study.text and (out / (STUDY + PREV)).exists() \
+                and (out / (PROVENANCE + PREV)).exists():
+            return
+        doc.setdefault("study", study.name)
+        doc.setdefault("quick", study.quick)
+        doc.setdefault("quick_note", study.quick_note)
+        doc.setdefault("aqmlab_version", aqmlab.__version__)
+        doc.setdefault("started", datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+        doc["study_sha256"] = sha
+        write_provenance(out, doc)
+        write_study_text(out, study.text)
         return
-    from aqmlab.store import _fsync_dir, _write_bytes_durably
-
     # provenance first: the study text is what marks the folder as this study's store
-    _write_bytes_durably(
-        json.dumps(
-            {
-                "study": study.name,
-                "quick": study.quick,
-                "quick_note": study.quick_note,
-                "aqmlab_version": aqmlab.__version__,
-                "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            },
-            indent=2,
-        ).encode(),
-        prov,
-    )
-    _write_bytes_durably(study.text.encode(), text)
-    _fsync_dir(out)
+    write_provenance(out, {
+        "study": study.name,
+        "quick": study.quick,
+        "quick_note": study.quick_note,
+        "aqmlab_version": aqmlab.__version__,
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "study_sha256": sha,
+    })
+    write_study_text(out, study.text)
 
 
 def run_study(
@@ -428,6 +468,7 @@ def run_study(
     progress: bool = True,
     on_done: Callable[[dict], None] | None = None,
     compact_after: bool = True,
+    run_ids: Iterable[str] | None = None,
 ) -> SweepSummary:
     """Runs every unfinished run of `study` and stores it under `out`.
 
@@ -436,16 +477,29 @@ def run_study(
     object; then the runs execute on that cluster. Finished runs are verified against
     their checksums first (damaged ones run again: ``SweepSummary.repaired``); with
     compact_after the per-run files are merged into a few large files at the end (on `jobs`
-    processes, like the runs).
+    processes, like the runs). `run_ids` restricts the sweep to those runs (a repair
+    reruns only the damaged ones). Holds the store's write lock throughout
+    (:func:`aqmlab.store.lock`; a second writer is refused with
+    :class:`aqmlab.errors.StoreLocked`).
     """
     from aqmlab import measures as M
+    from aqmlab.store import lock
 
     out = pathlib.Path(out)
     t0 = time.perf_counter()
     for e in study.experiments:
         M.validate(e.measures)
     specs = study.runs(only)
-    _validate_all(specs)
+    if run_ids is not None:
+        wanted = set(run_ids)
+        specs = [s for s in specs if s.run_id in wanted]
+    _validate_all(specs)  # a bad study fails before the store folder is touched
+    with lock(out):
+        return _run_study(study, out, specs, t0, jobs, scheduler, progress, on_done, compact_after)
+
+
+def _run_study(study: Study, out: pathlib.Path, specs: list[RunSpec], t0: float, jobs: int | None, scheduler: Any,
+               progress: bool, on_done: Callable[[dict], None] | None, compact_after: bool) -> SweepSummary:
     _prepare(study, out)
     from aqmlab.store import compact, verify
 
@@ -678,3 +732,99 @@ class _Progress:
     def close(self) -> None:
         if self.p is not None:
             self.p.stop()
+
+
+@dataclasses.dataclass
+class RepairReport:
+    """What :func:`repair_store` found and did."""
+
+    out: pathlib.Path
+    #: what was done to the metadata (manifest, provenance, study text)
+    actions: list[str]
+    #: the damaged runs found (aqmlab.store.Damaged), each run again
+    damaged: list
+    #: runs that were run again (ids); failed: those whose rerun failed
+    rerun: list[str]
+    failed: list[str]
+
+
+def _infer_quick(text: str, done: set[str]) -> bool:
+    """Whether a store holding runs `done` of study `text` was swept with --quick (when the
+    provenance that said so is lost): the mode whose runs include every finished run."""
+    from aqmlab.errors import StoreError
+    from aqmlab.study import parse_study
+
+    def ids(q: bool) -> set[str]:
+        st = parse_study(text, quick=q)
+        return {s.run_id for s in st.runs([e.name for e in st.experiments])}
+
+    fits = [q for q in (False, True) if done <= ids(q)]
+    if len(fits) == 1:
+        return fits[0]
+    raise StoreError("provenance.json is damaged and the stored runs do not show whether the sweep used --quick; "
+                     "resume it with the study file (`aqmlab sweep STUDY.toml --out DIR`, with --quick if it was quick)")
+
+
+def repair_store(out: str | os.PathLike, jobs: int | None = None, progress: bool = False) -> RepairReport:
+    """Repairs a result store in place, holding its write lock: the metadata first
+    (``parts.json`` from its intact copy or rebuilt from the part files; provenance and
+    study text from their intact copies, or the provenance rebuilt from the study text),
+    then every finished run is checked against its checksums and the damaged ones are run
+    again from the study text kept in the store. Raises :class:`aqmlab.errors.StoreError`
+    for what cannot be repaired (both copies of the study text lost)."""
+    import aqmlab
+    from aqmlab.errors import StoreError
+    from aqmlab.store import (
+        PREV,
+        PROVENANCE,
+        STUDY,
+        finished_runs,
+        lock,
+        read_provenance,
+        read_study_text,
+        repair_metadata,
+        study_sha256,
+        verify,
+        write_provenance,
+        write_study_text,
+    )
+    from aqmlab.study import parse_study
+
+    out = pathlib.Path(out)
+    if not (out / "runs").is_dir():
+        raise StoreError(f"{out} is not an aqmlab result store (no runs/ folder)")
+    with lock(out):
+        actions = repair_metadata(out)
+        try:
+            prov: dict | None = read_provenance(out)
+        except StoreError:
+            prov = None
+        text = read_study_text(out, prov or {}) if prov is not None else read_study_text(out, {})
+        if not text:
+            raise StoreError(f"{out}: {STUDY} is missing; resume the sweep with the study file (`aqmlab sweep STUDY.toml --out {out}`)")
+        if prov is None:
+            quick = _infer_quick(text, finished_runs(out))
+            st = parse_study(text, quick=quick)
+            prov = {"study": st.name, "quick": quick, "quick_note": st.quick_note, "aqmlab_version": aqmlab.__version__,
+                    "study_sha256": study_sha256(text)}
+            write_provenance(out, prov)
+            actions.append(f"{PROVENANCE} rebuilt from {STUDY} (quick = {str(quick).lower()})")
+        else:
+            for name in (PROVENANCE, STUDY):
+                a, b = out / name, out / (name + PREV)
+                ok = a.exists() and b.exists() and a.read_bytes() == b.read_bytes()
+                if not ok:
+                    actions.append(f"{name}: a damaged or missing copy rewritten from the intact one")
+            prov.setdefault("study_sha256", study_sha256(text))
+            write_provenance(out, prov)
+            write_study_text(out, text)
+        damaged = verify(out)
+        _record_repaired(out, damaged)
+        ids = sorted({d.run_id for d in damaged})
+        failed: list[str] = []
+        if ids:
+            study = parse_study(text, quick=bool(prov.get("quick")))
+            summary = run_study(study, out, jobs=jobs, progress=progress, run_ids=ids,
+                              only=[e.name for e in study.experiments])  # optional experiments too
+            failed = summary.failed
+    return RepairReport(out, actions, damaged, ids, failed)

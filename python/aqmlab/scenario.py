@@ -50,6 +50,11 @@ class Scenario:
     __slots__ = ("text", "path")
 
     def __init__(self, text: str, path: Path | None = None) -> None:
+        from aqmlab.inputs import surrogate_error
+
+        why = surrogate_error(text) if isinstance(text, str) else None
+        if why:
+            raise ScenarioError("", why)
         self.text = text
         self.path = path
 
@@ -68,6 +73,8 @@ class Scenario:
         ``spread`` the flows' ``start`` are those of a run with ``seed`` (default
         ``run.seed``): ``start_spread`` draws and the start jitter; without, the nominal
         starts."""
+        if not isinstance(force, bool):
+            raise ScenarioError("force", f"{force!r} is not a boolean (allowed: True, False)")
         # The plan of a big topology is hundreds of thousands of small dicts: with the
         # cyclic GC on, building it rescans them again and again (quadratic time).
         enabled = gc.isenabled()
@@ -98,11 +105,13 @@ def _looks_like_toml(s: str) -> bool:
     return "\n" in s or "=" in s or s.lstrip().startswith("[")
 
 
-def load_scenario(source: str | os.PathLike[str] | Mapping[str, Any] | Scenario) -> Scenario:
+def load_scenario(source: str | os.PathLike[str] | Mapping[str, Any] | Scenario, force: bool = False) -> Scenario:
     """Turns a path, TOML text, a dict or a :class:`Scenario` into a :class:`Scenario`.
 
     A ``str`` is TOML text if it contains a newline, ``=`` or starts with ``[``; otherwise
-    it is a path. Unreadable files raise :class:`ScenarioError` (field ``""``).
+    it is a path. Unreadable files raise :class:`ScenarioError` (field ``""``), and so do
+    files that are not regular files (FIFOs, devices, folders) and files over
+    :data:`aqmlab.inputs.MAX_INPUT_BYTES` bytes unless `force`.
     """
     if isinstance(source, Scenario):
         return source
@@ -111,12 +120,13 @@ def load_scenario(source: str | os.PathLike[str] | Mapping[str, Any] | Scenario)
     if isinstance(source, str) and _looks_like_toml(source):
         return Scenario(source)
     if isinstance(source, (str, os.PathLike)):
+        from aqmlab.inputs import InputFileError, read_input
+
         path = Path(source)
         try:
-            return Scenario(path.read_text(encoding="utf-8"), path)
-        except (OSError, UnicodeDecodeError) as e:
-            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise ScenarioError("", f"cannot read scenario file {str(path)!r}: {why}") from None
+            return Scenario(read_input(path, "scenario file", force=force), path)
+        except InputFileError as e:
+            raise ScenarioError("", str(e)) from None
     raise ScenarioError("", f"expected a scenario path, TOML text or dict, got {type(source).__name__}")
 
 

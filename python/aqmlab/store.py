@@ -44,6 +44,7 @@ statistics (parts are sorted by run id), so memory stays within about a row grou
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import heapq
@@ -70,6 +71,13 @@ __all__ = [
     "write_encoded",
     "finished_runs",
     "verify",
+    "write_study_text",
+    "read_study_text",
+    "write_provenance",
+    "read_provenance",
+    "repair_metadata",
+    "check_files",
+    "lock",
     "compact",
     "Damaged",
     "TABLES",
@@ -200,22 +208,354 @@ def write_encoded(out: pathlib.Path, rid: str, files: dict[str, bytes]) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# the manifest of compacted parts
+# the write lock
 
 
-def _read_manifest(out: pathlib.Path) -> dict:
-    p = out / MANIFEST
-    if not p.exists():
-        return {"version": 1, "next": 1, "parts": {t: [] for t in TABLES}}
-    m = json.loads(p.read_text())
+LOCK = ".lock"
+#: locks this process holds, by the store's real path: [file descriptor, depth]
+_HELD: dict[str, list[int]] = {}
+
+
+def _holder(fd: int) -> dict:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        doc = json.loads(os.read(fd, 4096).decode("utf-8") or "{}")
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def lock(out: str | os.PathLike) -> Iterator[None]:
+    """Holds the store's write lock (``OUT/.lock``) for the block: one writer (sweep,
+    compaction, repair) per store at a time. The file names the holder (pid, host, start
+    time); the lock itself is an ``flock`` on it, which the kernel releases when the
+    holder ends however it ends, so the lock of a dead process is taken over. Where the
+    file system has no ``flock``, a lock whose holder is a process of this host that no
+    longer exists is taken over. Reentrant within a process. A second writer gets
+    :class:`aqmlab.errors.StoreLocked`."""
+    import datetime
+    import fcntl
+    import socket
+
+    from aqmlab.errors import StoreLocked
+
+    out = pathlib.Path(out)
+    key = os.path.realpath(out)
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[key][1] -= 1
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    host = socket.gethostname()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            h = _holder(fd)
+            raise StoreLocked(f"{out} is being written by another aqmlab process (pid {h.get('pid', '?')} on "
+                              f"{h.get('host', '?')}, since {h.get('since', '?')}); wait for it to finish or stop it, "
+                              "then run the command again") from None
+        except OSError:  # no flock here (some network file systems): the holder named in the file decides
+            h = _holder(fd)
+            if h.get("pid") not in (None, os.getpid()) and (h.get("host") != host or _alive(h.get("pid"))):
+                raise StoreLocked(f"{out} is being written by another aqmlab process (pid {h.get('pid')} on "
+                                  f"{h.get('host')}); wait for it to finish or stop it (or delete {out / LOCK} "
+                                  "if that process is gone), then run the command again") from None
+        me = {"pid": os.getpid(), "host": host,
+              "since": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, json.dumps(me).encode())
+    except BaseException:
+        os.close(fd)
+        raise
+    _HELD[key] = [fd, 1]
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------
+# metadata files: two copies, each checked
+
+
+#: the store's JSON metadata files (each kept twice: NAME and NAME.prev)
+PROVENANCE = "provenance.json"
+STUDY = "study.toml"
+PREV = ".prev"
+#: keys of metadata documents written before they carried a checksum (accepted as they are)
+_LEGACY_KEYS = {
+    MANIFEST: {"version", "next", "parts"},
+    PROVENANCE: {"study", "quick", "quick_note", "aqmlab_version", "started", "repaired"},
+}
+
+
+def _repair_hint(out: pathlib.Path) -> str:
+    return f"run `aqmlab verify {out} --repair` to repair it"
+
+
+def _seal(doc: dict) -> bytes:
+    """A metadata document as the bytes written: the document plus ``checksum``, the
+    SHA-256 of its canonical JSON (without ``checksum``)."""
+    body = {k: v for k, v in doc.items() if k != "checksum"}
+    body["checksum"] = _sha256(json.dumps(body, sort_keys=True).encode())
+    return json.dumps(body, indent=1, sort_keys=True).encode()
+
+
+def _unseal(data: bytes, name: str) -> dict:
+    """The document of a metadata file's bytes; ValueError (saying why) if it is damaged:
+    not UTF-8 JSON, not an object, a wrong checksum, or no checksum and keys a file of an
+    older version never had."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ValueError(f"not valid JSON ({type(e).__name__})") from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    if "checksum" in doc:
+        body = {k: v for k, v in doc.items() if k != "checksum"}
+        if doc["checksum"] != _sha256(json.dumps(body, sort_keys=True).encode()):
+            raise ValueError("checksum mismatch")
+        return body
+    legacy = _LEGACY_KEYS.get(name)
+    if legacy is None or not set(doc) <= legacy or (name == MANIFEST and doc.get("version") != 1):
+        raise ValueError("no checksum")
+    return doc
+
+
+def _write_copies(out: pathlib.Path, name: str, data: bytes) -> None:
+    """Writes a metadata file durably and then its second copy ``NAME.prev``: while the
+    new generation is written (temporary file, fsync, rename), the other copy still holds
+    the previous one, so a crash at any instant leaves one intact copy."""
+    for target in (out / name, out / (name + PREV)):
+        _write_bytes_durably(data, target)
+        _fsync_dir(out)
+
+
+def _read_copies(out: pathlib.Path, name: str, check: Any) -> tuple[Any, str | None, list[str]]:
+    """(value, the copy it came from, problems): the first copy (``NAME``, then
+    ``NAME.prev``) that `check(bytes)` accepts; (None, None, problems) if neither exists or
+    neither is intact. `problems` says what is wrong with each damaged copy."""
+    problems = []
+    for fname in (name, name + PREV):
+        p = out / fname
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            problems.append(f"{fname}: unreadable ({e.strerror or e})")
+            continue
+        try:
+            return check(data), fname, problems
+        except ValueError as e:
+            problems.append(f"{fname}: {e}")
+    return None, None, problems
+
+
+def _check_manifest(data: bytes) -> dict:
+    m = _unseal(data, MANIFEST)
+    parts = m.get("parts")
+    if not isinstance(m.get("next"), int) or not isinstance(parts, dict):
+        raise ValueError("not a manifest")
     for t in TABLES:
-        m.setdefault("parts", {}).setdefault(t, [])
+        parts.setdefault(t, [])
+        if not isinstance(parts[t], list):
+            raise ValueError("not a manifest")
+        for p in parts[t]:
+            if (not isinstance(p, dict) or not isinstance(p.get("file"), str) or not isinstance(p.get("sha256"), str)
+                    or not isinstance(p.get("runs"), list) or not all(isinstance(r, str) for r in p["runs"])
+                    or not p["file"].startswith(f"{t}/part-")):
+                raise ValueError("not a manifest")
+    if set(parts) - set(TABLES):
+        raise ValueError("not a manifest")
     return m
 
 
+def _empty_manifest() -> dict:
+    return {"version": 2, "next": 1, "parts": {t: [] for t in TABLES}}
+
+
+def _part_files(out: pathlib.Path) -> list[str]:
+    """Every part file on disk, as ``table/part-NNNNNN.parquet``."""
+    found = []
+    for t in TABLES:
+        d = out / t
+        if d.is_dir():
+            found += [f"{t}/{n}" for n in sorted(os.listdir(d)) if n.startswith("part-") and n.endswith(".parquet")]
+    return found
+
+
+def _part_run_ids(f: pathlib.Path) -> list[str]:
+    """The run ids a part file holds, in file order (reads only its run_id column)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(f) as pf:
+        col = pf.read(columns=["run_id"], use_threads=False).column("run_id")
+    return [str(v) for v in pc.unique(col).to_pylist()]
+
+
+def _manifest_or_raise(out: pathlib.Path) -> tuple[dict, str | None]:
+    """The manifest (from ``parts.json`` or, if that copy is damaged, ``parts.json.prev``)
+    and the copy it came from (None: the store has never been compacted). Raises
+    :class:`StoreError` if both copies are damaged, or if there are none while part files
+    hold runs that are not also stored loose (a deleted ``parts.json``)."""
+    from aqmlab.errors import StoreError
+
+    m, src, problems = _read_copies(out, MANIFEST, _check_manifest)
+    if m is not None:
+        return m, src
+    if problems:
+        raise StoreError(f"{out}: the manifest of compacted runs is damaged ({'; '.join(problems)}); {_repair_hint(out)}")
+    loose = _loose_ids(out, "runs")
+    for rel in _part_files(out):
+        if rel.startswith("runs/"):
+            try:
+                ids = _part_run_ids(out / rel)
+            except Exception:  # noqa: BLE001 - an unreadable unlisted part: a leftover, or damage
+                ids = ["?"]
+            if not set(ids) <= loose:
+                raise StoreError(f"{out}: {MANIFEST} is missing but {rel} holds finished runs; {_repair_hint(out)}")
+    return _empty_manifest(), None
+
+
+def _derive_manifest(out: pathlib.Path, prefer: dict | None = None) -> tuple[dict, list[str]]:
+    """A manifest rebuilt from the part files on disk (their run ids, rows, experiment and
+    SHA-256): a run held by several parts of one table is kept in the newest, runs still
+    stored loose stay loose (a part of an interrupted compaction), unreadable parts are
+    left out (their runs are then missing and a resume runs them again). Parts listed in
+    `prefer` (an older manifest) keep its checksum, so damage since then shows.
+    Returns (manifest, problems)."""
+    import pyarrow.parquet as pq
+
+    problems: list[str] = []
+    known = {p["file"]: p for t in TABLES for p in (prefer or {"parts": {}})["parts"].get(t, [])}
+    loose = _loose_ids(out, "runs")
+    m = _empty_manifest()
+    top = 0
+    for t in TABLES:
+        entries = []
+        for rel in _part_files(out):
+            if not rel.startswith(f"{t}/"):
+                continue
+            f = out / rel
+            top = max(top, int(rel.split("part-")[1].split(".")[0] or 0))
+            try:
+                sha = _sha256_file(f)
+                if rel in known and known[rel]["sha256"] != sha:
+                    raise ValueError("checksum mismatch")
+                ids = _part_run_ids(f)
+                with pq.ParquetFile(f) as pf:
+                    rows = pf.metadata.num_rows
+                    exp = pf.read_row_group(0, columns=["experiment"]).column("experiment")[0].as_py() if pf.num_row_groups else ""
+            except Exception as e:  # noqa: BLE001 - any unreadable part is left out
+                problems.append(f"{rel}: {'unreadable' if not isinstance(e, ValueError) else e}")
+                continue
+            entries.append({"file": rel, "experiment": str(exp), "rows": rows, "runs": ids, "sha256": sha})
+        seen: set[str] = set()
+        for p in sorted(entries, key=lambda p: p["file"], reverse=True):  # newest first
+            keep = [r for r in p["runs"] if r not in seen and r not in loose]
+            seen |= set(p["runs"])
+            if len(keep) < len(p["runs"]):
+                p["runs"], p["filtered"] = keep, True
+        m["parts"][t] = [p for p in sorted(entries, key=lambda p: p["file"]) if p["runs"]]
+    m["next"] = top + 1
+    return m, problems
+
+
+def _read_manifest(out: pathlib.Path) -> dict:
+    return _manifest_or_raise(out)[0]
+
+
 def _write_manifest(out: pathlib.Path, m: dict) -> None:
-    _write_bytes_durably(json.dumps(m, indent=1, sort_keys=True).encode(), out / MANIFEST)
-    _fsync_dir(out)
+    m = dict(m, version=2)
+    _write_copies(out, MANIFEST, _seal(m))
+
+
+def _check_provenance(data: bytes) -> dict:
+    return _unseal(data, PROVENANCE)
+
+
+def read_provenance(out: pathlib.Path) -> dict:
+    """The store's provenance (from ``provenance.json`` or its intact second copy); {} if
+    there is none; :class:`StoreError` if both copies are damaged."""
+    from aqmlab.errors import StoreError
+
+    doc, _, problems = _read_copies(pathlib.Path(out), PROVENANCE, _check_provenance)
+    if doc is None and problems:
+        raise StoreError(f"{out}: {PROVENANCE} is damaged ({'; '.join(problems)}); {_repair_hint(out)}")
+    return doc or {}
+
+
+def write_provenance(out: pathlib.Path, doc: dict) -> None:
+    """Writes the provenance (two copies, each with a checksum)."""
+    _write_copies(pathlib.Path(out), PROVENANCE, _seal(doc))
+
+
+def _check_study(expected: str | None) -> Any:
+    def check(data: bytes) -> str:
+        if expected is not None and _sha256(data) != expected:
+            raise ValueError("checksum mismatch")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("not UTF-8 text") from None
+        if expected is None:  # written before the provenance kept its checksum: it must at least parse
+            from aqmlab.study import parse_study
+
+            try:
+                parse_study(text)
+            except Exception as e:  # noqa: BLE001 - any failure means the copy is not usable
+                raise ValueError(f"not a study file ({' '.join(str(e).split())})") from None
+        return text
+    return check
+
+
+def read_study_text(out: pathlib.Path, provenance: dict | None = None) -> str:
+    """The study text of the store (``study.toml``, or its intact second copy, checked
+    against the SHA-256 the provenance records); "" if there is none."""
+    from aqmlab.errors import StoreError
+
+    out = pathlib.Path(out)
+    prov = read_provenance(out) if provenance is None else provenance
+    text, _, problems = _read_copies(out, STUDY, _check_study(prov.get("study_sha256")))
+    if text is None and problems:
+        raise StoreError(f"{out}: {STUDY} is damaged ({'; '.join(problems)}); resume the sweep with the study file "
+                         f"(`aqmlab sweep STUDY.toml --out {out}`) to rewrite it")
+    return text or ""
+
+
+def write_study_text(out: pathlib.Path, text: str) -> None:
+    """Writes the study text (two copies; the provenance records its SHA-256)."""
+    _write_copies(pathlib.Path(out), STUDY, text.encode("utf-8"))
+
+
+def study_sha256(text: str) -> str:
+    return _sha256(text.encode("utf-8"))
 
 
 def _manifest_runs(m: dict, table: str = "runs") -> set[str]:
@@ -230,13 +570,10 @@ def _loose_ids(out: pathlib.Path, table: str) -> set[str]:
 
 
 def finished_runs(out: pathlib.Path) -> set[str]:
-    """Run ids whose ``runs`` row exists (loose or in a listed part)."""
+    """Run ids whose ``runs`` row exists (loose or in a listed part). Raises
+    :class:`StoreError` if the manifest cannot be read (:func:`verify` repairs it)."""
     out = pathlib.Path(out)
-    try:
-        m = _read_manifest(out)
-    except (OSError, ValueError):
-        m = {"parts": {t: [] for t in TABLES}}
-    return _loose_ids(out, "runs") | _manifest_runs(m)
+    return _loose_ids(out, "runs") | _manifest_runs(_read_manifest(out))
 
 
 @dataclasses.dataclass
@@ -283,60 +620,151 @@ def _remove_loose_run(out: pathlib.Path, rid: str) -> None:
     _remove_loose_runs(out, [rid])
 
 
-def verify(out: pathlib.Path) -> list[Damaged]:
-    """Checks every finished run against its checksums and removes damaged ones (so that a
-    sweep reruns them). Loose runs written before checksums existed (no checksum file) are
-    kept. A damaged compacted part drops every run it holds from the manifest."""
+def _loose_sums(out: pathlib.Path, rid: str) -> tuple[dict[str, str] | None, tuple[str, str] | None]:
+    """(checksums of a loose run, problem): (None, None) for a run stored without a
+    checksum file (before checksums existed)."""
+    cs = out / CHECKSUMS / f"{rid}.json"
+    try:
+        data = cs.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, (f"{CHECKSUMS}/{rid}.json", f"unreadable checksum file ({e.strerror or e})")
+    try:
+        sums = json.loads(data.decode("utf-8"))
+        if (not isinstance(sums, dict) or "runs" not in sums or not set(sums) <= set(TABLES)
+                or not all(isinstance(v, str) and len(v) == 64 for v in sums.values())):
+            raise ValueError("not a checksum file")
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return None, (f"{CHECKSUMS}/{rid}.json", f"unreadable checksum file ({type(e).__name__})")
+    return sums, None
+
+
+def check_files(out: pathlib.Path, m: dict) -> tuple[list[Damaged], dict[str, set[str]]]:
+    """Checks every finished run's files against their checksums without changing
+    anything: (damaged runs, the loose run ids per table whose files were verified or
+    predate checksums). A loose run is checked against ``checksums/<run_id>.json``, a
+    part against the SHA-256 in the manifest."""
     out = pathlib.Path(out)
     damaged: list[Damaged] = []
-    m = _read_manifest(out) if (out / MANIFEST).exists() else None
-    in_parts = _manifest_runs(m) if m else set()
+    ok: dict[str, set[str]] = {t: set() for t in TABLES}
+    in_parts = _manifest_runs(m)
+    present = {t: _loose_ids(out, t) for t in DATA_TABLES}
     for rid in sorted(_loose_ids(out, "runs") - in_parts):
-        cs = out / CHECKSUMS / f"{rid}.json"
-        if not cs.exists():
+        sums, bad = _loose_sums(out, rid)
+        if sums is None and bad is None:  # stored before checksums existed
+            ok["runs"].add(rid)
+            for t in DATA_TABLES:
+                if rid in present[t]:
+                    ok[t].add(rid)
             continue
-        bad = None
-        try:
-            sums = json.loads(cs.read_text())
-            if not isinstance(sums, dict) or "runs" not in sums:
-                raise ValueError("no runs entry")
-        except (OSError, ValueError, UnicodeDecodeError) as e:
-            bad = (str(cs.relative_to(out)), f"unreadable checksum file ({e})")
-            sums = {}
-        for t, digest in sums.items():
+        for t, digest in (sums or {}).items():
             if bad:
                 break
             f = out / t / f"{rid}.parquet"
-            if not f.exists():
-                bad = (str(f.relative_to(out)), "missing")
-            elif _sha256_file(f) != digest:
-                bad = (str(f.relative_to(out)), "checksum mismatch")
+            try:
+                if _sha256_file(f) != digest:
+                    bad = (f"{t}/{rid}.parquet", "checksum mismatch")
+            except FileNotFoundError:
+                bad = (f"{t}/{rid}.parquet", "missing")
+            except OSError as e:
+                bad = (f"{t}/{rid}.parquet", f"unreadable ({e.strerror or e})")
         if bad:
             damaged.append(Damaged(rid, *bad))
-            _remove_loose_run(out, rid)
-    if m:
-        drop: set[str] = set()
+        else:
+            for t in sums or {}:
+                ok[t].add(rid)
+    for t in TABLES:
+        for p in m["parts"][t]:
+            f = out / p["file"]
+            try:
+                why = "checksum mismatch" if _sha256_file(f) != p["sha256"] else None
+            except FileNotFoundError:
+                why = "missing"
+            except OSError as e:
+                why = f"unreadable ({e.strerror or e})"
+            if why:
+                damaged.extend(Damaged(rid, p["file"], why) for rid in p["runs"])
+    return damaged, ok
+
+
+def _runs_disagree(out: pathlib.Path, m: dict) -> str | None:
+    """The first part whose listed runs are not those its file holds (None if all agree)."""
+    for t in TABLES:
+        for p in m["parts"][t]:
+            try:
+                ids = set(_part_run_ids(out / p["file"]))
+            except Exception:  # noqa: BLE001 - unreadable: the checksum check reports it
+                continue
+            listed = set(p["runs"])
+            if not listed <= ids or (not p.get("filtered") and listed != ids):
+                return p["file"]
+    return None
+
+
+def repair_metadata(out: pathlib.Path) -> list[str]:
+    """Brings the manifest back to an intact, true state and returns what was done: a
+    damaged copy is rewritten from the intact one; with neither intact (or a run list that
+    disagrees with its part file, or a deleted manifest while parts hold runs) the
+    manifest is rebuilt from the part files."""
+    out = pathlib.Path(out)
+    done: list[str] = []
+    m, src, problems = _read_copies(out, MANIFEST, _check_manifest)
+    if m is None:
+        unlisted = _part_files(out)
+        if not problems and not unlisted:
+            return done
+        m, bad = _derive_manifest(out)
+        why = "; ".join(problems) if problems else f"{MANIFEST} missing"
+        done.append(f"{MANIFEST} rebuilt from {sum(len(v) for v in m['parts'].values())} part file(s) ({why})"
+                    + (f"; left out: {'; '.join(bad)}" if bad else ""))
+        _write_manifest(out, m)
+        return done
+    wrong = _runs_disagree(out, m)
+    if wrong is not None:
+        m, bad = _derive_manifest(out, prefer=m)
+        done.append(f"{MANIFEST} rebuilt from the part files: the run list of {wrong} disagreed with the file"
+                    + (f"; left out: {'; '.join(bad)}" if bad else ""))
+        _write_manifest(out, m)
+        return done
+    other = MANIFEST + PREV if src == MANIFEST else MANIFEST
+    if problems or not (out / other).exists():
+        if problems:
+            done.append(f"{'; '.join(problems)}: rewritten from {src}")
+        _write_manifest(out, m)
+    return done
+
+
+def verify(out: pathlib.Path) -> list[Damaged]:
+    """Repairs the manifest (:func:`repair_metadata`), checks every finished run against
+    its checksums and removes damaged ones (so that a sweep reruns them). Loose runs
+    written before checksums existed (no checksum file) are kept. A damaged compacted part
+    drops every run it holds from the manifest."""
+    out = pathlib.Path(out)
+    repair_metadata(out)
+    m = _read_manifest(out)
+    damaged, _ = check_files(out, m)
+    if not damaged:
+        return damaged
+    drop = {d.run_id for d in damaged}
+    bad_files = {d.file for d in damaged}
+    loose_bad = sorted(drop - _manifest_runs(m))
+    _remove_loose_runs(out, loose_bad)
+    if drop & _manifest_runs(m) or any(p["file"] in bad_files for t in TABLES for p in m["parts"][t]):
         keep_parts: dict[str, list] = {}
         for t in TABLES:
             keep_parts[t] = []
             for p in m["parts"][t]:
-                f = out / p["file"]
-                why = "missing" if not f.exists() else ("checksum mismatch" if _sha256_file(f) != p["sha256"] else None)
-                if why:
-                    damaged.extend(Damaged(rid, p["file"], why) for rid in p["runs"])
-                    drop |= set(p["runs"])
-                else:
+                if p["file"] in bad_files:
+                    continue
+                if drop & set(p["runs"]):
+                    p["runs"] = [r for r in p["runs"] if r not in drop]
+                    p["filtered"] = True
+                if p["runs"]:
                     keep_parts[t].append(p)
-        if drop:
-            for t in TABLES:
-                for p in keep_parts[t]:
-                    if drop & set(p["runs"]):
-                        p["runs"] = [r for r in p["runs"] if r not in drop]
-                        p["filtered"] = True
-                keep_parts[t] = [p for p in keep_parts[t] if p["runs"]]
-            m["parts"] = keep_parts
-            _write_manifest(out, m)
-            _remove_loose_runs(out, sorted(drop))  # any loose leftovers of those runs are stale as well
+        m["parts"] = keep_parts
+        _write_manifest(out, m)
+        _remove_loose_runs(out, sorted(drop))  # any loose leftovers of those runs are stale as well
     return damaged
 
 
@@ -482,6 +910,11 @@ def compact(out: pathlib.Path, part_rows: int = PART_ROWS, row_group_rows: int =
     and the manifest's order are those of a one-process compaction, only the file numbers
     may skip."""
     out = pathlib.Path(out)
+    with lock(out):
+        return _compact(out, part_rows, row_group_rows, jobs)
+
+
+def _compact(out: pathlib.Path, part_rows: int, row_group_rows: int, jobs: int | None) -> int:
     m = _read_manifest(out)
     _cleanup(out, m)
     loose = sorted(_loose_ids(out, "runs") - _manifest_runs(m))
@@ -605,18 +1038,23 @@ class Store:
     first access (and cached). For large stores use :meth:`scan` / :meth:`iter_runs`, which
     read only the columns and rows asked for."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, verify: bool = True) -> None:
+        from aqmlab.errors import StoreError
+
         self.path = pathlib.Path(path)
         if not (self.path / "runs").is_dir():
-            raise FileNotFoundError(f"{self.path} is not an aqmlab result store (no runs/ folder)")
-        prov = self.path / "provenance.json"
-        text = self.path / "study.toml"
-        self.study_text: str = text.read_text() if text.exists() else ""
-        self.provenance: dict = json.loads(prov.read_text()) if prov.exists() else {}
-        self._manifest = _read_manifest(self.path)
+            raise StoreError(f"{self.path} is not an aqmlab result store (no runs/ folder)")
+        self.provenance: dict = read_provenance(self.path)
+        self.study_text: str = read_study_text(self.path, self.provenance)
+        self._manifest = _manifest_or_raise(self.path)[0]
         self._cache: dict[str, Any] = {}
         self._raw_runs = None
         self._loose: dict[str, set[str]] = {}
+        self._verified: dict[str, set[str]] | None = None
+        if verify:
+            damaged, self._verified = check_files(self.path, self._manifest)
+            if damaged:
+                raise StoreError(_damage_message(self.path, damaged))
 
     def __repr__(self) -> str:
         return f"<Store {str(self.path)!r}: {len(self.raw_runs)} finished runs>"
@@ -628,6 +1066,8 @@ class Store:
             ids = _loose_ids(self.path, table)
             if table != "runs":
                 ids &= self._finished()
+            if self._verified is not None:
+                ids &= self._verified[table]
             self._loose[table] = ids - _manifest_runs(self._manifest, table)
         return self._loose[table]
 
@@ -642,7 +1082,7 @@ class Store:
         srcs: list[Iterator[tuple[str, Any]]] = []
         loose = sorted(self._loose_of(table) if run_ids is None else (self._loose_of(table) & run_ids))
         if loose:
-            srcs.append(self._iter_loose(table, loose, columns, filters))
+            srcs.append(self._guard(f"{table}/<run_id>.parquet", self._iter_loose(table, loose, columns, filters)))
         finished = self._finished()
         for p in self._manifest["parts"].get(table, []):
             ids = set(p["runs"]) & finished
@@ -650,9 +1090,27 @@ class Store:
                 ids &= run_ids
             if not ids:
                 continue
-            restrict = ids if (run_ids is not None or p.get("filtered") or len(ids) < len(p["runs"])) else None
-            srcs.append(self._iter_part(self.path / p["file"], restrict, columns, filters, batch_rows))
+            srcs.append(self._guard(p["file"], self._iter_part(self.path / p["file"], ids, columns, filters, batch_rows)))
         return srcs
+
+    def _guard(self, what: str, it: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+        """`it`, with a file that cannot be read reported as a :class:`StoreError` naming
+        it (a damaged file whose checksum was not checked: ``verify=False``, or older
+        loose runs without a checksum file)."""
+        from aqmlab.errors import StoreError
+
+        last = what
+        try:
+            for rid, tbl in it:
+                last = rid
+                yield rid, tbl
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            raise StoreError(f"{self.path}: cannot read {what} (after run {last}): {type(e).__name__}: "
+                             f"{' '.join(str(e).split())[:200]}; {_repair_hint(self.path)}") from None
+        except Exception as e:  # pyarrow's own errors (ArrowInvalid is a ValueError; others are not)
+            if type(e).__module__.startswith("pyarrow"):
+                raise StoreError(f"{self.path}: cannot read {what}: {type(e).__name__}; {_repair_hint(self.path)}") from None
+            raise
 
     def _iter_loose(self, table: str, ids: list[str], columns, filters) -> Iterator[tuple[str, Any]]:
         import pyarrow.parquet as pq
@@ -890,10 +1348,21 @@ def _raw_axis_values(text: str, exp: str) -> dict[str, list]:
     return {}
 
 
-def load(path: str | os.PathLike) -> Store:
+def _damage_message(out: pathlib.Path, damaged: list[Damaged]) -> str:
+    d = damaged[0]
+    more = len({x.run_id for x in damaged}) - 1
+    return (f"{out}: run {d.run_id} is damaged ({d.file}: {d.reason})"
+            + (f", and {more} more run(s)" if more > 0 else "")
+            + f"; {_repair_hint(out)} (it runs the damaged runs again)")
+
+
+def load(path: str | os.PathLike, verify: bool = True) -> Store:
     """Opens the result store written by ``aqmlab reproduce``/``sweep`` (or
-    :func:`aqmlab.runner.run_study`) for lazy reading."""
-    return Store(path)
+    :func:`aqmlab.runner.run_study`) for lazy reading. With `verify` (the default) every
+    finished run's files are first checked against their SHA-256 checksums; a damaged
+    store raises :class:`aqmlab.errors.StoreError` naming the run and how to repair it.
+    Any file that cannot be read later raises a :class:`StoreError` as well."""
+    return Store(path, verify=verify)
 
 
 # ---------------------------------------------------------------------------------------

@@ -111,11 +111,9 @@ import pathlib
 import tomllib
 from typing import Any
 
+from aqmlab.errors import StudyError
+
 __all__ = ["Study", "Experiment", "RunSpec", "StudyError", "FindingError", "validate_finding", "load_study", "find_study", "list_studies", "deep_merge"]
-
-
-class StudyError(ValueError):
-    """A malformed study file; the message names the key."""
 
 
 def deep_merge(base: dict, patch: dict) -> dict:
@@ -450,6 +448,11 @@ def _check_findings(findings: Any) -> list:
 
 
 def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Study:
+    from aqmlab.inputs import surrogate_error
+
+    why = surrogate_error(text)
+    if why:
+        raise StudyError(f"{source}: {why}")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -573,12 +576,14 @@ def find_study(name_or_path: str) -> pathlib.Path:
     raise StudyError(f"unknown study {name_or_path!r} (shipped: {', '.join(list_studies()) or 'none'}; or give a .toml path)")
 
 
-def load_study(name_or_path: str, quick: bool = False) -> Study:
+def load_study(name_or_path: str, quick: bool = False, force: bool = False) -> Study:
+    """The study at a path or of a shipped name. An input file must be a regular file of at
+    most :data:`aqmlab.inputs.MAX_INPUT_BYTES` bytes (`force` lifts the size limit)."""
+    from aqmlab.inputs import InputFileError, read_input
+
     path = find_study(name_or_path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise StudyError(f"{path}: not a TOML study file (not UTF-8 text: byte {e.start} cannot be decoded)") from None
-    except OSError as e:
-        raise StudyError(f"{path}: cannot read the study file: {e.strerror or e}") from None
+        text = read_input(path, "study file", force=force)
+    except InputFileError as e:
+        raise StudyError(str(e)) from None
     return parse_study(text, quick=quick, source=str(path))

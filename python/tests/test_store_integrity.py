@@ -1,0 +1,232 @@
+"""A store that never lies: reads verify every file against its checksum, the metadata is
+kept in two copies and repaired from the intact one (or rebuilt from the part files),
+`aqmlab verify [--repair]`, and the write lock."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+import aqmlab
+from aqmlab import store
+from aqmlab.cli import main
+from aqmlab.errors import AqmlabError, StoreError, StoreLocked
+from aqmlab.store import TABLES
+
+import synthstore
+
+
+def _upgrade(out: pathlib.Path) -> None:
+    """Rewrites a synthetic store's metadata the way the runner writes it now."""
+    prov = json.loads((out / "provenance.json").read_text())
+    text = (out / "study.toml").read_text()
+    store.write_provenance(out, prov | {"study_sha256": store.study_sha256(text)})
+    store.write_study_text(out, text)
+    (out / "checksums").mkdir(exist_ok=True)
+    for f in (out / "runs").glob("*.parquet"):
+        sums = {t: store._sha256_file(out / t / f.name) for t in TABLES if (out / t / f.name).exists()}
+        (out / "checksums" / f"{f.stem}.json").write_text(json.dumps(sums))
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """A synthetic study as loose files and compacted into parts (new-format metadata)."""
+    base = tmp_path_factory.mktemp("integrity")
+    loose = base / "loose"
+    synthstore.write_store(loose)
+    _upgrade(loose)
+    packed = base / "packed"
+    shutil.copytree(loose, packed)
+    store.compact(packed, part_rows=20_000, row_group_rows=3_000)
+    return loose, packed
+
+
+def _copy(src: pathlib.Path, tmp_path: pathlib.Path) -> pathlib.Path:
+    out = tmp_path / "s"
+    shutil.copytree(src, out)
+    return out
+
+
+def _tables(out) -> dict[str, pd.DataFrame]:
+    st = store.load(out)
+    res = {"runs": st.raw_runs}
+    for t in TABLES[1:]:
+        df = st.scan(t)
+        res[t] = df.sort_values(list(df.columns[:3]), kind="stable").reset_index(drop=True) if not df.empty else df
+    return res
+
+
+def _same(a: dict, b: dict) -> None:
+    for t in TABLES:
+        pd.testing.assert_frame_equal(a[t], b[t], check_like=True)
+
+
+def _flip(f: pathlib.Path, at: float = 0.5) -> None:
+    data = bytearray(f.read_bytes())
+    data[int(len(data) * at)] ^= 0x10
+    f.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("layout", ["loose", "packed"])
+def test_load_refuses_a_flipped_byte_in_any_data_file_naming_the_run(stores, tmp_path, layout):
+    src = stores[0] if layout == "loose" else stores[1]
+    out = _copy(src, tmp_path)
+    if layout == "loose":
+        victim = sorted((out / "flows").glob("*.parquet"))[3]
+        rid = victim.stem
+    else:
+        part = json.loads((out / "parts.json").read_text())["parts"]["flows"][0]
+        victim, rid = out / part["file"], part["runs"][0]
+    _flip(victim)
+    with pytest.raises(StoreError) as ei:
+        aqmlab.load(out)
+    msg = str(ei.value)
+    assert rid in msg and "checksum mismatch" in msg and f"aqmlab verify {out} --repair" in msg
+    assert isinstance(ei.value, AqmlabError)
+
+
+def test_cli_report_plot_export_exit_2_on_a_damaged_store(stores, tmp_path, capsys):
+    out = _copy(stores[1], tmp_path)
+    part = json.loads((out / "parts.json").read_text())["parts"]["runs"][0]
+    _flip(out / part["file"])
+    for cmd in (["report", str(out)], ["plot", str(out)], ["export", str(out)]):
+        with pytest.raises(SystemExit) as ei:
+            main(cmd)
+        err = capsys.readouterr().err
+        assert ei.value.code == 2, (cmd, err)
+        assert "damaged" in err and "--repair" in err and "internal error" not in err
+
+
+def test_unreadable_loose_file_without_checksum_is_a_store_error(stores, tmp_path):
+    """Runs stored before checksums existed are read as they are; if one cannot be read
+    the error names the store and says how to repair it (no raw pyarrow error)."""
+    out = _copy(stores[0], tmp_path)
+    victim = sorted((out / "flows").glob("*.parquet"))[0]
+    (out / "checksums" / f"{victim.stem}.json").unlink()
+    victim.write_bytes(victim.read_bytes()[:40])
+    st = aqmlab.load(out)
+    with pytest.raises(StoreError, match="cannot read flows"):
+        _ = st.flows
+
+
+@pytest.mark.parametrize("name", ["parts.json", "provenance.json", "study.toml"])
+def test_one_damaged_metadata_copy_is_read_from_the_other_and_repaired(stores, tmp_path, name):
+    out = _copy(stores[1], tmp_path)
+    ref = _tables(stores[1])
+    _flip(out / name, 0.3)
+    _same(_tables(out), ref)
+    assert store.load(out).provenance == store.load(stores[1]).provenance
+    main_rc = _run_cli(["verify", str(out)])
+    assert main_rc[0] == 2 and name in main_rc[2]
+    rc, text, _ = _run_cli(["verify", str(out), "--repair"])
+    assert rc == 0 and "repaired" in text, text
+    assert (out / name).read_bytes() == (stores[1] / name).read_bytes()
+    assert _run_cli(["verify", str(out)])[0] == 0
+
+
+def test_both_manifest_copies_damaged_is_refused_then_rebuilt_from_the_parts(stores, tmp_path):
+    out = _copy(stores[1], tmp_path)
+    ref = _tables(stores[1])
+    for n in ("parts.json", "parts.json.prev"):
+        (out / n).write_bytes((out / n).read_bytes()[:100])
+    with pytest.raises(StoreError, match="parts.json"):
+        aqmlab.load(out)
+    with pytest.raises(StoreError):
+        store.finished_runs(out)  # a resume must not start from an empty manifest
+    store.repair_metadata(out)
+    _same(_tables(out), ref)
+
+
+def test_deleted_manifest_does_not_lose_finished_runs(stores, tmp_path):
+    out = _copy(stores[1], tmp_path)
+    ref = _tables(stores[1])
+    (out / "parts.json").unlink()
+    (out / "parts.json.prev").unlink()
+    with pytest.raises(StoreError, match="parts.json is missing"):
+        aqmlab.load(out)
+    done = store.repair_metadata(out)
+    assert done and "rebuilt" in done[0]
+    _same(_tables(out), ref)
+
+
+def test_a_run_list_that_disagrees_with_its_part_cannot_store_a_run_twice(stores, tmp_path):
+    """A manifest (old format, no checksum) whose runs part lists one run too few: resume
+    would have run it again and stored it twice. verify() rebuilds the list from the file."""
+    out = _copy(stores[1], tmp_path)
+    m = json.loads((out / "parts.json").read_text())
+    m.pop("checksum")
+    m["version"] = 1
+    gone = m["parts"]["runs"][0]["runs"].pop(0)
+    (out / "parts.json").write_text(json.dumps(m))
+    (out / "parts.json.prev").unlink()
+    assert gone not in store.finished_runs(out)
+    store.verify(out)
+    assert gone in store.finished_runs(out)
+    runs = store.load(out).raw_runs
+    assert runs["run_id"].is_unique and gone in set(runs["run_id"])
+    assert len(runs) == len(store.load(stores[1]).raw_runs)
+
+
+def test_both_provenance_copies_damaged_is_a_store_error(stores, tmp_path):
+    out = _copy(stores[1], tmp_path)
+    for n in ("provenance.json", "provenance.json.prev"):
+        _flip(out / n, 0.5)
+    with pytest.raises(StoreError, match="provenance.json is damaged"):
+        aqmlab.load(out)
+
+
+def test_legacy_store_reads_and_verify_upgrades_it(tmp_path):
+    """A store written before the metadata had two copies and checksums."""
+    out = tmp_path / "old"
+    synthstore.write_store(out)
+    before = _tables(out)
+    assert _run_cli(["verify", str(out)])[0] == 0
+    assert _run_cli(["verify", str(out), "--repair"])[0] == 0
+    assert (out / "provenance.json.prev").exists() and (out / "study.toml.prev").exists()
+    _same(_tables(out), before)
+
+
+def _run_cli(args: list[str]) -> tuple[int, str, str]:
+    r = subprocess.run([sys.executable, "-m", "aqmlab", *args], capture_output=True, text=True, timeout=120,
+                       env=os.environ | {"PYTHONPATH": str(pathlib.Path(aqmlab.__file__).parent.parent)})
+    return r.returncode, r.stdout, r.stderr
+
+
+# -- the write lock ---------------------------------------------------------------------------
+
+HOLD = textwrap.dedent("""
+    import sys, time
+    from aqmlab import store
+    with store.lock(sys.argv[1]):
+        print("locked", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_a_second_writer_is_refused_and_a_dead_holders_lock_is_taken_over(tmp_path):
+    out = tmp_path / "s"
+    env = os.environ | {"PYTHONPATH": str(pathlib.Path(aqmlab.__file__).parent.parent)}
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+        with pytest.raises(StoreLocked) as ei:
+            with store.lock(out):
+                pass
+        assert f"pid {p.pid}" in str(ei.value) and "wait for it" in str(ei.value)
+    finally:
+        p.kill()  # kill -9: the holder cannot clean up
+        p.wait()
+    t0 = time.monotonic()
+    with store.lock(out):
+        assert json.loads((out / ".lock").read_text())["pid"] == os.getpid()
+        with store.lock(out):  # reentrant in one process
+            pass
+    assert time.monotonic() - t0 < 2
