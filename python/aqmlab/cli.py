@@ -955,6 +955,10 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         _fail(str(e), EXIT_BAD_INPUT)
+    except BrokenPipeError:
+        # Output piped into a program that stopped reading (e.g. `| head`).
+        sys.stderr.close()
+        sys.exit(EXIT_INTERNAL)
     except OSError as e:
         if debug or _environment_failure(e) is None:
             if debug:
@@ -982,10 +986,6 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         _fail(str(e), EXIT_INTERNAL)
-    except BrokenPipeError:
-        # Output piped into a program that stopped reading (e.g. `| head`).
-        sys.stderr.close()
-        sys.exit(EXIT_INTERNAL)
     except Exception as e:  # a bug: one line unless debugging
         if debug:
             raise
