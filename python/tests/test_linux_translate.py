@@ -414,9 +414,8 @@ dscp = "EF"
     assert re.search(r"iperf3 -c \S+ -p \d+ -u .* -S 136 -J ", cmd["video"])
     assert re.search(r"/usr/bin/ping -n .* -W 5 -Q 32 10\.", cmd["icmp"])
     assert re.search(r"irtt client -Q .* --dscp=184 -o ", cmd["voice"])
-    # the receivers mark their side themselves (iperf3 passes -S to its server, irtt's
-    # server copies the request's TOS, Linux echoes ICMP with the request's TOS): no
-    # server-side option and no other sysctl
+    # no server-side option: irtt's server copies the request's TOS, Linux echoes ICMP
+    # with the request's TOS (iperf3's server cannot be told to mark its ACKs)
     assert not any(" -S " in line or "--dscp" in line for line in tr.script.splitlines() if " -s -1 " in line or "irtt server" in line)
 
 

@@ -844,11 +844,12 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         secs = max(1, math.ceil(dur - 1e-9))
         # set for every kind that uses them (udp: rate and size; ping, irtt: size and interval)
         size, rate, interval = f.size or 0, f.rate_bps or 0.0, f.interval or 0.0
-        # DSCP marks, as a Linux socket with IP_TOS at both ends: iperf3 -S sets it on the
-        # client's and (passed in the test's parameters) the server's data socket once it
-        # is connected, so data and ACKs carry it, the handshake not; irtt's --dscp is the
-        # raw TOS byte, which its server copies onto the replies; ping -Q marks the echo
-        # requests and Linux answers with the request's TOS
+        # DSCP marks: iperf3 -S sets IP_TOS on the client's data connection once it is
+        # connected (the handshake is unmarked) and Debian 12's iperf3 server leaves its
+        # side unmarked, so a marked TCP flow's ACKs are best effort on the kernel (the
+        # simulator marks both directions; docs/validation.md, "DSCP on the kernel");
+        # irtt's --dscp is the raw TOS byte, which its server copies onto the replies;
+        # ping -Q marks the echo requests and Linux answers with the request's TOS
         if f.tool == "iperf3":
             tos = f" -S {f.tos}" if f.tos else ""
             if f.kind == "bulk":
