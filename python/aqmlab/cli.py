@@ -161,10 +161,12 @@ def cli() -> None:
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write Parquet tables, scenario.toml and meta.json to this directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (flows, queues, probes, events, wall_seconds) instead of tables.")
 @click.option("--all-queues", is_flag=True, help="Show idle links in the queue table too.")
+@click.option("--all", "all_rows", is_flag=True, help="Print every row of the flow and queue tables (default: the first 50 of each).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (useful with --out).")
 @click.option("--engine", type=click.Choice(ENGINE_NAMES), default="sim", show_default=True, help="; ".join(f"{e.name}: {e.about}" + (f" (needs {e.setup})" if e.setup else "") for e in ENGINES.values()) + " (docs/engines.md).")
 @click.option("--force", is_flag=True, help="Run even if the estimated memory or events exceed the budget (run.max_memory, run.max_events).")
-def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool, engine: str, force: bool) -> None:
+def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, all_rows: bool, quiet: bool, engine: str,
+            force: bool) -> None:
     """Run a scenario and print a summary of its flows and queues.
 
     \b
@@ -214,9 +216,17 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
     elif not quiet:
         for w in result.warnings:
             click.echo(f"warning: {w}", err=True)
-        _console().print(result.summary_table(all_queues=all_queues))
+        _console().print(result.summary_table(all_queues=all_queues, max_rows=_table_rows()))
         if out is not None:
             click.echo(f"results written to {out}/")
+
+
+def _table_rows() -> int | None:
+    """Rows per summary table for `aqmlab run`: all with --all, else the first 50."""
+    from aqmlab.result import SUMMARY_ROWS
+
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is not None and ctx.params.get("all_rows") else SUMMARY_ROWS
 
 
 def _finite(d: dict) -> dict:
@@ -250,7 +260,7 @@ def _run_engine(name: str, sc, seed: int | None, out: str | None, as_json: bool,
         return
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
-    _console().print(result.summary_table(all_queues=all_queues))
+    _console().print(result.summary_table(all_queues=all_queues, max_rows=_table_rows()))
     i = result.engine_info
     click.echo(f"{name} engine: {i.get('version', '')} in {i.get('wall_seconds', float('nan')):.1f} s wall".replace("  ", " "))
 
@@ -309,7 +319,7 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
         return
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
-    _console().print(result.summary_table(all_queues=all_queues))
+    _console().print(result.summary_table(all_queues=all_queues, max_rows=_table_rows()))
     i = result.engine_info
     click.echo(f"linux engine: kernel {i['kernel']}, {i['virtual_seconds']:.1f} s virtual in {i['wall_seconds']:.1f} s wall "
                f"(emulation overhead ×{i['overhead']:.1f}); guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")

@@ -68,6 +68,10 @@ def _records(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [{k: _nan_to_none(cols[k][i]) for k in keys} for i in range(n)]
 
 
+#: rows of each table :meth:`Result.summary_table` shows by default (``aqmlab run --all``: every row)
+SUMMARY_ROWS = 50
+
+
 class Result:
     """What one run produced. Build it with :func:`aqmlab.run`."""
 
@@ -225,15 +229,18 @@ class Result:
         """:meth:`to_json_dict` as strict JSON text (no NaN)."""
         return json.dumps(self.to_json_dict(), indent=indent, allow_nan=False)
 
-    def summary_table(self, all_queues: bool = False) -> RenderableType:
+    def summary_table(self, all_queues: bool = False, max_rows: int | None = SUMMARY_ROWS) -> RenderableType:
         """A rich renderable: a flows table and a queues table (queues that saw traffic
         unless ``all_queues``), plus run counters. On a console too narrow for the wide
         layout (an 80-column terminal) each table is split in two — counters, then
-        latency — so that names and numbers are never cut or folded."""
+        latency — so that names and numbers are never cut or folded. Each table shows at
+        most ``max_rows`` rows (None: all) and says how many more there are: a run of
+        10,000 flows prints in a moment instead of a minute."""
         from rich.text import Text
 
         fl = self._raw["flows"]
-        n = len(fl["name"])
+        n_all = len(fl["name"])
+        n = n_all if max_rows is None else min(n_all, max_rows)
         has_rtt, has_owd = "rtt_mean" in fl, "owd_mean" in fl
         flow_cols = ["flow", "kind", "path", "goodput Mbit/s", "sent", "delivered", "lost"]
         lat_cols = ["loss %"] + (["rtt mean ms", "rtt p99 ms"] if has_rtt else []) + (["owd mean ms", "owd p99 ms"] if has_owd else [])
@@ -273,6 +280,11 @@ class Result:
                 str(q["dropped"][i]), _fmt(link_drop_fraction(row) * 100, 2),
             ])
             soj_rows.append([str(q["marked"][i])] + [_fmt(q[k][i] * 1e3, 3) for k in ("sojourn_mean", "sojourn_p50", "sojourn_p99", "sojourn_max")])
+        more_links = 0
+        if max_rows is not None and len(queue_rows) > max_rows:
+            more_links = len(queue_rows) - max_rows
+            queue_rows, soj_rows = queue_rows[:max_rows], soj_rows[:max_rows]
+        more = [f"{k} more {what}" for k, what in ((n_all - n, "flows"), (more_links, "links")) if k]
         speed = self.duration / self.wall_seconds if self.wall_seconds > 0 else float("inf")
         foot = Text(
             f"{self.name or 'scenario'}: {self.duration:g} s simulated (stats after {self.warmup:g} s warm-up), seed {self.seed}; "
@@ -291,6 +303,7 @@ class Result:
                     ("queues", queue_cols, queue_rows),
                     ("queue marks and sojourn times", ["link"] + soj_cols, [[queue_rows[j][0]] + soj_rows[j] for j in range(len(queue_rows))])],
             foot=foot,
+            more=Text(f"… and {' and '.join(more)} (--all shows every row)") if more else None,
         )
 
     # -- storage ----------------------------------------------------------------------
@@ -345,8 +358,8 @@ class _Summary:
     width: one wide table each for flows and queues when they fit, else narrower tables
     with two-line headers (counters, then latency); names are never cut to "rrul0…"."""
 
-    def __init__(self, wide: list, narrow: list, foot: Any) -> None:
-        self.wide, self.narrow, self.foot = wide, narrow, foot
+    def __init__(self, wide: list, narrow: list, foot: Any, more: Any = None) -> None:
+        self.wide, self.narrow, self.foot, self.more = wide, narrow, foot, more
 
     @staticmethod
     def width(cols: list[str], rows: list[list[str]], narrow: bool = False) -> int:
@@ -373,6 +386,8 @@ class _Summary:
         for t in self.tables(options.max_width):
             yield t
             yield Text("")
+        if self.more is not None:
+            yield self.more
         yield self.foot
 
 

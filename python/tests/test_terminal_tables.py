@@ -63,3 +63,22 @@ def test_names_are_never_truncated(results, width):
         for n in list(r.flows["name"]) + [q for q in r.queues["name"] if r.queues.set_index("name").loc[q, "arrivals"] > 0]:
             assert any(ln.startswith(n + " ") for ln in out.splitlines()), f"{n} missing at {width} columns:\n{out}"
         assert max(len(ln.rstrip()) for ln in out.splitlines()) <= width
+
+
+def test_run_prints_the_first_50_rows_and_says_how_many_more(tmp_path):
+    """120 CBR flows: `aqmlab run` prints 50 flow rows and one line naming the 70 left
+    out; --all prints all 120 rows."""
+    from conftest import run_cli
+
+    f = tmp_path / "many.toml"
+    f.write_text('[run]\nduration = "1s"\n[dumbbell]\npairs = 1\nrate = "10Mbit"\n'
+                 '[[flow]]\nkind = "cbr"\nfrom = "client0"\nto = "server0"\nrate = "50kbit"\ncount = 120\n')
+    r = run_cli("run", str(f))
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if ln.lstrip().startswith("cbr")]
+    assert len(rows) == 50
+    assert "… and 70 more flows (--all shows every row)" in r.stdout
+    r = run_cli("run", str(f), "--all")
+    assert r.returncode == 0, r.stderr
+    assert len([ln for ln in r.stdout.splitlines() if ln.lstrip().startswith("cbr")]) == 120
+    assert "more flows" not in r.stdout
