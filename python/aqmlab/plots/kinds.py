@@ -97,9 +97,15 @@ def _styles(levels: list) -> dict:
                      marker=_LINE_MARKERS[i % len(_LINE_MARKERS)]) for i, lv in enumerate(levels)}
 
 
-#: marker spacing along a line (a fraction of the axes diagonal), so that markers tell
-#: the lines apart without hiding their shape
-_MARKEVERY = 0.1
+def _marked(styles: dict, groups: list, g: Any, n: int) -> dict:
+    """Line keywords of group `g` for a line of `n` points: its style with about 8
+    markers, staggered between groups so that markers of coinciding lines do not sit
+    on each other; a single group's line has no markers (nothing to tell apart)."""
+    if len(groups) <= 1:
+        return {**styles[g], "marker": "None"}
+    step = max(1, n // 8)
+    i = groups.index(g) if g in groups else 0
+    return {**styles[g], "markevery": ((i * step) // len(groups), step), "markersize": 4, "fillstyle": "none"}
 
 #: a delay axis switches to a logarithmic scale when the values drawn span more decades
 #: than this (1st to 99th percentile of the positive values)
@@ -404,7 +410,7 @@ def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
             if x.size == 0:
                 continue
             ax.step(np.r_[x[0], x], np.r_[0.0, p], where="post", label=None if g is None else str(g), linewidth=1.4,
-                    markevery=_MARKEVERY, markersize=4, fillstyle="none", **styles[g])
+                    **_marked(styles, groups, g, x.size + 1))
             drawn += 1
         if not drawn:
             _no_data(ax, f"no samples of {metric!r}")
@@ -475,7 +481,7 @@ def plot_timeseries(store: StoreLike, spec: dict, experiment: Any = None) -> Fig
                 half = np.array([_t975(int(n) - 1) if n > 1 else np.nan for n in k]) * sd / np.sqrt(np.maximum(k, 1))
             t = wide.index.to_numpy(dtype=float)
             ax.plot(t, mean, label=None if g is None else f"{g} (n={wide.shape[1]})", linewidth=1.3,
-                    markevery=_MARKEVERY, markersize=4, fillstyle="none", **styles[g])
+                    **_marked(styles, groups, g, t.size))
             if spec.get("band", True) and wide.shape[1] > 1:
                 # the 95 % CI of the mean, clipped to the range the repetitions span in
                 # that bin: with 2-3 repetitions the t interval (t = 12.7 / 4.3) reaches far
@@ -562,10 +568,12 @@ def plot_bar(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
                                 color=col[k], markeredgecolor="black", markeredgewidth=0.5, capsize=3, linestyle="none",
                                 label=label if k == 0 else None)
             else:
-                ax.bar(pos, means, width * 0.95, yerr=[lo, hi_], color=col, capsize=3, edgecolor="black", linewidth=0.4,
+                # no whisker at all where there is no interval (a cap on the bar's top reads as one)
+                err = [lo, hi_] if any(hi_) else None
+                ax.bar(pos, means, width * 0.95, yerr=err, color=col, capsize=3, edgecolor="black", linewidth=0.4,
                        label=label, error_kw=dict(linewidth=0.8))
-            for k, v in enumerate(reps):  # fewer than 3 repetitions: the values themselves
-                if 0 < v.size < 3:
+            for k, v in enumerate(reps):  # 2 repetitions: the values themselves (1: the mean is the value)
+                if v.size == 2:
                     ax.plot(np.full(v.size, pos[k]), v, linestyle="none", marker=".", markersize=5, color="black", alpha=0.7)
         if logy:
             ax.set_yscale("log")
@@ -716,8 +724,8 @@ def plot_state_trace(store: StoreLike, spec: dict, experiment: Any = None) -> Fi
                 if ctx.run_length is not None and t[-1] < ctx.run_length:
                     # samples are written when a variable changes: hold the last value to the run's end
                     t, v = np.append(t, ctx.run_length), np.append(v, v[-1])
-                ax.step(t, v, where="post", label=None if g is None else str(g), linewidth=1.0, markevery=_MARKEVERY,
-                        markersize=4, fillstyle="none", **styles[g])
+                ax.step(t, v, where="post", label=None if g is None else str(g), linewidth=1.0,
+                        **_marked(styles, groups, g, t.size))
             if not ax.lines:
                 _no_data(ax, f"no {m!r} trace")
                 continue
@@ -772,8 +780,8 @@ def plot_drop_rate(store: StoreLike, spec: dict, experiment: Any = None) -> Figu
             if not curves:
                 continue
             mean, _ = metrics.pointwise_mean(curves)
-            ax.plot(grid, mean, label=None if g is None else f"{g} (n={len(curves)})", linewidth=1.2, markevery=_MARKEVERY,
-                    markersize=4, fillstyle="none", **styles[g])
+            ax.plot(grid, mean, label=None if g is None else f"{g} (n={len(curves)})", linewidth=1.2,
+                    **_marked(styles, groups, g, grid.size))
         ax.set_xlabel(ctx.get("xlabel", "time (s)"))
         ax.set_ylabel(ctx.get("ylabel", "drop rate (1/s)"))
         ax.grid(alpha=0.3)
