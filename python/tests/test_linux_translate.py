@@ -948,6 +948,62 @@ def test_cake_queue_counters_and_delay_sample(tmp_path):
     assert ldelay_sample("cake", entry(1, 1), None) == pytest.approx(0.007)
 
 
+def test_cake_tins_in_the_simulators_numbering_after_the_warm_up(tmp_path):
+    """sch_cake dumps diffserv3/4's bulk tin first (tin_order = bulk_order); the engine puts
+    the tins back in the kernel's index order (0 best effort, 1 bulk, 2 video, 3 voice), as
+    the simulator's tinN_* columns number them, with IP bytes (each packet's 14 bytes of
+    framing off), the ACK filter's drops apart, the threshold in bit/s, and the counters
+    taken after the warm-up as the simulator's are."""
+    from aqmlab.linux.engine import _Long, _queue_row, cake_tins
+    from aqmlab.linux.translate import QueueMap
+
+    def dump(bulk_pk, be_pk, voice_pk, drops=(0, 0, 0)):
+        # dump order: bulk (1), best effort (0), video (2), voice (3); 1514-byte frames
+        tins = [
+            {"threshold_rate": 62500, "sent_bytes": 1514 * bulk_pk, "sent_packets": bulk_pk, "drops": drops[0], "ecn_mark": 1, "ack_drops": 0},
+            {"threshold_rate": 1000000, "sent_bytes": 1514 * be_pk, "sent_packets": be_pk, "drops": drops[1], "ecn_mark": 0, "ack_drops": 4},
+            {"threshold_rate": 500000, "sent_bytes": 0, "sent_packets": 0, "drops": 0, "ecn_mark": 0, "ack_drops": 0},
+            {"threshold_rate": 250000, "sent_bytes": 1514 * voice_pk, "sent_packets": voice_pk, "drops": drops[2], "ecn_mark": 0, "ack_drops": 0},
+        ]
+        return {"kind": "cake", "handle": "10:", "dev": "e0a", "options": {"diffserv": "diffserv4"}, "bytes": 1514 * (bulk_pk + be_pk + voice_pk),
+                "packets": bulk_pk + be_pk + voice_pk, "drops": sum(drops), "backlog": 0, "qlen": 0, "tins": tins}
+
+    tins = cake_tins(dump(10, 100, 20), 14)
+    assert tins["tin1_sent_bytes"] == 10 * 1500 and tins["tin0_sent_bytes"] == 100 * 1500 and tins["tin3_sent_bytes"] == 20 * 1500
+    assert tins["tin1_threshold_bps"] == 500_000 and tins["tin0_threshold_bps"] == 8_000_000  # bulk 1/16, best effort all of 8 Mbit/s
+    assert tins["tin0_ack_drops"] == 4 and tins["tin1_marks"] == 1
+    assert list(tins)[:5] == ["tin0_sent_bytes", "tin0_drops", "tin0_marks", "tin0_ack_drops", "tin0_threshold_bps"]
+    # diffserv8 and precedence dump in index order; besteffort has one tin
+    d8 = dump(10, 100, 20)
+    d8["options"]["diffserv"] = "diffserv8"
+    assert cake_tins(d8, 14)["tin0_sent_bytes"] == 10 * 1500
+    assert cake_tins({"kind": "cake", "tins": []}, 14) == {}
+
+    (tmp_path / "warm.n0").write_text(f"T 11.0\n{json.dumps([dump(4, 50, 5, (1, 2, 3))])}\n")
+    (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([dump(10, 100, 20, (5, 6, 7))])}\n")
+    qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "cake", ["cake"], "htb", 14, 1500)
+    row = _queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, [], _Long(["tx_bps"]), 0)
+    assert (row["tin0_sent_bytes"], row["tin1_sent_bytes"], row["tin3_sent_bytes"]) == (50 * 1500, 6 * 1500, 15 * 1500)
+    assert (row["tin0_drops"], row["tin1_drops"], row["tin3_drops"]) == (4, 4, 4)
+    assert row["tin1_threshold_bps"] == 500_000  # a setting, not a counter
+
+
+def test_crosscheck_rows_of_cake_tins():
+    """Per tin, the share of the bytes sent (difference in points) and the drops; tins
+    that sent nothing in either engine are left out."""
+    from aqmlab.linux.crosscheck import compare
+
+    text = HEADLINE.replace('qdisc = { kind = "codel" }', 'qdisc = { kind = "cake", diffserv = "diffserv4" }') + 'dscp = "CS1"\n'
+    r = aqmlab.run(text)
+    q = r.queues.set_index("name")
+    assert q.loc["bottleneck_up", "tin1_sent_bytes"] > 0  # the CS1-marked ping
+    rows = {(x.entity, x.metric): x for x in compare(r, r)}
+    up = {m: x for (e, m), x in rows.items() if e == "bottleneck_up" and m.startswith("tin")}
+    assert set(up) >= {"tin0 share of bytes sent %", "tin1 share of bytes sent %"} and "tin2 share of bytes sent %" not in up
+    total = sum(x.sim for m, x in up.items() if m.endswith("share of bytes sent %"))
+    assert total == pytest.approx(100.0) and all(x.diff == "+0.00 pt" for m, x in up.items() if m.endswith("%"))
+
+
 def test_queue_samplers_sleep_random_gaps():
     """The qdisc samplers sleep a random gap, uniform in [0.5, 1.5) x half a bin, so that
     they cannot lock onto the phase of a regular sawtooth and every bin gets a sample."""

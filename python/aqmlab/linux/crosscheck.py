@@ -206,6 +206,21 @@ def compare(sim, lin, *, rel_tol: float = REL_TOL, util_points: float = UTIL_POI
                 continue
             label = col.replace("_", " ") + " (whole run)"
             rows.append(Row("queue", name, label, va, vb, _ratio(va, vb), ""))
+        # cake's tins (both engines count them after the warm-up): each tin's share of the
+        # bytes sent, in points, and its drops; what DSCP marks decide
+        tins = [c[: -len("_sent_bytes")] for c in sq.columns if c.startswith("tin") and c.endswith("_sent_bytes") and c in lq.columns]
+        tot_a = sum(v for v in (_f(a.get(f"{n}_sent_bytes")) for n in tins) if math.isfinite(v))
+        tot_b = sum(v for v in (_f(b.get(f"{n}_sent_bytes")) for n in tins) if math.isfinite(v))
+        for n in tins:
+            va, vb = _f(a.get(f"{n}_sent_bytes")), _f(b.get(f"{n}_sent_bytes"))
+            if not (va > 0 or vb > 0):
+                continue
+            pa = va / tot_a * 100 if tot_a > 0 else math.nan
+            pb = vb / tot_b * 100 if tot_b > 0 else math.nan
+            rows.append(Row("queue", name, f"{n} share of bytes sent %", pa, pb, f"{pb - pa:+.2f} pt", ""))
+            da, db = _f(a.get(f"{n}_drops")), _f(b.get(f"{n}_drops"))
+            if (da if math.isfinite(da) else 0) or (db if math.isfinite(db) else 0):
+                rows.append(Row("queue", name, f"{n} drops (after warm-up)", da, db, _ratio(da, db), ""))
     sf, lf = sim.flows.set_index("name"), lin.flows.set_index("name")
     for name in sf.index:
         if name not in lf.index:

@@ -385,6 +385,11 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         row.update(id=j, name=qm.name, **{"from": qm.src}, to=qm.dst, qdisc=qm.qdisc, rate_bps=int(qm.rate_bps), delay=qm.delay, trace_vars="", lower="wire")
         for c in qcols:
             q[c].append(row.get(c, NAN))
+        # cake's per-tin counters: extra columns, as the simulator's table has them
+        for c in (k for k in row if k.startswith("tin") and k not in q):
+            q[c] = [NAN] * j
+        for c in (k for k in q if k.startswith("tin")):
+            q[c].append(row.get(c, NAN))
 
     # -- VM health
     busy = [(t - t0, b) for t, b in _cpu_busy(_read(out, "cpu"))]
@@ -657,6 +662,40 @@ def _counter(e: dict | None, key: str) -> float:
     return float(e.get(key, NAN))
 
 
+#: The order in which ``sch_cake`` dumps its tins (``cake_dump_stats`` walks
+#: ``q->tin_order``): diffserv3 and diffserv4 dump their bulk tin (index 1) first, the
+#: others in index order. Index = the tin's number in the simulator's ``tinN_*`` columns.
+CAKE_DUMP_ORDER = {"diffserv3": (1, 0, 2), "diffserv4": (1, 0, 2, 3)}
+
+#: The simulator's per-tin queue columns, per tin (``crates/aqmlab-core/src/qdisc/cake.rs``).
+TIN_COLUMNS = ("sent_bytes", "drops", "marks", "ack_drops", "threshold_bps")
+
+
+def cake_tins(qdisc: dict | None, overhead: int) -> dict[str, float]:
+    """The simulator's ``tinN_*`` columns from one ``tc -s -j`` dump of a cake qdisc (its
+    counters since the qdisc was created): the tins put back in the kernel's index order,
+    sent bytes as IP bytes (the
+    kernel counts each packet with its ``overhead`` bytes of framing), drops besides those
+    of the ACK filter, CE marks, the ACK filter's drops and the tin's bandwidth threshold
+    (tc reports bytes per second)."""
+    tins = (qdisc or {}).get("tins") or []
+    if not tins:
+        return {}
+    mode = str(((qdisc or {}).get("options") or {}).get("diffserv", ""))
+    order = CAKE_DUMP_ORDER.get(mode, tuple(range(len(tins))))
+    if len(order) != len(tins):
+        order = tuple(range(len(tins)))
+    out: dict[str, float] = {}
+    for i in sorted(range(len(tins)), key=lambda k: order[k]):
+        t, n = tins[i], order[i]
+        out[f"tin{n}_sent_bytes"] = float(t.get("sent_bytes", NAN)) - overhead * float(t.get("sent_packets", 0))
+        out[f"tin{n}_drops"] = float(t.get("drops", NAN))
+        out[f"tin{n}_marks"] = float(t.get("ecn_mark", NAN))
+        out[f"tin{n}_ack_drops"] = float(t.get("ack_drops", NAN))
+        out[f"tin{n}_threshold_bps"] = float(t.get("threshold_rate", NAN)) * 8
+    return out
+
+
 def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins: int, samples: list | None, series: _Long, j: int) -> dict:
     fin_s = parse_tc_samples(_read(out, f"final.{qm.ns}"))
     fin = _child(fin_s[0][1], qm.dev) if fin_s else None
@@ -715,6 +754,9 @@ def _queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw
         drops["ack_filter"] = acks
         marks = dict.fromkeys(mark_reasons, 0.0)
         marks["codel"] = float(sum(t.get("ecn_mark", 0) for t in tins))
+        # per tin, counted after the warm-up as the simulator's tin counters are
+        tf, tw = cake_tins(fin, qm.overhead), cake_tins(w, qm.overhead)
+        row.update({k: v if k.endswith("_threshold_bps") else v - tw.get(k, 0.0) for k, v in tf.items()})
     elif kind == "red":
         drops["overlimit"] = delta("pdrop") if "pdrop" in fin else NAN
         drops["early"] = delta("early") if "early" in fin else NAN
