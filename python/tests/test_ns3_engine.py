@@ -138,7 +138,7 @@ def test_missing_install_is_one_sentence(tmp_path, monkeypatch) -> None:
 
 @pytest.mark.skipif(ns3_engine.available() is not None, reason="ns-3 is not installed (scripts/setup-ns3.sh)")
 def test_five_second_dumbbell_on_ns3() -> None:
-    r = engines.get("ns3").run(scenario(), seed=1)
+    r = engines.get("ns3").run(scenario(tcp="trace = true"), seed=1)
     q = r.queues.set_index("name").loc["bottleneck_up"]
     assert r.engine_info["engine"] == "ns3" and r.engine_info["build"] in ("wheel", "release")
     # two bulk flows keep a 10 Mbit/s link busy
@@ -155,6 +155,12 @@ def test_five_second_dumbbell_on_ns3() -> None:
     ping = flows.loc["ping1"]
     assert 0.0401 < ping["rtt_min"] and ping["rtt_mean"] < 0.0402 + 2 * bound
     assert not math.isnan(ping["rtt_p99"]) and ping["loss_rate"] < 0.2
+    # trace = true: the senders' cwnd (bytes, whole segments of 1448) and srtt samples
+    s = r.samples
+    cwnd = s[(s.entity == "bulk0.0") & (s.metric == "cwnd")].value
+    srtt = s[(s.entity == "bulk0.0") & (s.metric == "srtt")].value
+    assert len(cwnd) > 10 and cwnd.iloc[0] == 10 * 1448 and cwnd.min() >= 1448
+    assert len(srtt) > 10 and srtt.min() > 0.04
 
 
 @pytest.mark.skipif(ns3_engine.available() is not None, reason="ns-3 is not installed (scripts/setup-ns3.sh)")

@@ -353,6 +353,15 @@ struct FlowMeter
     std::vector<double> owd;                      // cbr: one-way delay of each datagram after the warm-up
     uint64_t sentWarm = 0, rxWarm = 0;            // cbr datagrams / probes sent after the warm-up, and received of those
     std::vector<int64_t> sentNs;                  // probes: send time by sequence number
+    std::vector<std::pair<double, double>> trCwnd, trSsthresh, trSrtt;  // traced bulk senders
+
+    void OnCwnd(uint32_t, uint32_t v) { trCwnd.emplace_back(Simulator::Now().GetSeconds(), v); }
+    void OnSsthresh(uint32_t, uint32_t v)
+    {
+        if (v < (1u << 31))  // ns-3's initial ssthresh is "infinite" (UINT32_MAX)
+            trSsthresh.emplace_back(Simulator::Now().GetSeconds(), v);
+    }
+    void OnSrtt(Time, Time v) { trSrtt.emplace_back(Simulator::Now().GetSeconds(), v.GetSeconds()); }
 
     void Init() { binRx.assign(g_nbins, 0); }
     void Rx(uint32_t n)
@@ -410,6 +419,14 @@ class BulkSender : public Application
         if (!m_sock->TraceConnectWithoutContext("HighestSequence", MakeCallback(&BulkSender::Highest, this)))
         {
             std::fprintf(stderr, "aqmlab-ns3: the TCP socket has no HighestSequence trace\n");
+            std::exit(3);
+        }
+        if ((*m_f)["trace"].b &&
+            !(m_sock->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&FlowMeter::OnCwnd, m_m)) &&
+              m_sock->TraceConnectWithoutContext("SlowStartThreshold", MakeCallback(&FlowMeter::OnSsthresh, m_m)) &&
+              m_sock->TraceConnectWithoutContext("RTT", MakeCallback(&FlowMeter::OnSrtt, m_m))))
+        {
+            std::fprintf(stderr, "aqmlab-ns3: the TCP socket lacks a CongestionWindow, SlowStartThreshold or RTT trace\n");
             std::exit(3);
         }
         m_sock->Bind();
@@ -889,6 +906,15 @@ int main(int argc, char* argv[])
             sent.push_back(ns * 1e-9);
         o << ",";
         WriteArr(o, "probe_sent", sent);
+        auto pairs = [&](const char* name, const std::vector<std::pair<double, double>>& v) {
+            o << ",\"" << name << "\":[";
+            for (size_t k = 0; k < v.size(); k++)
+                o << (k ? "," : "") << "[" << v[k].first << "," << v[k].second << "]";
+            o << "]";
+        };
+        pairs("tr_cwnd", f.trCwnd);
+        pairs("tr_ssthresh", f.trSsthresh);
+        pairs("tr_srtt", f.trSrtt);
         o << ",\"rtt\":[";
         for (size_t k = 0; k < f.rtt.size(); k++)
             o << (k ? "," : "") << "[" << f.rtt[k].first << "," << f.rtt[k].second << "]";

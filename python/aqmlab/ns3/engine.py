@@ -154,6 +154,9 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
             for k in range(nbins):
                 series.push(0, i, "goodput_bps", k * binw, r["bin_rx"][k] * 8 / binw if k < len(r["bin_rx"]) else NAN)
         if f["kind"] == "bulk":
+            for key, metric in (("tr_cwnd", "cwnd"), ("tr_ssthresh", "ssthresh"), ("tr_srtt", "srtt")):
+                for t, v in r.get(key, []):
+                    samples.push(0, i, metric, t, v)
             row["fast_recoveries"] = float(r["recoveries"])
             row["rtos"] = float(r["rtos"])
             if f["bytes"]:

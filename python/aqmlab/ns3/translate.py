@@ -114,8 +114,7 @@ def tcp_spec(tcp: dict, flow_tcp: dict, where: str, flow_where: str) -> dict[str
                     raise _unsupported(f, f"recovery {v!r} (ns-3 has prr = TcpPrrRecovery and rfc6675 = TcpClassicRecovery)")
                 eff["recovery"] = r
             elif k == "trace":
-                if _flag(v, f):
-                    notes.append(f"{f}: the ns3 engine records no cwnd/ssthresh/srtt traces (the key is ignored)")
+                eff["trace"] = _flag(v, f)
             elif k in _NS3_FIXED:
                 if v != _NS3_FIXED[k]:
                     raise _unsupported(f, f"{v!r} (ns-3's TCP has no such setting; it behaves as {k} = {_NS3_FIXED[k]!r})")
@@ -153,6 +152,8 @@ def tcp_spec(tcp: dict, flow_tcp: dict, where: str, flow_where: str) -> dict[str
         "snd_attrs": snd,
         "rcv_attrs": dict(common),
         "initial_rto": eff["initial_rto"],
+        # the sender's cwnd, ssthresh and srtt samples (the socket's trace sources)
+        "trace": bool(eff.get("trace", False)),
         "stack": stack,
         "notes": notes,
     }
