@@ -351,6 +351,8 @@ struct FlowMeter
     uint32_t recoveries = 0, rtos = 0;
     std::vector<std::pair<uint32_t, double>> rtt;  // (sequence number, RTT) of each probe reply
     std::vector<double> owd;                      // cbr: one-way delay of each datagram after the warm-up
+    bool recordDelay = false;                     // cbr: every datagram's (arrival, one-way delay)
+    std::vector<std::pair<double, double>> owdAll;
     uint64_t sentWarm = 0, rxWarm = 0;            // cbr datagrams / probes sent after the warm-up, and received of those
     std::vector<int64_t> sentNs;                  // probes: send time by sequence number
     std::vector<std::pair<double, double>> trCwnd, trSsthresh, trSrtt;  // traced bulk senders
@@ -580,6 +582,8 @@ class CbrReceiver : public Application
             if (p->PeekPacketTag(tag))
             {
                 double sent = tag.sentNs * 1e-9;
+                if (m_m->recordDelay)
+                    m_m->owdAll.emplace_back(Simulator::Now().GetSeconds(), Simulator::Now().GetSeconds() - sent);
                 if (sent >= g_warmup)
                 {
                     m_m->rxWarm++;
@@ -837,6 +841,7 @@ int main(int argc, char* argv[])
         else if (m->kind == "cbr")
         {
             uint32_t size = f["size"].u();
+            m->recordDelay = f["record_delay"].b;
             snd = CreateObject<CbrSender>(m.get(), peer, size - 28, size * 8.0 / f["rate_bps"].d());
             rcv = CreateObject<CbrReceiver>(m.get(), port);
         }
@@ -915,6 +920,7 @@ int main(int argc, char* argv[])
         pairs("tr_cwnd", f.trCwnd);
         pairs("tr_ssthresh", f.trSsthresh);
         pairs("tr_srtt", f.trSrtt);
+        pairs("owd_samples", f.owdAll);
         o << ",\"rtt\":[";
         for (size_t k = 0; k < f.rtt.size(); k++)
             o << (k ? "," : "") << "[" << f.rtt[k].first << "," << f.rtt[k].second << "]";

@@ -166,6 +166,8 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
             row["delivered_pkts"] = float(r["rx_pkts"])
             row["datagrams_sent"] = float(r["tx_pkts"])
             row["loss_rate"] = 1 - r["rx_warm"] / r["sent_warm"] if r["sent_warm"] else NAN
+            for t, v in r.get("owd_samples", []):
+                samples.push(0, i, "owd", t, v)
             owd = np.asarray(r["owd"], dtype=float)
             row["owd_mean"] = float(owd.mean()) if len(owd) else NAN
             row["owd_p99"] = float(np.quantile(owd, 0.99)) if len(owd) else NAN
@@ -302,6 +304,9 @@ def run_ns3(scenario: Any, seed: int | None = None, *, keep: str | os.PathLike[s
     prog = program()
     if prog is None:
         raise Ns3EngineError(NOT_INSTALLED)
+    if timeout is None:
+        # generous: the wheel's build simulates a 10 Mbit/s dumbbell at 5-10x real time here
+        timeout = float(os.environ.get("AQMLAB_NS3_TIMEOUT", str(600 + 10 * job["duration"] * max(1, len(job["flows"]) / 4))))
     exe, build = prog
     d = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="aqmlab-ns3-"))
     d.mkdir(parents=True, exist_ok=True)

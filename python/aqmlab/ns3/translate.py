@@ -478,6 +478,7 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
         elif kind == "cbr":
             jf["rate_bps"] = parse_rate(tab["rate"], f"{where}.rate")
             jf["size"] = int(tab.get("size", 1500))
+            jf["record_delay"] = _flag(tab.get("record_delay", False), f"{where}.record_delay")
             if jf["size"] < 29:
                 raise ScenarioError(f"{where}.size", f"at least 29 (IP + UDP + 1 byte), got {jf['size']}")
         else:
