@@ -772,7 +772,7 @@ def report_cmd(store: str, out_html: str | None, jobs: int | None, formats: tupl
     click.echo(str(page))
 
 
-@cli.command("plot", short_help="Render a result store's figures (PNG + SVG) and tables (CSV + Markdown).")
+@cli.command("plot", short_help="Render a result store's figures and tables, or one run's view over time.")
 @click.argument("store", metavar="DIR")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/figures).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes drawing the figures (default: all cores).")
@@ -780,14 +780,27 @@ def report_cmd(store: str, out_html: str | None, jobs: int | None, formats: tupl
               help="Figure file format (repeat for several; default: png and svg).")
 @click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of PNG figures.")
 def plot_cmd(store: str, out: str | None, jobs: int | None, formats: tuple[str, ...], dpi: int) -> None:
-    """Render every figure and table the study defines.
+    """Render every figure and table the study defines; for an `aqmlab run --out DIR`
+    folder, the run's goodput per flow, queueing delay and probe RTT over time (one
+    figure, run.FORMAT).
 
-    Example: aqmlab plot results/saturated-tcp-quick --out figs
+    \b
+    Examples:
+      aqmlab plot results/saturated-tcp-quick --out figs
+      aqmlab run examples/rrul_web.toml --out results/rrul && aqmlab plot results/rrul
     """
     from aqmlab import plots, tables
     from aqmlab.store import load
     from aqmlab.study import parse_study
 
+    if plots.runview.is_run_dir(store):
+        outdir = _check_out_dir(Path(out) if out else Path(store) / "figures")
+        fig = plots.plot_run(store)
+        for fmt in formats or ("png", "svg"):
+            path = outdir / f"run.{fmt}"
+            fig.savefig(path, dpi=dpi)
+            click.echo(str(path))
+        return
     d = _store_dir(store)
     st = load(d)
     study = parse_study(st.study_text, quick=bool(st.provenance.get("quick")))
@@ -802,6 +815,43 @@ def plot_cmd(store: str, out: str | None, jobs: int | None, formats: tuple[str, 
     paths = [p for r in figs for p in r.files] + list(table_paths)
     for p in paths:
         click.echo(str(p))
+
+
+@cli.command("compare", short_help="Overlay runs or result stores: RTT CDF, goodput, time series.")
+@click.argument("sources", metavar="A B [C ...]", nargs=-1, required=True)
+@click.option("--out", type=click.Path(dir_okay=False), default="compare.png", show_default=True,
+              help="Figure file; its extension (.png, .svg, .pdf) picks the format.")
+@click.option("--name", "names", multiple=True, help="Label of each source in order (default: its folder's name).")
+@click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of a PNG figure.")
+def compare_cmd(sources: tuple[str, ...], out: str, names: tuple[str, ...], dpi: int) -> None:
+    """Compare `aqmlab run --out` folders and/or result stores in one figure: the CDF
+    of the latency probes' RTT, total TCP goodput per direction, total goodput and the
+    busiest queue's delay over time, each source labelled by its name.
+
+    \b
+    Example:
+      aqmlab run home.toml --out fifo && aqmlab run home-fq_codel.toml --out fq_codel
+      aqmlab compare fifo fq_codel --out fifo-vs-fq_codel.png
+    """
+    from aqmlab.plots.render import FORMATS
+    from aqmlab.plots.runview import plot_compare
+
+    if len(sources) < 2:
+        _fail("compare needs at least two runs or stores (A B [C ...])", EXIT_BAD_INPUT)
+    if names and len(names) != len(sources):
+        _fail(f"--name: {len(names)} name(s) for {len(sources)} sources; give one per source or none", EXIT_BAD_INPUT)
+    for s in sources:
+        p = Path(s)
+        if not ((p / "flows.parquet").is_file() or (p / "runs").is_dir()):
+            _fail(f"{s} is neither an `aqmlab run --out` folder (no flows.parquet) nor a result store (no runs/ folder)", EXIT_BAD_INPUT)
+    path = Path(out)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        _fail(f"--out: the file's extension {path.suffix or '(none)'!r} is not a figure format (allowed: .png, .svg, .pdf)", EXIT_BAD_INPUT)
+    _check_out_dir(path.parent if str(path.parent) else Path("."), "--out")
+    fig = plot_compare(list(sources), list(names) or None)
+    fig.savefig(path, dpi=dpi)
+    click.echo(str(path))
 
 
 @cli.command("export", short_help="Export runs for other tools (Flent).")

@@ -30,6 +30,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aqmlab._naming import direction
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -43,15 +45,6 @@ KIND_NAMES = ("flow", "queue")
 
 #: Flow summary columns that describe a latency probe.
 PROBE_COLUMNS = ("probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max")
-
-
-def direction(host: Any) -> str:
-    """Which way traffic sent by `host` goes in the dumbbell naming: ``"up"`` from a
-    ``client*`` host (client → server, ``bottleneck_up``), ``"down"`` from a
-    ``server*`` host, ``"other"`` for any other node. The one place the lab derives a
-    direction from host names (measures, figures and the Flent export use it)."""
-    s = str(host)
-    return "up" if s.startswith("client") else "down" if s.startswith("server") else "other"
 
 
 def _nan_to_none(v: Any) -> Any:
@@ -325,6 +318,15 @@ class Result:
         meta["files"] = files
         (d / "meta.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return d
+
+    def plot(self, title: str | None = None) -> Any:
+        """This run over time, like Flent's ``all_scaled``: per-flow goodput, queueing
+        delay and the latency probes' RTT in stacked panels (a matplotlib Figure; shows
+        inline in Jupyter; ``.savefig("run.png")`` writes it). See
+        :func:`aqmlab.plots.plot_run`."""
+        from aqmlab.plots.runview import plot_run
+
+        return plot_run(self, title=title)
 
     def __repr__(self) -> str:
         return (

@@ -44,6 +44,7 @@ from aqmlab.plots.render import (
     render_figures,
     study_of,
 )
+from aqmlab.plots.runview import plot_compare, plot_run
 from aqmlab.plots.select import _resample, _run_length
 from aqmlab.plots.spec import SERIES_METRICS, FigureSpecError, validate_spec
 
@@ -71,6 +72,8 @@ __all__ = [
     "plot_drop_rate",
     "plot_line",
     "plot_box",
+    "plot_run",
+    "plot_compare",
     "_resample",
     "_run_length",
 ]

@@ -13,8 +13,8 @@ import pandas as pd
 
 from aqmlab import store as store_data
 from aqmlab._fmt import natural_key, unit_for
+from aqmlab._naming import direction
 from aqmlab.plots.spec import FigureSpecError
-from aqmlab.result import direction
 from aqmlab.store import StoreLike, drop_foreign_axes
 
 # ---------------------------------------------------------------------------------
