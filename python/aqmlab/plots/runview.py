@@ -229,7 +229,8 @@ def plot_run(src: Any, title: str | None = None, width: float = 9.0) -> Figure:
 
 def _labels(names: list[str]) -> list[str]:
     """Display names, made unique (a second "run" becomes "run (2)")."""
-    out, seen = [], {}
+    out: list[str] = []
+    seen: dict[str, int] = {}
     for n in names:
         seen[n] = seen.get(n, 0) + 1
         out.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
@@ -244,7 +245,8 @@ def plot_compare(sources: list[Any], names: list[str] | None = None, title: str 
     queue over time (mean over the runs)."""
     if len(sources) < 2:
         raise ValueError("compare: give at least two runs or stores")
-    datas = [load_source(s, n) for s, n in zip(sources, names or [None] * len(sources))]
+    given: list[str | None] = list(names) if names else [None] * len(sources)
+    datas = [load_source(s, n) for s, n in zip(sources, given)]
     labels = _labels([d.name for d in datas])
     styles = _styles(labels)
     colors = _colors(labels)
@@ -325,12 +327,12 @@ def plot_compare(sources: list[Any], names: list[str] | None = None, title: str 
     a_q.set_title("busiest queue's delay over time (mean over runs)", fontsize=10)
     for ax in (a_cdf, a_bar, a_ts, a_q):
         ax.grid(alpha=0.3)
-    handles = {}
+    handles: dict[str, Any] = {}
     for ax in (a_cdf, a_ts, a_q, a_bar):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8, frameon=True)
+        fig.legend(handles=list(handles.values()), labels=list(handles), loc="outside right upper", fontsize=8, frameon=True)
     runs = ", ".join(f"{lab}: {d.runs} run{'s' if d.runs != 1 else ''}" for lab, d in zip(labels, datas))
     fig.suptitle((title or "comparison: " + " vs ".join(labels)) + f"\n({runs})", fontsize=10)
     return fig
