@@ -230,3 +230,95 @@ def test_a_second_writer_is_refused_and_a_dead_holders_lock_is_taken_over(tmp_pa
         with store.lock(out):  # reentrant in one process
             pass
     assert time.monotonic() - t0 < 2
+
+
+# -- a small corruption fuzz (benchmarks/store_fuzz.py runs >= 1,000 trials) ------------------
+
+TINY = """
+[study]
+name = "tiny"
+repetitions = 2
+seed = 3
+
+[base]
+run = { duration = "0.3s", warmup = "0.1s", bin = "100ms" }
+dumbbell = { rate = "20Mbit", delay = "2ms" }
+
+[[experiment]]
+name = "load"
+measures = ["induced_latency", "bottleneck_utilization"]
+keep_series = true
+keep_samples = true
+patch = { flow = [ { kind = "cbr", from = "client0", to = "server0", rate = "30Mbit" },
+                   { kind = "ping", from = "client0", to = "server0", interval = "20ms" } ] }
+
+  [[experiment.axis]]
+  name = "qdisc"
+  path = "dumbbell.qdisc"
+  values = [ { kind = "fifo", limit = 100 }, { kind = "fq_codel" } ]
+  labels = ["fifo", "fq_codel"]
+"""
+
+WALL = {"wall_seconds", "sim_wall_seconds"}
+
+
+def _content(out) -> dict:
+    st = store.load(out)
+    res = {}
+    for t in TABLES:
+        df = st.raw_runs if t == "runs" else st.scan(t)
+        df = df[[c for c in sorted(df.columns) if c not in WALL]]
+        res[t] = sorted(map(repr, df.itertuples(index=False)))
+    return res
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    from aqmlab.runner import run_study
+    from aqmlab.study import parse_study
+
+    base = tmp_path_factory.mktemp("fuzz")
+    study = parse_study(TINY)
+    run_study(study, base / "parts", jobs=1, progress=False)
+    run_study(study, base / "loose", jobs=1, progress=False, compact_after=False)
+    return study, base
+
+
+def test_corruption_fuzz_never_reads_a_wrong_number_and_repair_restores(swept, tmp_path):
+    import random
+
+    from aqmlab.runner import repair_store, run_study
+
+    study, base = swept
+    want = _content(base / "parts")
+    assert _content(base / "loose") == want
+    files = [(layout, p.relative_to(base / layout).as_posix()) for layout in ("parts", "loose")
+             for p in sorted((base / layout).rglob("*")) if p.is_file() and p.name != ".lock"]
+    rng = random.Random(7)
+    outcomes = {"correct": 0, "error": 0}
+    for i in range(20):
+        layout, rel = files[rng.randrange(len(files))]
+        out = tmp_path / f"t{i}"
+        shutil.copytree(base / layout, out)
+        f = out / rel
+        data = bytearray(f.read_bytes())
+        if i % 2 and data:
+            data[rng.randrange(len(data))] ^= rng.randrange(1, 256)
+        else:
+            del data[rng.randrange(max(len(data), 1)):]
+        f.write_bytes(bytes(data))
+        try:
+            got = _content(out)
+        except AqmlabError:
+            outcomes["error"] += 1
+        else:
+            assert got == want, f"wrong content read after damaging {layout}/{rel}"
+            outcomes["correct"] += 1
+        if i % 5 == 0:  # repair (rerunning damaged runs) or resume, then the content is the reference's
+            if i % 10:
+                repair_store(out, jobs=1)
+            else:
+                run_study(study, out, jobs=1, progress=False)
+            assert _content(out) == want, f"{layout}/{rel}"
+        shutil.rmtree(out)
+    assert outcomes["error"] > 0 and outcomes["correct"] > 0, outcomes
