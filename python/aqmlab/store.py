@@ -237,6 +237,29 @@ def _alive(pid: Any) -> bool:
     return True
 
 
+def writer(out: str | os.PathLike) -> dict | None:
+    """The process writing into the store now (``pid``, ``host``, ``since``), or None
+    (checked without taking the lock)."""
+    import fcntl
+
+    p = pathlib.Path(out) / LOCK
+    if os.path.realpath(p.parent) in _HELD:
+        return None
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(fd) or {"pid": "?", "host": "?", "since": "?"}
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # releases the shared lock if taken
+    return None
+
+
 @contextlib.contextmanager
 def lock(out: str | os.PathLike) -> Iterator[None]:
     """Holds the store's write lock (``OUT/.lock``) for the block: one writer (sweep,
@@ -1054,6 +1077,10 @@ class Store:
         if verify:
             damaged, self._verified = check_files(self.path, self._manifest)
             if damaged:
+                busy = writer(self.path)
+                if busy is not None:  # files may be moving (a compaction): not damage
+                    raise StoreError(f"{self.path} is being written by another aqmlab process (pid {busy.get('pid')} on "
+                                     f"{busy.get('host')}, since {busy.get('since')}); read it when that sweep has finished")
                 raise StoreError(_damage_message(self.path, damaged))
 
     def __repr__(self) -> str:

@@ -322,3 +322,24 @@ def test_corruption_fuzz_never_reads_a_wrong_number_and_repair_restores(swept, t
             assert _content(out) == want, f"{layout}/{rel}"
         shutil.rmtree(out)
     assert outcomes["error"] > 0 and outcomes["correct"] > 0, outcomes
+
+
+def test_a_store_being_written_is_not_called_damaged(stores, tmp_path):
+    """While a sweep holds the lock its files may move (a compaction deletes loose files):
+    a reader that finds files missing then says the store is busy, not damaged."""
+    out = _copy(stores[0], tmp_path)
+    victim = sorted((out / "flows").glob("*.parquet"))[0]
+    victim.unlink()
+    env = os.environ | {"PYTHONPATH": str(pathlib.Path(aqmlab.__file__).parent.parent)}
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+        assert store.writer(out)["pid"] == p.pid
+        with pytest.raises(StoreError, match=f"being written by another aqmlab process \\(pid {p.pid}"):
+            aqmlab.load(out)
+    finally:
+        p.kill()
+        p.wait()
+    assert store.writer(out) is None
+    with pytest.raises(StoreError, match="missing"):
+        aqmlab.load(out)
