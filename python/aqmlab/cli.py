@@ -591,6 +591,13 @@ def describe_cmd(kind: str) -> None:
 
 
 def _study_error(e: Exception) -> None:
+    """Exits 2 with the study error; a list of problems keeps one problem per line."""
+    first, *rest = str(e).split("\n")
+    if rest:
+        click.echo("error: " + " ".join(first.split()), err=True)
+        for line in rest:
+            click.echo("  " + " ".join(line.split()), err=True)
+        sys.exit(EXIT_BAD_INPUT)
     _fail(str(e), EXIT_BAD_INPUT)
 
 
@@ -620,7 +627,8 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
     _check_out_dir(out_dir)
     client = _check_scheduler(scheduler)
     con = _console(stderr=True)
-    study = study.restricted(list(only))  # header, tables, report and findings: these experiments alone
+    full = study
+    study = study.restricted(list(only))  # header, tables and findings printed: these experiments alone
     runs = study.runs()
     con.print(f"[bold]{study.title}[/bold]: {len(runs)} runs in {len(study.experiments)} experiment(s) → {out_dir}" + (f" ({study.quick_note})" if quick else ""))
     try:
@@ -642,10 +650,27 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
     _warn_identical(st, study, con)
     if outputs and not summary.failed:
         _print_numbers(st, study)
-        page = rep.write_report(st, study, jobs=jobs)
+        page = rep.write_report(st, _report_study(full, study, st, bool(only)), jobs=jobs)
         con.print(f"report: {page}")
     if summary.failed:
         _fail(f"{len(summary.failed)} run(s) failed (see {out_dir / 'failed'}/); the other runs are stored, and rerunning retries the failed ones", EXIT_INTERNAL)
+
+
+def _report_study(full: Any, ran: Any, st: Any, only: bool) -> Any:
+    """The study the report covers: after `--only` on a store that also holds other
+    experiments' runs, every experiment with runs in the store (the report is the
+    store's, merged, not replaced by one experiment's); else the study that ran."""
+    if not only:
+        return ran
+    from aqmlab.store import runs_of
+
+    try:
+        present = set(runs_of(st)["experiment"].astype(str))
+    except Exception:  # noqa: BLE001 - an unreadable store: report what ran
+        return ran
+    names = {e.name for e in ran.experiments}
+    whole = full.without([e.name for e in full.experiments if e.name not in present and e.name not in names])
+    return whole if len(whole.experiments) > len(ran.experiments) else ran
 
 
 def _open_store(out_dir: Path) -> Any:
@@ -1014,6 +1039,9 @@ def main(argv: list[str] | None = None) -> None:
     except (ScenarioError, StudyError, StoreError, EnvironmentFailure) as e:
         if debug:
             raise
+        if isinstance(e, ScenarioError) and e.field in ("study", "experiment", "base", "quick") and "unknown field" in e.message:
+            _fail("this is a study file ([study] and [[experiment]] tables), not a scenario: run it with `aqmlab sweep FILE` "
+                  "(docs/study.md)", EXIT_BAD_INPUT)
         _fail(str(e), EXIT_BAD_INPUT)
     except BrokenPipeError:
         # Output piped into a program that stopped reading (e.g. `| head`).

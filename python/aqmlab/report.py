@@ -187,9 +187,18 @@ def validate_outputs(study: Any) -> None:
     """Checks every figure and table spec of a study (types, keys, required keys) and
     raises :class:`aqmlab.study.StudyError` listing all problems. Cheap: call it before
     a sweep so that a typo in a figure spec does not wait for the runs to finish."""
+    from aqmlab import measures as M
     from aqmlab.study import StudyError
 
     problems = []
+    by_name = {e.name: e for e in study.experiments}
+    for i, e in enumerate(study.experiments):
+        for k, m in enumerate(e.measures):
+            try:
+                M.validate([m])
+            except ValueError:
+                problems.append(f"experiment[{i}] ({e.name}).measures[{k}]: unknown measure {m!r}{_did_you_mean(m, list(M.MEASURES))} "
+                                f"(`aqmlab list measures` lists them; or a generic form such as flow:NAME.COL){_line_of(study, m)}")
     for i, e in enumerate(study.experiments):
         axes = {a.name for a in e.axes}
         for j, spec in enumerate(e.figures):
@@ -199,6 +208,20 @@ def validate_outputs(study: Any) -> None:
             except plots.FigureSpecError as ex:
                 problems.append(str(ex))
                 continue
+            other = by_name.get(spec.get("experiment", e.name))
+            if other is None:
+                problems.append(f"{where}.experiment: no experiment {spec['experiment']!r} (experiments: {', '.join(by_name)})")
+                continue
+            for key, m in _figure_measures(spec):
+                if m not in other.measures:
+                    problems.append(f"{where}.{key}: {m!r} is not a measure of experiment {other.name!r}"
+                                    f"{_did_you_mean(m, other.measures)} (its measures: {', '.join(other.measures) or 'none'}){_line_of(study, m)}")
+            o_axes = {a.name for a in other.axes}
+            for ax in (spec.get("where") or {}) if isinstance(spec.get("where"), dict) else ():
+                if ax not in o_axes:
+                    problems.append(f"{where}.where.{ax}: not an axis of {other.name!r}{_did_you_mean(ax, sorted(o_axes))} (axes: {sorted(o_axes)})")
+            if spec["type"] == "line" and spec["x"] not in o_axes:
+                problems.append(f"{where}.x: {spec['x']!r} is not an axis of {other.name!r}{_did_you_mean(spec['x'], sorted(o_axes))} (axes: {sorted(o_axes)})")
             for k in ("group", "facet"):
                 if k in spec and spec.get("experiment", e.name) == e.name and spec[k] not in axes and spec["type"] not in ("bar", "flows_vs_rtt"):
                     problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
@@ -213,9 +236,42 @@ def validate_outputs(study: Any) -> None:
                 if spec.get(k) is not None and spec.get("experiment", e.name) == e.name and spec[k] not in axes:
                     problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
             if spec.get("experiment", e.name) == e.name and e.measures and spec["value"] not in e.measures:
-                problems.append(f"{where}.value: {spec['value']!r} is not among the experiment's measures {e.measures}")
+                problems.append(f"{where}.value: {spec['value']!r} is not among the experiment's measures {e.measures}"
+                                f"{_did_you_mean(spec['value'], e.measures)}")
     if problems:
         raise StudyError("bad output spec(s):\n  " + "\n  ".join(problems))
+
+
+def _line_of(study: Any, value: str) -> str:
+    """" (line 21)": the first line of the study file holding the string `value` quoted
+    ("" when not found or the study has no text)."""
+    for i, line in enumerate(str(getattr(study, "text", "") or "").splitlines(), 1):
+        if f'"{value}"' in line or f"'{value}'" in line:
+            return f" (line {i})"
+    return ""
+
+
+def _did_you_mean(name: Any, known: list[str]) -> str:
+    """", did you mean 'goodput_down'?" for a close match among `known` ("" if none)."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f", did you mean {close[0]!r}?" if close else ""
+
+
+def _figure_measures(spec: dict) -> list[tuple[str, str]]:
+    """(key, measure) pairs of a figure spec that name run-level measures."""
+    def names(v: Any) -> list[str]:
+        return [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+
+    t = spec.get("type")
+    if t == "ellipse":
+        return [("x", m) for m in names(spec["x"])] + [("y", m) for m in names(spec["y"])]
+    if t == "bar" and spec.get("source", "runs") == "runs":
+        return [("y", str(spec["y"]))]
+    if t == "line":
+        return [("y", str(spec["y"]))]
+    return []
 
 
 def identical_runs(store: StoreLike, study: Any) -> list:

@@ -493,7 +493,7 @@ def run_study(
     if run_ids is not None:
         wanted = set(run_ids)
         specs = [s for s in specs if s.run_id in wanted]
-    _validate_all(specs)  # a bad study fails before the store folder is touched
+    _validate_all(specs, study.text)  # a bad study fails before the store folder is touched
     with lock(out):
         return _run_study(study, out, specs, t0, jobs, scheduler, progress, on_done, compact_after)
 
@@ -541,12 +541,16 @@ def _run_study(study: Study, out: pathlib.Path, specs: list[RunSpec], t0: float,
     return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo) - len(failed), time.perf_counter() - t0, repaired, sorted(failed))
 
 
-def _validate_all(specs: list[RunSpec]) -> None:
+def _validate_all(specs: list[RunSpec], study_text: str = "") -> None:
     """Checks every distinct scenario before anything runs, so a bad study fails at once
-    (naming the experiment and axis values) instead of part-way through a sweep."""
+    (naming the experiment and axis values) instead of part-way through a sweep. The
+    line an error names is the study file's (the key's axis path or assignment), never
+    that of the scenario generated for the combination, which the reader cannot see."""
+    import re
+
     import aqmlab
     from aqmlab.errors import ScenarioError
-    from aqmlab.study import StudyError
+    from aqmlab.study import StudyError, study_line
 
     seen: set[str] = set()
     for s in specs:
@@ -558,7 +562,9 @@ def _validate_all(specs: list[RunSpec]) -> None:
             aqmlab.validate(s.scenario)
         except ScenarioError as e:
             where = ", ".join(f"{k}={v}" for k, v in s.params.items())
-            raise StudyError(f"experiment {s.experiment} ({where}): {e}") from None
+            msg = re.sub(r"\s*\(line \d+\)\s*$", "", str(e))
+            line = study_line(study_text, e.field) if study_text else None
+            raise StudyError(f"experiment {s.experiment} ({where}): {msg}" + (f" (study file line {line})" if line else "")) from None
 
 
 def _run_local(jobs, args, writer: _Writer, fail) -> None:

@@ -460,6 +460,10 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     except RecursionError:
         raise StudyError(f"{source}: malformed TOML: tables/arrays nested too deeply") from None
     allowed = {"study", "quick", "base", "experiment"}
+    scenario_keys = {"run", "dumbbell", "node", "link", "flow", "docsis", "wifi", "tcp"}
+    if "study" not in doc and "experiment" not in doc and set(doc) & scenario_keys:
+        raise StudyError(f"{source}: this is a scenario file ([run], [dumbbell], [[flow]] …), not a study: run it with "
+                         "`aqmlab run FILE`; a study has [study] and [[experiment]] tables (docs/study.md)")
     unknown = set(doc) - allowed
     if unknown:
         raise StudyError(f"unknown top-level key(s) {sorted(unknown)} (allowed: {', '.join(sorted(allowed))})")
@@ -550,6 +554,29 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
         quick=quick,
         quick_note=note,
     )
+
+
+def study_line(text: str, field: str) -> int | None:
+    """The line of the study file (1-based) that most likely sets scenario key `field`
+    (``dumbbell.qdsic``, ``flow[0].rate``): an axis ``path = "dumbbell.qdsic"`` naming it,
+    else the first line that assigns its last component (``qdsic = …``); None if
+    neither is found. Lets an error in a generated scenario point at the study file."""
+    import re
+
+    if not field:
+        return None
+    lines = text.splitlines()
+    plain = re.sub(r"\[\d+\]", "", field)
+    for path in dict.fromkeys((field, plain)):
+        for i, line in enumerate(lines, 1):
+            if re.search(r"\bpath\s*=\s*[\"']" + re.escape(path) + r"[\"']", line):
+                return i
+    last = plain.rsplit(".", 1)[-1]
+    for i, line in enumerate(lines, 1):
+        code = line.split("#", 1)[0]
+        if re.search(r"(^|[{,\s])" + re.escape(last) + r"\s*=", code):
+            return i
+    return None
 
 
 def studies_dir() -> pathlib.Path:

@@ -1,0 +1,95 @@
+"""Study files are checked before any run: misspelt measures (in `measures` and in
+figures) with a did-you-mean and the study file's line, a bad axis path at the study
+file's own line, a study given to `run` and a scenario given to `sweep`; and `--only`
+on a finished store merges into the report instead of replacing it."""
+from __future__ import annotations
+
+from conftest import EXAMPLES, run_cli
+
+STUDY = """\
+[study]
+name = "mine"
+repetitions = 1
+
+[base]
+run = { duration = "2s" }
+dumbbell = { rate = "10Mbit", delay = "10ms" }
+
+[[experiment]]
+name = "a"
+measures = ["goodput_down", "induced_latency"]
+patch = { flow = [ { kind = "bulk", from = "server0", to = "client0" }, { kind = "ping", from = "client0", to = "server0" } ] }
+
+  [[experiment.axis]]
+  name = "qdisc"
+  path = "dumbbell.qdisc"
+  values = [ { kind = "fifo" }, { kind = "fq_codel" } ]
+
+  [[experiment.figure]]
+  type = "bar"
+  y = "induced_latency"
+
+  [[experiment.table]]
+  value = "goodput_down"
+  rows = "qdisc"
+
+[[experiment]]
+name = "b"
+measures = ["goodput_down"]
+patch = { flow = [ { kind = "bulk", from = "server0", to = "client0" } ] }
+
+  [[experiment.axis]]
+  name = "delay"
+  path = "dumbbell.delay"
+  values = ["5ms", "20ms"]
+"""
+
+
+def _sweep(tmp_path, text, *args):
+    f = tmp_path / "study.toml"
+    f.write_text(text)
+    return run_cli("sweep", str(f), "--out", str(tmp_path / "out"), *args, timeout=300)
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def test_misspelt_measures_are_named_with_a_suggestion_and_line(tmp_path):
+    text = STUDY.replace('measures = ["goodput_down", "induced_latency"]', 'measures = ["goodput_dwn", "induced_latency"]')
+    text = text.replace('y = "induced_latency"', 'y = "induced_latncy"')
+    r = _sweep(tmp_path, text)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert ("experiment[0] (a).measures[0]: unknown measure 'goodput_dwn', did you mean 'goodput_down'?" in r.stderr
+            and f"(line {_line(text, 'goodput_dwn')})" in r.stderr)
+    assert ("experiment[0] (a).figure[0].y: 'induced_latncy' is not a measure of experiment 'a', did you mean 'induced_latency'?"
+            in r.stderr and f"(line {_line(text, 'induced_latncy')})" in r.stderr)
+    assert not (tmp_path / "out").exists(), "nothing ran"
+
+
+def test_bad_axis_path_names_the_study_files_line(tmp_path):
+    text = STUDY.replace('path = "dumbbell.qdisc"', 'path = "dumbbell.qdsic"')
+    r = _sweep(tmp_path, text)
+    assert r.returncode == 2
+    assert "dumbbell.qdsic: unknown field `qdsic`" in r.stderr
+    assert r.stderr.rstrip().endswith(f"(study file line {_line(text, 'qdsic')})")
+
+
+def test_study_and_scenario_files_point_at_each_others_command(tmp_path):
+    f = tmp_path / "study.toml"
+    f.write_text(STUDY)
+    r = run_cli("run", str(f))
+    assert r.returncode == 2 and "this is a study file" in r.stderr and "aqmlab sweep FILE" in r.stderr
+    r = run_cli("sweep", str(EXAMPLES / "fifo_overload.toml"))
+    assert r.returncode == 2 and "this is a scenario file" in r.stderr and "aqmlab run FILE" in r.stderr
+
+
+def test_only_on_a_finished_store_merges_into_the_report(tmp_path):
+    r = _sweep(tmp_path, STUDY, "--report", "--jobs", "1")
+    assert r.returncode == 0, r.stderr
+    page = tmp_path / "out" / "report.html"
+    assert 'id="exp-a"' in page.read_text() and 'id="exp-b"' in page.read_text()
+    r = _sweep(tmp_path, STUDY, "--report", "--only", "b", "--jobs", "1")
+    assert r.returncode == 0, r.stderr
+    html = page.read_text()
+    assert 'id="exp-a"' in html and 'id="exp-b"' in html, "the report still covers experiment a"
