@@ -193,11 +193,11 @@ def validate_outputs(study: Any) -> None:
     problems = []
     by_name = {e.name: e for e in study.experiments}
     for i, e in enumerate(study.experiments):
-        for k, m in enumerate(e.measures):
+        for mi, m in enumerate(e.measures):
             try:
                 M.validate([m])
             except ValueError:
-                problems.append(f"experiment[{i}] ({e.name}).measures[{k}]: unknown measure {m!r}{_did_you_mean(m, list(M.MEASURES))} "
+                problems.append(f"experiment[{i}] ({e.name}).measures[{mi}]: unknown measure {m!r}{_did_you_mean(m, list(M.MEASURES))} "
                                 f"(`aqmlab list measures` lists them; or a generic form such as flow:NAME.COL){_line_of(study, m)}")
     for i, e in enumerate(study.experiments):
         axes = {a.name for a in e.axes}
