@@ -23,7 +23,7 @@ from typing import Any
 from aqmlab import _core
 from aqmlab.errors import AqmlabError, ScenarioError, SimulationError
 from aqmlab.result import Result
-from aqmlab.scenario import Scenario, load_scenario
+from aqmlab.scenario import Scenario, load_scenario, qdisc_time_warnings
 
 __version__: str = _core.version()
 
@@ -106,7 +106,9 @@ def run(
     force = _check_force(force)
     sc = load_scenario(scenario)
     raw = _core.run(sc.text, _check_seed(seed), progress, force)
-    return Result(raw, sc)
+    res = Result(raw, sc)
+    res.warnings += qdisc_time_warnings(sc.to_dict())
+    return res
 
 
 def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, force: bool = False) -> dict[str, Any]:

@@ -238,11 +238,24 @@ class Result:
         flow_cols = ["flow", "kind", "path", "goodput Mbit/s", "sent", "delivered", "lost"]
         lat_cols = ["loss %"] + (["rtt mean ms", "rtt p99 ms"] if has_rtt else []) + (["owd mean ms", "owd p99 ms"] if has_owd else [])
         flow_rows, lat_rows = [], []
+        probes = fl.get("probes_sent")
+        any_probe = any_packets = False
         for i in range(n):
             loss = fl["loss_rate"][i] if "loss_rate" in fl else float("nan")
+            sent, delivered, lost = fl["sent_pkts"][i], fl["delivered_pkts"][i], fl["lost_pkts"][i]
+            if probes is not None and probes[i] == probes[i] and probes[i] is not None and loss == loss:
+                # a latency probe flow counts probes, not packets (its packets are the
+                # requests and the replies, so sent − delivered was not the loss): sent,
+                # answered, lost (loss_rate = lost probes / probes sent) — they add up
+                sent = int(probes[i])
+                delivered = int(round(sent * (1.0 - loss)))
+                lost = sent - delivered
+                any_probe = True
+            else:
+                any_packets = True
             flow_rows.append([
                 str(fl["name"][i]), str(fl["kind"][i]), f"{fl['src'][i]} → {fl['dst'][i]}",
-                _fmt(fl["goodput_bps"][i] / 1e6, 3), str(fl["sent_pkts"][i]), str(fl["delivered_pkts"][i]), str(fl["lost_pkts"][i]),
+                _fmt(fl["goodput_bps"][i] / 1e6, 3), str(sent), str(delivered), str(lost),
             ])
             lat = [_fmt(loss * 100, 2)]
             if has_rtt:
@@ -284,6 +297,8 @@ class Result:
             f"{self.events} events, {self.packets_created} packets; {self.wall_seconds:.3f} s wall ({speed:.0f}× real time)"
             + (f"; {hidden} idle links not shown" if hidden else "")
             + ("; drop % = dropped / arrived" if queue_rows else "")
+            + ("; flows count packets over the whole run: sent = delivered + lost + still in flight at the end" if any_packets and n else "")
+            + ("; probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" if any_probe else "")
             + ("; * a shaper's rate (htb/tbf), which util % is relative to" if any_shaped else ""),
             style="dim",
         )

@@ -19,8 +19,10 @@ Keys whose value is ``None`` are left out, so the core's documented default appl
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -80,10 +82,14 @@ class Scenario:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return _core.validate(self.text, force, seed, spread)
+            plan = _core.validate(self.text, force, seed, spread)
         finally:
             if enabled:
                 gc.enable()
+        extra = qdisc_time_warnings(self.to_dict())
+        if extra:
+            plan["warnings"] = list(plan.get("warnings", [])) + extra
+        return plan
 
     @property
     def name(self) -> str | None:
@@ -99,6 +105,49 @@ class Scenario:
     def __repr__(self) -> str:
         where = f" from {self.path}" if self.path else ""
         return f"<Scenario {self.name!r}{where}, {len(self.text)} chars>"
+
+
+_TIME_DEFAULT = re.compile(r"^\s*\d+(?:\.\d+)?\s*(?:ns|us|µs|ms|s|min)\s*$")
+
+
+@functools.cache
+def _qdisc_time_keys() -> dict[str, frozenset[str]]:
+    """Per qdisc kind, its keys that are durations (their default has a time unit:
+    ``target = "5ms"``, ``interval = "100ms"``)."""
+    out = {}
+    for kind, _ in _core.list_qdiscs():
+        try:
+            params = _core.describe(kind)["params"]
+        except Exception:  # noqa: BLE001 - a kind without documentation: no warnings for it
+            continue
+        out[kind] = frozenset(p["name"] for p in params if _TIME_DEFAULT.match(str(p.get("default", ""))))
+    return out
+
+
+def qdisc_time_warnings(doc: Mapping[str, Any]) -> list[str]:
+    """Warnings for qdisc time constants written as bare numbers above 1 (``target = 5``
+    is 5 seconds, not 5 ms: a bare number is seconds), as ``"field: message"`` like the
+    core's warnings for link delays."""
+    keys = _qdisc_time_keys()
+    out: list[str] = []
+
+    def walk(v: Any, path: str) -> None:
+        if isinstance(v, Mapping):
+            kind = v.get("kind")
+            if isinstance(kind, str) and kind in keys and "qdisc" in path:
+                for k in sorted(keys[kind]):
+                    x = v.get(k)
+                    if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 1:
+                        out.append(f"{path}.{k}: {x:g} is {x:g} s — a unit mistake? A bare number is seconds; "
+                                   f"write e.g. \"{x:g}ms\"")
+            for k, x in v.items():
+                walk(x, f"{path}.{k}" if path else str(k))
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                walk(x, f"{path}[{i}]")
+
+    walk(doc, "")
+    return out
 
 
 def _looks_like_toml(s: str) -> bool:

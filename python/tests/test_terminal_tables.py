@@ -82,3 +82,23 @@ def test_run_prints_the_first_50_rows_and_says_how_many_more(tmp_path):
     assert r.returncode == 0, r.stderr
     assert len([ln for ln in r.stdout.splitlines() if ln.lstrip().startswith("cbr")]) == 120
     assert "more flows" not in r.stdout
+
+
+def test_flow_columns_add_up_and_say_how():
+    """A ping flow's row counts probes (sent = delivered + lost, lost = loss % of sent);
+    a CBR row counts packets (sent = delivered + lost + in flight); the footer says so."""
+    text = ('[run]\nduration = "10s"\nwarmup = "5s"\n[dumbbell]\nrate = "10Mbit"\n'
+            '[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\n'
+            '[[flow]]\nkind = "cbr"\nfrom = "client0"\nto = "server0"\nrate = "20Mbit"\n')
+    res = aqmlab.run(text)
+    out = _render(res, 200)
+    rows = {ln.split()[0]: ln.split("│") for ln in out.splitlines() if ln.startswith(("ping0", "cbr1"))}
+    sent, delivered, lost = (int(rows["ping0"][k]) for k in (4, 5, 6))
+    f = res.flows.set_index("name")
+    assert sent == f.loc["ping0", "probes_sent"] and sent == delivered + lost
+    assert lost / sent == pytest.approx(f.loc["ping0", "loss_rate"])
+    sent, delivered, lost = (int(rows["cbr1"][k]) for k in (4, 5, 6))
+    assert sent > delivered + lost  # the rest was still queued when the run ended
+    flat = " ".join(out.split())
+    assert "sent = delivered + lost + still in flight at the end" in flat
+    assert "probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" in flat

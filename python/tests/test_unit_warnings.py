@@ -1,0 +1,36 @@
+"""Qdisc time constants written as bare numbers above 1 (``target = 5`` is 5 seconds)
+are warned about like link delays, by `validate`, `run` and the Python API; values
+with a unit, and bare numbers up to 1 s, are not."""
+from __future__ import annotations
+
+import aqmlab
+
+from conftest import run_cli
+
+SCENARIO = """\
+[run]
+duration = "1s"
+[dumbbell]
+rate = "10Mbit"
+qdisc = { kind = "codel", target = 5, interval = 0.1 }
+up = { qdisc = { kind = "pie", target = "15ms", tupdate = 2 } }
+[[flow]]
+kind = "ping"
+from = "client0"
+to = "server0"
+"""
+
+
+def test_bare_qdisc_times_above_a_second_warn(tmp_path):
+    want = ['dumbbell.qdisc.target: 5 is 5 s — a unit mistake? A bare number is seconds; write e.g. "5ms"',
+            'dumbbell.up.qdisc.tupdate: 2 is 2 s — a unit mistake? A bare number is seconds; write e.g. "2ms"']
+    assert [w for w in aqmlab.validate(SCENARIO)["warnings"] if "qdisc" in w] == want
+    assert [w for w in aqmlab.run(SCENARIO).warnings if "qdisc" in w] == want
+    f = tmp_path / "s.toml"
+    f.write_text(SCENARIO)
+    r = run_cli("validate", str(f))
+    assert r.returncode == 0 and "warning: dumbbell.qdisc.target: 5 is 5 s" in r.stdout
+    r = run_cli("run", str(f))
+    assert r.returncode == 0 and "warning: dumbbell.up.qdisc.tupdate: 2 is 2 s" in r.stderr
+    # interval = 0.1 (100 ms as a bare number) and "15ms" are fine
+    assert not [w for w in aqmlab.validate(SCENARIO)["warnings"] if "interval" in w or "up.qdisc.target" in w]
