@@ -30,7 +30,7 @@ EXIT_INTERRUPTED = 130
 
 ENGINE_NAMES = list(ENGINES)
 
-CATEGORIES = ("qdiscs", "cc", "workloads", "links", "studies")
+CATEGORIES = ("qdiscs", "cc", "workloads", "links", "studies", "measures")
 
 #: Rows of the flow and link tables `aqmlab validate` prints (--json has all of them).
 TABLE_ROWS = 200
@@ -523,22 +523,35 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
         con.print(f"… and {len(plan['links']) - TABLE_ROWS} more links (--json lists all)", markup=False)
 
 
-@cli.command("list", short_help="List qdiscs, congestion controls, workloads, link models or studies.")
+@cli.command("list", short_help="List qdiscs, congestion controls, workloads, link models, studies or measures.")
 @click.argument("category", type=click.Choice(CATEGORIES), metavar="{" + "|".join(CATEGORIES) + "}")
 @click.option("--verbose", "-v", is_flag=True, help="Add a one-line description after each name.")
 def list_cmd(category: str, verbose: bool) -> None:
     """List the available queue disciplines, congestion controls, workloads, topology
-    and link-model tables (links: [[link]], [dumbbell], shaper/htb/tbf, wifi, docsis)
-    or studies, one name per line.
+    and link-model tables (links: [[link]], [dumbbell], shaper/htb/tbf, wifi, docsis),
+    studies, or the run-level measures a study's `measures` can name, one name per line.
 
     \b
     Examples:
       aqmlab list qdiscs
       aqmlab list workloads --verbose
       aqmlab list links -v
+      aqmlab list measures -v
     """
     if category == "studies":
         items = [(name, _study_about(path)) for name, path in find_studies().items()]
+    elif category == "measures":
+        from aqmlab import measures as M
+
+        items = list(M.describe().items()) + [
+            ("flow:NAME.COL", "a column of one flow's row (e.g. flow:voip0.r_value)"),
+            ("queue:NAME.COL", "a column of one queue's row (e.g. queue:bottleneck_down.sojourn_p99)"),
+            ("mean:KIND.COL", "mean of a column over the flows of a kind (e.g. mean:web.page_time_mean)"),
+            ("sum:KIND.COL", "sum of a column over the flows of a kind"),
+            ("ratio:A/B", "summed goodput of the flows named A* over that of B* (e.g. ratio:prague/cubic)"),
+            ("induced:SUFFIX", "induced latency of the latency probes named *.SUFFIX (e.g. induced:udp_ef)"),
+            ("induced_ratio:A/B", "induced:A over induced:B (below 1 when A is served ahead of B)"),
+        ]
     else:
         import aqmlab
 

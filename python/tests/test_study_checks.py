@@ -93,3 +93,15 @@ def test_only_on_a_finished_store_merges_into_the_report(tmp_path):
     assert r.returncode == 0, r.stderr
     html = page.read_text()
     assert 'id="exp-a"' in html and 'id="exp-b"' in html, "the report still covers experiment a"
+
+
+def test_list_measures_names_every_registered_and_generic_measure():
+    from aqmlab import measures as M
+
+    r = run_cli("list", "measures")
+    assert r.returncode == 0
+    names = r.stdout.split()
+    assert names[: len(M.MEASURES)] == list(M.MEASURES) and "ratio:A/B" in names
+    r = run_cli("list", "measures", "-v")
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("goodput_down "))
+    assert line.split(None, 1)[1] == "sum of downstream TCP bulk goodput after warm-up (bit/s)"
