@@ -3,10 +3,17 @@
 and of the Python package aqmlab (one node per module).
 
 A Rust file depends on another when it names it through `crate::a::b` or `super::x`
-(in `use` lines or inline paths; `#[cfg(test)]` modules excluded); a Python module when
-it imports it at module level or inside a function (TYPE_CHECKING-only imports excluded).
-Prints the strongly connected components with more than one member; exit status 1 if
-there is any. Usage: python3 scripts/import_cycles.py [--graph]
+(in `use` lines or inline paths; `#[cfg(test)]` modules excluded), and a parent module
+(`mod.rs`) on a child it names (`child::X`, `pub use child::X`; `mod child;` is not a
+use); a Python module when it imports it at module level or inside a function
+(TYPE_CHECKING-only imports excluded).
+
+A parent and its children that use each other (a registry, a facade) are one unit: that
+is no cycle while every way back from a child to its parent stays below the parent. The
+check reports the strongly connected components among modules that do not contain one
+another, and every cycle a parent closes through a module outside its subtree (`app ->
+app::cbr -> resources -> app`). Exit status 1 if there is any.
+Usage: python3 scripts/import_cycles.py [--graph]
 """
 import ast
 import re
@@ -63,13 +70,73 @@ def rust_graph(src: Path) -> dict[str, set[str]]:
                     t = resolve(full + item.split("::"))
                     if t is not None and t != m:
                         graph[m].add(t)
-    # a parent module's `pub mod child;` is containment, not a dependency
-    for m in graph:
-        graph[m] = {t for t in graph[m] if not (m == "" or t.startswith(m + "::"))}
+        # a parent module's own uses of its children (`child::X`, `self::child::X`,
+        # `pub use child::X`); its `mod child;` lines are not uses
+        for mt in re.finditer(r"(?<![\w:])(?:self::)?(\w+)::", text):
+            t = resolve(here + [mt.group(1)])
+            if t is not None and t != m and t.startswith(m + "::") and m:
+                graph[m].add(t)
     graph.pop("", None)
     for m in graph:
         graph[m].discard("")
     return graph
+
+
+def is_below(t: str, m: str, sep: str) -> bool:
+    return t.startswith(m + sep)
+
+
+def family_cycles(graph: dict[str, set[str]], sep: str) -> list[list[str]]:
+    """Cycles that a parent module closes through one of its own descendants.
+
+    A parent that uses its children while the children use the parent's items is the
+    usual container pattern (a registry, a facade) and is no cycle as long as the way
+    back stays inside the parent's subtree. It is one when the way back from the child
+    leaves the subtree: `app -> app::cbr -> resources -> app`. Returns one such path
+    per parent and set of modules outside it, as `[parent, child, ..., parent]`.
+    """
+    out: dict[tuple[str, frozenset[str]], list[str]] = {}
+    for m in sorted(graph):
+        for c in sorted(t for t in graph[m] if is_below(t, m, sep)):
+            # shortest path c ~> m through at least one module outside m's subtree:
+            # search states (node, left the subtree yet)
+            start = (c, False)
+            prev: dict[tuple[str, bool], tuple[str, bool] | None] = {start: None}
+            queue = [start]
+            found = None
+            while queue and found is None:
+                nxt = []
+                for node, out_ in queue:
+                    for w in sorted(graph.get(node, ())):
+                        state = (w, out_ or (w != m and not is_below(w, m, sep)))
+                        if w == m:
+                            if out_:
+                                prev[state] = (node, out_)
+                                found = state
+                                break
+                            continue
+                        if state not in prev:
+                            prev[state] = (node, out_)
+                            nxt.append(state)
+                    if found:
+                        break
+                queue = nxt
+            if found is None:
+                continue
+            path = []
+            s: tuple[str, bool] | None = found
+            while s is not None:
+                path.append(s[0])
+                s = prev[s]
+            cyc = [m] + path[::-1]
+            outside = frozenset(x for x in cyc if x != m and not is_below(x, m, sep))
+            out.setdefault((m, outside), cyc)
+    return list(out.values())
+
+
+def without_containment(graph: dict[str, set[str]], sep: str) -> dict[str, set[str]]:
+    """The graph without a parent's edges to its own descendants."""
+    return {m: {t for t in ts if not is_below(t, m, sep)} for m, ts in graph.items()}
 
 
 def python_graph(pkg: Path, name: str) -> dict[str, set[str]]:
@@ -144,19 +211,27 @@ def sccs(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def cycles(graph: dict[str, set[str]], sep: str) -> list[str]:
+    """Every cycle, as text: strongly connected components among modules that do not
+    contain one another, then cycles a parent closes through a descendant."""
+    found = [" <-> ".join(c) for c in sccs(without_containment(graph, sep))]
+    found += [" -> ".join(c) for c in family_cycles(graph, sep)]
+    return found
+
+
 def main() -> int:
     show = "--graph" in sys.argv
     bad = 0
-    for title, g in [
-        ("aqmlab-core (Rust, per file)", rust_graph(ROOT / "crates/aqmlab-core/src")),
-        ("aqmlab (Python, per module)", python_graph(ROOT / "python/aqmlab", "aqmlab")),
+    for title, g, sep in [
+        ("aqmlab-core (Rust, per file)", rust_graph(ROOT / "crates/aqmlab-core/src"), "::"),
+        ("aqmlab (Python, per module)", python_graph(ROOT / "python/aqmlab", "aqmlab"), "."),
     ]:
         edges = sum(len(v) for v in g.values())
-        comps = sccs(g)
-        print(f"{title}: {len(g)} modules, {edges} dependencies, {len(comps)} cycle(s)")
-        for c in comps:
+        found = cycles(g, sep)
+        print(f"{title}: {len(g)} modules, {edges} dependencies, {len(found)} cycle(s)")
+        for c in found:
             bad += 1
-            print("  cycle:", " <-> ".join(c))
+            print("  cycle:", c)
         if show:
             for m in sorted(g):
                 print(f"  {m or 'lib'} -> {', '.join(sorted(g[m])) or '-'}")

@@ -240,12 +240,50 @@ fn budget_source(b: &Budget) -> String {
     }
 }
 
+/// What a workload offers the network, for the resource model (each workload's
+/// `load_profile`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadProfile {
+    /// Packets per second the source sends on its own clock (CBR, probes, VoIP), or None
+    /// for TCP-based kinds, which send at most what their path carries.
+    pub fixed_pps: Option<f64>,
+    /// Packets back from `to` per forward packet (probe replies 1, TCP ACKs 1/2: Linux
+    /// acknowledges every second full-sized segment, `tcp_input.c: __tcp_ack_snd_check`).
+    pub reverse_per_pkt: f64,
+    /// Samples recorded per forward packet (probe RTT/OWDs, CBR/VoIP OWD, TCP traces).
+    pub samples_per_pkt: f64,
+    /// IP bytes of a forward packet (None: TCP, full-sized segments of the path's MTU)
+    /// and of a reverse one.
+    pub fwd_bytes: Option<f64>,
+    pub rev_bytes: f64,
+}
+
+impl LoadProfile {
+    /// A TCP-based workload: full-sized segments, an ACK (with timestamps) per two
+    /// segments, and with `trace` on cwnd, ssthresh, srtt samples (rto only on
+    /// timeouts): at most 3 per ACK.
+    pub fn tcp(trace: bool) -> LoadProfile {
+        LoadProfile {
+            fixed_pps: None,
+            reverse_per_pkt: 0.5,
+            samples_per_pkt: if trace { 1.5 } else { 0.0 },
+            fwd_bytes: None,
+            rev_bytes: 52.0, // an ACK with the timestamp option
+        }
+    }
+
+    /// Packets per second of a source sending every `interval`.
+    pub fn per_interval(interval: crate::units::DurationSpec) -> f64 {
+        1e9 / interval.0.as_nanos().max(1) as f64
+    }
+}
+
 /// The per-flow inputs of the model.
 pub struct FlowLoad {
     pub group: u32,
     pub active_secs: f64,
     pub tcp: bool,
-    pub profile: crate::app::LoadProfile,
+    pub profile: LoadProfile,
     /// Links from `src` to `dst` and back.
     pub fwd: Vec<u32>,
     pub rev: Vec<u32>,

@@ -25,6 +25,7 @@ use crate::metrics::Bins;
 use crate::net::Net;
 use crate::packet::{flow_hash, FlowId, NodeId, Packet, PacketKind};
 use crate::params::ScenarioError;
+pub use crate::resources::LoadProfile;
 use crate::rng::Rng;
 use crate::tcp::TcpHost;
 use crate::time::{SimDuration, SimTime};
@@ -35,6 +36,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AppEnv {
     pub tcp: crate::tcp::TcpOptions,
+}
+
+impl AppEnv {
+    /// The load of a TCP-based workload with the flow's `tcp = { ... }` options `o` over
+    /// the scenario's `[tcp]` ([`LoadProfile::tcp`], tracing as the merged options say).
+    pub fn tcp_load(&self, o: &crate::tcp::TcpOptions) -> LoadProfile {
+        LoadProfile::tcp(self.tcp.merged(o).trace.unwrap_or(false))
+    }
 }
 
 /// A time-stamped measurement of a flow (probe RTT, one-way delay, cwnd ...).
@@ -348,44 +357,5 @@ impl TcpHost for FlowCtx<'_> {
     #[inline]
     fn random_u64(&mut self) -> u64 {
         self.rng.next_u64()
-    }
-}
-
-/// What a workload offers the network, for the resource model (`crate::resources`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LoadProfile {
-    /// Packets per second the source sends on its own clock (CBR, probes, VoIP), or None
-    /// for TCP-based kinds, which send at most what their path carries.
-    pub fixed_pps: Option<f64>,
-    /// Packets back from `to` per forward packet (probe replies 1, TCP ACKs 1/2: Linux
-    /// acknowledges every second full-sized segment, `tcp_input.c: __tcp_ack_snd_check`).
-    pub reverse_per_pkt: f64,
-    /// Samples recorded per forward packet (probe RTT/OWDs, CBR/VoIP OWD, TCP traces).
-    pub samples_per_pkt: f64,
-    /// IP bytes of a forward packet (None: TCP, full-sized segments of the path's MTU)
-    /// and of a reverse one.
-    pub fwd_bytes: Option<f64>,
-    pub rev_bytes: f64,
-}
-
-impl LoadProfile {
-    /// A TCP-based workload with the flow's `tcp = { ... }` options `o` over the
-    /// scenario's `[tcp]`: full-sized segments, an ACK (with timestamps) per two
-    /// segments, and with `trace` on cwnd, ssthresh, srtt samples (rto only on
-    /// timeouts): at most 3 per ACK.
-    pub fn tcp(env: &AppEnv, o: &crate::tcp::TcpOptions) -> LoadProfile {
-        let trace = env.tcp.merged(o).trace.unwrap_or(false);
-        LoadProfile {
-            fixed_pps: None,
-            reverse_per_pkt: 0.5,
-            samples_per_pkt: if trace { 1.5 } else { 0.0 },
-            fwd_bytes: None,
-            rev_bytes: 52.0, // an ACK with the timestamp option
-        }
-    }
-
-    /// Packets per second of a source sending every `interval`.
-    pub fn per_interval(interval: crate::units::DurationSpec) -> f64 {
-        1e9 / interval.0.as_nanos().max(1) as f64
     }
 }

@@ -104,7 +104,7 @@ pub struct RrulConfig {
 impl RrulConfig {
     /// Load on the network, for the resource model: TCP.
     pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
-        super::LoadProfile::tcp(env, &self.tcp)
+        env.tcp_load(&self.tcp)
     }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {

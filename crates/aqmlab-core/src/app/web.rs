@@ -119,7 +119,7 @@ pub struct WebConfig {
 impl WebConfig {
     /// Load on the network, for the resource model: TCP.
     pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
-        super::LoadProfile::tcp(env, &self.tcp)
+        env.tcp_load(&self.tcp)
     }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {
