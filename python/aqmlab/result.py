@@ -334,6 +334,12 @@ class Result:
         (d / "meta.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return d
 
+    def _repr_html_(self) -> str:
+        """The notebook view: headline numbers, flows and busy queues (first rows)."""
+        from aqmlab._html import result_html
+
+        return result_html(self)
+
     def plot(self, title: str | None = None) -> Any:
         """This run over time, like Flent's ``all_scaled``: per-flow goodput, queueing
         delay and the latency probes' RTT in stacked panels (a matplotlib Figure; shows

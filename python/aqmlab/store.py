@@ -1086,6 +1086,12 @@ class Store:
     def __repr__(self) -> str:
         return f"<Store {str(self.path)!r}: {len(self.raw_runs)} finished runs>"
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the study, and per experiment its runs, axes and measures."""
+        from aqmlab._html import store_html
+
+        return store_html(self)
+
     # -- layout ---------------------------------------------------------------------------
 
     def _loose_of(self, table: str) -> set[str]:
