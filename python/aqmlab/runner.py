@@ -567,8 +567,9 @@ def _validate_all(specs: list[RunSpec], study_text: str = "") -> None:
             raise StudyError(f"experiment {s.experiment} ({where}): {msg}" + (f" (study file line {line})" if line else "")) from None
 
 
-def _run_local(jobs, args, writer: _Writer, fail) -> None:
-    """Runs `args` on `jobs` local processes. A run that raises is recorded with `fail`
+def _run_local(jobs, args, writer: _Writer, fail, fn: Callable[..., Any] | None = None) -> None:
+    """Runs ``fn(*a)`` (default :func:`_encoded_run`) for each `a` of `args` on `jobs`
+    local processes and hands ``a[0]`` and the value to ``writer.submit``. A run that raises is recorded with `fail`
     and the sweep goes on. A worker that dies (SIGKILL, out of memory, abort) breaks the
     whole pool and every pending run with it; those suspects are then re-run one at a
     time in fresh single-worker pools, so only the run that kills its worker again is
@@ -577,6 +578,7 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
 
     if not args:
         return
+    fn = fn or _encoded_run
     n = jobs or os.cpu_count() or 1
 
     def finish(a, fut) -> bool:
@@ -594,7 +596,7 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
     if n == 1:  # in this process (a crash here ends the sweep; resuming skips finished runs)
         for a in args:
             try:
-                tables = _encoded_run(*a)
+                tables = fn(*a)
             except Exception as e:
                 fail(a[0], e)
                 continue
@@ -607,7 +609,7 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
             pending = {}
             try:
                 for a in _take(it, 2 * n):
-                    pending[pool.submit(_encoded_run, *a)] = a
+                    pending[pool.submit(fn, *a)] = a
                 while pending:
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                     writer.poll()
@@ -618,7 +620,7 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
                     if suspects:
                         break
                     for nxt in _take(it, len(finished)):
-                        pending[pool.submit(_encoded_run, *nxt)] = nxt
+                        pending[pool.submit(fn, *nxt)] = nxt
             except BrokenProcessPool:  # submit() on a pool that has just broken
                 pass
             suspects += list(pending.values())
@@ -626,14 +628,14 @@ def _run_local(jobs, args, writer: _Writer, fail) -> None:
             return
         for a in suspects:  # isolate the culprit(s)
             with procs.pool(1) as solo:
-                fut = solo.submit(_encoded_run, *a)
+                fut = solo.submit(fn, *a)
                 wait([fut])
                 if not finish(a, fut):
                     fail(a[0], BrokenProcessPool("worker died"))
 
 
-def _run_dask(scheduler, args, writer: _Writer, fail) -> None:
-    """Runs `args` on a Dask cluster, several runs per task (`_dask_batch_size`). A run
+def _run_dask(scheduler, args, writer: _Writer, fail, fn: Callable[..., Any] | None = None) -> None:
+    """Runs ``fn(*a)`` (default :func:`_encoded_run`) for each `a` of `args` on a Dask cluster, several runs per task (`_dask_batch_size`). A run
     that raises is recorded with `fail`; a task whose worker died (KilledWorker after
     Dask's retries) has its runs submitted again one per task, so only a run that kills
     its worker fails."""
@@ -649,8 +651,9 @@ def _run_dask(scheduler, args, writer: _Writer, fail) -> None:
         client = Client(scheduler)
         own = True
     try:
+        extra = () if fn is None else (fn,)  # _run_batch's default: _encoded_run
         size = _dask_batch_size(len(args), len(client.scheduler_info().get("workers", {})))
-        futs = {client.submit(_run_batch, args[i : i + size], pure=False): args[i : i + size] for i in range(0, len(args), size)}
+        futs = {client.submit(_run_batch, args[i : i + size], *extra, pure=False): args[i : i + size] for i in range(0, len(args), size)}
         ac = as_completed(futs)
         for fut in ac:
             batch = futs.pop(fut)
@@ -661,7 +664,7 @@ def _run_dask(scheduler, args, writer: _Writer, fail) -> None:
                     fail(batch[0][0], e)
                 else:
                     for a in batch:
-                        f = client.submit(_run_batch, [a], pure=False)
+                        f = client.submit(_run_batch, [a], *extra, pure=False)
                         futs[f] = [a]
                         ac.add(f)
                 continue
@@ -675,14 +678,15 @@ def _run_dask(scheduler, args, writer: _Writer, fail) -> None:
             client.close()
 
 
-def _run_batch(batch: list[tuple]) -> list[tuple[bool, Any]]:
-    """One Dask task: :func:`_encoded_run` of each run of `batch` in turn, giving
+def _run_batch(batch: list[tuple], fn: Callable[..., Any] | None = None) -> list[tuple[bool, Any]]:
+    """One Dask task: ``fn`` (default :func:`_encoded_run`) of each run of `batch` in turn, giving
     (True, its files) or (False, the exception it raised), so that one raising run does
     not lose the others."""
+    fn = fn or _encoded_run
     out: list[tuple[bool, Any]] = []
     for a in batch:
         try:
-            out.append((True, _encoded_run(*a)))
+            out.append((True, fn(*a)))
         except Exception as e:
             out.append((False, e))
     return out
