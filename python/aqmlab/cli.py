@@ -325,14 +325,20 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
                f"(emulation overhead ×{i['overhead']:.1f}); guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
 
 
-@cli.command("crosscheck", short_help="Run a scenario on the simulator and on reference engines (Linux, ns-2, ns-3); compare.")
-@click.argument("file", metavar="FILE.toml")
-@click.option("--engines", "engine_list", default=None, metavar="LIST", help="Comma-separated engines to compare with: " + ", ".join(e for e in ENGINES if e != "sim") + " (default: every installed engine that supports the file).")
+@cli.command("crosscheck", short_help="Run a scenario (or the shipped validation campaign) on the simulator and on reference engines (Linux, ns-2, ns-3); compare.")
+@click.argument("file", metavar="FILE.toml", required=False)
+@click.option("--engines", "engine_list", default=None, metavar="LIST", help="Comma-separated engines to compare with: " + ", ".join(e for e in ENGINES if e != "sim") + " (default: every installed engine that supports the file; with --campaign: ns3,ns2 for quick, linux,ns3,ns2 for full).")
 @click.option("--seed", type=int, default=None, help="Run seed of the simulator (and start times of every engine).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison rows as JSON.")
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write every result as Parquet to OUT/sim, OUT/ENGINE and, with engines other than linux alone, the figures OUT/sojourn_cdf.png and OUT/goodput.png.")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write every result as Parquet to OUT/sim, OUT/ENGINE and, with engines other than linux alone, the figures OUT/sojourn_cdf.png and OUT/goodput.png. With --campaign (required): the campaign's folder.")
 @click.option("--keep", "keep", type=click.Path(file_okay=False), default=None, help="Keep each engine's job (VM script and guest output; ns-2 Tcl and traces) in this directory (KEEP/ENGINE when several engines run).")
-def crosscheck_cmd(file: str, engine_list: str | None, seed: int | None, as_json: bool, out: str | None, keep: str | None) -> None:
+@click.option("--campaign", "campaign", type=click.Choice(["quick", "full"]), default=None,
+              help="Run the shipped validation campaign instead of FILE: quick (a subset of the cases, 20 s runs, seed 1, without the kernel unless --engines names linux; under 15 minutes on 2 cores) or full (every case as written, seeds 1-3, the kernel included).")
+@click.option("--case", "only_cases", multiple=True, metavar="NAME", help="With --campaign: only this case (repeat for several).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="With --campaign: local worker processes (default: all cores).")
+@click.option("--scheduler", default=None, metavar="ADDR", help="With --campaign: run on a Dask cluster, e.g. tcp://host:8786 (needs the dask extra).")
+def crosscheck_cmd(file: str | None, engine_list: str | None, seed: int | None, as_json: bool, out: str | None, keep: str | None, campaign: str | None,
+                   only_cases: tuple[str, ...], jobs: int | None, scheduler: str | None) -> None:
     """Run a scenario on the simulator and on reference engines and print one table:
     per-queue utilisation, sojourn mean/p99, drop rate, drops and marks by reason,
     per-flow goodput and shares, probe RTTs; per engine its value, ratio to the simulator
@@ -345,13 +351,39 @@ def crosscheck_cmd(file: str, engine_list: str | None, seed: int | None, as_json
     start-up crosses the bottleneck), the start-up rows are repeated for the simulator
     started at the kernel's instants ("sim at the kernel's starts").
 
+    With --campaign quick|full (and no FILE), run the shipped validation campaign: its
+    cases (the kernel campaign's dumbbells, RRUL, CAKE and BBR, and ns-3 and ns-2 cases
+    varying congestion control, RTT, rate, asymmetry, ECN, mixed RTTs and probes), each on
+    every selected engine that is installed and accepts it, in parallel (--jobs or
+    --scheduler). OUT gets report.html (the verdict matrix case × engine: agree / differ
+    with the worst ratio / failed / unsupported / not installed; per-case tables and
+    figures), results.csv and matrix.md. Finished cells are kept in OUT and not run again;
+    a failed cell runs again. Quick mode leaves the kernel out by default (a kernel run
+    takes minutes under emulation).
+
     \b
     Examples:
       aqmlab crosscheck benchmarks/scenarios/tcp16_codel.toml
       aqmlab crosscheck examples/fifo_overload.toml --engines ns2 --out results/xc
+      aqmlab crosscheck --campaign quick --out results/validation
+      aqmlab crosscheck --campaign full --engines linux,ns3,ns2 --jobs 2 --out results/validation-full
     """
     import aqmlab
 
+    if campaign is not None:
+        if file is not None:
+            _fail("--campaign runs the shipped cases: give no FILE", EXIT_BAD_INPUT)
+        for flag, given in (("--seed", seed is not None), ("--json", as_json), ("--keep", keep is not None)):
+            if given:
+                _fail(f"{flag} does not apply to --campaign (the campaign sets the seeds and writes its own files)", EXIT_BAD_INPUT)
+        _campaign(campaign, engine_list, out, list(only_cases), jobs, scheduler)
+        return
+    for flag, given in (("--case", bool(only_cases)), ("--jobs", jobs is not None), ("--scheduler", scheduler is not None)):
+        if given:
+            _fail(f"{flag} applies only with --campaign", EXIT_BAD_INPUT)
+    if file is None:
+        _fail("give a scenario FILE.toml or --campaign quick|full", EXIT_BAD_INPUT)
+        return
     sc = aqmlab.load_scenario(Path(file))
     names = _crosscheck_engines(sc, engine_list)
     if out is not None:
@@ -360,6 +392,39 @@ def crosscheck_cmd(file: str, engine_list: str | None, seed: int | None, as_json
         _crosscheck_multi(sc, names, seed, as_json, out, keep)
         return
     _crosscheck_linux(sc, seed, as_json, out, keep)
+
+
+def _campaign(mode: str, engine_list: str | None, out: str | None, only: list[str], jobs: int | None, scheduler: str | None) -> None:
+    from aqmlab.campaign import DEFAULT_ENGINES, load_cases, run_campaign
+
+    others = [e for e in ENGINES if e != "sim"]
+    if out is None:
+        _fail("--campaign needs --out DIR (the cells, report.html, results.csv and matrix.md go there)", EXIT_BAD_INPUT)
+        return
+    if jobs is not None and scheduler is not None:
+        _fail("give --jobs or --scheduler, not both", EXIT_BAD_INPUT)
+    if engine_list is None:
+        names = list(DEFAULT_ENGINES[mode])
+    else:
+        names = list(dict.fromkeys(n.strip() for n in engine_list.split(",") if n.strip()))
+        if not names:
+            _fail(f"--engines: give one or more of {', '.join(others)}", EXIT_BAD_INPUT)
+        for n in names:
+            if n not in others:
+                _fail(f"--engines: unknown engine {n!r}; allowed: {', '.join(others)}", EXIT_BAD_INPUT)
+    try:
+        load_cases(mode, only or None)
+    except ValueError as e:
+        _fail(f"--case: {e}", EXIT_BAD_INPUT)
+    _check_out_dir(out)
+    client = _check_scheduler(scheduler)
+    try:
+        s = run_campaign(mode, out, names, jobs=jobs, scheduler=client, cases=only or None, say=lambda m: click.echo(m, err=True))
+    finally:
+        if client is not None:
+            client.close()
+    click.echo(f"{s.ran} cells run, {s.skipped} kept from before, {len(s.failed)} failed, in {s.wall_seconds:.0f} s")
+    click.echo(f"report: {s.report}  (and {Path(out) / 'results.csv'}, {Path(out) / 'matrix.md'})")
 
 
 def _crosscheck_engines(sc, engine_list: str | None) -> list[str]:

@@ -288,6 +288,7 @@ def run_campaign(mode: str, out: str | os.PathLike[str], engines: list[str] | No
     if report:
         from aqmlab.campaign.report import write_report
 
-        s.report = write_report(out, cs, engines, cells, mode=mode, wall_seconds=s.wall_seconds)
+        stored = [j.record() if j.status is not None else read_cell(out, j) for j in cells]
+        s.report = write_report(out, cs, engines, [d for d in stored if d is not None], mode=mode, wall_seconds=s.wall_seconds)
     return s
 

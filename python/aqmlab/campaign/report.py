@@ -266,18 +266,11 @@ h2 { margin-top: 1.5em; border-top: 1px solid #ccc; padding-top: 0.5em; }
 """
 
 
-def write_report(out: Path, cases: list[Any], engines: list[str], jobs: list[Any], *, mode: str = "", wall_seconds: float = 0.0) -> Path:
-    """Writes report.html, results.csv, matrix.md and the figures of the planned cells
-    ``jobs`` (:func:`aqmlab.campaign.plan`) from what is stored in ``out``. Returns the
-    report's path."""
-    from aqmlab.campaign import read_cell
-
+def write_report(out: Path, cases: list[Any], engines: list[str], cells: list[dict[str, Any]], *, mode: str = "", wall_seconds: float = 0.0) -> Path:
+    """Writes report.html, results.csv, matrix.md and the figures into ``out`` from the
+    campaign's ``cells`` (the stored cell records, :mod:`aqmlab.campaign`) of ``cases``
+    (with ``name`` and ``about``). Returns the report's path."""
     out = Path(out)
-    cells = []
-    for j in jobs:
-        d = j.record() if j.status is not None else read_cell(out, j)
-        if d is not None:
-            cells.append(d)
     names = [c.name for c in cases]
     m = matrix(cells, names, engines)
     about = [(c.name, c.about) for c in cases]
@@ -309,14 +302,14 @@ def write_report(out: Path, cases: list[Any], engines: list[str], jobs: list[Any
     for name, ab in about:
         tds = []
         for e in engines:
-            c = m[name, e]
-            tip = html.escape(c.what or c.message, quote=True)
-            tds.append(f"<td style='background:{_COLOURS.get(c.status, '#fff')}' title='{tip}'>{html.escape(c.text())}</td>")
+            mc = m[name, e]
+            tip = html.escape(mc.what or mc.message, quote=True)
+            tds.append(f"<td style='background:{_COLOURS.get(mc.status, '#fff')}' title='{tip}'>{html.escape(mc.text())}</td>")
         h.append(f"<tr><td><a href='#{name}'>{html.escape(name)}</a></td><td class='msg'>{html.escape(ab)}</td>{''.join(tds)}</tr>")
     h.append("</table>")
     by_case: dict[str, list[dict[str, Any]]] = {}
-    for c in cells:
-        by_case.setdefault(c["case"], []).append(c)
+    for cell in cells:
+        by_case.setdefault(cell["case"], []).append(cell)
     for name, ab in about:
         h.append(f"<h2 id='{name}'>{html.escape(name)}</h2><p>{html.escape(ab)}</p>")
         ran = [e for e in engines if m[name, e].rows]
@@ -354,13 +347,13 @@ def _case_table(m: dict[tuple[str, str], MatrixCell], name: str, engines: list[s
     for k, sim in order.items():
         tds = []
         for e in engines:
-            r = vals.get((*k, e))
-            if r is None:
+            ar = vals.get((*k, e))
+            if ar is None:
                 tds.append("<td></td><td></td><td></td>")
                 continue
-            v = "agree" if r.verdict == "ok" else ("differ" if r.verdict == "DIFF" else "")
+            v = "agree" if ar.verdict == "ok" else ("differ" if ar.verdict == "DIFF" else "")
             cls = " diff" if v == "differ" else ""
-            tds.append(f"<td class='num'>{_fmt(r.value)}</td><td class='num{cls}'>{html.escape(r.diff())}</td><td class='{cls.strip()}'>{v}</td>")
+            tds.append(f"<td class='num'>{_fmt(ar.value)}</td><td class='num{cls}'>{html.escape(ar.diff())}</td><td class='{cls.strip()}'>{v}</td>")
         t.append(f"<tr><td>{k[0]}</td><td>{html.escape(k[1])}</td><td>{html.escape(k[2])}</td><td class='num'>{_fmt(sim)}</td>{''.join(tds)}</tr>")
     t.append("</table>")
     return "\n".join(t)
