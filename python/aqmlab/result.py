@@ -55,10 +55,37 @@ def _nan_to_none(v: Any) -> Any:
     return v
 
 
+def _plain_column(col: Any) -> list[Any]:
+    """A column as a list of plain Python values, NaN and ±inf as None: what
+    :func:`_nan_to_none` gives each element, converted a column at a time (a 10,000-flow
+    run's tables hold millions of values)."""
+    if hasattr(col, "dtype") and hasattr(col, "tolist"):  # a NumPy array
+        kind = col.dtype.kind
+        if kind in "biu":
+            return col.tolist()  # type: ignore[no-any-return]
+        if kind == "f":
+            import numpy as np
+
+            vals = col.tolist()
+            for i in np.flatnonzero(~np.isfinite(col)).tolist():
+                vals[i] = None
+            return vals  # type: ignore[no-any-return]
+    out = []
+    for v in col:
+        tv = type(v)
+        if tv is float:
+            out.append(v if math.isfinite(v) else None)
+        elif tv is int or tv is str or tv is bool or v is None:
+            out.append(v)
+        else:
+            out.append(_nan_to_none(v))
+    return out
+
+
 def _records(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
     keys = list(cols)
-    n = len(cols[keys[0]]) if keys else 0
-    return [{k: _nan_to_none(cols[k][i]) for k in keys} for i in range(n)]
+    plain = [_plain_column(cols[k]) for k in keys]
+    return [dict(zip(keys, row)) for row in zip(*plain)] if keys else []
 
 
 #: rows of each table :meth:`Result.summary_table` shows by default (``aqmlab run --all``: every row)
@@ -201,6 +228,14 @@ class Result:
             p.update({k: f.get(k) for k in PROBE_COLUMNS})
             p["rtt_samples"] = self._count_samples(0, f["id"], "rtt")
             probes.append(p)
+        meta = self._meta_dict()
+        d = {k: meta.pop(k) for k in ("aqmlab_version", "scenario", "seed", "duration", "warmup", "bin")}
+        d.update(flows=flows, queues=_records(self._raw["queues"]), probes=probes)
+        d.update(meta)  # the counters and wall_seconds
+        return d
+
+    def _meta_dict(self) -> dict[str, Any]:
+        """The run's scalars of :meth:`to_json_dict` (everything but its tables), in its order."""
         return {
             "aqmlab_version": self.version,
             "scenario": self.name,
@@ -208,9 +243,6 @@ class Result:
             "duration": self.duration,
             "warmup": self.warmup,
             "bin": self.bin,
-            "flows": flows,
-            "queues": _records(self._raw["queues"]),
-            "probes": probes,
             "events": self.events,
             "packets_created": self.packets_created,
             "packets_delivered": self.packets_delivered,
@@ -267,8 +299,9 @@ class Result:
         q = self._raw["queues"]
         queue_cols = ["link", "qdisc", "rate", "util %", "arrived", "dropped", "drop %"]
         soj_cols = ["marked", "sojourn mean ms", "p50 ms", "p99 ms", "max ms"]
-        queue_rows, soj_rows = [], []
-        hidden = 0
+        queue_rows: list[list[str]] = []
+        soj_rows: list[list[str]] = []
+        hidden = more_links = 0
         any_shaped = False
         keys = ("arrivals", "dropped", "utilization", "rate_bps", "shaper_rate_bps", "regulator_drops")
         for i in range(len(q["name"])):
@@ -278,18 +311,17 @@ class Result:
                 hidden += 1
                 continue
             shaped = _num(row, "shaper_rate_bps") > 0
+            any_shaped = any_shaped or shaped
+            if max_rows is not None and len(queue_rows) >= max_rows:
+                more_links += 1  # counted, not formatted
+                continue
             # a shaped link shows the shaper's rate: utilisation is relative to it
             rate = f"{_fmt_rate(int(row['shaper_rate_bps']))}*" if shaped else _fmt_rate(q["rate_bps"][i])
-            any_shaped = any_shaped or shaped
             queue_rows.append([
                 str(q["name"][i]), str(q["qdisc"][i]), rate, _fmt(link_utilization(row) * 100, 2), str(arr),
                 str(q["dropped"][i]), _fmt(link_drop_fraction(row) * 100, 2),
             ])
             soj_rows.append([str(q["marked"][i])] + [_fmt(q[k][i] * 1e3, 3) for k in ("sojourn_mean", "sojourn_p50", "sojourn_p99", "sojourn_max")])
-        more_links = 0
-        if max_rows is not None and len(queue_rows) > max_rows:
-            more_links = len(queue_rows) - max_rows
-            queue_rows, soj_rows = queue_rows[:max_rows], soj_rows[:max_rows]
         more = [f"{k} more {what}" for k, what in ((n_all - n, "flows"), (more_links, "links")) if k]
         speed = self.duration / self.wall_seconds if self.wall_seconds > 0 else float("inf")
         foot = Text(
@@ -329,7 +361,7 @@ class Result:
         if self.scenario is not None:
             (d / "scenario.toml").write_text(self.scenario.text, encoding="utf-8")
             files.append("scenario.toml")
-        meta = {k: v for k, v in self.to_json_dict().items() if k not in ("flows", "queues", "probes")}
+        meta = self._meta_dict()  # to_json_dict() without its tables (not built: they can be large)
         meta["files"] = files
         (d / "meta.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return d
