@@ -857,7 +857,7 @@ impl Link {
                         Some(p) => {
                             note_dequeue(&mut self.stats, p.enqueued_at, p.ecn, now);
                             let peer = peer_index(&self.peer_of, p.dst);
-                            w.accept(p, peer);
+                            w.accept(p, peer, now);
                         }
                         None => break,
                     }
@@ -1033,6 +1033,15 @@ impl Link {
                 ));
                 out.push(("retry_drops", s.dropped as f64));
                 out.push(("driver_max_frames", s.max_pending as f64));
+                out.push(("driver_stops", s.stops as f64));
+                out.push((
+                    "below_qdisc_mean",
+                    if s.below_qdisc_n > 0 {
+                        s.below_qdisc_ns as f64 / s.below_qdisc_n as f64 / 1e9
+                    } else {
+                        f64::NAN
+                    },
+                ));
             }
         }
         self.qdisc.summary(out);

@@ -110,6 +110,71 @@ pub fn subframe_bytes(size: u32) -> u64 {
     ((size + SUBFRAME_OVERHEAD + 3) & !3) as u64
 }
 
+/// Data bits per OFDM symbol of one spatial stream for HT MCS 0–7 (IEEE 802.11-2012
+/// Tables 20-30 and 20-34: BPSK 1/2, QPSK 1/2, QPSK 3/4, 16-QAM 1/2, 16-QAM 3/4,
+/// 64-QAM 2/3, 64-QAM 3/4, 64-QAM 5/6) at 20 MHz (52 data subcarriers) and 40 MHz (108).
+pub const HT_NDBPS: [[u32; 8]; 2] = [
+    [26, 52, 78, 104, 156, 208, 234, 260],
+    [54, 108, 162, 216, 324, 432, 486, 540],
+];
+
+/// Highest equal-modulation HT MCS index for `streams` spatial streams (MCS 0–31).
+pub fn max_mcs(streams: u32) -> u32 {
+    8 * streams - 1
+}
+
+/// How one transmitter sends to one receiver: data bits per symbol, guard interval and
+/// the preamble before the data symbols.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PhyMode {
+    /// Data bits per OFDM symbol (all spatial streams).
+    pub ndbps: u32,
+    /// 400 ns short guard interval (3.6 µs symbols) instead of 800 ns (4 µs).
+    pub short_gi: bool,
+    /// HT-mixed preamble: L-STF 8 + L-LTF 8 + L-SIG 4 + HT-SIG 8 + HT-STF 4 µs and a
+    /// 4-µs HT-LTF for each of 1, 2, 4, 4 LTFs with 1 to 4 spatial streams (IEEE
+    /// 802.11-2012 20.3.9.4.6, Table 20-13): 36, 40, 48, 48 µs.
+    pub preamble: SimDuration,
+}
+
+impl PhyMode {
+    /// HT MCS `mcs` (0–31, `mcs / 8 + 1` spatial streams) at `width_mhz` (20 or 40).
+    pub fn ht(mcs: u32, width_mhz: u32, short_gi: bool) -> PhyMode {
+        let streams = mcs / 8 + 1;
+        let w = usize::from(width_mhz == 40);
+        PhyMode {
+            ndbps: HT_NDBPS[w][(mcs % 8) as usize] * streams,
+            short_gi,
+            preamble: SimDuration::from_micros(32 + 4 * [1, 2, 4, 4][(streams - 1) as usize]),
+        }
+    }
+    /// A given PHY rate with 4-µs symbols and the given preamble (the `phy_rate` key).
+    pub fn from_rate(rate: Rate, preamble: SimDuration) -> PhyMode {
+        PhyMode {
+            ndbps: (rate.bps() as u128 * SYMBOL.as_nanos() as u128 / 1_000_000_000).max(1) as u32,
+            short_gi: false,
+            preamble,
+        }
+    }
+    /// The PHY data rate: N_DBPS per symbol time.
+    pub fn rate(&self) -> Rate {
+        let sym_ns: u64 = if self.short_gi { 3_600 } else { 4_000 };
+        Rate::from_bps(self.ndbps as u64 * 1_000_000_000 / sym_ns)
+    }
+    /// Duration of a PPDU carrying `bytes` of PSDU: `N_SYM = ⌈(16 + 8·bytes + 6) /
+    /// N_DBPS⌉` symbols; with the short guard interval the data field lasts
+    /// `4 µs · ⌈3.6 · N_SYM / 4⌉` (IEEE 802.11-2012 Equation 20-91).
+    pub fn ppdu_time(&self, bytes: u64) -> SimDuration {
+        let nsym = (SERVICE_TAIL_BITS + 8 * bytes).div_ceil(self.ndbps as u64);
+        let data = if self.short_gi {
+            SYMBOL * (9 * nsym).div_ceil(10)
+        } else {
+            SYMBOL * nsym
+        };
+        self.preamble + data
+    }
+}
+
 /// PHY timing shared by a BSS.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WifiPhy {
@@ -122,11 +187,10 @@ pub struct WifiPhy {
 }
 
 impl WifiPhy {
-    /// Duration of a PPDU carrying `bytes` of PSDU at `rate`.
+    /// Duration of a PPDU carrying `bytes` of PSDU at `rate` with 4-µs symbols and this
+    /// BSS's `preamble`.
     pub fn ppdu_time(&self, bytes: u64, rate: Rate) -> SimDuration {
-        let ndbps = (rate.bps() as u128 * SYMBOL.as_nanos() as u128 / 1_000_000_000).max(1) as u64;
-        let nsym = (SERVICE_TAIL_BITS + 8 * bytes).div_ceil(ndbps);
-        self.preamble + SYMBOL * nsym
+        PhyMode::from_rate(rate, self.preamble).ppdu_time(bytes)
     }
     /// Duration of the block ack at the control rate.
     pub fn block_ack_time(&self) -> SimDuration {
@@ -161,11 +225,16 @@ pub fn saturated_throughput(
 pub struct WifiPortParams {
     /// Index of the BSS (medium) in the plan.
     pub medium: u32,
-    /// PHY rate towards each peer (index = peer index of the link).
-    pub peer_rate: Vec<Rate>,
+    /// PHY mode towards each peer (index = peer index of the link).
+    pub peer_mode: Vec<PhyMode>,
     /// Subframe error rate towards each peer.
     pub peer_fer: Vec<f64>,
+    /// Frames in the driver at which it stops the qdisc (mac80211 queue stop).
     pub driver_queue: u32,
+    /// Frames at or below which a stopped driver wakes the qdisc again.
+    pub driver_wake: u32,
+    /// Block-ack window of the receivers (frames, at most 64).
+    pub ba_window: u64,
     pub hw_aggregates: u32,
     pub max_frames: u32,
     pub max_bytes: u64,
@@ -196,6 +265,8 @@ struct Mpdu {
     pkt: Packet,
     seq: u64,
     tries: u32,
+    /// When the driver took it from the qdisc.
+    at: SimTime,
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -272,6 +343,13 @@ pub struct WifiStats {
     pub dropped: u64,
     /// Most frames held in the driver + hardware queues at once.
     pub max_pending: u32,
+    /// Sum over delivered frames (after warm-up) of the time from the driver taking
+    /// the frame from the qdisc to the end of the PPDU that delivered it (ns).
+    pub below_qdisc_ns: u128,
+    /// Frames counted in `below_qdisc_ns`.
+    pub below_qdisc_n: u64,
+    /// Times the driver stopped the qdisc.
+    pub stops: u64,
 }
 
 /// One WiFi interface's driver, hardware queue and the reorder state of its receivers.
@@ -287,13 +365,15 @@ pub struct WifiPort {
     hw_aggs: VecDeque<Agg>,
     /// Frames in `sw` + `hw_frames`.
     pending: u32,
+    /// The driver has stopped the qdisc (until `pending <= driver_wake`).
+    stopped: bool,
     scratch: Vec<Mpdu>,
     pub stats: WifiStats,
 }
 
 impl WifiPort {
     pub fn new(p: WifiPortParams) -> Self {
-        let n = p.peer_rate.len();
+        let n = p.peer_mode.len();
         WifiPort {
             sw: (0..n).map(|_| VecDeque::new()).collect(),
             next_seq: vec![0; n],
@@ -302,6 +382,7 @@ impl WifiPort {
             hw_frames: VecDeque::with_capacity(2 * p.max_frames as usize),
             hw_aggs: VecDeque::with_capacity(p.hw_aggregates as usize),
             pending: 0,
+            stopped: false,
             scratch: Vec::with_capacity(p.max_frames as usize),
             stats: WifiStats::default(),
             p,
@@ -318,10 +399,12 @@ impl WifiPort {
         self.pending as usize + self.rx.iter().map(|r| r.held).sum::<usize>()
     }
 
-    /// Whether the driver accepts another packet from the qdisc.
+    /// Whether the driver accepts another packet from the qdisc: not while it has
+    /// stopped the queue (from reaching `driver_queue` frames until it is back at
+    /// `driver_wake`).
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.pending < self.p.driver_queue
+        !self.stopped && self.pending < self.p.driver_queue
     }
 
     /// Whether an aggregate waits in the hardware queue (the node contends).
@@ -340,12 +423,21 @@ impl WifiPort {
 
     /// A packet from the qdisc enters the driver queue of `peer`.
     #[inline]
-    pub fn accept(&mut self, pkt: Packet, peer: usize) {
+    pub fn accept(&mut self, pkt: Packet, peer: usize, now: SimTime) {
         let seq = self.next_seq[peer];
         self.next_seq[peer] += 1;
-        self.sw[peer].push_back(Mpdu { pkt, seq, tries: 0 });
+        self.sw[peer].push_back(Mpdu {
+            pkt,
+            seq,
+            tries: 0,
+            at: now,
+        });
         self.pending += 1;
         self.stats.max_pending = self.stats.max_pending.max(self.pending);
+        if self.pending >= self.p.driver_queue && !self.stopped {
+            self.stopped = true;
+            self.stats.stops += 1;
+        }
     }
 
     /// Builds aggregates into the hardware queue while it has room.
@@ -356,7 +448,7 @@ impl WifiPort {
             for k in 0..np {
                 let peer = (self.rr + k) % np;
                 if let Some(h) = self.sw[peer].front() {
-                    if h.seq < self.rx[peer].next + BA_WINDOW {
+                    if h.seq < self.rx[peer].next + self.p.ba_window {
                         chosen = Some(peer);
                         break;
                     }
@@ -364,17 +456,15 @@ impl WifiPort {
             }
             let Some(peer) = chosen else { break };
             self.rr = (peer + 1) % np;
-            let rate = self.p.peer_rate[peer];
-            let limit = self.rx[peer].next + BA_WINDOW;
+            let mode = self.p.peer_mode[peer];
+            let limit = self.rx[peer].next + self.p.ba_window;
             let (mut n, mut bytes) = (0u32, 0u64);
             while let Some(h) = self.sw[peer].front() {
                 if n >= self.p.max_frames || h.seq >= limit {
                     break;
                 }
                 let b = bytes + subframe_bytes(h.pkt.size);
-                if n > 0
-                    && (b > self.p.max_bytes || self.p.phy.ppdu_time(b, rate) > self.p.max_airtime)
-                {
+                if n > 0 && (b > self.p.max_bytes || mode.ppdu_time(b) > self.p.max_airtime) {
                     break;
                 }
                 bytes = b;
@@ -385,7 +475,7 @@ impl WifiPort {
             self.hw_aggs.push_back(Agg {
                 peer: peer as u32,
                 n,
-                airtime: self.p.phy.ppdu_time(bytes, rate),
+                airtime: mode.ppdu_time(bytes),
             });
         }
     }
@@ -425,6 +515,8 @@ impl WifiPort {
                 if warm {
                     stats.tx_pkts += 1;
                     stats.tx_bytes += m.pkt.size as u64;
+                    self.stats.below_qdisc_ns += (now - m.at).as_nanos() as u128;
+                    self.stats.below_qdisc_n += 1;
                 }
                 stats.series.tx(now, m.pkt.size);
                 self.rx[peer].put(m.seq, Some(m.pkt), |p| wire.push_back((arrive_at, p)));
@@ -447,6 +539,9 @@ impl WifiPort {
         while let Some(m) = self.scratch.pop() {
             let pos = q.iter().position(|x| x.seq > m.seq).unwrap_or(q.len());
             q.insert(pos, m);
+        }
+        if self.stopped && self.pending <= self.p.driver_wake {
+            self.stopped = false;
         }
     }
 }
@@ -589,8 +684,9 @@ impl WifiMedium {
                     self.tx.push(i);
                 } else {
                     // freeze: the idle slots it counted are gone from its backoff
+                    // (a member still in its AIFS at slot k has counted nothing)
                     let counted = k.saturating_sub(s.start) as u32;
-                    debug_assert!(counted < b);
+                    debug_assert!(s.start + b as u64 > k);
                     s.backoff = Some(b - counted);
                 }
             }
@@ -749,11 +845,17 @@ mod tests {
     }
 
     fn port(max_frames: u32) -> WifiPort {
+        let p = phy();
         WifiPort::new(WifiPortParams {
             medium: 0,
-            peer_rate: vec![Rate::from_bps(130_000_000), Rate::from_bps(6_500_000)],
+            peer_mode: vec![
+                PhyMode::from_rate(Rate::from_bps(130_000_000), p.preamble),
+                PhyMode::from_rate(Rate::from_bps(6_500_000), p.preamble),
+            ],
             peer_fer: vec![0.0, 0.0],
             driver_queue: 123,
+            driver_wake: 122,
+            ba_window: 64,
             hw_aggregates: 2,
             max_frames,
             max_bytes: 65535,
@@ -774,6 +876,7 @@ mod tests {
                     ..Default::default()
                 },
                 0,
+                SimTime::ZERO,
             );
             w.accept(
                 Packet {
@@ -782,6 +885,7 @@ mod tests {
                     ..Default::default()
                 },
                 1,
+                SimTime::ZERO,
             );
         }
         w.fill_hw();
@@ -802,6 +906,7 @@ mod tests {
                     ..Default::default()
                 },
                 0,
+                SimTime::ZERO,
             );
         }
         w.p.max_airtime = SimDuration::from_millis(10);
@@ -820,6 +925,7 @@ mod tests {
                     ..Default::default()
                 },
                 0,
+                SimTime::ZERO,
             );
         }
         w.fill_hw(); // [0..4), [4..8)
@@ -849,5 +955,314 @@ mod tests {
         );
         assert_eq!(w.held(), 0);
         assert_eq!(st.lower_drops, 4);
+    }
+
+    #[test]
+    fn ht_mcs_table_rates_and_short_guard_interval() {
+        // 802.11-2012 Table 20-30 (20 MHz, 800 ns): MCS 0 6.5, MCS 7 65, MCS 15 130 Mbit/s;
+        // Table 20-34 (40 MHz): MCS 7 135 Mbit/s; 400 ns GI: 260 / 3.6 us = 72.2 Mbit/s
+        assert_eq!(PhyMode::ht(0, 20, false).rate().bps(), 6_500_000);
+        assert_eq!(PhyMode::ht(7, 20, false).rate().bps(), 65_000_000);
+        assert_eq!(PhyMode::ht(15, 20, false).rate().bps(), 130_000_000);
+        assert_eq!(PhyMode::ht(7, 40, false).rate().bps(), 135_000_000);
+        assert_eq!(PhyMode::ht(7, 20, true).rate().bps(), 72_222_222);
+        assert_eq!(PhyMode::ht(15, 40, true).rate().bps(), 300_000_000);
+        // HT-mixed preamble: 36 us + 4 us per HT-LTF (one per stream)
+        assert_eq!(
+            PhyMode::ht(7, 20, false).preamble,
+            SimDuration::from_micros(36)
+        );
+        assert_eq!(
+            PhyMode::ht(15, 20, false).preamble,
+            SimDuration::from_micros(40)
+        );
+        assert_eq!(max_mcs(1), 7);
+        assert_eq!(max_mcs(2), 15);
+        // 4 x 1544 B at MCS 15: N_SYM = ceil((22 + 49408) / 520) = 96; long GI: 40 + 384 us;
+        // short GI: 40 + 4 x ceil(3.6 x 96 / 4 = 86.4) = 40 + 348 us
+        assert_eq!(
+            PhyMode::ht(15, 20, false).ppdu_time(4 * 1544),
+            SimDuration::from_micros(424)
+        );
+        assert_eq!(
+            PhyMode::ht(15, 20, true).ppdu_time(4 * 1544),
+            SimDuration::from_micros(388)
+        );
+        // the fixed-rate mode reproduces WifiPhy::ppdu_time
+        let p = phy();
+        let r = Rate::from_bps(130_000_000);
+        assert_eq!(
+            PhyMode::from_rate(r, p.preamble).ppdu_time(32 * 1544),
+            p.ppdu_time(32 * 1544, r)
+        );
+    }
+
+    #[test]
+    fn driver_stops_the_qdisc_and_wakes_it_at_the_low_mark() {
+        // iwlwifi's ring: stopped at 224 frames, woken at 190 or fewer. At MCS 7 (65
+        // Mbit/s, 36 us preamble) the 4 ms limit leaves floor((4000 - 36) / 4) = 991
+        // symbols = 257660 bits: 20 subframes of 1544 B (247062 bits with SERVICE and
+        // tail), not 21 (259414).
+        let mut w = WifiPort::new(WifiPortParams {
+            medium: 0,
+            peer_mode: vec![PhyMode::ht(7, 20, false)],
+            peer_fer: vec![0.0],
+            driver_queue: 224,
+            driver_wake: 190,
+            ba_window: 64,
+            hw_aggregates: 1,
+            max_frames: 63,
+            max_bytes: 65535,
+            max_airtime: SimDuration::from_millis(4),
+            retry_limit: 16,
+            phy: phy(),
+        });
+        for i in 0..224 {
+            assert!(w.has_room(), "room at {i}");
+            w.accept(
+                Packet {
+                    uid: i,
+                    size: 1500,
+                    ..Default::default()
+                },
+                0,
+                SimTime::ZERO,
+            );
+        }
+        assert!(!w.has_room());
+        assert_eq!(w.stats.stops, 1);
+        w.fill_hw();
+        assert_eq!(w.hw_aggs[0].n, 20);
+        let mut rng = Rng::stream(1, "t", 0);
+        let mut wire = VecDeque::new();
+        let mut out = QdiscOut::new(false);
+        let mut st = LinkStats::new(SimTime::ZERO, SimDuration::from_millis(100));
+        let t = SimTime::from_nanos(1000 * (4000));
+        w.complete_head(true, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        // 204 frames left: below the stop mark but above the wake mark, still stopped
+        assert_eq!(w.pending(), 204);
+        assert!(!w.has_room());
+        w.fill_hw();
+        w.complete_head(true, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        assert_eq!(w.pending(), 184);
+        assert!(w.has_room());
+        assert_eq!(wire.len(), 40);
+        // each delivered frame spent 4 ms below the qdisc
+        assert_eq!(w.stats.below_qdisc_n, 40);
+        assert_eq!(w.stats.below_qdisc_ns, 40 * 4_000_000);
+    }
+
+    /// An AP interface (link 0, peer: the station) and a station interface (link 1) on
+    /// one medium, both with fifo qdiscs and no propagation delay.
+    fn bss(ap: Access, sta: Access, retry_limit: u32) -> (Vec<Link>, WifiMedium) {
+        use crate::link::{LinkParams, LowerParams};
+        use crate::qdisc::{BuildCtx, QdiscConfig};
+        let mk = |id: u32, mode: PhyMode, driver_queue: u32, max_frames: u32| {
+            let p = LinkParams {
+                name: format!("l{id}"),
+                from: id,
+                to: 1 - id,
+                peers: if id == 0 { vec![1] } else { vec![] },
+                rate: mode.rate(),
+                delay: SimDuration::ZERO,
+                overhead: 14,
+                mtu: 1500,
+                device_queue: 1,
+                loss: 0.0,
+                loss_periods: vec![],
+                trace: false,
+                lower: LowerParams::Wifi(WifiPortParams {
+                    medium: 0,
+                    peer_mode: vec![mode],
+                    peer_fer: vec![0.0],
+                    driver_queue,
+                    driver_wake: driver_queue - 1,
+                    ba_window: 64,
+                    hw_aggregates: 2,
+                    max_frames,
+                    max_bytes: 65535,
+                    max_airtime: SimDuration::from_millis(4),
+                    retry_limit,
+                    phy: phy(),
+                }),
+            };
+            let q = QdiscConfig::default().build(BuildCtx {
+                rate: mode.rate(),
+                mtu: 1500,
+                overhead: 14,
+                rng: Rng::stream(1, "q", id as u64),
+            });
+            Link::new(
+                id,
+                p,
+                q,
+                Rng::stream(1, "link", id as u64),
+                SimTime::ZERO,
+                SimDuration::from_millis(100),
+            )
+        };
+        let links = vec![
+            mk(0, PhyMode::ht(15, 20, false), 123, 32),
+            mk(1, PhyMode::ht(7, 20, false), 224, 63),
+        ];
+        let m = WifiMedium::new(
+            MediumParams {
+                name: "bss".into(),
+                members: vec![(0, ap), (1, sta)],
+                phy: phy(),
+            },
+            Rng::stream(1, "wifi", 0),
+        );
+        (links, m)
+    }
+
+    fn give(links: &mut [Link], l: usize, n: u64, now: SimTime) {
+        let w = links[l].wifi_mut().unwrap();
+        for i in 0..n {
+            w.accept(
+                Packet {
+                    uid: 100 * l as u64 + i,
+                    size: 1500,
+                    ..Default::default()
+                },
+                0,
+                now,
+            );
+        }
+        w.fill_hw();
+    }
+
+    /// Runs the medium's timers until none is left; returns (time, kind) of each.
+    fn drive(links: &mut [Link], m: &mut WifiMedium, ev: &mut EventQueue) -> Vec<(u64, u32)> {
+        let mut seen = vec![];
+        while let Some((t, e)) = ev.pop() {
+            if let Event::LinkTimer { kind, .. } = e {
+                if kind == timer::MEDIUM_ACCESS {
+                    m.on_access(links, t, ev);
+                } else if kind == timer::MEDIUM_END {
+                    m.on_end(links, t, ev);
+                } else {
+                    continue; // arrivals of the multi-peer link
+                }
+                seen.push((t.as_nanos() / 1000, kind));
+            }
+        }
+        seen
+    }
+
+    /// One A-MPDU exchange, by hand. The AP has 4 × 1500-byte packets for the station at
+    /// MCS 15 (20 MHz, 800 ns GI); CWmin = 0 makes the backoff 0 slots. The medium has
+    /// been idle since t = 0, so the AP transmits at SIFS + AIFSN × slot = 16 + 3 × 9 =
+    /// 43 µs. PSDU: 4 × pad4(1500 + 42) = 6176 B; N_SYM = ⌈(22 + 8 × 6176) / 520⌉ = 96;
+    /// PPDU = 40 µs HT-mixed preamble (2 HT-LTFs) + 96 × 4 µs = 424 µs, so it ends (and the
+    /// frames are handed up) at 467 µs. The medium is then busy for SIFS + block ack (20 µs
+    /// legacy preamble + ⌈(22 + 256) / 96⌉ = 3 symbols = 32 µs) until 515 µs.
+    #[test]
+    fn one_ampdu_exchange_by_hand() {
+        let a = Access {
+            aifsn: 3,
+            cwmin: 0,
+            cwmax: 0,
+        };
+        let (mut links, mut m) = bss(a, a, 30);
+        let mut ev = EventQueue::new();
+        give(&mut links, 0, 4, SimTime::ZERO);
+        m.poke(&mut links, SimTime::ZERO, &mut ev);
+        let seen = drive(&mut links, &mut m, &mut ev);
+        assert_eq!(
+            seen,
+            vec![(43, timer::MEDIUM_ACCESS), (467, timer::MEDIUM_END)]
+        );
+        let got: Vec<(u64, u64)> = links[0]
+            .wire
+            .iter()
+            .map(|(t, p)| (t.as_nanos() / 1000, p.uid))
+            .collect();
+        assert_eq!(got, vec![(467, 0), (467, 1), (467, 2), (467, 3)]);
+        assert_eq!(m.idle_from, SimTime::from_nanos(1000 * (515)));
+        let w = links[0].wifi().unwrap();
+        assert_eq!((w.stats.txops, w.stats.subframes, w.stats.acked), (1, 4, 4));
+        assert_eq!(w.stats.below_qdisc_ns, 4 * 467_000);
+        assert_eq!(w.pending(), 0);
+        // busy airtime counted on the link: PPDU + SIFS + block ack
+        assert_eq!(links[0].stats.busy, SimDuration::from_micros(424 + 16 + 32));
+    }
+
+    /// One EDCA collision, by hand. AP and station both have a frame ready at t = 0 with
+    /// AIFSN 2 and CW 0 (cwmin = cwmax = 0), so both count out at slot 2, 16 + 2 × 9 =
+    /// 34 µs, and collide. AP PPDU: 2 × 1544 B at MCS 15: ⌈(22 + 24704) / 520⌉ = 48
+    /// symbols, 40 + 192 = 232 µs; station PPDU: 1544 B at MCS 7: ⌈(22 + 12352) / 260⌉ = 48
+    /// symbols, 36 + 192 = 228 µs. The medium is busy until the longer one ends (266 µs),
+    /// then SIFS + the block-ack time as the ack timeout: idle from 314 µs. Every frame
+    /// returns to its driver queue (one try used); CW stays 0 (capped at cwmax), so both
+    /// collide again at 314 + 34 = 348 µs, ending at 580 µs; with retry_limit 1 every
+    /// frame is now dropped and the medium falls silent.
+    #[test]
+    fn one_edca_collision_by_hand() {
+        let a = Access {
+            aifsn: 2,
+            cwmin: 0,
+            cwmax: 0,
+        };
+        let (mut links, mut m) = bss(a, a, 1);
+        let mut ev = EventQueue::new();
+        give(&mut links, 0, 2, SimTime::ZERO);
+        give(&mut links, 1, 1, SimTime::ZERO);
+        m.poke(&mut links, SimTime::ZERO, &mut ev);
+        let seen = drive(&mut links, &mut m, &mut ev);
+        assert_eq!(
+            seen,
+            vec![
+                (34, timer::MEDIUM_ACCESS),
+                (266, timer::MEDIUM_END),
+                (348, timer::MEDIUM_ACCESS),
+                (580, timer::MEDIUM_END)
+            ]
+        );
+        assert_eq!((m.txops, m.collisions), (2, 2));
+        for (l, n) in [(0usize, 2u64), (1, 1)] {
+            let w = links[l].wifi().unwrap();
+            assert_eq!(w.stats.collisions, 2);
+            assert_eq!(w.stats.retries, n); // the second attempt of each frame
+            assert_eq!(w.stats.dropped, n);
+            assert_eq!(w.stats.acked, 0);
+            assert_eq!(w.pending(), 0);
+            assert_eq!(links[l].out.drops.len(), n as usize);
+            assert!(links[l].wire.is_empty());
+        }
+        assert_eq!(m.idle_from, SimTime::from_nanos(1000 * (580 + 16 + 32)));
+    }
+
+    /// The same two senders, but the AP with AIFSN 2 and the station with AIFSN 3: the
+    /// AP wins at 34 µs (its 2-frame PPDU ends at 266 µs, idle from 314 µs); the station,
+    /// frozen with 0 slots left, resumes after its AIFS: 314 + 16 + 3 × 9 = 357 µs, and its
+    /// 228-µs PPDU ends at 585 µs.
+    #[test]
+    fn shorter_aifs_wins_and_the_other_resumes_after_its_aifs() {
+        let ap = Access {
+            aifsn: 2,
+            cwmin: 0,
+            cwmax: 0,
+        };
+        let sta = Access { aifsn: 3, ..ap };
+        let (mut links, mut m) = bss(ap, sta, 1);
+        let mut ev = EventQueue::new();
+        give(&mut links, 0, 2, SimTime::ZERO);
+        give(&mut links, 1, 1, SimTime::ZERO);
+        m.poke(&mut links, SimTime::ZERO, &mut ev);
+        let seen = drive(&mut links, &mut m, &mut ev);
+        assert_eq!(
+            seen,
+            vec![
+                (34, timer::MEDIUM_ACCESS),
+                (266, timer::MEDIUM_END),
+                (357, timer::MEDIUM_ACCESS),
+                (585, timer::MEDIUM_END)
+            ]
+        );
+        assert_eq!(m.collisions, 0);
+        assert_eq!(links[0].wire.len(), 2);
+        assert_eq!(links[1].wire.len(), 1);
+        assert_eq!(links[1].wire[0].0, SimTime::from_nanos(1000 * (585)));
     }
 }

@@ -22,14 +22,16 @@
 //! ap = "ap"
 //! stations = ["sta0", "sta1"]
 //! [wifi.station.sta1]
-//! phy_rate = "65Mbit"
+//! mcs = 4
 //! access = { cwmin = 31 }
 //! ```
 
 use super::build::{check_qdisc, Builder, LinkSpec};
 use super::{d_mtu, d_zero, NodeKind, ScenarioError, ScenarioWarning};
 use crate::link::docsis::{DocsisParams, ServiceFlowParams};
-use crate::link::wifi::{Access, MediumParams, WifiPhy, WifiPortParams, SUBFRAME_OVERHEAD};
+use crate::link::wifi::{
+    max_mcs, Access, MediumParams, PhyMode, WifiPhy, WifiPortParams, SUBFRAME_OVERHEAD,
+};
 use crate::link::{LinkParams, LowerParams, ShaperConfig};
 use crate::packet::NodeId;
 use crate::params::ParamDoc;
@@ -236,8 +238,16 @@ impl AccessConfig {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StationConfig {
-    /// PHY rate between this station and the AP (both directions).
+    /// PHY rate between this station and the AP, both directions (instead of MCS).
     pub phy_rate: Option<RateSpec>,
+    /// This station's transmit MCS (uplink).
+    pub mcs: Option<u32>,
+    /// This station's transmit spatial streams.
+    pub streams: Option<u32>,
+    /// The AP's MCS towards this station (downlink).
+    pub ap_mcs: Option<u32>,
+    /// This station's driver.
+    pub driver: Option<WifiDriver>,
     /// Subframe error rate between this station and the AP (both directions).
     pub fer: Option<f64>,
     /// This station's access parameters (over the BSS's `access`).
@@ -247,35 +257,110 @@ pub struct StationConfig {
     pub qdisc: Option<QdiscConfig>,
 }
 
-fn d_phy_rate() -> RateSpec {
-    RateSpec(130_000_000)
+/// The WiFi driver of an interface: sets the queue below the qdisc and the aggregation
+/// limits (`docs/link-models.md` has each value's source).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WifiDriver {
+    /// ath9k (Atheros 802.11n, the AP of the residential testbed, OpenWrt 14.07).
+    Ath9k,
+    /// iwlwifi's dvm driver (Intel WiFi Link 5100, the testbed's client, Linux 3.14).
+    Iwlwifi,
 }
-fn d_driver_queue() -> u32 {
-    123
+
+/// Queue and aggregation parameters a driver brings.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DriverDefaults {
+    /// Frames below the qdisc at which the driver stops the mac80211 queue.
+    pub queue: u32,
+    /// Frames at or below which it wakes the queue again.
+    pub wake: u32,
+    /// Aggregates prepared ahead of the medium.
+    pub hw_aggregates: u32,
+    /// Subframes per A-MPDU.
+    pub max_frames: u32,
+    /// PPDU duration limit of an A-MPDU.
+    pub max_airtime: SimDuration,
+    /// Retransmissions of a subframe before it is dropped.
+    pub retry_limit: u32,
 }
-fn d_hw_aggregates() -> u32 {
+
+impl WifiDriver {
+    /// The driver's defaults (sources in `docs/link-models.md`).
+    pub fn defaults(self) -> DriverDefaults {
+        match self {
+            // ath9k: txq_max_pending = ATH_MAX_QDEPTH = 512 / 4 - 5 = 123 per access
+            // category, woken as soon as fewer are pending; ATH_AGGR_MIN_QDEPTH 2 aggregates
+            // in hardware; ATH_AMPDU_SUBFRAME_DEFAULT 32; 4 ms aggregates;
+            // ATH_MAX_SW_RETRIES 30.
+            WifiDriver::Ath9k => DriverDefaults {
+                queue: 123,
+                wake: 122,
+                hw_aggregates: 2,
+                max_frames: 32,
+                max_airtime: SimDuration::from_millis(4),
+                retry_limit: 30,
+            },
+            // iwlwifi (pcie/tx.c, Linux 3.14): a 256-slot TFD ring per queue, 255 usable;
+            // stopped when fewer than high_mark = 256 / 8 = 32 slots are free (224 frames),
+            // woken when more than low_mark = 256 / 4 = 64 are free (190 frames); frames
+            // stay in the ring until the block ack reclaims them. The firmware aggregates
+            // from the ring when it transmits (one aggregate at a time), at most
+            // LINK_QUAL_AGG_FRAME_LIMIT_DEF = 63 frames and LINK_QUAL_AGG_TIME_LIMIT_DEF =
+            // 4 ms; LINK_QUAL_MAX_RETRY_NUM = 16 tries.
+            WifiDriver::Iwlwifi => DriverDefaults {
+                queue: 224,
+                wake: 190,
+                hw_aggregates: 1,
+                max_frames: 63,
+                max_airtime: SimDuration::from_millis(4),
+                retry_limit: 16,
+            },
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            WifiDriver::Ath9k => "ath9k",
+            WifiDriver::Iwlwifi => "iwlwifi",
+        }
+    }
+}
+
+fn d_ap_driver() -> WifiDriver {
+    WifiDriver::Ath9k
+}
+fn d_station_driver() -> WifiDriver {
+    WifiDriver::Iwlwifi
+}
+fn d_ap_mcs() -> u32 {
+    15
+}
+fn d_mcs() -> u32 {
+    7
+}
+fn d_ap_streams() -> u32 {
     2
 }
-fn d_max_frames() -> u32 {
-    32
+fn d_streams() -> u32 {
+    1
+}
+fn d_width() -> u32 {
+    20
+}
+fn d_gi() -> DurationSpec {
+    DurationSpec(SimDuration::from_nanos(800))
+}
+fn d_ba_window() -> u32 {
+    64
 }
 fn d_max_bytes() -> SizeSpec {
     SizeSpec(65535)
-}
-fn d_max_airtime() -> DurationSpec {
-    DurationSpec(SimDuration::from_millis(4))
-}
-fn d_retry_limit() -> u32 {
-    30
 }
 fn d_slot() -> DurationSpec {
     DurationSpec(SimDuration::from_micros(9))
 }
 fn d_sifs() -> DurationSpec {
     DurationSpec(SimDuration::from_micros(16))
-}
-fn d_preamble() -> DurationSpec {
-    DurationSpec(SimDuration::from_micros(40))
 }
 fn d_control_rate() -> RateSpec {
     RateSpec(24_000_000)
@@ -294,10 +379,27 @@ pub struct WifiConfig {
     pub ap: Option<String>,
     /// Station nodes (`[[wifi]]` only; a dumbbell uses its clients).
     pub stations: Option<Vec<String>>,
-    /// PHY rate of every station (both directions). Default 130 Mbit/s (802.11n MCS 15:
-    /// two spatial streams, 20 MHz, 800 ns guard interval).
-    #[serde(default = "d_phy_rate")]
-    pub phy_rate: RateSpec,
+    /// The AP's transmit MCS (downlink), 0 to 8 × ap_streams − 1. Default 15.
+    #[serde(default = "d_ap_mcs")]
+    pub ap_mcs: u32,
+    /// The AP's transmit spatial streams (1 to 4). Default 2 (a 2×2 AP).
+    #[serde(default = "d_ap_streams")]
+    pub ap_streams: u32,
+    /// Every station's transmit MCS (uplink), 0 to 8 × streams − 1. Default 7.
+    #[serde(default = "d_mcs")]
+    pub mcs: u32,
+    /// Every station's transmit spatial streams (1 to 4). Default 1 (Intel 5100: one
+    /// transmit chain).
+    #[serde(default = "d_streams")]
+    pub streams: u32,
+    /// Channel width in MHz: 20 or 40. Default 20.
+    #[serde(default = "d_width")]
+    pub width: u32,
+    /// Guard interval: 800ns or 400ns. Default 800ns.
+    #[serde(default = "d_gi")]
+    pub guard_interval: DurationSpec,
+    /// A fixed PHY rate in both directions instead of the MCS keys (4-µs symbols).
+    pub phy_rate: Option<RateSpec>,
     /// Subframe error rate, 0 ≤ fer < 1. Default 0.
     #[serde(default)]
     pub fer: f64,
@@ -314,33 +416,39 @@ pub struct WifiConfig {
     /// The AP's access parameters (over `access`).
     #[serde(default)]
     pub ap_access: AccessConfig,
-    /// Frames the driver holds below the qdisc, per interface. Default 123 (ath9k ATH_MAX_QDEPTH).
-    #[serde(default = "d_driver_queue")]
-    pub driver_queue: u32,
-    /// Aggregates queued in hardware. Default 2 (ath9k ATH_AGGR_MIN_QDEPTH).
-    #[serde(default = "d_hw_aggregates")]
-    pub hw_aggregates: u32,
-    /// Subframes per A-MPDU (1 to 64). Default 32 (ath9k ATH_AMPDU_SUBFRAME_DEFAULT).
-    #[serde(default = "d_max_frames")]
-    pub max_frames: u32,
+    /// The AP's driver. Default ath9k.
+    #[serde(default = "d_ap_driver")]
+    pub ap_driver: WifiDriver,
+    /// Every station's driver. Default iwlwifi.
+    #[serde(default = "d_station_driver")]
+    pub station_driver: WifiDriver,
+    /// Frames below the qdisc at which every driver stops the qdisc (over the drivers').
+    pub driver_queue: Option<u32>,
+    /// Frames at or below which a stopped driver wakes the qdisc (over the drivers').
+    pub driver_wake: Option<u32>,
+    /// Aggregates prepared ahead of the medium (over the drivers').
+    pub hw_aggregates: Option<u32>,
+    /// Subframes per A-MPDU, 1 to ba_window (over the drivers').
+    pub max_frames: Option<u32>,
+    /// Block-ack window (1 to 64). Default 64 (the 802.11n maximum).
+    #[serde(default = "d_ba_window")]
+    pub ba_window: u32,
     /// A-MPDU length limit. Default 65535 bytes (802.11n maximum).
     #[serde(default = "d_max_bytes")]
     pub max_bytes: SizeSpec,
-    /// PPDU duration limit. Default 4 ms (ath9k).
-    #[serde(default = "d_max_airtime")]
-    pub max_airtime: DurationSpec,
-    /// Retransmissions of a subframe before it is dropped. Default 30 (ath9k ATH_MAX_SW_RETRIES).
-    #[serde(default = "d_retry_limit")]
-    pub retry_limit: u32,
+    /// PPDU duration limit (over the drivers').
+    pub max_airtime: Option<DurationSpec>,
+    /// Retransmissions of a subframe before it is dropped (over the drivers').
+    pub retry_limit: Option<u32>,
     /// Slot time. Default 9 µs (OFDM).
     #[serde(default = "d_slot")]
     pub slot: DurationSpec,
     /// SIFS. Default 16 µs (5 GHz OFDM).
     #[serde(default = "d_sifs")]
     pub sifs: DurationSpec,
-    /// HT-mixed preamble and headers. Default 40 µs (two spatial streams).
-    #[serde(default = "d_preamble")]
-    pub preamble: DurationSpec,
+    /// Preamble and headers before the data symbols. Default: HT-mixed, 36 µs with one
+    /// spatial stream, 40 µs with two, 48 µs with three or four (40 µs with `phy_rate`).
+    pub preamble: Option<DurationSpec>,
     /// Legacy rate of block acks. Default 24 Mbit/s.
     #[serde(default = "d_control_rate")]
     pub control_rate: RateSpec,
@@ -360,9 +468,29 @@ impl StationConfig {
     /// Parameter documentation for `aqmlab describe wifi.station`.
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc::new(
+            "mcs",
+            "the BSS's mcs",
+            "this station's transmit MCS (uplink), 0 to 8 x streams - 1",
+        ),
+        ParamDoc::new(
+            "streams",
+            "the BSS's streams",
+            "this station's transmit spatial streams (1 to 4)",
+        ),
+        ParamDoc::new(
+            "ap_mcs",
+            "the BSS's ap_mcs",
+            "the AP's MCS towards this station (downlink)",
+        ),
+        ParamDoc::new(
             "phy_rate",
-            "the BSS's phy_rate",
-            "PHY rate between this station and the AP (both directions)",
+            "none",
+            "a fixed PHY rate between this station and the AP, both directions, instead of MCS",
+        ),
+        ParamDoc::new(
+            "driver",
+            "the BSS's station_driver",
+            "this station's driver: ath9k or iwlwifi",
         ),
         ParamDoc::new(
             "fer",
@@ -388,22 +516,32 @@ impl WifiConfig {
         ParamDoc::new("name", "wifi{k} (dumbbell: wifi)", "BSS name; its interface links are named NAME_NODE"),
         ParamDoc::new("ap", "required in [[wifi]]", "the access point node ([dumbbell.wifi] uses router_a)"),
         ParamDoc::new("stations", "required in [[wifi]]", "station nodes ([dumbbell.wifi] uses the clients)"),
-        ParamDoc::new("phy_rate", "130Mbit", "PHY rate of every station, both directions (802.11n MCS 15: two spatial streams, 20 MHz, 800 ns guard interval)"),
+        ParamDoc::new("ap_mcs", "15", "the AP's transmit MCS (downlink), 0 to 8 x ap_streams - 1 (802.11n MCS table; 15 = 64-QAM 5/6 on two streams)"),
+        ParamDoc::new("ap_streams", "2", "the AP's transmit spatial streams, 1 to 4 (a 2x2 AP)"),
+        ParamDoc::new("mcs", "7", "every station's transmit MCS (uplink), 0 to 8 x streams - 1 (7 = 64-QAM 5/6 on one stream)"),
+        ParamDoc::new("streams", "1", "every station's transmit spatial streams, 1 to 4 (Intel 5100: one transmit chain)"),
+        ParamDoc::new("width", "20", "channel width in MHz: 20 or 40"),
+        ParamDoc::new("guard_interval", "800ns", "OFDM guard interval: 800ns or 400ns"),
+        ParamDoc::new("phy_rate", "none", "a fixed PHY rate in both directions instead of the MCS keys (4-us symbols)"),
         ParamDoc::new("fer", "0.0", "subframe error rate, 0 <= fer < 1"),
         ParamDoc::new("delay", "0ms", "one-way propagation delay"),
         ParamDoc::new("qdisc", "fifo 1000 (dumbbell: access_qdisc)", "qdisc on every WiFi interface"),
         ParamDoc::new("ap_qdisc", "qdisc", "qdisc on the AP's interface"),
         ParamDoc::new("access", "{}", "EDCA parameters of every node: aifsn (1 to 15), cwmin, cwmax (2^k - 1); unset keys are 802.11 best effort: 3, 15, 1023"),
         ParamDoc::new("ap_access", "{}", "the AP's EDCA parameters (over access)"),
-        ParamDoc::new("driver_queue", "123", "frames the driver holds below the qdisc, per interface (ath9k ATH_MAX_QDEPTH)"),
-        ParamDoc::new("hw_aggregates", "2", "aggregates queued in hardware (ath9k ATH_AGGR_MIN_QDEPTH)"),
-        ParamDoc::new("max_frames", "32", "subframes per A-MPDU, 1 to 64 (ath9k ATH_AMPDU_SUBFRAME_DEFAULT)"),
+        ParamDoc::new("ap_driver", "ath9k", "the AP's driver: ath9k (123-frame queue, 32-frame A-MPDUs) or iwlwifi"),
+        ParamDoc::new("station_driver", "iwlwifi", "every station's driver: iwlwifi (224-frame ring, woken at 190; 63-frame A-MPDUs) or ath9k"),
+        ParamDoc::new("driver_queue", "the driver's", "frames below the qdisc at which every driver stops the qdisc"),
+        ParamDoc::new("driver_wake", "the driver's", "frames at or below which a stopped driver wakes the qdisc (below driver_queue)"),
+        ParamDoc::new("hw_aggregates", "the driver's", "aggregates prepared ahead of the medium (1 to 64)"),
+        ParamDoc::new("max_frames", "the driver's", "subframes per A-MPDU, 1 to ba_window"),
+        ParamDoc::new("ba_window", "64", "block-ack window in frames, 1 to 64 (802.11n)"),
         ParamDoc::new("max_bytes", "65535B", "A-MPDU length limit (802.11n maximum)"),
-        ParamDoc::new("max_airtime", "4ms", "PPDU duration limit (ath9k)"),
-        ParamDoc::new("retry_limit", "30", "retransmissions of a subframe before it is dropped (ath9k ATH_MAX_SW_RETRIES)"),
+        ParamDoc::new("max_airtime", "the driver's (4ms)", "PPDU duration limit of an A-MPDU"),
+        ParamDoc::new("retry_limit", "the driver's", "retransmissions of a subframe before it is dropped"),
         ParamDoc::new("slot", "9us", "slot time (OFDM)"),
         ParamDoc::new("sifs", "16us", "SIFS (5 GHz OFDM)"),
-        ParamDoc::new("preamble", "40us", "HT-mixed preamble and headers (two spatial streams)"),
+        ParamDoc::new("preamble", "HT-mixed: 36us (1 stream), 40us (2), 48us (3, 4); phy_rate: 40us", "preamble and headers before the data symbols (HT-mixed format)"),
         ParamDoc::new("control_rate", "24Mbit", "legacy rate of block acks"),
         ParamDoc::new("overhead", "14", "framing bytes the qdisc sees per packet (Ethernet); airtime uses the model's 802.11 framing"),
         ParamDoc::new("mtu", "1500", "largest IP packet"),
@@ -769,7 +907,7 @@ impl Builder {
     }
 
     /// Builds one BSS: the AP's multi-peer interface, one interface per station, and the
-    /// shared medium.
+    /// shared medium ([`Builder::resolve_bss`] checks, [`Builder::build_bss`] builds).
     pub(super) fn wifi_bss(
         &mut self,
         w: &WifiConfig,
@@ -779,87 +917,146 @@ impl Builder {
         default_qdisc: &QdiscConfig,
         field: &str,
     ) -> Result<(), ScenarioError> {
+        let bss = self.resolve_bss(w, default_name, ap, stations, default_qdisc, field)?;
+        self.build_bss(bss);
+        Ok(())
+    }
+
+    /// Checks a BSS's keys and resolves every interface's parameters; builds nothing.
+    fn resolve_bss(
+        &self,
+        w: &WifiConfig,
+        default_name: &str,
+        ap: NodeId,
+        stations: &[NodeId],
+        default_qdisc: &QdiscConfig,
+        field: &str,
+    ) -> Result<ResolvedBss, ScenarioError> {
+        let err = |key: &str, msg: String| ScenarioError::new(format!("{field}.{key}"), msg);
         let name = w.name.clone().unwrap_or_else(|| default_name.to_string());
         if !(0.0..1.0).contains(&w.fer) {
-            return Err(ScenarioError::new(
-                format!("{field}.fer"),
+            return Err(err(
+                "fer",
                 format!("{} is not allowed (0 <= fer < 1)", w.fer),
             ));
         }
         if w.mtu < 68 || w.mtu > 65535 {
-            return Err(ScenarioError::new(
-                format!("{field}.mtu"),
+            return Err(err(
+                "mtu",
                 format!("{} is not allowed (68 to 65535)", w.mtu),
             ));
         }
         if w.overhead > 1000 {
-            return Err(ScenarioError::new(
-                format!("{field}.overhead"),
+            return Err(err(
+                "overhead",
                 format!("{} is not allowed (0 to 1000 bytes)", w.overhead),
             ));
         }
-        if !(1..=100_000).contains(&w.driver_queue) {
-            return Err(ScenarioError::new(
-                format!("{field}.driver_queue"),
-                format!("{} is not allowed (1 to 100000 frames)", w.driver_queue),
+        if w.width != 20 && w.width != 40 {
+            return Err(err(
+                "width",
+                format!("{} is not allowed (20 or 40 MHz)", w.width),
             ));
         }
-        if !(1..=64).contains(&w.hw_aggregates) {
-            return Err(ScenarioError::new(
-                format!("{field}.hw_aggregates"),
-                format!("{} is not allowed (1 to 64 aggregates)", w.hw_aggregates),
+        let gi = w.guard_interval.0;
+        if gi != SimDuration::from_nanos(800) && gi != SimDuration::from_nanos(400) {
+            return Err(err(
+                "guard_interval",
+                format!("{gi} is not allowed (800ns or 400ns)"),
             ));
         }
-        if !(1..=64).contains(&w.max_frames) {
-            return Err(ScenarioError::new(
-                format!("{field}.max_frames"),
+        let short_gi = gi == SimDuration::from_nanos(400);
+        if !(1..=64).contains(&w.ba_window) {
+            return Err(err(
+                "ba_window",
                 format!(
-                    "{} is not allowed (1 to 64: the block-ack window)",
-                    w.max_frames
+                    "{} is not allowed (1 to 64 frames: the 802.11n block-ack window)",
+                    w.ba_window
                 ),
             ));
         }
+        if let Some(q) = w.driver_queue {
+            if !(1..=100_000).contains(&q) {
+                return Err(err(
+                    "driver_queue",
+                    format!("{q} is not allowed (1 to 100000 frames)"),
+                ));
+            }
+        }
+        if let Some(h) = w.hw_aggregates {
+            if !(1..=64).contains(&h) {
+                return Err(err(
+                    "hw_aggregates",
+                    format!("{h} is not allowed (1 to 64 aggregates)"),
+                ));
+            }
+        }
+        if let Some(m) = w.max_frames {
+            if m < 1 || m > w.ba_window {
+                return Err(err(
+                    "max_frames",
+                    format!(
+                        "{m} is not allowed (1 to {}: the block-ack window)",
+                        w.ba_window
+                    ),
+                ));
+            }
+        }
         let min_bytes = (w.mtu + SUBFRAME_OVERHEAD + 3) as u64 & !3;
         if w.max_bytes.0 < min_bytes || w.max_bytes.0 > 1_048_575 {
-            return Err(ScenarioError::new(
-                format!("{field}.max_bytes"),
+            return Err(err(
+                "max_bytes",
                 format!(
                     "{} is not allowed ({min_bytes} = one full-size subframe, to 1048575 bytes)",
                     w.max_bytes.0
                 ),
             ));
         }
-        let ms = w.max_airtime.0;
-        if ms.is_zero() || ms > SimDuration::from_millis(10) {
-            return Err(ScenarioError::new(
-                format!("{field}.max_airtime"),
-                format!("{ms} is not allowed (above 0, at most 10ms)"),
-            ));
+        if let Some(ms) = w.max_airtime {
+            if ms.0.is_zero() || ms.0 > SimDuration::from_millis(10) {
+                return Err(err(
+                    "max_airtime",
+                    format!("{} is not allowed (above 0, at most 10ms)", ms.0),
+                ));
+            }
         }
-        if w.retry_limit > 1000 {
-            return Err(ScenarioError::new(
-                format!("{field}.retry_limit"),
-                format!("{} is not allowed (0 to 1000)", w.retry_limit),
-            ));
+        if let Some(r) = w.retry_limit {
+            if r > 1000 {
+                return Err(err(
+                    "retry_limit",
+                    format!("{r} is not allowed (0 to 1000)"),
+                ));
+            }
         }
         if w.slot.0.is_zero() || w.slot.0 > SimDuration::from_millis(1) {
-            return Err(ScenarioError::new(
-                format!("{field}.slot"),
+            return Err(err(
+                "slot",
                 format!("{} is not allowed (above 0, at most 1ms)", w.slot.0),
             ));
         }
         if w.sifs.0 > SimDuration::from_millis(1) {
-            return Err(ScenarioError::new(
-                format!("{field}.sifs"),
+            return Err(err(
+                "sifs",
                 format!("{} is not allowed (at most 1ms)", w.sifs.0),
             ));
         }
-        if w.preamble.0 > SimDuration::from_millis(1) {
-            return Err(ScenarioError::new(
-                format!("{field}.preamble"),
-                format!("{} is not allowed (at most 1ms)", w.preamble.0),
-            ));
+        if let Some(p) = w.preamble {
+            if p.0 > SimDuration::from_millis(1) {
+                return Err(err(
+                    "preamble",
+                    format!("{} is not allowed (at most 1ms)", p.0),
+                ));
+            }
         }
+        check_streams(w.ap_streams, &format!("{field}.ap_streams"))?;
+        check_streams(w.streams, &format!("{field}.streams"))?;
+        check_mcs(
+            w.ap_mcs,
+            w.ap_streams,
+            &format!("{field}.ap_mcs"),
+            "ap_streams",
+        )?;
+        check_mcs(w.mcs, w.streams, &format!("{field}.mcs"), "streams")?;
         let st_names: Vec<String> = stations
             .iter()
             .map(|&s| self.nodes[s as usize].name.clone())
@@ -882,16 +1079,59 @@ impl Builder {
         let phy = WifiPhy {
             slot: w.slot.0,
             sifs: w.sifs.0,
-            preamble: w.preamble.0,
+            preamble: w.preamble.map_or(SimDuration::from_micros(40), |p| p.0),
             control_rate: w.control_rate.rate(),
         };
-        let medium = self.media.len() as u32;
-        let mut rates = Vec::with_capacity(stations.len());
-        let mut fers = Vec::with_capacity(stations.len());
-        let mut accesses = Vec::with_capacity(stations.len());
-        let mut qdiscs = Vec::with_capacity(stations.len());
+        // a fixed rate (phy_rate) or an HT MCS; an explicit preamble replaces the HT one
+        let mode = |rate: Option<RateSpec>, mcs: u32| match rate {
+            Some(r) => PhyMode::from_rate(r.rate(), phy.preamble),
+            None => {
+                let mut m = PhyMode::ht(mcs, w.width, short_gi);
+                if let Some(p) = w.preamble {
+                    m.preamble = p.0;
+                }
+                m
+            }
+        };
+        let port = |driver: WifiDriver, df: &str, peer_mode, peer_fer| {
+            let d = driver.defaults();
+            let queue = w.driver_queue.unwrap_or(d.queue);
+            let wake = w.driver_wake.unwrap_or(if w.driver_queue.is_some() {
+                queue - 1
+            } else {
+                d.wake
+            });
+            if wake >= queue {
+                return Err(ScenarioError::new(
+                    format!("{field}.driver_wake"),
+                    format!(
+                        "{wake} is not allowed (0 to driver_queue - 1 = {}; {df} is {})",
+                        queue - 1,
+                        driver.name()
+                    ),
+                ));
+            }
+            let max_frames = w.max_frames.unwrap_or(d.max_frames).min(w.ba_window);
+            Ok(WifiPortParams {
+                medium: 0,
+                peer_mode,
+                peer_fer,
+                driver_queue: queue,
+                driver_wake: wake,
+                ba_window: w.ba_window as u64,
+                hw_aggregates: w.hw_aggregates.unwrap_or(d.hw_aggregates),
+                max_frames,
+                max_bytes: w.max_bytes.0,
+                max_airtime: w.max_airtime.map_or(d.max_airtime, |m| m.0),
+                retry_limit: w.retry_limit.unwrap_or(d.retry_limit),
+                phy: phy.clone(),
+            })
+        };
         let base_q = w.qdisc.clone().unwrap_or_else(|| default_qdisc.clone());
-        for n in &st_names {
+        let mut down = Vec::with_capacity(stations.len());
+        let mut fers = Vec::with_capacity(stations.len());
+        let mut members = Vec::with_capacity(stations.len());
+        for (i, n) in st_names.iter().enumerate() {
             let sc = w.station.get(n).cloned().unwrap_or_default();
             let sf = format!("{field}.station.{n}");
             let fer = sc.fer.unwrap_or(w.fer);
@@ -903,84 +1143,169 @@ impl Builder {
             }
             let a = sc.access.over(base);
             check_access(a, &format!("{sf}.access"))?;
-            rates.push(sc.phy_rate.unwrap_or(w.phy_rate).rate());
+            let streams = sc.streams.unwrap_or(w.streams);
+            check_streams(streams, &format!("{sf}.streams"))?;
+            let (mcs, mcs_key) = match sc.mcs {
+                Some(m) => (m, format!("{sf}.mcs")),
+                None => (w.mcs, format!("{field}.mcs")),
+            };
+            check_mcs(mcs, streams, &mcs_key, "streams")?;
+            let (ap_mcs, ap_key) = match sc.ap_mcs {
+                Some(m) => (m, format!("{sf}.ap_mcs")),
+                None => (w.ap_mcs, format!("{field}.ap_mcs")),
+            };
+            check_mcs(ap_mcs, w.ap_streams, &ap_key, "ap_streams")?;
+            let rate = sc.phy_rate.or(w.phy_rate);
+            if rate.is_some() && (sc.mcs.is_some() || sc.ap_mcs.is_some()) {
+                return Err(ScenarioError::new(
+                    sf.clone(),
+                    "phy_rate and mcs/ap_mcs are alternatives: give one".to_string(),
+                ));
+            }
+            let up = mode(rate, mcs);
+            down.push(mode(rate, ap_mcs));
             fers.push(fer);
-            accesses.push(a);
-            qdiscs.push((
-                sc.qdisc.clone().unwrap_or_else(|| base_q.clone()),
-                if sc.qdisc.is_some() {
-                    sf
-                } else {
-                    field.to_string()
-                },
+            let driver = sc.driver.unwrap_or(w.station_driver);
+            let dkey = if sc.driver.is_some() {
+                format!("{sf}.driver")
+            } else {
+                format!("{field}.station_driver")
+            };
+            let (q, qf) = match &sc.qdisc {
+                Some(q) => (q.clone(), sf.clone()),
+                None => (base_q.clone(), field.to_string()),
+            };
+            let rate = up.rate();
+            check_qdisc(&q, rate, w.mtu, w.overhead, &qf)?;
+            members.push(ResolvedMember {
+                node: stations[i],
+                name: format!("{name}_{n}"),
+                rate,
+                access: a,
+                qdisc: q,
+                port: port(driver, &dkey, vec![up], vec![fer])?,
+            });
+        }
+        if w.phy_rate.is_some() && (w.ap_mcs != d_ap_mcs() || w.mcs != d_mcs()) {
+            return Err(err(
+                "phy_rate",
+                "phy_rate and mcs/ap_mcs are alternatives: give one".to_string(),
             ));
         }
-        let port = |peer_rate: Vec<Rate>, peer_fer: Vec<f64>| WifiPortParams {
-            medium,
-            peer_rate,
-            peer_fer,
-            driver_queue: w.driver_queue,
-            hw_aggregates: w.hw_aggregates,
-            max_frames: w.max_frames,
-            max_bytes: w.max_bytes.0,
-            max_airtime: ms,
-            retry_limit: w.retry_limit,
-            phy: phy.clone(),
-        };
-        let mut members = Vec::with_capacity(stations.len() + 1);
-        // the AP's interface: one qdisc, one next hop per station
         let ap_q = w.ap_qdisc.clone().unwrap_or_else(|| base_q.clone());
-        let ap_rate = *rates.iter().max().expect("at least one station");
         let ap_qf = if w.ap_qdisc.is_some() {
             format!("{field}.ap")
         } else {
             field.to_string()
         };
+        let ap_rate = down
+            .iter()
+            .map(|m| m.rate())
+            .max()
+            .expect("at least one station");
         check_qdisc(&ap_q, ap_rate, w.mtu, w.overhead, &ap_qf)?;
         let ap_name = self.nodes[ap as usize].name.clone();
-        members.push((self.links.len() as u32, ap_access));
-        self.links.push((
-            LinkParams {
-                name: format!("{name}_{ap_name}"),
-                from: ap,
-                to: stations[0],
-                peers: stations.to_vec(),
-                rate: ap_rate,
-                delay: w.delay.0,
-                overhead: w.overhead,
-                mtu: w.mtu,
-                device_queue: 1,
-                loss: 0.0,
-                loss_periods: vec![],
-                trace: self.trace,
-                lower: LowerParams::Wifi(port(rates.clone(), fers.clone())),
-            },
-            ap_q,
-        ));
-        for (i, &s) in stations.iter().enumerate() {
-            let (q, qf) = &qdiscs[i];
-            check_qdisc(q, rates[i], w.mtu, w.overhead, qf)?;
-            members.push((self.links.len() as u32, accesses[i]));
-            self.links.push((
+        let ap_member = ResolvedMember {
+            node: ap,
+            name: format!("{name}_{ap_name}"),
+            rate: ap_rate,
+            access: ap_access,
+            qdisc: ap_q,
+            port: port(w.ap_driver, &format!("{field}.ap_driver"), down, fers)?,
+        };
+        Ok(ResolvedBss {
+            name,
+            ap: ap_member,
+            stations: members,
+            delay: w.delay.0,
+            overhead: w.overhead,
+            mtu: w.mtu,
+            phy,
+        })
+    }
+
+    /// Adds a resolved BSS's interfaces and medium to the plan.
+    fn build_bss(&mut self, bss: ResolvedBss) {
+        let medium = self.media.len() as u32;
+        let peers: Vec<NodeId> = bss.stations.iter().map(|s| s.node).collect();
+        let mut members = Vec::with_capacity(bss.stations.len() + 1);
+        let mut push = |b: &mut Self, m: ResolvedMember, to: NodeId, peers: Vec<NodeId>| {
+            members.push((b.links.len() as u32, m.access));
+            let mut port = m.port;
+            port.medium = medium;
+            b.links.push((
                 LinkParams {
-                    name: format!("{name}_{}", st_names[i]),
-                    from: s,
-                    to: ap,
-                    peers: vec![],
-                    rate: rates[i],
-                    delay: w.delay.0,
-                    overhead: w.overhead,
-                    mtu: w.mtu,
+                    name: m.name,
+                    from: m.node,
+                    to,
+                    peers,
+                    rate: m.rate,
+                    delay: bss.delay,
+                    overhead: bss.overhead,
+                    mtu: bss.mtu,
                     device_queue: 1,
                     loss: 0.0,
                     loss_periods: vec![],
-                    trace: self.trace,
-                    lower: LowerParams::Wifi(port(vec![rates[i]], vec![fers[i]])),
+                    trace: b.trace,
+                    lower: LowerParams::Wifi(port),
                 },
-                q.clone(),
+                m.qdisc,
             ));
+        };
+        // the AP's interface: one qdisc, one next hop per station
+        let ap = bss.ap.node;
+        push(self, bss.ap, peers[0], peers.clone());
+        for s in bss.stations {
+            push(self, s, ap, vec![]);
         }
-        self.media.push(MediumParams { name, members, phy });
-        Ok(())
+        self.media.push(MediumParams {
+            name: bss.name,
+            members,
+            phy: bss.phy,
+        });
     }
+}
+
+/// One resolved WiFi interface.
+struct ResolvedMember {
+    node: NodeId,
+    name: String,
+    rate: Rate,
+    access: Access,
+    qdisc: QdiscConfig,
+    port: WifiPortParams,
+}
+
+/// A BSS with every key checked (see [`Builder::resolve_bss`]).
+struct ResolvedBss {
+    name: String,
+    ap: ResolvedMember,
+    stations: Vec<ResolvedMember>,
+    delay: SimDuration,
+    overhead: u32,
+    mtu: u32,
+    phy: WifiPhy,
+}
+
+fn check_streams(n: u32, field: &str) -> Result<(), ScenarioError> {
+    if !(1..=4).contains(&n) {
+        return Err(ScenarioError::new(
+            field,
+            format!("{n} is not allowed (1 to 4 spatial streams)"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_mcs(mcs: u32, streams: u32, field: &str, streams_key: &str) -> Result<(), ScenarioError> {
+    if mcs > max_mcs(streams) {
+        return Err(ScenarioError::new(
+            field,
+            format!(
+                "{mcs} is not allowed (0 to {} with {streams_key} = {streams}: MCS 8k to 8k + 7 need k + 1 streams)",
+                max_mcs(streams)
+            ),
+        ));
+    }
+    Ok(())
 }
