@@ -15,33 +15,37 @@
 //!                        ─► receiver reorder buffer ─► next hop
 //! ```
 //!
-//! ## Driver and hardware queues (defaults from ath9k, the AP driver of the study's era)
-//! - The driver accepts packets from the qdisc while it holds fewer than `driver_queue`
-//!   frames (default **123** = ath9k's `ATH_MAX_QDEPTH` = 512 tx buffers / 4 − 5 reserved,
-//!   the per-hardware-queue limit at which ath9k stops the mac80211 queue). Frames stay
-//!   counted until their block ack (or drop). The qdisc cannot see, drop or reorder them.
+//! ## Driver and hardware queues (per interface: `ap_driver` / `station_driver`)
+//! - The driver takes packets from the qdisc until it holds `driver_queue` frames, then
+//!   stops the qdisc (mac80211's queue stop) until it is back at `driver_wake` frames.
+//!   Frames stay counted until their block ack (or drop); the qdisc cannot see, drop or
+//!   reorder them. ath9k (the AP): 123 (`ATH_MAX_QDEPTH` = 512 / 4 − 5), woken below
+//!   that; iwlwifi (the Intel 5100 client): its 256-slot TFD ring, stopped when fewer
+//!   than 32 slots are free (224 frames), woken when more than 64 are (190 frames).
 //! - Aggregates are built into the hardware queue whenever it holds fewer than
-//!   `hw_aggregates` of them (default **2** = ath9k's `ATH_AGGR_MIN_QDEPTH`), so under
-//!   load two full A-MPDUs sit in hardware and at light load a lone packet becomes a
-//!   one-frame aggregate at once. Stations with queued frames are served round robin.
-//! - An A-MPDU holds at most `max_frames` subframes (default **32**, ath9k's
-//!   `ATH_AMPDU_SUBFRAME_DEFAULT`), `max_bytes` bytes (default **65535**, the 802.11n
-//!   maximum A-MPDU length) and `max_airtime` of PPDU (default **4 ms**, ath9k's maximum
-//!   aggregate duration), and only frames inside the 64-frame block-ack window that
-//!   starts at the receiver's oldest missing frame.
+//!   `hw_aggregates` of them (ath9k's `ATH_AGGR_MIN_QDEPTH` 2; iwlwifi's firmware
+//!   aggregates one at a time from the ring), so under load full A-MPDUs wait and at
+//!   light load a lone packet becomes a one-frame aggregate at once. Stations with queued
+//!   frames are served round robin.
+//! - An A-MPDU holds at most `max_frames` subframes (ath9k 32, iwlwifi 63), `max_bytes`
+//!   bytes (65535, the 802.11n maximum A-MPDU length) and `max_airtime` of PPDU (4 ms
+//!   in both drivers), and only frames inside the `ba_window` (at most 64) that starts at
+//!   the receiver's oldest missing frame.
 //!
 //! ## Airtime (802.11n HT-mixed format, 5 GHz OFDM timing)
 //! - Subframe bytes: `pad4(4 delimiter + 26 QoS MAC header + 8 LLC/SNAP + IP packet + 4 FCS)`
 //!   = `pad4(size + 42)` (no encryption).
-//! - PPDU: `preamble` (default 40 µs: L-STF 8 + L-LTF 8 + L-SIG 4 + HT-SIG 8 + HT-STF 4 +
-//!   2 HT-LTF × 4, two spatial streams) + `⌈(16 + 8·bytes + 6) / N_DBPS⌉` symbols of 4 µs
-//!   (800 ns guard interval), `N_DBPS = phy_rate × 4 µs`.
+//! - PPDU ([`PhyMode::ppdu_time`]): HT-mixed preamble (36 µs with one spatial stream, 40
+//!   µs with two, 48 µs with three or four) + `⌈(16 + 8·bytes + 6) / N_DBPS⌉` symbols of
+//!   4 µs (3.6 µs with the 400 ns guard interval, rounded up to whole 4-µs units as the
+//!   standard's TXTIME does); `N_DBPS` from the MCS table ([`HT_NDBPS`]) times the
+//!   streams. A fixed `phy_rate` uses `N_DBPS = phy_rate × 4 µs` and the BSS's preamble.
 //! - After the PPDU: SIFS (16 µs) + a 32-byte compressed block ack at the legacy
 //!   `control_rate` (default 24 Mbit/s: 20 µs legacy preamble + 3 symbols = 32 µs).
 //! - Before a transmission: AIFS = SIFS + AIFSN × slot (slot 9 µs) and a backoff of
 //!   `b` slots, `b` uniform in `0..=CW`; defaults are EDCA best effort (AIFSN 3,
 //!   CWmin 15, CWmax 1023) for the AP and the stations. Per-node `access` parameters
-//!   (and per-station PHY rates) let airtime unfairness emerge.
+//!   and per-direction PHY rates let airtime unfairness emerge.
 //!
 //! ## Contention (event-driven DCF/EDCA)
 //! Slots are counted on a grid that starts SIFS after the medium went idle. A node with
@@ -58,8 +62,8 @@
 //! Each subframe is lost independently with the receiving station's frame error rate
 //! `fer`. Lost subframes (and all subframes of a collided PPDU) return to the head of
 //! their station's driver queue in sequence order and go out in a later aggregate;
-//! after `retry_limit` retransmissions (default **30**, ath9k's `ATH_MAX_SW_RETRIES`) a
-//! frame is dropped (reason `lower_layer`). The receiver hands frames up in sequence
+//! after `retry_limit` retransmissions (ath9k's `ATH_MAX_SW_RETRIES` 30; iwlwifi's 16-entry
+//! retry table) a frame is dropped (reason `lower_layer`). The receiver hands frames up in sequence
 //! order (802.11n block-ack reordering); a dropped frame releases the frames behind it,
 //! as the block-ack-request that follows a give-up does.
 //!
@@ -72,7 +76,7 @@
 //! (91 % of the PHY rate).
 //!
 //! ## Simplifications (each a deliberate deviation)
-//! - Fixed PHY rate per station (no rate control such as minstrel); no RTS/CTS, no EIFS
+//! - Fixed MCS per direction (no rate control such as minstrel); no RTS/CTS, no EIFS
 //!   after a collision, no capture effect, no beacons or management traffic.
 //! - Post-backoff: a node that runs dry after a transmission draws its next backoff when
 //!   it next has an aggregate ready, counted as if it had started at the end of the busy
