@@ -28,10 +28,44 @@ class AqmlabError(Exception):
     """Base class of all aqmlab errors."""
 
 
+_INT_WORDS = {
+    "u8": "a whole number from 0 to 255", "u16": "a whole number from 0 to 65535",
+    "u32": "a whole number from 0 to 4294967295", "u64": "a whole number from 0 to 18446744073709551615",
+    "usize": "a whole number of 0 or more", "i32": "a whole number", "i64": "a whole number",
+    "f32": "a number", "f64": "a number",
+}
+
+
+def plain_words(message: str) -> str:
+    """A deserialiser's type error in plain words: ``invalid type: string "x", expected
+    u32`` → ``"x" is text, not a whole number from 0 to 4294967295``."""
+    import re
+
+    def kind(m: str) -> str:
+        return _INT_WORDS.get(m, m)
+
+    rules = [
+        (r'invalid type: string "(.*?)", expected (\w+)\b', lambda m: f'"{m[1]}" is text, not {kind(m[2])}'),
+        (r"invalid type: floating point `(.*?)`, expected (u\d+|i\d+|usize)\b", lambda m: f"{m[1]} is not {kind(m[2])}"),
+        (r"invalid value: integer `(-\d+)`, expected (u\d+|usize)\b", lambda m: f"{m[1]} is negative, not {kind(m[2])}"),
+        (r"invalid value: integer `(\d+)`, expected (u\d+|i\d+)\b", lambda m: f"{m[1]} is too large, not {kind(m[2])}"),
+        (r"invalid type: boolean `(\w+)`, expected (\w+)\b", lambda m: f"{m[1]} is true/false, not {kind(m[2])}"),
+        (r"invalid type: integer `(-?\d+)`, expected a string", lambda m: f"{m[1]} is a number, not text (write it in quotes)"),
+        (r"\bexpected (u\d+|i\d+|f\d+|usize)\b", lambda m: f"expected {kind(m[1])}"),
+        (r"allowed for this kind:", lambda m: "keys of this kind:"),
+    ]
+    for pat, rep in rules:
+        message = re.sub(pat, rep, message)
+    return message
+
+
 class ScenarioError(AqmlabError, ValueError):
     """Bad scenario input: ``field`` names the key, ``message`` what is wrong."""
 
     def __init__(self, field: str, message: str) -> None:
+        # the core's deserialiser says "expected u32": said in words here, once, so
+        # that ``message`` and ``str()`` agree (and a pickled copy reads the same)
+        message = plain_words(message) if isinstance(message, str) else message
         super().__init__(field, message)
         self.field = field
         self.message = message

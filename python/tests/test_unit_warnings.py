@@ -34,3 +34,20 @@ def test_bare_qdisc_times_above_a_second_warn(tmp_path):
     assert r.returncode == 0 and "warning: dumbbell.up.qdisc.tupdate: 2 is 2 s" in r.stderr
     # interval = 0.1 (100 ms as a bare number) and "15ms" are fine
     assert not [w for w in aqmlab.validate(SCENARIO)["warnings"] if "interval" in w or "up.qdisc.target" in w]
+
+
+def test_type_errors_are_in_plain_words():
+    import pytest
+
+    base = '[run]\nduration = "1s"\n[dumbbell]\nrate = "10Mbit"\n'
+    cases = {
+        'pairs = "x"': 'dumbbell.pairs: "x" is text, not a whole number from 0 to 4294967295 (line 5)',
+        "pairs = 1.5": "dumbbell.pairs: 1.5 is not a whole number from 0 to 4294967295 (line 5)",
+        "pairs = -1": "dumbbell.pairs: -1 is negative, not a whole number from 0 to 4294967295 (line 5)",
+        "mtu = true": "dumbbell.mtu: true is true/false, not a whole number from 0 to 4294967295 (line 5)",
+    }
+    for line, want in cases.items():
+        with pytest.raises(aqmlab.ScenarioError) as ei:
+            aqmlab.validate(base + line + "\n")
+        assert str(ei.value) == want
+        assert "u32" not in str(ei.value)
