@@ -271,7 +271,8 @@ class Result:
         lat_cols = ["loss %"] + (["rtt mean ms", "rtt p99 ms"] if has_rtt else []) + (["owd mean ms", "owd p99 ms"] if has_owd else [])
         flow_rows, lat_rows = [], []
         probes = fl.get("probes_sent")
-        any_probe = any_packets = False
+        segs = fl.get("segments_sent")
+        any_probe = any_packets = any_tcp = False
         for i in range(n):
             loss = fl["loss_rate"][i] if "loss_rate" in fl else float("nan")
             sent, delivered, lost = fl["sent_pkts"][i], fl["delivered_pkts"][i], fl["lost_pkts"][i]
@@ -283,6 +284,8 @@ class Result:
                 delivered = int(round(sent * (1.0 - loss)))
                 lost = sent - delivered
                 any_probe = True
+            elif segs is not None and segs[i] == segs[i] and segs[i] is not None:
+                any_tcp = True
             else:
                 any_packets = True
             flow_rows.append([
@@ -329,7 +332,9 @@ class Result:
             f"{self.events} events, {self.packets_created} packets; {self.wall_seconds:.3f} s wall ({speed:.0f}× real time)"
             + (f"; {hidden} idle links not shown" if hidden else "")
             + ("; drop % = dropped / arrived" if queue_rows else "")
-            + ("; flows count packets over the whole run: sent = delivered + lost + still in flight at the end" if any_packets and n else "")
+            + ("; UDP flows count packets over the whole run: sent = delivered + lost + still in flight at the end" if any_packets else "")
+            + ("; TCP flows: sent = data and ACK packets of both ends, delivered = deliveries to the receiving application, "
+               "lost = packets dropped in either direction (they do not add up; retransmits are in --json)" if any_tcp else "")
             + ("; probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" if any_probe else "")
             + ("; * a shaper's rate (htb/tbf), which util % is relative to" if any_shaped else ""),
             style="dim",

@@ -100,5 +100,6 @@ def test_flow_columns_add_up_and_say_how():
     sent, delivered, lost = (int(rows["cbr1"][k]) for k in (4, 5, 6))
     assert sent > delivered + lost  # the rest was still queued when the run ended
     flat = " ".join(out.split())
-    assert "sent = delivered + lost + still in flight at the end" in flat
+    assert "UDP flows count packets over the whole run: sent = delivered + lost + still in flight at the end" in flat
+    assert "TCP flows" not in flat  # no TCP flow in this run
     assert "probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" in flat
