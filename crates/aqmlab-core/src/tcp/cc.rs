@@ -136,6 +136,32 @@ impl Window {
             }
         }
     }
+    /// The common head of Linux's `cong_avoid` hooks (`tcp_reno_cong_avoid`,
+    /// `bictcp_cong_avoid`): nothing unless the sender is cwnd-limited
+    /// (`tcp_is_cwnd_limited`), slow start below ssthresh. Returns the acknowledged
+    /// segments left for congestion avoidance, `None` when none are.
+    #[inline]
+    pub fn limited_slow_start(&mut self, a: &AckSample) -> Option<u32> {
+        if !a.cwnd_limited {
+            return None;
+        }
+        let mut acked = a.acked;
+        if self.in_slow_start() {
+            acked = self.slow_start(acked);
+            if acked == 0 {
+                return None;
+            }
+        }
+        Some(acked)
+    }
+    /// Linux `tcp_reno_cong_avoid` on an ACK: [`Window::limited_slow_start`], then
+    /// [`Window::reno_cong_avoid`] with what is left (NewReno, DCTCP).
+    #[inline]
+    pub fn reno_on_ack(&mut self, a: &AckSample) {
+        if let Some(acked) = self.limited_slow_start(a) {
+            self.reno_cong_avoid(acked);
+        }
+    }
     /// Additive increase (RFC 5681 3.1): one segment per `w` units, where a unit is
     /// - `segments`: a segment acknowledged (RFC 3465; Linux ≥ 4.0 `tcp_cong_avoid_ai`);
     /// - `acks`: 1/c of a segment per ACK on a fractional window c (ns-2

@@ -290,16 +290,9 @@ impl CongestionControl for Cubic {
             let d = self.delayed_ack + a.acked as i32 - (self.delayed_ack >> ACK_RATIO_SHIFT);
             self.delayed_ack = d.clamp(1, ACK_RATIO_LIMIT);
         }
-        if !a.cwnd_limited {
+        let Some(acked) = w.limited_slow_start(a) else {
             return;
-        }
-        let mut acked = a.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         self.update(w.cwnd, acked, a.now, w.ca);
         let cnt = self.cnt;
         w.cong_avoid_ai(cnt, acked);

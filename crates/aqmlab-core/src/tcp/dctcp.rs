@@ -103,17 +103,7 @@ impl CongestionControl for Dctcp {
 
     fn on_ack(&mut self, w: &mut Window, a: &AckSample) {
         // tcp_reno_cong_avoid.
-        if !a.cwnd_limited {
-            return;
-        }
-        let mut acked = a.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        w.reno_cong_avoid(acked);
+        w.reno_on_ack(a);
     }
 
     fn on_loss(&mut self, w: &Window, _now: SimTime) -> u32 {

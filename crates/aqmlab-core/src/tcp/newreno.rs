@@ -29,17 +29,7 @@ impl CongestionControl for NewReno {
     fn init(&mut self, _w: &mut Window, _now: SimTime, _snd_nxt: u64) {}
 
     fn on_ack(&mut self, w: &mut Window, a: &AckSample) {
-        if !a.cwnd_limited {
-            return;
-        }
-        let mut acked = a.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        w.reno_cong_avoid(acked);
+        w.reno_on_ack(a);
     }
 
     fn on_loss(&mut self, w: &Window, _now: SimTime) -> u32 {

@@ -345,18 +345,10 @@ impl CongestionControl for Prague {
 
     fn on_ack(&mut self, w: &mut Window, a: &AckSample) {
         // Only without ECN (prague_reno): tcp_reno_cong_avoid.
-        if !a.cwnd_limited {
-            return;
+        if let Some(acked) = w.limited_slow_start(a) {
+            let cwnd = w.cwnd;
+            w.cong_avoid_ai(cwnd, acked);
         }
-        let mut acked = a.acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = w.cwnd;
-        w.cong_avoid_ai(cwnd, acked);
     }
 
     fn on_open(&mut self) {
