@@ -1,18 +1,11 @@
 //! Application workload tests (issue 6 "Must show"): web pages, WRT, web users, HAS
 //! video and the RRUL composite, each through whole scenarios.
 
+mod common;
+use common::{extra, run};
+
 use aqmlab_core::app::WORKLOAD_KINDS;
-use aqmlab_core::{run_scenario, RunResult, Scenario};
-
-fn run(toml: &str, seed: u64) -> RunResult {
-    let sc = Scenario::from_toml_str(toml).unwrap_or_else(|e| panic!("{e}\n{toml}"));
-    run_scenario(&sc, seed).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn extra(r: &RunResult, flow: &str, key: &str) -> f64 {
-    r.extra(flow, key)
-        .unwrap_or_else(|| panic!("no {key} for {flow}"))
-}
+use aqmlab_core::{RunResult, Scenario};
 
 /// Bottleneck time of one full-sized packet (1500 B IP + 14 B Ethernet) at `bps`.
 fn t_pkt(bps: f64) -> f64 {

@@ -1,12 +1,9 @@
 //! Queue disciplines under real TCP load (issue 4's behavioural checks).
 
-use aqmlab_core::metrics::KIND_QUEUE;
-use aqmlab_core::{run_scenario, RunResult, Scenario};
+mod common;
+use common::run;
 
-fn run(text: &str, seed: u64) -> RunResult {
-    let sc = Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("{e}"));
-    run_scenario(&sc, seed).unwrap()
-}
+use aqmlab_core::metrics::KIND_QUEUE;
 
 /// The saturated-TCP study's setting: 10 Mbit/s, ~10 ms RTT, 250 KB buffer, NewReno
 /// flows starting within the first second.

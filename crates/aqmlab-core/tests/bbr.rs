@@ -3,12 +3,8 @@
 //! takes most of a shallow buffer and loses most of a deep one (the share reversal of
 //! Hock, Bless & Zitterbart 2017 and Ware et al. 2019).
 
-use aqmlab_core::{run_scenario, RunResult, Scenario};
-
-fn run(text: &str, seed: u64) -> RunResult {
-    let sc = Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("{e}"));
-    run_scenario(&sc, seed).unwrap()
-}
+mod common;
+use common::run;
 
 /// 10 Mbit/s, 2 × 20 ms one-way (≈ 40 ms base RTT): BDP = 50 kB ≈ 33 packets of 1500 B.
 const BDP_PKTS: f64 = 10e6 * 0.040 / (1500.0 * 8.0);

@@ -1,12 +1,10 @@
 //! Differentiated services end to end: the `dscp` key of workloads, Flent's real RRUL
 //! marks, and the strict-priority band qdiscs (`pfifo_fast`, `prio`) reading them.
 
-use aqmlab_core::{run_scenario, RunResult, Scenario};
+mod common;
+use common::run;
 
-fn run(toml: &str, seed: u64) -> RunResult {
-    let sc = Scenario::from_toml_str(toml).unwrap_or_else(|e| panic!("{e}\n{toml}"));
-    run_scenario(&sc, seed).unwrap_or_else(|e| panic!("{e}"))
-}
+use aqmlab_core::{RunResult, Scenario};
 
 fn queue_extra(r: &RunResult, q: &str, key: &str) -> f64 {
     let row = r.queue(q).unwrap_or_else(|| panic!("no queue {q}"));

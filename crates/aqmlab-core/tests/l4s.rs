@@ -1,12 +1,10 @@
 //! L4S end to end: ECN codepoints through the network, DCTCP against a step marker,
 //! Prague and CUBIC sharing DualPI2 (issue 16's behavioural checks).
 
-use aqmlab_core::{run_scenario, RunResult, Scenario};
+mod common;
+use common::run;
 
-fn run(text: &str, seed: u64) -> RunResult {
-    let sc = Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("{e}"));
-    run_scenario(&sc, seed).unwrap()
-}
+use aqmlab_core::RunResult;
 
 fn metric(r: &RunResult, queue: &str, key: &str) -> f64 {
     r.queue(queue)

@@ -3,6 +3,9 @@
 //! result or an invariant; every run also checks packet conservation (which counts the
 //! packets held by the lower layers).
 
+mod common;
+use common::within;
+
 use aqmlab_core::result::RunResult;
 use aqmlab_core::{Scenario, Simulator};
 
@@ -19,10 +22,6 @@ fn run(toml: &str, seed: u64) -> (Simulator, RunResult) {
         .unwrap_or_else(|e| panic!("conservation: {e}"));
     let r = sim.results();
     (sim, r)
-}
-
-fn within(x: f64, want: f64, rel: f64) -> bool {
-    (x / want - 1.0).abs() <= rel
 }
 
 /// The plain wire keeps its behaviour: a 100-packet FIFO overloaded 2:1 at 10 Mbit/s

@@ -3,6 +3,9 @@
 //! efficiency); an asymmetric shaped 10/1 Mbit/s line where upload ACK traffic hurts the
 //! download. Every run also checks packet conservation.
 
+mod common;
+use common::within;
+
 use aqmlab_core::result::RunResult;
 use aqmlab_core::{Scenario, Simulator};
 
@@ -13,10 +16,6 @@ fn run(toml: &str, seed: u64) -> RunResult {
     sim.check_conservation()
         .unwrap_or_else(|e| panic!("conservation: {e}"));
     sim.results()
-}
-
-fn within(x: f64, want: f64, rel: f64) -> bool {
-    (x / want - 1.0).abs() <= rel
 }
 
 /// Ethernet-frame bit/s of a TCP flow's goodput (1448-byte payload per 1518-byte frame).

@@ -3,22 +3,15 @@
 //! needs control the scenario schema does not give (dropping chosen packets, a
 //! CE-marking queue).
 
+mod common;
+use common::{extra, run};
+
 use aqmlab_core::metrics::{jain_index, KIND_FLOW};
 use aqmlab_core::packet::{tcp_flags, Ecn, NodeId, Packet, PacketKind};
 use aqmlab_core::tcp::{Side, TcpConfig, TcpConn, TcpEvents, TcpHost, TcpOptions};
-use aqmlab_core::{run_scenario, RunResult, Scenario, SimDuration, SimTime};
+use aqmlab_core::{RunResult, Scenario, SimDuration, SimTime};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-
-fn run(toml: &str, seed: u64) -> RunResult {
-    let sc = Scenario::from_toml_str(toml).unwrap_or_else(|e| panic!("{e}\n{toml}"));
-    run_scenario(&sc, seed).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn extra(r: &RunResult, flow: &str, key: &str) -> f64 {
-    r.extra(flow, key)
-        .unwrap_or_else(|| panic!("no {key} for {flow}"))
-}
 
 /// Payload bytes per second of a 1500-byte-MTU flow on a link of `bps` (14 bytes framing).
 fn tcp_capacity(bps: f64) -> f64 {
