@@ -122,13 +122,13 @@ class _FakeEngine:
 
 
 def _small(monkeypatch):
-    """quick mode's ns3_codel case shortened to 6 s (the cells run in this process)."""
+    """quick mode's ns3_codel case shortened to 3 s (the cells run in this process)."""
     real = campaign.load_cases
 
     def small(mode, only=None):
         cs = real(mode, only)
         for c in cs:
-            c.doc["run"].update(duration="6s", warmup="2s")
+            c.doc["run"].update(duration="3s", warmup="1s")
         return cs
 
     monkeypatch.setattr(campaign, "load_cases", small)
@@ -163,3 +163,17 @@ def test_cell_file_names_the_scenario():
     a = CellJob("x", "ns3", 1, {"run": {"duration": "20s"}})
     b = CellJob("x", "ns3", 1, {"run": {"duration": "40s"}})
     assert a.file != b.file and a.file.startswith("x/ns3-s1-")
+
+
+def test_cells_run_on_a_dask_cluster(tmp_path, monkeypatch):
+    distributed = pytest.importorskip("dask.distributed")
+    _small(monkeypatch)
+    good, bad = _FakeEngine(), _FakeEngine(crash=True)
+    monkeypatch.setitem(ENGINES, "ns3", good)
+    monkeypatch.setitem(ENGINES, "ns2", bad)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            s = run_campaign("quick", tmp_path, ["ns3", "ns2"], scheduler=client, cases=["ns3_codel"], report=False)
+    assert (s.ran, len(s.failed)) == (2, 1) and good.runs == 1
+    stored = {p.name.split("-")[0]: json.loads(p.read_text())["status"] for p in (tmp_path / "cells" / "ns3_codel").glob("*.json")}
+    assert stored == {"ns3": "agree", "ns2": "failed"}
