@@ -24,3 +24,16 @@ def test_the_tutorials_scenario_and_study_are_valid():
     assert len(st.runs()) == 12
     for png in re.findall(r"\]\((tutorial/[^)]+\.png)\)", TEXT):
         assert (ROOT / "docs" / png).is_file(), png
+
+
+def test_the_qdisc_reference_in_scenario_md_is_generated_from_describe():
+    """docs/scenario.md's per-qdisc key tables are what scripts/gen_qdisc_docs.py makes
+    of `aqmlab describe` now (rerun it after changing a qdisc's parameter docs)."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_qdisc_docs.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = (ROOT / "docs" / "scenario.md").read_text()
+    for kind, _ in aqmlab.kinds("qdiscs"):
+        assert f"#### `{kind}`" in text
