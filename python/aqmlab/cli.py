@@ -326,7 +326,7 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
 
 
 @cli.command("crosscheck", short_help="Run a scenario (or the shipped validation campaign) on the simulator and on reference engines (Linux, ns-2, ns-3); compare.")
-@click.argument("file", metavar="FILE.toml", required=False)
+@click.argument("file", metavar="[FILE.toml]", required=False)
 @click.option("--engines", "engine_list", default=None, metavar="LIST", help="Comma-separated engines to compare with: " + ", ".join(e for e in ENGINES if e != "sim") + " (default: every installed engine that supports the file; with --campaign: ns3,ns2 for quick, linux,ns3,ns2 for full).")
 @click.option("--seed", type=int, default=None, help="Run seed of the simulator (and start times of every engine).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison rows as JSON.")
