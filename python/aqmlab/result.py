@@ -493,15 +493,9 @@ def _dedup(names: list[str]) -> tuple[list[str], np.ndarray]:
     """Unique categories and, for each name, its category code."""
     import numpy as np
 
-    cats: list[str] = []
-    index: dict[str, int] = {}
-    codes = np.empty(len(names), dtype=np.int64)
-    for i, n in enumerate(names):
-        if n not in index:
-            index[n] = len(cats)
-            cats.append(n)
-        codes[i] = index[n]
-    return cats, codes
+    index: dict[str, int] = {}  # first appearance order
+    codes = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names))
+    return list(index), codes
 
 
 def _fmt(v: float, digits: int) -> str:

@@ -80,3 +80,13 @@ def test_truncated_link_table_is_the_head_of_the_full_one(many_links):
     cut_rows = [ln for ln in cut if re.match(r"\S+->\S+ |bottleneck_", ln)]
     assert cut_rows == link_rows[:50]
     assert f"… and {busy - 50} more links (--all shows every row)" in "\n".join(cut)
+
+
+def test_dedup_codes_in_first_appearance_order():
+    names = ["b", "a", "b", "c", "a", "a"]
+    cats, codes = R._dedup(names)
+    assert cats == ["b", "a", "c"]
+    assert codes.dtype == np.int64 and codes.tolist() == [0, 1, 0, 2, 1, 1]
+    assert [cats[c] for c in codes] == names
+    cats, codes = R._dedup([])
+    assert cats == [] and len(codes) == 0
