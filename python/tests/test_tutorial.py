@@ -37,3 +37,15 @@ def test_the_qdisc_reference_in_scenario_md_is_generated_from_describe():
     text = (ROOT / "docs" / "scenario.md").read_text()
     for kind, _ in aqmlab.kinds("qdiscs"):
         assert f"#### `{kind}`" in text
+
+
+def test_every_shipped_study_has_a_current_page():
+    import subprocess
+    import sys
+
+    from aqmlab.study import list_studies
+
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_study_pages.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for name in list_studies():
+        assert (ROOT / "docs" / f"{name}-study.md").is_file(), name
