@@ -216,7 +216,7 @@ def _figures(out: Path, case: str, cells: list[dict[str, Any]], engines: list[st
         ax.set_xlim(left=0)
         ax.set_title(f"{case}: sojourn CDF of {q} after the warm-up (seed {seed})", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=7)
+        ax.legend(loc="best", fontsize=7)  # matplotlib places it where it covers the least data
         p = f"figures/{case}_sojourn.png"
         fig.savefig(out / p, dpi=100)
         written.append(p)
