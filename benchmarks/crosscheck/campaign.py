@@ -2,7 +2,9 @@
 with 1/4/16/64 NewReno flows under CoDel, PIE, fq_codel, fq_pie, SFQ (their Linux
 defaults), ARED (the residential study's 10 Mbit/s thresholds) and FIFO (250 KB), and RRUL
 over the residential 10/10 Mbit/s link, each run on the simulator and on a Linux kernel in a VM
-(`aqmlab crosscheck`). Writes one JSON per case to results/ and a summary table.
+(`aqmlab crosscheck`). Writes one JSON per case to results/ and a summary table. Its main
+cases are also in the shipped multi-engine campaign (`aqmlab crosscheck --campaign`,
+written by campaign_cases.py).
 
 The scenarios are the benchmark ones (benchmarks/scenarios/) with the duration shortened
 (default 40 s with 10 s warm-up, RRUL 40 s with 5 s) because a VM run under TCG costs
