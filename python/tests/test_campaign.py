@@ -177,3 +177,23 @@ def test_cells_run_on_a_dask_cluster(tmp_path, monkeypatch):
     assert (s.ran, len(s.failed)) == (2, 1) and good.runs == 1
     stored = {p.name.split("-")[0]: json.loads(p.read_text())["status"] for p in (tmp_path / "cells" / "ns3_codel").glob("*.json")}
     assert stored == {"ns3": "agree", "ns2": "failed"}
+
+
+class _DyingEngine(_FakeEngine):
+    """An engine that takes its worker process down with it (as a segfault in-process would)."""
+
+    def run(self, doc, seed, **kw):
+        import os
+
+        os._exit(139)
+
+
+def test_a_worker_that_dies_fails_its_cell_alone(tmp_path, monkeypatch):
+    _small(monkeypatch)  # the pool forks: the patched engines and cases are the workers' too
+    monkeypatch.setitem(ENGINES, "ns3", _FakeEngine())
+    monkeypatch.setitem(ENGINES, "ns2", _DyingEngine())
+    s = run_campaign("quick", tmp_path, ["ns3", "ns2"], jobs=2, cases=["ns3_codel"], report=False)
+    assert s.ran == 2 and len(s.failed) == 1
+    stored = {p.name.split("-")[0]: json.loads(p.read_text()) for p in (tmp_path / "cells" / "ns3_codel").glob("*.json")}
+    assert stored["ns3"]["status"] == "agree"
+    assert stored["ns2"]["status"] == "failed" and "BrokenProcessPool" in stored["ns2"]["error"]
