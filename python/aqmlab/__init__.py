@@ -23,7 +23,7 @@ from typing import Any
 from aqmlab import _core
 from aqmlab.errors import AqmlabError, ScenarioError, SimulationError
 from aqmlab.result import Result
-from aqmlab.scenario import Scenario, load_scenario, qdisc_time_warnings
+from aqmlab.scenario import Scenario, load_scenario, qdisc_time_warnings, with_line
 
 __version__: str = _core.version()
 
@@ -105,7 +105,10 @@ def run(
     """
     force = _check_force(force)
     sc = load_scenario(scenario)
-    raw = _core.run(sc.text, _check_seed(seed), progress, force)
+    try:
+        raw = _core.run(sc.text, _check_seed(seed), progress, force)
+    except ScenarioError as e:
+        raise with_line(e, sc.text) from None
     res = Result(raw, sc)
     res.warnings += qdisc_time_warnings(sc.to_dict())
     return res

@@ -1,10 +1,12 @@
-"""Names the lab reads meaning from: which way a host's traffic goes in a dumbbell.
-(A module of its own so that the figures and :mod:`aqmlab.result` can both use it.)"""
+"""Names the lab reads meaning from: which way a host's traffic goes in a dumbbell, and
+which line of a TOML file sets a dotted key. (A module of its own so that the figures,
+:mod:`aqmlab.result`, :mod:`aqmlab.scenario` and :mod:`aqmlab.study` can all use it.)"""
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["direction"]
+__all__ = ["direction", "key_line"]
 
 
 def direction(host: Any) -> str:
@@ -14,3 +16,31 @@ def direction(host: Any) -> str:
     direction from host names (measures, figures and the Flent export use it)."""
     s = str(host)
     return "up" if s.startswith("client") else "down" if s.startswith("server") else "other"
+
+
+def key_line(text: str, field: str) -> int | None:
+    """The line of a TOML file (1-based; a scenario or a study) that most likely sets key `field`
+    (``dumbbell.qdsic``, ``flow[0].rate``): an axis ``path = "dumbbell.qdsic"`` naming it,
+    else the first line that assigns its last component (``qdsic = …``); None if
+    neither is found. Lets an error without a line (a check made after parsing, or one in
+    a scenario generated from a study) point at the file's line."""
+    if not field:
+        return None
+    lines = text.splitlines()
+    plain = re.sub(r"\[\d+\]", "", field)
+    for path in dict.fromkeys((field, plain)):
+        for i, line in enumerate(lines, 1):
+            if re.search(r"\bpath\s*=\s*[\"']" + re.escape(path) + r"[\"']", line):
+                return i
+    last = plain.rsplit(".", 1)[-1]
+    start = 0
+    m = re.match(r"^(\w+)\[(\d+)\]", field)
+    if m:  # flow[2].to: search from the third [[flow]] header on
+        heads = [i for i, line in enumerate(lines) if re.match(r"^\s*\[\[\s*" + re.escape(m[1]) + r"\s*\]\]", line)]
+        if int(m[2]) < len(heads):
+            start = heads[int(m[2])]
+    for i, line in enumerate(lines[start:], start + 1):
+        code = line.split("#", 1)[0]
+        if re.search(r"(^|[{,\s])" + re.escape(last) + r"\s*=", code):
+            return i
+    return None

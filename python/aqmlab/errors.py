@@ -53,6 +53,8 @@ def plain_words(message: str) -> str:
         (r"invalid type: integer `(-?\d+)`, expected a string", lambda m: f"{m[1]} is a number, not text (write it in quotes)"),
         (r"\bexpected (u\d+|i\d+|f\d+|usize)\b", lambda m: f"expected {kind(m[1])}"),
         (r"allowed for this kind:", lambda m: "keys of this kind:"),
+        # binary-float noise in a duration: 15.000000000000002s → 15s
+        (r"(?<![\w.])(\d+\.\d{9,})(?=(?:s|ms|us|ns)\b)", lambda m: f"{float(m[1]):.9g}"),
     ]
     for pat, rep in rules:
         message = re.sub(pat, rep, message)

@@ -549,8 +549,9 @@ def _validate_all(specs: list[RunSpec], study_text: str = "") -> None:
     import re
 
     import aqmlab
+    from aqmlab._naming import key_line as study_line
     from aqmlab.errors import ScenarioError
-    from aqmlab.study import StudyError, study_line
+    from aqmlab.study import StudyError
 
     seen: set[str] = set()
     for s in specs:

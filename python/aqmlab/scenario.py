@@ -83,6 +83,8 @@ class Scenario:
         gc.disable()
         try:
             plan = _core.validate(self.text, force, seed, spread)
+        except ScenarioError as e:
+            raise with_line(e, self.text) from None
         finally:
             if enabled:
                 gc.enable()
@@ -148,6 +150,25 @@ def qdisc_time_warnings(doc: Mapping[str, Any]) -> list[str]:
 
     walk(doc, "")
     return out
+
+
+def with_line(e: ScenarioError, text: str) -> ScenarioError:
+    """`e` with the line of `text` that sets its field, when the core's message has none
+    (checks made after parsing: ranges, cross-field rules) or names the line of an array
+    of tables' first header for a key of a later entry (``flow[1].rate`` at the first
+    ``[[flow]]``)."""
+    from aqmlab._naming import key_line
+
+    if not e.field:
+        return e
+    has = re.search(r"\s*\(line (\d+)\)\s*$", e.message)
+    if has and not re.match(r"^\w+\[[1-9]\d*\]", e.field):
+        return e
+    line = key_line(text, e.field)
+    if not line or (has and int(has[1]) == line):
+        return e
+    base = e.message[: has.start()] if has else e.message
+    return ScenarioError(e.field, f"{base} (line {line})")
 
 
 def _looks_like_toml(s: str) -> bool:

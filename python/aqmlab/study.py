@@ -556,29 +556,6 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     )
 
 
-def study_line(text: str, field: str) -> int | None:
-    """The line of the study file (1-based) that most likely sets scenario key `field`
-    (``dumbbell.qdsic``, ``flow[0].rate``): an axis ``path = "dumbbell.qdsic"`` naming it,
-    else the first line that assigns its last component (``qdsic = …``); None if
-    neither is found. Lets an error in a generated scenario point at the study file."""
-    import re
-
-    if not field:
-        return None
-    lines = text.splitlines()
-    plain = re.sub(r"\[\d+\]", "", field)
-    for path in dict.fromkeys((field, plain)):
-        for i, line in enumerate(lines, 1):
-            if re.search(r"\bpath\s*=\s*[\"']" + re.escape(path) + r"[\"']", line):
-                return i
-    last = plain.rsplit(".", 1)[-1]
-    for i, line in enumerate(lines, 1):
-        code = line.split("#", 1)[0]
-        if re.search(r"(^|[{,\s])" + re.escape(last) + r"\s*=", code):
-            return i
-    return None
-
-
 def studies_dir() -> pathlib.Path:
     """The shipped study definitions: `studies/` of the source tree or of the package."""
     here = pathlib.Path(__file__).resolve().parent

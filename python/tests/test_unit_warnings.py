@@ -51,3 +51,18 @@ def test_type_errors_are_in_plain_words():
             aqmlab.validate(base + line + "\n")
         assert str(ei.value) == want
         assert "u32" not in str(ei.value)
+
+
+def test_semantic_errors_name_the_files_line_and_print_durations_plainly(tmp_path):
+    text = ('[run]\nduration = "1s"\n[dumbbell]\nrate = "10Mbit"\nup = { qdisc = { kind = "pie", target = "15s" } }\n'
+            '[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\n'
+            '[[flow]]\nkind = "cbr"\nfrom = "client0"\nto = "server0"\nrate = "1Mbit"\n')
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    r = run_cli("validate", str(f))
+    assert r.returncode == 2
+    assert r.stderr.strip() == "error: dumbbell.up.qdisc.target: 15s is not allowed (more than 0 and at most 10s) (line 5)"
+    # a key of the second [[flow]] is at its own line, not at the first [[flow]] header
+    f.write_text(text.replace('target = "15s"', 'target = "15ms"').replace('rate = "1Mbit"', 'rate = "-1Mbit"'))
+    r = run_cli("validate", str(f))
+    assert r.returncode == 2 and r.stderr.strip() == "error: flow[1].rate: rate '-1Mbit' must be positive (line 14)"
