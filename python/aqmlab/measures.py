@@ -196,6 +196,27 @@ def _busiest_bottleneck(res: Result):
     return b.loc[b["tx_bytes"].idxmax()] if len(b) else None
 
 
+def below_qdisc_latency(res: Result) -> float:
+    """Time frames spend below the qdisc on the WiFi hop, summed over its interfaces (s).
+
+    Each WiFi interface reports ``below_qdisc_mean``: the mean time from its driver taking
+    a frame from the qdisc to the end of the PPDU that delivers it (driver queue,
+    aggregation, contention, retries, airtime). With one station the sum over the AP's and
+    the station's interface is what a round trip through the hop spends below the qdiscs.
+    """
+    q = res.queues
+    if "lower" not in q.columns or "below_qdisc_mean" not in q.columns:
+        return math.nan
+    w = q[q["lower"] == "wifi"]["below_qdisc_mean"].dropna()
+    return float(w.sum()) if len(w) else math.nan
+
+
+def up_share(res: Result) -> float:
+    """Upstream share of the TCP bulk goodput: up / (up + down)."""
+    up, down = _goodput("up")(res), _goodput("down")(res)
+    return up / (up + down) if up + down > 0 else math.nan
+
+
 def _on_bottleneck(res: Result, f: Callable[[Any], float]) -> float:
     row = _busiest_bottleneck(res)
     return float(f(row)) if row is not None else math.nan
@@ -224,6 +245,11 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "goodput_down": (_goodput("down"), "sum of downstream TCP bulk goodput after warm-up (bit/s)"),
     "goodput_total": (lambda r: float(_tcp(r)["goodput_bps"].sum()), "sum of all TCP bulk goodput (bit/s)"),
     "induced_latency": (induced_latency, "mean probe RTT minus base RTT (s)"),
+    "below_qdisc_latency": (
+        below_qdisc_latency,
+        "WiFi: time frames spend below the qdisc (driver queue to delivery), summed over the WiFi interfaces: up + down (s)",
+    ),
+    "up_share": (up_share, "upstream share of the TCP bulk goodput, up / (up + down)"),
     "jain": (jain_tcp, "Jain's fairness index over TCP bulk goodputs"),
     "voip_loss": (_flow_kind_col("voip", "loss_rate", "mean"), "VoIP packet loss rate"),
     "voip_owd": (_flow_kind_col("voip", "owd_mean", "mean"), "VoIP mean one-way delay (s)"),

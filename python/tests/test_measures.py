@@ -189,3 +189,54 @@ def test_measures_of_a_real_run(apps):
     s = r.samples
     for entity, metric in [("web", "page_time"), ("wrt", "response_time"), ("user0", "object_time"), ("video", "bitrate"), ("video", "buffer")]:
         assert ((s["entity"] == entity) & (s["metric"] == metric)).any(), (entity, metric)
+
+
+def test_wifi_below_qdisc_latency_and_up_share_by_hand():
+    # two WiFi interfaces (AP and station) and a wire: the WiFi rows' means add up
+    res = _res(
+        [
+            {"kind": "bulk", "src": "server0", "goodput_bps": 30e6},
+            {"kind": "bulk", "src": "client0", "goodput_bps": 10e6},
+        ]
+    )
+    res.queues = pd.DataFrame(
+        {
+            "name": ["wifi_router_a", "wifi_client0", "bottleneck_up"],
+            "lower": ["wifi", "wifi", "shaper"],
+            "below_qdisc_mean": [0.030, 0.080, math.nan],
+        }
+    )
+    assert measures.below_qdisc_latency(res) == pytest.approx(0.110)
+    assert measures.up_share(res) == pytest.approx(10 / 40)
+    res.queues = pd.DataFrame({"name": ["l"], "lower": ["wire"]})
+    assert math.isnan(measures.below_qdisc_latency(res))
+
+
+def test_wifi_below_qdisc_latency_of_a_real_run_is_the_ping_share_below_the_qdisc():
+    # a saturated downlink with fq_codel: the ping's RTT beyond the base is mostly the
+    # time below the qdiscs, which the measure reports
+    toml = """
+[run]
+duration = "3s"
+warmup = "1s"
+noise = false
+[dumbbell]
+rate = "1Gbit"
+delay = "1ms"
+[dumbbell.wifi]
+qdisc = { kind = "fq_codel" }
+[[flow]]
+kind = "cbr"
+from = "server0"
+to = "client0"
+rate = "150Mbit"
+[[flow]]
+kind = "ping"
+from = "client0"
+to = "server0"
+interval = "10ms"
+"""
+    r = aqmlab.run(toml)
+    below = measures.below_qdisc_latency(r)
+    induced = measures.induced_latency(r)
+    assert 0.005 < below and below == pytest.approx(induced, rel=0.3), (below, induced)
