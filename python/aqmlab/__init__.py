@@ -114,13 +114,15 @@ def run(
     return res
 
 
-def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, force: bool = False) -> dict[str, Any]:
+def validate(scenario: str | os.PathLike[str] | Mapping[str, Any] | Scenario, force: bool = False,
+             flow_rows: int | None = None) -> dict[str, Any]:
     """Checks a scenario without running it; returns the resolved ``nodes``, ``links``
-    and ``flows`` (names, rates in bit/s, times in seconds) and the resource ``estimate``
-    (``events``, ``memory_bytes``). Raises :class:`ScenarioError`; ``force`` lifts the
-    resource budget (and the size limit of a scenario file)."""
+    and ``flows`` (names, rates in bit/s, times in seconds; at most ``flow_rows`` flows,
+    ``flows_total`` counts them all) and the resource ``estimate`` (``events``,
+    ``memory_bytes``). Raises :class:`ScenarioError`; ``force`` lifts the resource budget
+    (and the size limit of a scenario file)."""
     force = _check_force(force)
-    return load_scenario(scenario, force=force).validate(force=force)
+    return load_scenario(scenario, force=force).validate(force=force, flow_rows=flow_rows)
 
 
 def kinds(category: str) -> list[tuple[str, str]]:

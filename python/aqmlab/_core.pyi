@@ -73,12 +73,13 @@ def run(toml_text: str, seed: int | None = None, progress: Callable[[float], obj
     """Parses, validates and runs a scenario (GIL released); results as columns.
     ``force`` lifts the resource budget."""
 
-def validate(toml_text: str, force: bool = False, seed: int | None = None, spread: bool = False) -> dict[str, Any]:
+def validate(toml_text: str, force: bool = False, seed: int | None = None, spread: bool = False,
+             flow_rows: int | None = None) -> dict[str, Any]:
     """Resolved summary: ``name``, ``duration``, ``warmup``, ``bin``, ``seed``, ``trace``,
     ``estimate`` (``events``, ``memory_bytes``, ``bins``, ``memory_parts``), ``nodes``,
-    ``links``, ``flows``. ``force`` lifts the resource budget. With ``spread`` the flows'
-    ``start`` include the ``start_spread`` draws and start jitter of a run with ``seed``
-    (default ``run.seed``)."""
+    ``links``, ``flows`` (at most ``flow_rows`` of them), ``flows_total``. ``force`` lifts
+    the resource budget. With ``spread`` the flows' ``start`` include the ``start_spread``
+    draws and start jitter of a run with ``seed`` (default ``run.seed``)."""
 
 def list_qdiscs() -> list[tuple[str, str]]: ...
 def list_workloads() -> list[tuple[str, str]]: ...

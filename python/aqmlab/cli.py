@@ -180,7 +180,7 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
 
     sc = aqmlab.load_scenario(Path(file), force=force)
     if out is not None:
-        aqmlab.validate(sc, force=force)  # a bad scenario is reported before a bad --out
+        aqmlab.validate(sc, force=force, flow_rows=0)  # a bad scenario is reported before a bad --out
         _check_out_dir(out)
     if engine == "linux":
         _engine_ready(engine, sc)
@@ -552,7 +552,7 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
     """
     import aqmlab
 
-    plan = aqmlab.validate(Path(file), force=force)
+    plan = aqmlab.validate(Path(file), force=force, flow_rows=None if as_json else TABLE_ROWS)
     if as_json:
         sys.stdout.write(json.dumps(plan) + "\n")
         return
@@ -561,7 +561,7 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
     con = _console()
     name = plan.get("name") or Path(file).stem
     con.print(
-        f"ok: {name}: {len(plan['nodes'])} nodes, {len(plan['links'])} links, {len(plan['flows'])} flows; "
+        f"ok: {name}: {len(plan['nodes'])} nodes, {len(plan['links'])} links, {plan['flows_total']} flows; "
         f"{plan['duration']:g} s, warm-up {plan['warmup']:g} s, bins {plan['bin']:g} s, seed {plan['seed']}"
     )
     est = plan["estimate"]
@@ -581,8 +581,8 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
     for link in plan["links"][:TABLE_ROWS]:
         lt.add_row(link["name"], link["qdisc"], link.get("lower", "wire"), _fmt_rate(link["rate_bps"]), f"{link['delay'] * 1e3:g}", str(link["mtu"]), str(link["overhead"]), str(link["device_queue"]))
     con.print(ft)
-    if len(plan["flows"]) > TABLE_ROWS:
-        con.print(f"… and {len(plan['flows']) - TABLE_ROWS} more flows (--json lists all)", markup=False)
+    if plan["flows_total"] > TABLE_ROWS:
+        con.print(f"… and {plan['flows_total'] - TABLE_ROWS} more flows (--json lists all)", markup=False)
     con.print(lt)
     if len(plan["links"]) > TABLE_ROWS:
         con.print(f"… and {len(plan['links']) - TABLE_ROWS} more links (--json lists all)", markup=False)

@@ -560,7 +560,7 @@ def _validate_all(specs: list[RunSpec], study_text: str = "") -> None:
             continue
         seen.add(key)
         try:
-            aqmlab.validate(s.scenario)
+            aqmlab.validate(s.scenario, flow_rows=0)
         except ScenarioError as e:
             where = ", ".join(f"{k}={v}" for k, v in s.params.items())
             msg = re.sub(r"\s*\(line \d+\)\s*$", "", str(e))

@@ -46,6 +46,11 @@ __all__ = [
     "flow",
 ]
 
+#: whether the compiled extension takes ``flow_rows`` (an extension built before it
+#: existed lists every flow)
+_FLOW_ROWS = "flow_rows" in (getattr(_core.validate, "__text_signature__", None) or "")
+
+
 class Scenario:
     """A scenario as TOML text, plus the file it came from (if any)."""
 
@@ -69,12 +74,15 @@ class Scenario:
         except RecursionError:
             raise ScenarioError("", "malformed TOML: tables/arrays nested too deeply") from None
 
-    def validate(self, force: bool = False, seed: int | None = None, spread: bool = False) -> dict[str, Any]:
+    def validate(self, force: bool = False, seed: int | None = None, spread: bool = False,
+                 flow_rows: int | None = None) -> dict[str, Any]:
         """Validates without running; returns the resolved nodes, links and flows and the
         resource estimate. ``force`` lifts the resource budget (``run.max_memory``). With
         ``spread`` the flows' ``start`` are those of a run with ``seed`` (default
         ``run.seed``): ``start_spread`` draws and the start jitter; without, the nominal
-        starts."""
+        starts. ``flow_rows`` caps the rows of ``flows`` (``flows_total`` counts them
+        all): a check that needs no flow list passes 0, so that a million flow instances
+        do not become a million dicts."""
         if not isinstance(force, bool):
             raise ScenarioError("force", f"{force!r} is not a boolean (allowed: True, False)")
         # The plan of a big topology is hundreds of thousands of small dicts: with the
@@ -82,7 +90,11 @@ class Scenario:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            plan = _core.validate(self.text, force, seed, spread)
+            if flow_rows is None or not _FLOW_ROWS:
+                plan = _core.validate(self.text, force, seed, spread)
+                plan.setdefault("flows_total", len(plan["flows"]))
+            else:
+                plan = _core.validate(self.text, force, seed, spread, flow_rows)
         except ScenarioError as e:
             raise with_line(e, self.text) from None
         finally:

@@ -143,3 +143,68 @@ fn likely_unit_mistakes_warn() {
     let fields: Vec<_> = plan.warnings.iter().map(|w| w.field.as_str()).collect();
     assert_eq!(fields, ["link[0].rate", "link[0].delay"]);
 }
+
+const TWO_LINKS: &str = r#"
+[run]
+duration = "1s"
+
+[[node]]
+name = "a"
+kind = "host"
+
+[[node]]
+name = "r"
+kind = "router"
+
+[[node]]
+name = "b"
+kind = "host"
+
+[[link]]
+name = "hop"
+from = "a"
+to = "r"
+rate = "10Mbit"
+
+[[link]]
+name = "NAME2"
+from = "r"
+to = "b"
+rate = "10Mbit"
+
+[[flow]]
+kind = "cbr"
+from = "a"
+to = "b"
+rate = "1Mbit"
+"#;
+
+fn links_err(name2: &str) -> Result<(), (String, String)> {
+    let text = TWO_LINKS.replace("NAME2", name2);
+    Scenario::from_toml_str(&text)
+        .and_then(|s| s.validate().map(|_| ()))
+        .map_err(|e| (e.field, e.message))
+}
+
+#[test]
+fn duplicate_link_names_are_refused_naming_the_duplicate() {
+    assert!(links_err("hop2").is_ok());
+    let (f, m) = links_err("hop").expect_err("a second link named 'hop'");
+    assert_eq!(f, "link[1].name");
+    assert!(m.contains("'hop' is used twice"), "{m}");
+    // the reverse direction of the named duplex link 'hop' is 'hop_rev'
+    let (f, m) = links_err("hop_rev").expect_err("clashes with hop's reverse direction");
+    assert_eq!(f, "link[1].name");
+    assert!(m.contains("'hop_rev'"), "{m}");
+}
+
+#[test]
+fn a_syntax_error_without_parser_text_still_says_what_is_wrong() {
+    let e = Scenario::from_toml_str("[run]\nname =").expect_err("no value at the end of the text");
+    assert!(
+        e.message.contains("TOML syntax error in 'name ='"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.ends_with("(line 2)"), "{}", e.message);
+}

@@ -175,15 +175,18 @@ fn run(
 /// and flows (names, rates in bit/s, times in seconds).
 /// `force` lifts the resource budget. With `spread`, the flows' start times are the ones a
 /// run with `seed` (default `run.seed`, as `run` takes it) uses: `start_spread` draws and
-/// start jitter; without, the nominal starts.
+/// start jitter; without, the nominal starts. `flow_rows` caps the rows of `flows` (a
+/// scenario of a million flow instances would otherwise become a million dicts, ~1.5 GB);
+/// `flows_total` always counts them all.
 #[pyfunction]
-#[pyo3(signature = (toml_text, force=false, seed=None, spread=false))]
+#[pyo3(signature = (toml_text, force=false, seed=None, spread=false, flow_rows=None))]
 fn validate(
     py: Python<'_>,
     toml_text: &str,
     force: bool,
     seed: Option<u64>,
     spread: bool,
+    flow_rows: Option<usize>,
 ) -> PyResult<PyObject> {
     let text = toml_text.to_owned();
     let r = py
@@ -204,7 +207,7 @@ fn validate(
         })
         .map_err(|m| simulation_err(py, m))?;
     let (sc, plan) = r.map_err(|e| scenario_err(py, &e))?;
-    plan_to_dict(py, &sc, &plan)
+    plan_to_dict(py, &sc, &plan, flow_rows.unwrap_or(usize::MAX))
 }
 
 /// `[(name, description)]` of every queue discipline.
@@ -458,7 +461,12 @@ fn result_to_dict(py: Python<'_>, r: RunResult) -> PyResult<PyObject> {
     Ok(d.into_any().unbind())
 }
 
-fn plan_to_dict(py: Python<'_>, sc: &Scenario, plan: &Plan) -> PyResult<PyObject> {
+fn plan_to_dict(
+    py: Python<'_>,
+    sc: &Scenario,
+    plan: &Plan,
+    flow_rows: usize,
+) -> PyResult<PyObject> {
     let d = PyDict::new(py);
     d.set_item("name", sc.run.name.as_deref())?;
     d.set_item("description", sc.run.description.as_deref())?;
@@ -519,7 +527,7 @@ fn plan_to_dict(py: Python<'_>, sc: &Scenario, plan: &Plan) -> PyResult<PyObject
     d.set_item("links", links)?;
 
     let flows = PyList::empty(py);
-    for f in &plan.flows {
+    for f in plan.flows.iter().take(flow_rows) {
         let fd = PyDict::new(py);
         fd.set_item("name", f.name.as_str())?;
         fd.set_item("kind", f.app.kind_name())?;
@@ -532,6 +540,7 @@ fn plan_to_dict(py: Python<'_>, sc: &Scenario, plan: &Plan) -> PyResult<PyObject
         flows.append(fd)?;
     }
     d.set_item("flows", flows)?;
+    d.set_item("flows_total", plan.flows.len())?;
     d.set_item(
         "warnings",
         plan.warnings

@@ -633,8 +633,20 @@ impl Scenario {
                     path = k;
                 }
             }
-            let (path, msg) =
+            let (path, mut msg) =
                 split_field_prefixes(path, &inner.message().trim().replace('\n', " "));
+            if msg.trim().is_empty() {
+                // toml's parser gives no text for some syntax errors (`x =` with no value)
+                let at = inner.span().map_or(0, |s| s.start.min(text.len()));
+                let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+                let shown: String = text[start..end].trim().chars().take(60).collect();
+                msg = format!(
+                    "TOML syntax error in '{shown}' (column {}): expected KEY = VALUE, with \
+                     strings in quotes",
+                    text[start..at].chars().count() + 1
+                );
+            }
             let msg = match line {
                 Some(l) => format!("{msg} (line {l})"),
                 None => msg,

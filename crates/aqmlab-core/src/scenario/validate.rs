@@ -86,8 +86,26 @@ impl Scenario {
         for (i, n) in self.nodes.iter().enumerate() {
             b.add_node(&n.name, n.kind, &format!("node[{i}].name"))?;
         }
+        let mut link_names: std::collections::HashSet<String> =
+            b.links.iter().map(|(l, _)| l.name.clone()).collect();
         for (i, l) in self.links.iter().enumerate() {
+            let first = b.links.len();
             b.explicit_link(l, &format!("link[{i}]"))?;
+            // `queue:NAME` measures and the result tables name links: two links of one
+            // name would make them ambiguous.
+            for (p, _) in &b.links[first..] {
+                if !link_names.insert(p.name.clone()) {
+                    return Err(ScenarioError::new(
+                        format!("link[{i}].name"),
+                        format!(
+                            "link name '{}' is used twice (an earlier link, or the reverse \
+                             direction NAME_rev of a named duplex link, has it); give each \
+                             link its own name",
+                            p.name
+                        ),
+                    ));
+                }
+            }
         }
         for (i, w) in self.wifi.iter().enumerate() {
             b.explicit_wifi(w, &format!("wifi[{i}]"))?;
