@@ -212,6 +212,8 @@ def write_encoded(out: pathlib.Path, rid: str, files: dict[str, bytes]) -> None:
 
 
 LOCK = ".lock"
+#: seconds to wait for the workers of a dead lock holder to end
+LOCK_GRACE = 10.0
 #: locks this process holds, by the store's real path: [file descriptor, depth]
 _HELD: dict[str, list[int]] = {}
 
@@ -272,6 +274,7 @@ def lock(out: str | os.PathLike) -> Iterator[None]:
     import datetime
     import fcntl
     import socket
+    import time
 
     from aqmlab.errors import StoreLocked
 
@@ -292,9 +295,22 @@ def lock(out: str | os.PathLike) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             h = _holder(fd)
-            raise StoreLocked(f"{out} is being written by another aqmlab process (pid {h.get('pid', '?')} on "
-                              f"{h.get('host', '?')}, since {h.get('since', '?')}); wait for it to finish or stop it, "
-                              "then run the command again") from None
+            # A holder of this host that is gone, yet the lock is held: its forked workers
+            # share the locked file until they end (they are told to when it dies).
+            deadline = time.monotonic() + LOCK_GRACE
+            while h.get("host") == host and not _alive(h.get("pid")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    continue
+            else:
+                gone = h.get("host") == host and not _alive(h.get("pid"))
+                raise StoreLocked(f"{out} is being written by another aqmlab process (pid {h.get('pid', '?')} on "
+                                  f"{h.get('host', '?')}, since {h.get('since', '?')}"
+                                  + ("; that process has ended but processes it started still hold the lock" if gone else "")
+                                  + "); wait for it to finish or stop it, then run the command again") from None
         except OSError:  # no flock here (some network file systems): the holder named in the file decides
             h = _holder(fd)
             if h.get("pid") not in (None, os.getpid()) and (h.get("host") != host or _alive(h.get("pid"))):

@@ -343,3 +343,28 @@ def test_a_store_being_written_is_not_called_damaged(stores, tmp_path):
     assert store.writer(out) is None
     with pytest.raises(StoreError, match="missing"):
         aqmlab.load(out)
+
+
+HOLD_FORK = textwrap.dedent("""
+    import os, sys, time
+    from aqmlab import store
+    with store.lock(sys.argv[1]):
+        if os.fork() == 0:  # a worker that shares the locked file and ends a little later
+            time.sleep(1.0)
+            os._exit(0)
+        print("locked", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_the_lock_of_a_killed_holder_is_taken_once_its_workers_end(tmp_path):
+    out = tmp_path / "s"
+    env = os.environ | {"PYTHONPATH": str(pathlib.Path(aqmlab.__file__).parent.parent)}
+    p = subprocess.Popen([sys.executable, "-c", HOLD_FORK, str(out)], stdout=subprocess.PIPE, text=True, env=env)
+    assert p.stdout is not None and p.stdout.readline().strip() == "locked"
+    p.kill()
+    p.wait()
+    t0 = time.monotonic()
+    with store.lock(out):  # waits for the orphaned worker instead of refusing
+        pass
+    assert time.monotonic() - t0 < store.LOCK_GRACE
