@@ -854,7 +854,7 @@ def _store_dir(path: str) -> Path:
     return d
 
 
-@cli.command("report", short_help="Write the self-contained HTML report of a result store.")
+@cli.command("report", short_help="Write the self-contained HTML report of a result store or of one run.")
 @click.argument("store", metavar="DIR")
 @click.option("--out", "out_html", type=click.Path(dir_okay=False), default=None, help="HTML file (default: DIR/report.html).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes drawing the figures (default: all cores).")
@@ -862,12 +862,22 @@ def _store_dir(path: str) -> Path:
               help="Figure files written beside the page (repeat for several; default: png and svg; png is always written, the page embeds it).")
 @click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of the PNG figures.")
 def report_cmd(store: str, out_html: str | None, jobs: int | None, formats: tuple[str, ...], dpi: int) -> None:
-    """Tables, figures, parameters, provenance and findings of the study in DIR.
+    """Tables, figures, parameters, provenance and findings of the study in DIR; for an
+    `aqmlab run --out DIR` folder, that run's numbers, tables and figure over time.
 
-    Example: aqmlab report results/residential-quick
+    \b
+    Examples:
+      aqmlab report results/residential-quick
+      aqmlab run examples/rrul_web.toml --out results/rrul && aqmlab report results/rrul
     """
     from aqmlab import report as rep
+    from aqmlab.plots.runview import is_run_dir
 
+    if is_run_dir(store):  # one `aqmlab run --out` result
+        if out_html is not None:
+            _check_out_dir(Path(out_html).parent, "--out")
+        click.echo(str(rep.write_run_report(store, out_html, dpi=dpi)))
+        return
     d = _store_dir(store)
     if out_html is not None:
         _check_out_dir(Path(out_html).parent, "--out")

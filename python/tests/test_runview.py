@@ -87,3 +87,11 @@ def test_compare_errors_exit_2(args, message):
 def test_compare_refuses_an_unknown_extension(two_runs):
     r = run_cli("compare", str(two_runs / "fifo"), str(two_runs / "fq_codel"), "--out", "x.bmp")
     assert r.returncode == 2 and "'.bmp' is not a figure format (allowed: .png, .svg, .pdf)" in r.stderr
+
+
+def test_report_of_a_run_folder(two_runs):
+    r = run_cli("report", str(two_runs / "fifo"))
+    assert r.returncode == 0, r.stderr
+    page = (two_runs / "fifo" / "report.html").read_text()
+    assert r.stdout.strip() == str(two_runs / "fifo" / "report.html")
+    assert "data:image/png;base64," in page and "goodput (Mbit/s)" in page and "<td>rrul_be0.icmp</td>" in page
