@@ -290,7 +290,7 @@ def write_report(out: Path, cases: list[Any], engines: list[str], cells: list[di
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>aqmlab validation campaign ({html.escape(mode)})</title><style>{_CSS}</style></head><body>"]
     h.append(f"<h1>aqmlab validation campaign: {html.escape(mode)}</h1>")
     tol = ", ".join(f"{e} ±{REL_TOL.get(e, 0.25) * 100:.0f} %" for e in engines)
-    h.append(f"<p>{len(names)} cases × {len(engines)} engines; written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    h.append(f"<p>{len(names)} case{'s' if len(names) != 1 else ''} × {len(engines)} engine{'s' if len(engines) != 1 else ''}; written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
              + (f" after {wall_seconds:.0f} s" if wall_seconds else "") + ". Cells: "
              + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ".</p>")
     h.append(f"<p class='msg'>Each engine against the simulator on the same scenario and seed. <b>agree</b>: utilisation within {UTIL_POINTS:g} points, "
