@@ -197,3 +197,15 @@ def test_a_worker_that_dies_fails_its_cell_alone(tmp_path, monkeypatch):
     stored = {p.name.split("-")[0]: json.loads(p.read_text()) for p in (tmp_path / "cells" / "ns3_codel").glob("*.json")}
     assert stored["ns3"]["status"] == "agree"
     assert stored["ns2"]["status"] == "failed" and "BrokenProcessPool" in stored["ns2"]["error"]
+
+
+def test_histogram_quantiles_are_exact_at_bucket_edges():
+    import numpy as np
+    import pandas as pd
+
+    from aqmlab.campaign import _hist_quantiles
+
+    h = pd.DataFrame({"queue": ["q"] * 3, "low": [0.0, 0.01, 0.02], "high": [0.01, 0.02, 0.04], "count": [25, 0, 75]})
+    q = _hist_quantiles(h, np.array([0.0, 0.25, 0.5, 1.0]))
+    # a quarter of the packets in [0, 10 ms), none in [10, 20), three quarters in [20, 40) ms
+    assert q == pytest.approx([0.0, 0.01, 0.02 + 0.02 / 3, 0.04])

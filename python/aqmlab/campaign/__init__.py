@@ -142,18 +142,41 @@ def plan(cases: list[Case], engines: list[str], seeds: tuple[int, ...] | list[in
 # one cell (in a worker process)
 
 
+def _hist_quantiles(h: Any, ps: Any) -> Any:
+    """Quantiles ``ps`` of a sojourn histogram (rows ``low``, ``high``, ``count``; s),
+    linear within a bucket."""
+    import numpy as np
+
+    h = h[h["count"] > 0].sort_values("low")
+    lo, hi, n = h["low"].to_numpy(float), h["high"].to_numpy(float), h["count"].to_numpy(float)
+    cum = np.cumsum(n) / n.sum()
+    i = np.minimum(np.searchsorted(cum, ps, side="left"), len(cum) - 1)
+    below = np.where(i > 0, cum[np.maximum(i - 1, 0)], 0.0)
+    frac = np.clip((ps - below) / np.maximum(cum[i] - below, 1e-300), 0, 1)
+    return lo[i] + frac * (hi[i] - lo[i])
+
+
 def _cdf(r: Any, queue: str | None) -> dict[str, Any] | None:
-    """The sojourn distribution of ``queue`` after the warm-up as 201 quantiles (ms)."""
+    """The sojourn distribution of ``queue`` after the warm-up as 201 quantiles (ms): from
+    per-packet samples, else from the engine's sojourn histogram (ns-3: every packet after
+    the warm-up), else from per-bin means (the kernel)."""
     import numpy as np
 
     from aqmlab.crosscheck import _sojourns
 
     if queue is None:
         return None
+    ps = np.linspace(0, 1, 201)
     x, how = _sojourns(r, queue)
+    if how != "per packet":
+        h = r.sojourn_hist
+        h = h[h["queue"] == queue] if len(h) else h
+        if len(h) and h["count"].sum() > 0:
+            q = _hist_quantiles(h, ps) * 1e3
+            return {"queue": queue, "how": "histogram", "n": int(h["count"].sum()), "ms": [float(v) for v in q]}
     if len(x) == 0:
         return None
-    q = np.quantile(np.asarray(x, dtype=float) * 1e3, np.linspace(0, 1, 201))
+    q = np.quantile(np.asarray(x, dtype=float) * 1e3, ps)
     return {"queue": queue, "how": how, "n": int(len(x)), "ms": [float(v) for v in q]}
 
 
