@@ -6,7 +6,9 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 VENV="$HERE/.venv"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q "ns3==3.44.*"
+# --no-deps: the C++ programs need only the wheel's headers and libraries; its Python
+# bindings' dependency (cppyy) has no wheel here and pip would build it from source (hours)
+"$VENV/bin/pip" install -q --no-deps "ns3==3.44.*"
 "$VENV/bin/python" - <<'PY'
 import importlib.util, pathlib
 spec = importlib.util.find_spec("ns")
