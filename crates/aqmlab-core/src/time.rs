@@ -146,14 +146,32 @@ impl fmt::Display for SimTime {
         write!(f, "{:.9}s", self.as_secs_f64())
     }
 }
+
+/// Writes `ns / unit` exactly in decimal (no binary-float noise such as
+/// `15.000000000000002`), trailing zeros dropped, then `suffix`.
+fn write_exact(
+    f: &mut fmt::Formatter<'_>,
+    ns: u64,
+    unit: u64,
+    digits: usize,
+    suffix: &str,
+) -> fmt::Result {
+    let (whole, frac) = (ns / unit, ns % unit);
+    if frac == 0 {
+        return write!(f, "{whole}{suffix}");
+    }
+    let s = format!("{frac:0digits$}");
+    write!(f, "{whole}.{}{suffix}", s.trim_end_matches('0'))
+}
+
 impl fmt::Display for SimDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.0 >= 1_000_000_000 {
-            write!(f, "{}s", self.as_secs_f64())
+            write_exact(f, self.0, 1_000_000_000, 9, "s")
         } else if self.0 >= 1_000_000 {
-            write!(f, "{}ms", self.as_millis_f64())
+            write_exact(f, self.0, 1_000_000, 6, "ms")
         } else if self.0 >= 1_000 {
-            write!(f, "{}us", self.0 as f64 / 1e3)
+            write_exact(f, self.0, 1_000, 3, "us")
         } else {
             write!(f, "{}ns", self.0)
         }
@@ -263,6 +281,23 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Durations in messages are exact decimals: 15 s is "15s", not the binary-float
+    /// product "15.000000000000002s"; fractions keep their digits without trailing zeros.
+    #[test]
+    fn durations_display_exactly() {
+        let show = |ns: u64| SimDuration(ns).to_string();
+        assert_eq!(show(15_000_000_000), "15s");
+        assert_eq!(show(30_000_000_000), "30s");
+        assert_eq!(show(1_500_000_000), "1.5s");
+        assert_eq!(show(100_000_000), "100ms");
+        assert_eq!(show(2_500_000), "2.5ms");
+        assert_eq!(show(1_000_001), "1.000001ms");
+        assert_eq!(show(50_000), "50us");
+        assert_eq!(show(1_234), "1.234us");
+        assert_eq!(show(999), "999ns");
+        assert_eq!(show(0), "0ns");
+    }
 
     #[test]
     fn tx_time_matches_study_number() {
