@@ -59,9 +59,12 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--best", action="store_true", help="report the fastest of the --repeat runs, not the median")
     ap.add_argument("--pgo", action="store_true", help="time the profile-guided build (scripts/pgo.sh bench), as setup.sh builds the extension")
+    ap.add_argument("--binary", type=pathlib.Path, help="time this aqmlab-bench instead of building one")
     a = ap.parse_args(argv)
     files = a.scenarios or sorted((ROOT / "benchmarks" / "scenarios").glob("*.toml"))
-    binary = build(a.pgo)
+    if a.binary is not None and not a.binary.is_file():
+        ap.error(f"--binary: no such file {a.binary}")
+    binary = a.binary or build(a.pgo)
     rows = []
     for f in files:
         runs = [run_once(binary, f) for _ in range(max(1, a.repeat))]
