@@ -115,8 +115,9 @@ pub enum RtoFloor {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RttTiming {
-    /// Every ACK of new data gives a sample (Karn's rule on the segments' send times,
-    /// the timestamp echo when only retransmitted data was acknowledged), in exact
+    /// Every ACK of new data gives a sample (Karn's rule on the segments' send times;
+    /// an ACK covering a retransmission is timed by SACKed segments or the timestamp
+    /// echo, Linux `tcp_clean_rtx_queue`), in exact
     /// time; a valid sample clears the timeout backoff (Linux `tcp_ack_update_rtt`,
     /// ns-3 with timestamps).
     Ack,

@@ -171,6 +171,7 @@ impl Sender {
             window_changed: h.wnd as u64 != self.rwnd,
             una_advanced: h.ack > self.snd_una,
             d: Delivered::default(),
+            timed: Delivered::default(),
             sacked_new: false,
             is_dupack: false,
             delivered: 0,
@@ -210,8 +211,12 @@ impl Sender {
                 }
             }
         }
+        c.timed = c.d;
         if c.una_advanced {
             let cum = self.sb.ack_cum(h.ack);
+            if !cum.retrans {
+                c.timed.merge(cum);
+            }
             if !self.sack && cum.pkts > 0 {
                 // One ACK fills the hole; the rest absorb counted duplicate ACKs.
                 self.reno_sacked -= self.reno_sacked.min(cum.pkts - 1);
@@ -238,17 +243,27 @@ impl Sender {
     }
 
     /// RTT: Karn's rule on segment send times, falling back on the timestamp echo
-    /// (RFC 7323 RTTM) when only retransmitted data was acknowledged (Linux order); the
-    /// congestion control's RTT (the latest send time) feeds the minimum RTT.
+    /// (RFC 7323 RTTM) (Linux order); the congestion control's RTT (the latest send
+    /// time) feeds the minimum RTT. A cumulative ACK that covers a retransmitted
+    /// segment gives no sample from the segments it covers (Linux `tcp_clean_rtx_queue`:
+    /// `first_ackt` only without FLAG_RETRANS_DATA_ACKED), although those above the
+    /// retransmission were sent once: they were sent before it, on a NewReno partial
+    /// ACK often many round trips earlier. The SACKed segments' sample, then the
+    /// timestamp echo, stand in (`tcp_ack_update_rtt`).
     #[inline]
     fn ack_rtt_sample(&mut self, c: &mut AckCtx) {
         let (now, h) = (c.now, c.h);
         let rtt = if self.rtt.is_ns2() {
             self.ns2_rtt(now, h.ack, c.una_advanced)
         } else {
-            let r = c.d.first_sent.map(|t| now.saturating_since(t)).or_else(|| {
-                (c.una_advanced && h.ts_ecr > SimTime::ZERO).then(|| now.saturating_since(h.ts_ecr))
-            });
+            let r = c
+                .timed
+                .first_sent
+                .map(|t| now.saturating_since(t))
+                .or_else(|| {
+                    (c.una_advanced && h.ts_ecr > SimTime::ZERO)
+                        .then(|| now.saturating_since(h.ts_ecr))
+                });
             if let Some(r) = r {
                 self.rtt.sample(r);
             }
@@ -259,7 +274,7 @@ impl Sender {
             self.stats.srtt_sum += self.rtt.srtt().unwrap_or(r).as_secs_f64();
             c.out.rtt_sampled = true;
         }
-        c.ca_rtt = c.d.last_sent.map(|t| now.saturating_since(t)).or(rtt);
+        c.ca_rtt = c.timed.last_sent.map(|t| now.saturating_since(t)).or(rtt);
         if let Some(r) = c.ca_rtt {
             // Linux tcp_update_rtt_min is fed the congestion-control RTT.
             self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
@@ -370,6 +385,10 @@ pub(super) struct AckCtx<'h> {
     pub(super) una_advanced: bool,
     /// What the SACK blocks and the cumulative ACK delivered.
     pub(super) d: Delivered,
+    /// The part of `d` whose send times may time this ACK (Karn's rule as Linux
+    /// applies it: the SACKed segments, and the cumulatively acknowledged ones unless
+    /// one of those was retransmitted).
+    pub(super) timed: Delivered,
     /// Some SACK block covered data not SACKed before.
     pub(super) sacked_new: bool,
     /// A duplicate ACK with data outstanding (Linux's `is_dupack` for the window).

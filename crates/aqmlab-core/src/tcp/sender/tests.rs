@@ -260,6 +260,35 @@ fn newreno_without_sack_partial_acks() {
 }
 
 #[test]
+fn karn_a_partial_ack_over_a_retransmission_times_by_the_echo_only() {
+    // Segments 0..=9 sent at 100 ms (SRTT 100 ms from the handshake); segment 0 lost,
+    // three duplicate ACKs, segment 0 resent at 202 ms. At 300 ms the ACK of 0..=2
+    // arrives: it covers the retransmission, so the never-resent 1 and 2 (sent at
+    // 100 ms, 200 ms ago) give no sample (Linux FLAG_RETRANS_DATA_ACKED).
+    let srtt_after = |ts_ecr: SimTime| {
+        let mut s = sender(cfg(|o| o.sack = Some(false)), false);
+        drain(&mut s, ms(100));
+        for k in 0..3 {
+            s.on_ack(ms(200 + k), &ack(0, &[]), false);
+            drain(&mut s, ms(200 + k));
+        }
+        assert_eq!(s.state, CaState::Recovery);
+        let mut h = ack(3, &[]);
+        h.ts_ecr = ts_ecr;
+        s.on_ack(ms(300), &h, false);
+        s.rtt.srtt()
+    };
+    // Without timestamps SRTT stays 100 ms.
+    assert_eq!(
+        srtt_after(SimTime::ZERO),
+        Some(SimDuration::from_millis(100))
+    );
+    // With them the echo is the retransmission's (RFC 7323 §4.3): a 98 ms sample,
+    // SRTT = 100 + (98 − 100) / 8 = 99.75 ms (not 100 + (200 − 100) / 8).
+    assert_eq!(srtt_after(ms(202)), Some(SimDuration::from_micros(99_750)));
+}
+
+#[test]
 fn ecn_echo_reduces_once_per_window_without_retransmission() {
     let mut s = sender(cfg(|o| o.ecn = Some(true)), true);
     let first = drain(&mut s, ms(100));
