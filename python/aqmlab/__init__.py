@@ -95,8 +95,9 @@ def run(
     simulation releases the GIL; ``progress`` (if given) is called with the completed
     fraction (0.01 … 1.0) as the run advances, and Ctrl-C interrupts it.
 
-    A scenario whose estimated memory or events exceed its budget (half the physical
-    memory and 10^11 events unless ``run.max_memory`` / ``run.max_events`` say otherwise;
+    A scenario whose estimated memory or events exceed its budget (half the smallest of
+    physical memory, RLIMIT_AS and the cgroup memory limit, shared among a sweep's jobs, and
+    10^11 events unless ``run.max_memory`` / ``run.max_events`` say otherwise;
     see ``docs/scenario.md``) is refused with a :class:`ScenarioError`; ``force=True``
     lifts the budget.
 

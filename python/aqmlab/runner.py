@@ -24,6 +24,7 @@ does all writing, so a Dask cluster needs no shared file system.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -493,9 +494,27 @@ def run_study(
     if run_ids is not None:
         wanted = set(run_ids)
         specs = [s for s in specs if s.run_id in wanted]
-    _validate_all(specs, study.text)  # a bad study fails before the store folder is touched
-    with lock(out):
-        return _run_study(study, out, specs, t0, jobs, scheduler, progress, on_done, compact_after)
+    with _jobs_env(jobs if scheduler is None else 1):
+        _validate_all(specs, study.text)  # a bad study fails before the store folder is touched
+        with lock(out):
+            return _run_study(study, out, specs, t0, jobs, scheduler, progress, on_done, compact_after)
+
+
+@contextlib.contextmanager
+def _jobs_env(jobs: int | None) -> Iterator[None]:
+    """Sets ``AQMLAB_JOBS`` (the local worker processes, default all cores) while a sweep
+    validates and runs, so that each run's default memory budget is its share of the
+    machine (the workers inherit it); the previous value is restored afterwards."""
+    n = jobs or os.cpu_count() or 1
+    old = os.environ.get("AQMLAB_JOBS")
+    os.environ["AQMLAB_JOBS"] = str(n)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("AQMLAB_JOBS", None)
+        else:
+            os.environ["AQMLAB_JOBS"] = old
 
 
 def _run_study(study: Study, out: pathlib.Path, specs: list[RunSpec], t0: float, jobs: int | None, scheduler: Any,

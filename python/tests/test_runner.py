@@ -304,3 +304,26 @@ def test_worker_files_are_those_of_the_tables(study_name, experiments, monkeypat
             pd.testing.assert_frame_equal(runs, want)
     assert fast_calls >= len(specs)  # most runs took the direct path
     assert {"runs", "flows", "queues", "series"} <= seen
+
+
+def test_a_sweep_shares_the_memory_budget_among_its_jobs(tmp_path, monkeypatch):
+    """While a local sweep validates and runs, ``AQMLAB_JOBS`` holds its worker count (the
+    simulator divides the default memory budget by it; the workers inherit it); the
+    previous value is restored afterwards."""
+    import aqmlab.runner as R
+
+    seen = []
+
+    def spy(specs, text=""):
+        seen.append(os.environ.get("AQMLAB_JOBS"))
+        raise RuntimeError("stop after validation")
+
+    monkeypatch.setattr(R, "_validate_all", spy)
+    monkeypatch.setenv("AQMLAB_JOBS", "7")
+    with pytest.raises(RuntimeError):
+        run_study(load_study(str(MINI)), tmp_path / "s", jobs=3, progress=False)
+    assert seen == ["3"] and os.environ["AQMLAB_JOBS"] == "7"
+    monkeypatch.delenv("AQMLAB_JOBS")
+    with pytest.raises(RuntimeError):
+        run_study(load_study(str(MINI)), tmp_path / "s", jobs=None, progress=False)
+    assert seen[1] == str(os.cpu_count() or 1) and "AQMLAB_JOBS" not in os.environ

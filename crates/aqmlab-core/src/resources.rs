@@ -20,8 +20,9 @@
 //!
 //! A scenario whose estimate is over its [`Budget`] is refused with a [`ScenarioError`]
 //! naming the field that dominates the estimate (e.g. `run.bin`, `run.duration`,
-//! `flow[0].count`) and the estimate itself. The default budget is half the machine's
-//! physical memory and 10¹¹ events (about 6 hours at the benchmarks' 5 M events/s);
+//! `flow[0].count`) and the estimate itself. The default budget is half of the smallest
+//! of physical memory, `RLIMIT_AS` and the cgroup memory limit ([`MemoryLimits`]),
+//! divided among a sweep's parallel jobs (`AQMLAB_JOBS`), and 10¹¹ events (about 6 hours at the benchmarks' 5 M events/s);
 //! `run.max_memory` / `run.max_events` raise it per scenario and `--force` (Python:
 //! `force=True`) lifts it.
 //!
@@ -80,12 +81,14 @@ impl Budget {
         max_memory: f64::INFINITY,
         max_events: f64::INFINITY,
     };
-    /// Half the physical memory (or the environment variable `AQMLAB_MAX_MEMORY`, a
-    /// size such as "4GB", for machines shared by several runs) and
-    /// [`DEFAULT_MAX_EVENTS`].
+    /// Half the memory this process may use ([`MemoryLimits::read`]: the smallest of
+    /// physical memory, `RLIMIT_AS` and the cgroup memory limit), divided among the
+    /// parallel jobs of a sweep (the environment variable `AQMLAB_JOBS`, set by the
+    /// sweep runner); or the environment variable `AQMLAB_MAX_MEMORY` (a size such as
+    /// "4GB", per run); and [`DEFAULT_MAX_EVENTS`].
     pub fn machine_default() -> Budget {
         Budget {
-            max_memory: env_memory().unwrap_or_else(|| physical_memory() / 2.0),
+            max_memory: machine_memory().0,
             max_events: DEFAULT_MAX_EVENTS,
         }
     }
@@ -99,18 +102,138 @@ fn env_memory() -> Option<f64> {
         .map(|b| b as f64)
 }
 
+/// Parallel jobs sharing the machine (`AQMLAB_JOBS`, a positive integer), else 1.
+fn env_jobs() -> u32 {
+    std::env::var("AQMLAB_JOBS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|&j| j >= 1)
+        .unwrap_or(1)
+}
+
+/// The cgroup v2 and v1 memory limit files, in the order they are read.
+pub const CGROUP_MEMORY_FILES: [&str; 2] = [
+    "/sys/fs/cgroup/memory.max",
+    "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+];
+
+/// The bounds on the memory this process can use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryLimits {
+    /// Physical memory (`MemTotal`), bytes.
+    pub physical: f64,
+    /// The soft `RLIMIT_AS` (address space), bytes, if limited.
+    pub rlimit_as: Option<f64>,
+    /// The cgroup memory limit, bytes, and the file it was read from, if limited.
+    pub cgroup: Option<(f64, String)>,
+}
+
+impl MemoryLimits {
+    /// The limits of this process: `/proc/meminfo`, `/proc/self/limits` and the first
+    /// readable file of [`CGROUP_MEMORY_FILES`].
+    pub fn read() -> MemoryLimits {
+        MemoryLimits::read_from(
+            std::path::Path::new("/proc/meminfo"),
+            std::path::Path::new("/proc/self/limits"),
+            &CGROUP_MEMORY_FILES.map(std::path::Path::new),
+        )
+    }
+
+    /// [`MemoryLimits::read`] from the given files (a missing or unreadable file, "max"
+    /// or "unlimited" means no limit from it; physical memory falls back to 8 GiB).
+    pub fn read_from(
+        meminfo: &std::path::Path,
+        limits: &std::path::Path,
+        cgroup_files: &[&std::path::Path],
+    ) -> MemoryLimits {
+        let physical = std::fs::read_to_string(meminfo)
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("MemTotal:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|kb| kb.parse::<f64>().ok())
+            })
+            .map(|kb| kb * 1024.0)
+            .unwrap_or(FALLBACK_PHYSICAL);
+        // "Max address space         unlimited            unlimited            bytes"
+        let rlimit_as = std::fs::read_to_string(limits).ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Max address space"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|&b| b > 0.0)
+        });
+        let cgroup = cgroup_files.iter().find_map(|p| {
+            let s = std::fs::read_to_string(p).ok()?;
+            let b = s.trim().parse::<f64>().ok().filter(|&b| b > 0.0)?;
+            Some((b, p.display().to_string()))
+        });
+        MemoryLimits {
+            physical,
+            rlimit_as,
+            cgroup,
+        }
+    }
+
+    /// The smallest bound and what it is ("this machine's 8 GB of physical memory").
+    pub fn smallest(&self) -> (f64, String) {
+        let mut best = (
+            self.physical,
+            format!(
+                "this machine's {} of physical memory",
+                fmt_bytes(self.physical)
+            ),
+        );
+        if let Some(r) = self.rlimit_as {
+            if r < best.0 {
+                best = (
+                    r,
+                    format!("the address-space limit RLIMIT_AS of {}", fmt_bytes(r)),
+                );
+            }
+        }
+        if let Some((c, path)) = &self.cgroup {
+            if *c < best.0 {
+                best = (
+                    *c,
+                    format!("the cgroup memory limit of {} ({path})", fmt_bytes(*c)),
+                );
+            }
+        }
+        best
+    }
+}
+
+/// The default memory budget of one run and where it comes from: `env_max` (the
+/// `AQMLAB_MAX_MEMORY` setting) if given, else half of the smallest of `limits`
+/// divided among `jobs` parallel jobs.
+pub fn default_memory_budget(
+    limits: &MemoryLimits,
+    jobs: u32,
+    env_max: Option<f64>,
+) -> (f64, String) {
+    if let Some(m) = env_max {
+        return (m, "AQMLAB_MAX_MEMORY".to_string());
+    }
+    let (bound, what) = limits.smallest();
+    let jobs = jobs.max(1);
+    let share = if jobs > 1 {
+        format!(", shared by {jobs} parallel jobs")
+    } else {
+        String::new()
+    };
+    (bound / 2.0 / jobs as f64, format!("half of {what}{share}"))
+}
+
+/// [`default_memory_budget`] of this process.
+fn machine_memory() -> (f64, String) {
+    default_memory_budget(&MemoryLimits::read(), env_jobs(), env_memory())
+}
+
 /// Physical memory in bytes (`MemTotal` of `/proc/meminfo`), or 8 GiB if unknown.
 pub fn physical_memory() -> f64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map(|kb| kb * 1024.0)
-        .unwrap_or(FALLBACK_PHYSICAL)
+    MemoryLimits::read().physical
 }
 
 /// What a scenario is estimated to cost.
@@ -228,15 +351,11 @@ pub fn check_topology(
 }
 
 fn budget_source(b: &Budget) -> String {
-    if b.max_memory != Budget::machine_default().max_memory {
+    let (m, what) = machine_memory();
+    if b.max_memory != m {
         "run.max_memory".to_string()
-    } else if env_memory().is_some() {
-        "AQMLAB_MAX_MEMORY".to_string()
     } else {
-        format!(
-            "half of this machine's {} of memory",
-            fmt_bytes(physical_memory())
-        )
+        what
     }
 }
 

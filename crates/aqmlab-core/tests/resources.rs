@@ -388,3 +388,99 @@ fn default_and_byte_limits_bound_the_queue_estimate() {
     let big = "{ kind = \"codel\", limit = 100000 }";
     assert!(queue_memory(&at(codel)) < queue_memory(&at(big)));
 }
+
+mod memory_limits {
+    use aqmlab_core::resources::{default_memory_budget, MemoryLimits};
+    use std::path::{Path, PathBuf};
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("aqmlab-limits-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn write(d: &Path, name: &str, text: &str) -> PathBuf {
+        let p = d.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const MEMINFO: &str = "MemTotal:        8000000 kB\nMemFree:  100 kB\n";
+    fn limits_file(soft: &str) -> String {
+        format!(
+            "Limit                     Soft Limit           Hard Limit           Units     \nMax stack size            8388608              unlimited            bytes     \nMax address space         {soft:<20} unlimited            bytes     \n"
+        )
+    }
+
+    #[test]
+    fn physical_memory_applies_without_other_limits() {
+        let d = dir("phys");
+        let l = MemoryLimits::read_from(
+            &write(&d, "meminfo", MEMINFO),
+            &write(&d, "limits", &limits_file("unlimited")),
+            &[&write(&d, "memory.max", "max\n"), &d.join("missing")],
+        );
+        assert_eq!(l.physical, 8_192_000_000.0);
+        assert_eq!(l.rlimit_as, None);
+        assert_eq!(l.cgroup, None);
+        let (b, what) = default_memory_budget(&l, 1, None);
+        assert_eq!(b, 4_096_000_000.0);
+        assert!(what.contains("physical memory"), "{what}");
+    }
+
+    #[test]
+    fn the_smallest_limit_applies_and_is_named() {
+        let d = dir("small");
+        let cg = write(&d, "memory.max", "1000000000\n");
+        let l = MemoryLimits::read_from(
+            &write(&d, "meminfo", MEMINFO),
+            &write(&d, "limits", &limits_file("3000000000")),
+            &[&cg],
+        );
+        assert_eq!(l.rlimit_as, Some(3e9));
+        let (b, what) = default_memory_budget(&l, 1, None);
+        assert_eq!(b, 5e8);
+        assert!(
+            what.contains("cgroup") && what.contains(&cg.display().to_string()),
+            "{what}"
+        );
+        // the rlimit below the cgroup limit
+        let l2 = MemoryLimits {
+            rlimit_as: Some(6e8),
+            ..l.clone()
+        };
+        let (b, what) = default_memory_budget(&l2, 1, None);
+        assert_eq!(b, 3e8);
+        assert!(what.contains("RLIMIT_AS"), "{what}");
+    }
+
+    #[test]
+    fn cgroup_v1_file_is_read_when_v2_is_missing() {
+        let d = dir("v1");
+        let v1 = write(&d, "memory.limit_in_bytes", "2000000000\n");
+        let l = MemoryLimits::read_from(
+            &d.join("none"),
+            &d.join("none"),
+            &[&d.join("memory.max"), &v1],
+        );
+        assert_eq!(l.cgroup, Some((2e9, v1.display().to_string())));
+        // /proc/meminfo unreadable: 8 GiB assumed, the cgroup limit is smaller
+        assert_eq!(default_memory_budget(&l, 1, None).0, 1e9);
+    }
+
+    #[test]
+    fn parallel_jobs_share_the_budget_and_the_environment_overrides() {
+        let l = MemoryLimits {
+            physical: 8e9,
+            rlimit_as: None,
+            cgroup: None,
+        };
+        let (b, what) = default_memory_budget(&l, 4, None);
+        assert_eq!(b, 1e9);
+        assert!(what.contains("4 parallel jobs"), "{what}");
+        assert_eq!(
+            default_memory_budget(&l, 4, Some(3e9)),
+            (3e9, "AQMLAB_MAX_MEMORY".to_string())
+        );
+    }
+}
