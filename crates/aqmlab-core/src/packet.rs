@@ -178,11 +178,47 @@ pub struct Packet {
     /// `sent_at` in `tcp.ts_ecr`, the timestamp it echoes (`app::probe`); other non-TCP
     /// packets leave it at its default.
     pub tcp: TcpHeader,
+    /// GSO segments of a TCP super-packet (Linux `skb_shinfo(skb)->gso_segs`): 0 for an
+    /// ordinary packet, n ≥ 1 for an skb built by a sender with `gso = "on"` (or merged
+    /// by GRO) that carries n segments of `tcp.len / n` payload bytes each; `size` is
+    /// then the sum of the segments' IP sizes (each with its own headers). A link puts
+    /// the segments on the wire back to back ([`Packet::segment`]).
+    pub gso_segs: u8,
 }
 
 // A packet is copied by value at every hop (qdisc, wire, event loop): keep it within
 // two cache lines. A field added here or to `TcpHeader` that breaks this fails the build.
 const _: () = assert!(std::mem::size_of::<Packet>() <= 128);
+
+impl Packet {
+    /// Segments this packet is on the wire (1 for an ordinary packet).
+    #[inline]
+    pub fn segs(&self) -> u32 {
+        (self.gso_segs as u32).max(1)
+    }
+
+    /// Segment `i` (0-based) of a GSO super-packet, as Linux `tcp_gso_segment` cuts it:
+    /// payload `tcp.len / segs` at `tcp.seq + i × that`, the per-segment headers of the
+    /// skb, CWR only on the first segment (`th->cwr = 0` after it), a distinct `uid`
+    /// (the index in the top byte). A segment is an ordinary packet of a GSO sender
+    /// (`gso_segs` = 1).
+    pub fn segment(&self, i: u32) -> Packet {
+        let n = self.segs();
+        debug_assert!(i < n && self.tcp.len % n == 0 && (self.size - self.tcp.len) % n == 0);
+        let gso_size = self.tcp.len / n;
+        let hdr = (self.size - self.tcp.len) / n;
+        let mut p = *self;
+        p.gso_segs = 1;
+        p.size = hdr + gso_size;
+        p.tcp.seq += i as u64 * gso_size as u64;
+        p.tcp.len = gso_size;
+        if i > 0 {
+            p.tcp.flags &= !tcp_flags::CWR;
+            p.uid ^= (i as u64) << 56;
+        }
+        p
+    }
+}
 
 /// Mixes flow identity and endpoints into a 32-bit value, like a 5-tuple hash.
 pub fn flow_hash(flow: FlowId, src: NodeId, dst: NodeId) -> u32 {
@@ -303,5 +339,38 @@ mod tests {
         assert_eq!(h.sacks().collect::<Vec<_>>(), vec![blocks[1]]);
         h.set_sacks(&[]);
         assert_eq!(h.sacks().count(), 0);
+    }
+
+    /// A 3-segment skb of 1448-byte segments with 52-byte headers (3 × 1500 = 4500 IP
+    /// bytes) cuts into three 1500-byte segments at seq 1, 1449, 2897; CWR only on the
+    /// first; distinct uids.
+    #[test]
+    fn gso_skb_cuts_into_its_segments() {
+        let skb = Packet {
+            uid: 7,
+            size: 4500,
+            gso_segs: 3,
+            tcp: TcpHeader {
+                seq: 1,
+                len: 3 * 1448,
+                flags: tcp_flags::ACK | tcp_flags::CWR,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(skb.segs(), 3);
+        let segs: Vec<Packet> = (0..3).map(|i| skb.segment(i)).collect();
+        assert_eq!(
+            segs.iter()
+                .map(|p| (p.tcp.seq, p.tcp.len, p.size))
+                .collect::<Vec<_>>(),
+            vec![(1, 1448, 1500), (1449, 1448, 1500), (2897, 1448, 1500)]
+        );
+        assert_eq!(segs[0].tcp.flags, tcp_flags::ACK | tcp_flags::CWR);
+        assert_eq!(segs[1].tcp.flags, tcp_flags::ACK);
+        assert!(segs.iter().all(|p| p.gso_segs == 1 && p.segs() == 1));
+        assert_eq!(segs[0].uid, 7);
+        assert!(segs[1].uid != segs[2].uid && segs[1].uid != 7);
+        assert_eq!(Packet::default().segs(), 1);
     }
 }

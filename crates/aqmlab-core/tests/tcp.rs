@@ -1111,3 +1111,52 @@ fn rack_tlp_repair_most_losses_that_dupthresh_leaves_to_the_rto() {
         "utilisation {ur} vs {ud}"
     );
 }
+
+/// `[tcp] gso = "on"` (Linux 6.1 rules): the initial window leaves as 2-segment skbs.
+/// The handshake's RTT sample (about 2 × 10 ms) gives `sk_pacing_rate` = 1448 × 10 ×
+/// 200 % / 20 ms ≈ 1.45 MB/s; `tcp_tso_autosize`: 1.45e6 >> 10 = 1,414 bytes, under
+/// one MSS, so `tcp_min_tso_segs` = 2: five skbs of 2 × (1448 + 52) = 3000 bytes carry
+/// the 10 segments. Later, at 100 Mbit/s, the window and the rate grow and so do the
+/// skbs (never above 64 KiB = 45 segments); every skb holds whole segments, the
+/// receiver (which gets each skb whole here, as after GRO) acknowledges them all and
+/// nothing is lost.
+#[test]
+fn gso_skbs_follow_tso_autosize() {
+    let c = cfg(|o| o.gso = Some(aqmlab_core::tcp::gso::Gso::On));
+    let mut conn = TcpConn::new(&c, 0);
+    let mut net = TestNet::new(100_000_000, 10);
+    // (connect after t = 0: a SYN stamped 0 carries no timestamp to echo)
+    net.now = secs(0.001);
+    conn.connect(&mut net, A, B);
+    let total = 20_000 * 1448;
+    conn.write(&mut net, Side::A, total);
+    let mut delivered = 0;
+    net.run(&mut conn, secs(5.0), |_, _, e| {
+        if e.side == Side::B {
+            delivered += e.delivered;
+        }
+    });
+    let data: Vec<&Packet> = net.sent_by(A).filter(|p| p.tcp.len > 0).collect();
+    for p in &data[..5] {
+        assert_eq!((p.gso_segs, p.size, p.tcp.len), (2, 3000, 2896));
+    }
+    assert!(data[5].sent_at > data[4].sent_at, "the IW is 10 segments");
+    for p in &data {
+        let n = p.gso_segs as u32;
+        assert!((1..=45).contains(&n));
+        assert_eq!(p.tcp.len % n, 0);
+        assert_eq!(p.size, n * 52 + p.tcp.len);
+    }
+    let max = data.iter().map(|p| p.gso_segs).max().unwrap();
+    assert!(max >= 4, "skbs grow with the rate: largest {max}");
+    assert_eq!(delivered, total);
+    let st = &conn.sender(Side::A).stats;
+    assert_eq!((st.retransmits, st.rtos), (0, 0));
+    // gso off: one segment per packet, as before
+    let mut conn = TcpConn::new(&cfg(|_| {}), 0);
+    let mut net = TestNet::new(100_000_000, 10);
+    conn.connect(&mut net, A, B);
+    conn.write(&mut net, Side::A, 100 * 1448);
+    net.run(&mut conn, secs(2.0), |_, _, _| {});
+    assert!(net.sent_by(A).all(|p| p.gso_segs == 0 && p.size <= 1500));
+}

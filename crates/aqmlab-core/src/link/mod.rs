@@ -190,6 +190,8 @@ pub struct LinkParams {
     pub loss_periods: Vec<LossPeriod>,
     /// Whether this link's qdisc records state traces.
     pub trace: bool,
+    /// GRO at the far end on packets from this link ([`Link::arrive_gro`]).
+    pub gro: bool,
     pub lower: LowerParams,
 }
 
@@ -252,12 +254,17 @@ pub struct Link {
     /// in the transmit statistics (0: none). It is counted once its end has passed, so a
     /// transmission the run stops in the middle of is not counted, as in the eager model.
     uncounted: u32,
+    /// Lazy mode: packets on the wire that `uncounted` counts (a GSO skb's segments).
+    uncounted_segs: u32,
     wire: VecDeque<(SimTime, Packet)>,
     rng: Rng,
     /// Host processing jitter (end hosts' egress links with noise on; else off).
     jitter: HostJitter,
     pub stats: LinkStats,
     pub lower: Lower,
+    /// GRO: the packet (possibly merged segments) held for the next segment already on
+    /// the wire.
+    gro_held: Option<Packet>,
     /// Multi-peer links: destination node → index into `p.peers` (`u32::MAX` where
     /// this link is not the route). Empty for point-to-point links.
     peer_of: Vec<u32>,
@@ -332,6 +339,34 @@ pub(crate) fn peer_index(peer_of: &[u32], dst: NodeId) -> usize {
         );
         i as usize
     }
+}
+
+/// GRO: whether `p` can join the held packet `h` (see [`Link::arrive_gro`]).
+fn gro_joins(h: &Packet, p: &Packet) -> bool {
+    use crate::packet::{tcp_flags, PacketKind};
+    let n = h.segs();
+    let (ht, pt) = (&h.tcp, &p.tcp);
+    h.kind == PacketKind::Tcp
+        && p.kind == PacketKind::Tcp
+        && p.gso_segs <= 1
+        && n < 64
+        && h.flow == p.flow
+        && h.src == p.src
+        && h.seq == p.seq
+        && ht.len > 0
+        && ht.len % n == 0
+        && pt.len == ht.len / n
+        && p.size - pt.len == (h.size - ht.len) / n
+        && h.size + p.size < 65_536
+        && pt.seq == ht.seq + ht.len as u64
+        && pt.ack == ht.ack
+        && pt.wnd == ht.wnd
+        && pt.flags == ht.flags
+        && pt.flags & (tcp_flags::CWR | tcp_flags::FIN | tcp_flags::SYN | tcp_flags::RST) == 0
+        && ht.n_sack == 0
+        && pt.n_sack == 0
+        && h.ecn == p.ecn
+        && ht.ts_val.as_nanos() / 1_000_000 == pt.ts_val.as_nanos() / 1_000_000
 }
 
 /// A packet finished its serialisation: count it, then the wire loses or carries it.
@@ -473,6 +508,7 @@ impl Link {
             idle_deq: false,
             owes_idle_deq: !qdisc.empty_dequeue_is_noop(),
             uncounted: 0,
+            uncounted_segs: 0,
             wire: VecDeque::new(),
             qdisc,
             out: QdiscOut::new(trace),
@@ -481,6 +517,7 @@ impl Link {
             stats: LinkStats::new(warmup, bin),
             lower,
             peer_of: Vec::new(),
+            gro_held: None,
             throttles,
             wake_at: None,
             p,
@@ -584,6 +621,7 @@ impl Link {
             Lower::Wifi(w) => w.held(),
         };
         (self.qdisc.len() + self.device.len() + lower + self.wire.len()) as u64
+            + self.gro_held.is_some() as u64
     }
 
     /// Packets held below the qdisc (everything but the qdisc and the wire).
@@ -669,6 +707,9 @@ impl Link {
     #[inline(always)]
     fn transmit_lazy(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
         note_dequeue(&mut self.stats, pkt.enqueued_at, pkt.ecn, now);
+        if pkt.gso_segs > 1 {
+            return self.transmit_lazy_gso(pkt, now, ev);
+        }
         let tx = self.p.rate.tx_time(pkt.size + self.p.overhead);
         if now >= self.stats.warmup {
             self.stats.busy += tx;
@@ -677,11 +718,19 @@ impl Link {
         let done = now + tx;
         self.busy_until = done;
         self.uncounted = pkt.size;
+        self.uncounted_segs = 1;
         let at = self.jitter.apply(done + self.p.delay);
         self.wire.push_back((at, pkt));
         if self.wire.len() == 1 {
             ev.push(at, Event::Arrive(self.id));
         }
+        self.after_lazy_tx(ev);
+    }
+
+    /// Lazy wire, after a transmission started: wake at its end if packets wait.
+    #[inline(always)]
+    fn after_lazy_tx(&mut self, ev: &mut EventQueue) {
+        let done = self.busy_until;
         if self.qdisc.len() > 0 {
             self.txdone_pending = true;
             ev.push(done, Event::TxDone(self.id));
@@ -689,6 +738,32 @@ impl Link {
             // (a FIFO's empty dequeue changes nothing: none is owed)
             self.idle_deq = self.owes_idle_deq;
         }
+    }
+
+    /// Lazy wire: a GSO skb left the qdisc; its segments go on the wire back to back
+    /// (Linux segments it in `validate_xmit_skb` → `skb_gso_segment` between the qdisc
+    /// and the driver), each arriving when its own last bit has crossed.
+    #[inline(never)]
+    fn transmit_lazy_gso(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        let mut end = now;
+        for i in 0..pkt.segs() {
+            let seg = pkt.segment(i);
+            let tx = self.p.rate.tx_time(seg.size + self.p.overhead);
+            if now >= self.stats.warmup {
+                self.stats.busy += tx;
+            }
+            end += tx;
+            let at = self.jitter.apply(end + self.p.delay);
+            self.wire.push_back((at, seg));
+            if self.wire.len() == 1 {
+                ev.push(at, Event::Arrive(self.id));
+            }
+        }
+        self.count_tx();
+        self.busy_until = end;
+        self.uncounted = pkt.size;
+        self.uncounted_segs = pkt.segs();
+        self.after_lazy_tx(ev);
     }
 
     /// Lazy wire: the eager model's end-of-transmission accounting of the packet that
@@ -699,7 +774,7 @@ impl Link {
             let (done, size) = (self.busy_until, self.uncounted);
             self.uncounted = 0;
             if done >= self.stats.warmup {
-                self.stats.tx_pkts += 1;
+                self.stats.tx_pkts += self.uncounted_segs as u64;
                 self.stats.tx_bytes += size as u64;
             }
             self.stats.series.tx(done, size);
@@ -730,6 +805,14 @@ impl Link {
     /// regulator before the qdisc.
     #[inline(never)]
     fn enqueue_lower(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if pkt.gso_segs > 1 {
+            // Lower layers other than the wire take GSO skbs as their segments, before
+            // the qdisc (a modelling choice: their pulls and airtime count packets).
+            for i in 0..pkt.segs() {
+                self.enqueue_lower(pkt.segment(i), now, ev);
+            }
+            return;
+        }
         if let Lower::Docsis(d) = &mut self.lower {
             let peer = peer_index(&self.peer_of, pkt.dst);
             d.arrive(
@@ -772,7 +855,13 @@ impl Link {
             match self.qdisc.dequeue(now, &mut self.out) {
                 Some(p) => {
                     note_dequeue(&mut self.stats, p.enqueued_at, p.ecn, now);
-                    self.device.push_back(p);
+                    if p.gso_segs > 1 {
+                        // segmented between the qdisc and the driver (Linux
+                        // `validate_xmit_skb` → `skb_gso_segment`)
+                        self.device.extend((0..p.segs()).map(|i| p.segment(i)));
+                    } else {
+                        self.device.push_back(p);
+                    }
                 }
                 None => break,
             }
@@ -976,6 +1065,49 @@ impl Link {
         pkt
     }
 
+    /// The oldest packet on the wire reaches the far end, which does GRO (`gro = true`;
+    /// point-to-point links). Linux merges in-order segments of one TCP flow that
+    /// arrive within one NAPI poll (`napi_gro_receive` → `dev_gro_receive` →
+    /// `tcp_gro_receive`) and hands the merged skb up when the poll ends
+    /// (`napi_complete_done` → `napi_gro_flush`). The model takes a poll to be a
+    /// back-to-back arrival burst: a segment is held while the next packet on the wire
+    /// arrives within its own serialisation time and can join it; the merged packet
+    /// goes up when the burst (or the chain) ends. A segment joins when `tcp_gro_receive`
+    /// would not flush: same flow and direction, payload, its sequence number right
+    /// after the held data, the same ACK number, window, flags (a CWR, FIN, SYN or RST
+    /// flushes), ECN field (`inet_gro_receive` compares the TOS), timestamp (to the
+    /// millisecond, Linux's TS clock) and no SACK blocks; at most 64 segments (the poll
+    /// budget) and 64 KiB. Only one flow is held at a time (Linux keeps up to 8,
+    /// `MAX_GRO_SKBS`): another flow's packet flushes. Returns the packets to hand up,
+    /// in order.
+    #[inline(never)]
+    pub fn arrive_gro(&mut self, now: SimTime, ev: &mut EventQueue) -> [Option<Packet>; 2] {
+        let pkt = self.arrive(now, ev);
+        let mut up = [None, None];
+        let cur = match self.gro_held.take() {
+            Some(mut h) if gro_joins(&h, &pkt) => {
+                h.gso_segs = (h.segs() + 1) as u8;
+                h.size += pkt.size;
+                h.tcp.len += pkt.tcp.len;
+                h
+            }
+            Some(h) => {
+                up[0] = Some(h);
+                pkt
+            }
+            None => pkt,
+        };
+        if let Some((t, next)) = self.wire.front() {
+            let gap = self.p.rate.tx_time(next.size + self.p.overhead);
+            if *t <= now + gap && gro_joins(&cur, next) {
+                self.gro_held = Some(cur);
+                return up;
+            }
+        }
+        up[1] = Some(cur);
+        up
+    }
+
     /// The oldest packet on the wire reaches its next hop (multi-peer links): returns
     /// the node and the packet.
     pub fn arrive_multi(&mut self, now: SimTime, ev: &mut EventQueue) -> (NodeId, Packet) {
@@ -1053,6 +1185,98 @@ mod tests {
     use super::*;
     use crate::qdisc::{BuildCtx, QdiscConfig};
 
+    /// GRO, hand-worked (`Link::arrive_gro`). A 100 Mbit/s wire (1514-byte frames take
+    /// 121.12 µs) with 1 ms delay. At t = 0 a 3-segment GSO skb of flow 1 (seq 1,
+    /// 3 × 1448 bytes) and one segment of flow 2 enter the qdisc; at 5 ms the next
+    /// segment of flow 1 (seq 4345). The wire carries the skb as three segments back to
+    /// back, arriving at 1.12112, 1.24224 and 1.36336 ms; flow 2's at 1.48448 ms; the
+    /// late one at 6.12112 ms. The far end holds the first segment (the second is on
+    /// the wire and arrives within one frame time), merges the second, merges the third,
+    /// and flushes the 3-segment packet when flow 2's packet follows (another flow);
+    /// flow 2's goes up alone (nothing behind it); the late segment of flow 1 too (the
+    /// burst had ended: a new poll).
+    #[test]
+    fn gro_merges_a_back_to_back_burst_and_flushes_at_its_end() {
+        let table: toml::Table = toml::from_str("kind = 'fifo'").unwrap();
+        let q = QdiscConfig::try_from(table).unwrap();
+        let p = LinkParams {
+            name: "gro".into(),
+            from: 0,
+            to: 1,
+            peers: Vec::new(),
+            rate: Rate::from_bps(100_000_000),
+            delay: SimDuration::from_millis(1),
+            overhead: 14,
+            mtu: 1500,
+            device_queue: 1,
+            loss: 0.0,
+            loss_periods: Vec::new(),
+            trace: false,
+            gro: true,
+            lower: LowerParams::Wire,
+        };
+        let qd = q.build(BuildCtx {
+            rate: p.rate,
+            mtu: 1500,
+            overhead: 14,
+            rng: Rng::stream(1, "qdisc", 0),
+        });
+        let mut link = Link::new(
+            0,
+            p,
+            qd,
+            Rng::stream(1, "link", 0),
+            SimTime::ZERO,
+            SimDuration::from_millis(10),
+        );
+        let tcp = |flow: u32, seq: u64, segs: u8| {
+            let mut pk =
+                crate::qdisc::testutil::pkt(flow, 1500 * segs.max(1) as u32, seq, SimTime::ZERO);
+            pk.kind = crate::packet::PacketKind::Tcp;
+            pk.gso_segs = segs;
+            pk.tcp.seq = seq;
+            pk.tcp.len = 1448 * segs.max(1) as u32;
+            pk
+        };
+        let mut ev = EventQueue::new();
+        link.enqueue(tcp(1, 1, 3), SimTime::ZERO, &mut ev);
+        link.enqueue(tcp(2, 1, 1), SimTime::ZERO, &mut ev);
+        let late = SimTime::from_nanos(5_000_000);
+        ev.push(late, Event::FlowTimer { flow: 1, kind: 0 });
+        let mut up = Vec::new();
+        let mut held = Vec::new();
+        while let Some((now, e)) = ev.pop_due(SimTime::from_nanos(1_000_000_000)) {
+            match e {
+                Event::TxDone(_) => link.tx_done(now, &mut ev),
+                Event::Arrive(_) => {
+                    for pk in link.arrive_gro(now, &mut ev).into_iter().flatten() {
+                        up.push((
+                            now.as_nanos(),
+                            pk.flow,
+                            pk.tcp.seq,
+                            pk.segs(),
+                            pk.size,
+                            pk.tcp.len,
+                        ));
+                    }
+                    held.push(link.packets_inside());
+                }
+                Event::FlowTimer { .. } => link.enqueue(tcp(1, 4345, 1), now, &mut ev),
+                _ => unreachable!(),
+            }
+        }
+        assert_eq!(
+            up,
+            vec![
+                (1_363_360, 1, 1, 3, 4500, 3 * 1448),
+                (1_484_480, 2, 1, 1, 1500, 1448),
+                (6_121_120, 1, 4345, 1, 1500, 1448),
+            ]
+        );
+        // held in the link (and counted there) until flushed
+        assert_eq!(held, vec![4, 3, 1, 0, 0]);
+    }
+
     /// One tbf-shaped link (80 Mbit/s line, 8 Mbit/s shaper: 100 ns and 1 us per byte)
     /// fed by two packet sources on a 10-us grid, with frames of 100, 600 and 1500
     /// bytes, so that every instant (arrivals, transmission ends, the bucket's wake-ups)
@@ -1081,6 +1305,7 @@ mod tests {
             loss: 0.0,
             loss_periods: Vec::new(),
             trace: false,
+            gro: false,
             lower: LowerParams::Shaper(shaper.clone()),
         };
         let qd = q.build(BuildCtx {

@@ -766,6 +766,7 @@ impl Builder {
             loss: 0.0,
             loss_periods: vec![],
             trace: self.trace,
+            gro: false,
             lower,
         };
         self.links.push((p, dq.clone()));
@@ -1247,6 +1248,7 @@ impl Builder {
                     loss: 0.0,
                     loss_periods: vec![],
                     trace: b.trace,
+                    gro: false,
                     lower: LowerParams::Wifi(port),
                 },
                 m.qdisc,

@@ -38,6 +38,7 @@ pub(super) struct LinkSpec {
     pub loss: f64,
     pub loss_periods: Vec<LossPeriod>,
     pub trace: bool,
+    pub gro: bool,
 }
 
 impl LinkSpec {
@@ -62,6 +63,7 @@ impl LinkSpec {
             loss: 0.0,
             loss_periods: Vec::new(),
             trace: false,
+            gro: false,
         }
     }
 }
@@ -201,6 +203,7 @@ impl Builder {
             loss: s.loss,
             loss_periods: s.loss_periods,
             trace: s.trace,
+            gro: s.gro,
             lower: LowerParams::Wire,
         };
         self.links.push((p, s.qdisc));
@@ -208,6 +211,15 @@ impl Builder {
     }
 
     pub(super) fn dumbbell(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {
+        let first = self.links.len();
+        self.dumbbell_links(d)?;
+        for (p, _) in &mut self.links[first..] {
+            p.gro = d.gro && p.peers.is_empty();
+        }
+        Ok(())
+    }
+
+    fn dumbbell_links(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {
         let f = "dumbbell";
         check_range("dumbbell.pairs", d.pairs, 1, 100_000, "1 to 100000")?;
         let up_rate = d.up.rate.or(d.rate).ok_or_else(|| {
@@ -395,6 +407,7 @@ impl Builder {
                 loss: l.loss,
                 loss_periods: lps.clone(),
                 trace: tr,
+                gro: l.gro,
                 ..LinkSpec::new(
                     name.clone(),
                     a,
@@ -423,6 +436,7 @@ impl Builder {
                     loss: l.loss,
                     loss_periods: lps,
                     trace: tr,
+                    gro: l.gro,
                     ..LinkSpec::new(rname, b, a, l.rate.rate(), l.delay.0, l.qdisc.clone())
                 },
                 field,

@@ -305,6 +305,10 @@ pub struct DumbbellConfig {
     /// Replaces the client access links by one WiFi BSS with `router_a` as the access
     /// point and every client as a station (`[dumbbell.wifi]`). Default: wired clients.
     pub wifi: Option<access::WifiConfig>,
+    /// GRO at every node's ingress from the dumbbell's point-to-point links (see
+    /// `[[link]] gro`). Default false.
+    #[serde(default)]
+    pub gro: bool,
 }
 
 impl DumbbellConfig {
@@ -325,6 +329,7 @@ impl DumbbellConfig {
         ParamDoc::new("mtu", "1500", "largest IP packet"),
         ParamDoc::new("device_queue", "1", "device queue below the bottleneck qdisc in packets, counting the one being sent"),
         ParamDoc::new("wifi", "none (wired clients)", "[dumbbell.wifi]: the clients reach router_a over one WiFi BSS (see describe wifi)"),
+        ParamDoc::new("gro", "false", "GRO at every node's ingress from the point-to-point links (see describe link)"),
     ];
 }
 
@@ -345,6 +350,7 @@ impl LinkConfig {
         ParamDoc::new("duplex", "true", "also create the reverse link with the same settings"),
         ParamDoc::new("trace", "false", "record qdisc state traces on this link (or run.trace for all)"),
         ParamDoc::new("shaper", "none", "token-bucket shaper between the qdisc and the wire (see describe shaper)"),
+        ParamDoc::new("gro", "false", "GRO at the receiving node: in-order TCP segments of one flow arriving back to back (one NAPI poll, at most 64) are merged into one packet before routing (Linux dev_gro_receive / napi_gro_flush)"),
     ];
 }
 
@@ -393,6 +399,10 @@ pub struct LinkConfig {
     /// Token-bucket shaper between the qdisc and the wire (each direction of a duplex
     /// link gets its own). Default: none.
     pub shaper: Option<ShaperConfig>,
+    /// GRO at the receiving node on packets from this link ([`crate::link::Link::arrive_gro`]).
+    /// Default false.
+    #[serde(default)]
+    pub gro: bool,
 }
 
 /// `[[flow]]`: one traffic source. Common keys: `kind`, `from`, `to`, `start`, `stop`,

@@ -248,9 +248,16 @@ impl Simulator {
             }
             Event::Arrive(l) => {
                 let link = &mut self.net.links[l as usize];
-                let pkt = link.arrive(now, &mut self.net.events);
                 let at = link.p.to;
-                self.deliver(at, pkt);
+                if link.p.gro {
+                    let up = link.arrive_gro(now, &mut self.net.events);
+                    for pkt in up.into_iter().flatten() {
+                        self.deliver(at, pkt);
+                    }
+                } else {
+                    let pkt = link.arrive(now, &mut self.net.events);
+                    self.deliver(at, pkt);
+                }
             }
             Event::FlowTimer { flow, kind } => {
                 let (app, mut cx) = self.flows[flow as usize].split(flow, now, &mut self.net);

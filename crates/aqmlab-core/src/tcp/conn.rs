@@ -644,14 +644,67 @@ impl TcpConn {
         if e.phase != Phase::Established {
             return;
         }
+        if cfg.gso.is_some() {
+            return Self::transmit_gso(h, e, idx, cfg, now);
+        }
         loop {
             let n_sack = e.rcv.sack_blocks().len().min(3);
             let budget = cfg.mss - sack_option_bytes(n_sack);
             let Some(seg) = e.snd.next_segment(now, budget) else {
                 break;
             };
-            let pkt = build(h, e, &seg, idx, cfg);
+            let pkt = build(h, e, &seg, 1, idx, cfg);
             h.send(pkt);
+        }
+    }
+
+    /// `transmit` with GSO on (Linux `tcp_write_xmit` building skbs of `tcp_tso_segs`
+    /// segments): consecutive full-sized new-data segments join one skb (one packet
+    /// with `gso_segs`); a retransmission, a short segment or a FIN goes in an skb of
+    /// its own. The sender paces once per skb.
+    #[inline(never)]
+    fn transmit_gso<H: TcpHost>(
+        h: &mut H,
+        e: &mut Endpoint,
+        idx: u32,
+        cfg: &TcpConfig,
+        now: SimTime,
+    ) {
+        let joins = |s: &TxSeg, budget: u32| !s.retrans && !s.fin && s.payload == budget;
+        loop {
+            let n_sack = e.rcv.sack_blocks().len().min(3);
+            let budget = cfg.mss - sack_option_bytes(n_sack);
+            let Some(first) = e.snd.next_segment(now, budget) else {
+                e.snd.close_skb(now);
+                break;
+            };
+            let mut skb = first;
+            let mut segs = 1u32;
+            let mut rest = None;
+            if joins(&first, budget) {
+                let goal = e.snd.tso_segs().min(u8::MAX as u32);
+                while segs < goal {
+                    match e.snd.next_segment(now, budget) {
+                        Some(s) if joins(&s, budget) && s.seq == skb.end => {
+                            skb.end = s.end;
+                            skb.payload += s.payload;
+                            segs += 1;
+                        }
+                        Some(s) => {
+                            rest = Some(s);
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            e.snd.close_skb(now);
+            let pkt = build(h, e, &skb, segs, idx, cfg);
+            h.send(pkt);
+            if let Some(s) = rest {
+                let pkt = build(h, e, &s, 1, idx, cfg);
+                h.send(pkt);
+            }
         }
     }
 
@@ -757,17 +810,21 @@ fn ts_clock(now: SimTime, timestamps: bool) -> SimTime {
     }
 }
 
-/// One data segment: the header (52 bytes with timestamps, 40 without) + payload + SACK.
+/// One data segment: the header (52 bytes with timestamps, 40 without) + payload + SACK;
+/// or, with GSO on, an skb of `segs` segments of `seg.payload / segs` bytes each, every
+/// one with its own headers (`gso_segs` = `segs`).
 fn build<H: TcpHost>(
     h: &mut H,
     e: &mut Endpoint,
     seg: &TxSeg,
+    segs: u32,
     idx: u32,
     cfg: &TcpConfig,
 ) -> Packet {
     // As many SACK blocks as fit next to this segment's payload.
+    let per_seg = seg.payload / segs;
     let mut n = e.rcv.sack_blocks().len().min(3);
-    while n > 0 && seg.payload + sack_option_bytes(n) > cfg.mss {
+    while n > 0 && per_seg + sack_option_bytes(n) > cfg.mss {
         n -= 1;
     }
     let mut flags = tcp_flags::ACK;
@@ -777,8 +834,11 @@ fn build<H: TcpHost>(
     if seg.cwr {
         flags |= tcp_flags::CWR;
     }
-    let size = cfg.header_bytes() + seg.payload + sack_option_bytes(n);
+    let size = segs * (cfg.header_bytes() + sack_option_bytes(n)) + seg.payload;
     let mut p = h.new_packet(e.node, size, idx);
+    if cfg.gso.is_some() {
+        p.gso_segs = segs as u8;
+    }
     p.tcp = header(
         ts_clock(h.now(), cfg.timestamps),
         e,

@@ -21,6 +21,7 @@ pub mod config;
 pub mod conn;
 pub mod cubic;
 pub mod dctcp;
+pub mod gso;
 pub mod newreno;
 pub mod prague;
 pub mod rcvbuf;

@@ -472,6 +472,11 @@ pub struct TcpOptions {
     /// Default false (the module default 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ecn_fallback: Option<bool>,
+    /// GSO/TSO super-packets and their pacing per skb ([`crate::tcp::gso`]): "on"
+    /// builds skbs of `tcp_tso_autosize` segments (the rule of the profile's kernel);
+    /// "off" (default) sends one segment per packet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso: Option<crate::tcp::gso::Gso>,
 }
 
 /// Parameter documentation for `aqmlab describe tcp`.
@@ -661,6 +666,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         default: "false",
         doc: "prague classic-ECN AQM detection and fallback (prague_ecn_fallback = 1)",
     },
+    ParamDoc {
+        name: "gso",
+        default: "off",
+        doc: "on: GSO super-packets of tcp_tso_autosize segments (linux: pacing rate >> 10 (~1 ms) plus the min-RTT term, >= 2 segments, <= 64 KB; linux-3.14: pacing rate / 2000), paced per skb; needs stack linux or linux-3.14; off: one segment per packet",
+    },
 ];
 
 impl TcpOptions {
@@ -709,6 +719,7 @@ impl TcpOptions {
             rtt_target: over.rtt_target.or(self.rtt_target),
             rtt_transition: over.rtt_transition.or(self.rtt_transition),
             ecn_fallback: over.ecn_fallback.or(self.ecn_fallback),
+            gso: over.gso.or(self.gso),
         }
     }
 }

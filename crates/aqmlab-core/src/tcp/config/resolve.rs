@@ -51,6 +51,8 @@ pub struct TcpConfig {
     pub rtt_target: SimDuration,
     pub rtt_transition: u32,
     pub ecn_fallback: bool,
+    /// GSO super-packets with the autosize rule of this kernel (`None`: off).
+    pub gso: Option<crate::tcp::gso::GsoKernel>,
 }
 
 /// Effectively unlimited window cap (segments).
@@ -142,7 +144,9 @@ impl TcpOptions {
                 "0 to 100ms",
             ));
         }
+        let gso = o.gso_kernel(field, stack)?;
         Ok(TcpConfig {
+            gso,
             cc,
             pacing: o.pacing.unwrap_or(cc.paced_by_default()),
             pacing_ss_ratio,
@@ -321,4 +325,30 @@ fn bad(field: &str, k: &str, v: String, allowed: &str) -> ScenarioError {
         format!("{field}.{k}"),
         format!("{v} is not allowed ({allowed})"),
     )
+}
+
+impl TcpOptions {
+    /// `gso`: the kernel whose autosizing applies, for the two Linux profiles that have
+    /// one (3.14 and 6.1); an error for the others.
+    fn gso_kernel(
+        &self,
+        field: &str,
+        stack: Stack,
+    ) -> Result<Option<crate::tcp::gso::GsoKernel>, ScenarioError> {
+        use crate::tcp::gso::{Gso, GsoKernel};
+        match (self.gso.unwrap_or(Gso::Off), stack) {
+            (Gso::Off, _) => Ok(None),
+            (Gso::On, Stack::Linux) => Ok(Some(GsoKernel::Linux6_1)),
+            (Gso::On, Stack::Linux3_14) => Ok(Some(GsoKernel::Linux3_14)),
+            (Gso::On, s) => Err(bad(
+                field,
+                "gso",
+                "\"on\"".into(),
+                &format!(
+                    "stack {} has no GSO autosizing; gso = \"on\" needs stack \"linux\" or \"linux-3.14\"",
+                    s.name()
+                ),
+            )),
+        }
+    }
 }

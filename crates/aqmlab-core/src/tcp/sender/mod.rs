@@ -272,6 +272,10 @@ pub struct Sender {
     delivered_ce: u64,
     /// Minimum RTT seen (Linux `tcp_min_rtt`; its window is 300 s, longer than runs).
     min_rtt: Option<SimDuration>,
+    /// GSO super-packets (`[tcp] gso = "on"`): the kernel whose rules apply, and the
+    /// bytes of the skb being built (paced once, when it closes: `pacing.rs`).
+    gso: Option<super::gso::GsoKernel>,
+    skb_bytes: u32,
     pub stats: SenderStats,
 }
 
@@ -356,6 +360,8 @@ impl Sender {
             app_limited: 0,
             delivered_ce: 0,
             min_rtt: None,
+            gso: cfg.gso,
+            skb_bytes: 0,
             stats: SenderStats::default(),
         }
         .with_rack()

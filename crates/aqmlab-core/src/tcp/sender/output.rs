@@ -32,8 +32,9 @@ impl Sender {
             }
         }
         // Linux tcp_pacing_check: nothing leaves before the pacing timestamp.
+        // (Checked per skb: the later segments of a GSO skb go with its first.)
         self.pace_blocked = false;
-        if self.pacing && now < self.wstamp {
+        if self.pacing && now < self.wstamp && self.skb_bytes == 0 {
             self.pace_blocked = true;
             self.after_send(now);
             return None;

@@ -20,6 +20,12 @@ impl Sender {
         if !self.pacing {
             return None;
         }
+        self.sk_pacing_rate()
+    }
+
+    /// `sk_pacing_rate` as Linux keeps it whether or not anything paces (the rate
+    /// [`pacing_rate`](Self::pacing_rate) paces at; `None` before an RTT sample).
+    pub fn sk_pacing_rate(&self) -> Option<f64> {
         let srtt = self.rtt.srtt()?;
         if srtt.as_nanos() == 0 {
             return None;
@@ -44,6 +50,40 @@ impl Sender {
         if !self.pacing {
             return;
         }
+        if self.gso.is_some() {
+            // inside a GSO skb: paced once for all its bytes when it closes
+            self.skb_bytes += bytes;
+            return;
+        }
+        self.paced_skb(now, bytes);
+    }
+
+    /// GSO: segments the next skb may carry (`tcp_tso_segs`; 1 with GSO off).
+    pub fn tso_segs(&self) -> u32 {
+        let Some(k) = self.gso else {
+            return 1;
+        };
+        let rate = self.sk_pacing_rate();
+        let min_tso = if matches!(self.cc, AnyCc::Bbr(_) | AnyCc::Bbr3(_)) {
+            crate::tcp::gso::bbr_min_tso_segs(rate)
+        } else {
+            crate::tcp::gso::MIN_TSO_SEGS
+        };
+        let min_rtt = self.min_rtt.unwrap_or(SimDuration::MAX);
+        crate::tcp::gso::tso_segs(k, rate, min_rtt, self.mss, self.hdr, min_tso)
+    }
+
+    /// GSO: the skb whose segments `next_segment` returned since the last call is
+    /// complete; pace after it by its bytes (Linux `tcp_update_skb_after_send`, once
+    /// per skb).
+    pub fn close_skb(&mut self, now: SimTime) {
+        let bytes = std::mem::take(&mut self.skb_bytes);
+        if bytes > 0 {
+            self.paced_skb(now, bytes);
+        }
+    }
+
+    fn paced_skb(&mut self, now: SimTime, bytes: u32) {
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         if self.stats.segs_sent < 10 {
