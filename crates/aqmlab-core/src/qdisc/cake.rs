@@ -194,6 +194,11 @@ pub struct CakeConfig {
     pub ingress: bool,
     #[serde(default)]
     pub ack_filter: AckFilter,
+    /// Split GSO super-packets into their segments at enqueue (Linux
+    /// `CAKE_FLAG_SPLIT_GSO`, tc `split-gso`; unset: on). Off: a GSO skb is queued,
+    /// scheduled and dropped whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_gso: Option<bool>,
     /// An overhead keyword (raw, conservative, ethernet, docsis, pppoe-ptm, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
@@ -267,6 +272,7 @@ impl CakeConfig {
         ParamDoc { name: "wash", default: "false", doc: "clear DSCP after tin selection (ECN bits kept)" },
         ParamDoc { name: "ingress", default: "false", doc: "ingress mode: dropped packets count against the shaper; COBALT's over-target floor scales with bulk flows" },
         ParamDoc { name: "ack_filter", default: "off", doc: "off, on, aggressive: drop redundant pure TCP ACKs queued in the same flow (Linux cake_ack_filter)" },
+        ParamDoc { name: "split_gso", default: "on", doc: "true: split GSO super-packets into segments at enqueue (Linux cake_enqueue with CAKE_FLAG_SPLIT_GSO, tc split-gso); false: queue and drop them whole" },
         ParamDoc { name: "preset", default: "raw", doc: "overhead keyword: raw, conservative (48 atm), ethernet (38 mpu 84), docsis (18 mpu 64), pppoe-ptm (30 ptm), bridged-ptm (22 ptm), pppoa-vcmux, pppoa-llc, pppoe-vcmux, pppoe-llcsnap, bridged-vcmux, bridged-llcsnap, ipoa-vcmux, ipoa-llcsnap (tc-cake(8)); explicit keys override" },
         ParamDoc { name: "overhead", default: "raw", doc: "bytes added to the IP packet size (-64 to 256); raw = IP size + the link's framing overhead, as Linux sees skb->len" },
         ParamDoc { name: "mpu", default: "0", doc: "minimum adjusted packet size in bytes (0 to 256)" },
@@ -543,6 +549,7 @@ pub struct Cake {
     wash: bool,
     ingress: bool,
     ack: AckFilter,
+    split_gso: bool,
     /// Overhead compensation on (an explicit overhead or a keyword other than raw).
     compensate: bool,
     rate_overhead: i32,
@@ -661,6 +668,7 @@ impl Cake {
             wash: c.wash,
             ingress: c.ingress,
             ack: c.ack_filter,
+            split_gso: c.split_gso.unwrap_or(true),
             compensate,
             rate_overhead,
             mpu: c.mpu.unwrap_or(preset.map_or(0, |p| p.2)),
@@ -1137,6 +1145,15 @@ fn sack_compare(a: &Packet, b: &Packet) -> i32 {
 
 impl Qdisc for Cake {
     fn enqueue(&mut self, mut pkt: Packet, now: SimTime, out: &mut QdiscOut) -> Verdict {
+        if self.split_gso && pkt.gso_segs > 1 {
+            // Linux cake_enqueue: a GSO skb is segmented (`skb_gso_segment`) and each
+            // segment queued in the skb's flow as a packet of its own.
+            let mut v = Verdict::Enqueued;
+            for i in 0..pkt.segs() {
+                v = self.enqueue(pkt.segment(i), now, out);
+            }
+            return v;
+        }
         let n = now.as_nanos() as i64;
         let tin = tin_of(self.diffserv, pkt.dscp).min(self.tins.len() - 1);
         if self.wash {
@@ -1361,6 +1378,35 @@ mod tests {
             QdiscConfig::Cake(c) => c,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `split_gso` (Linux `cake_enqueue`, `CAKE_FLAG_SPLIT_GSO`): a 3-segment skb of
+    /// 3 × 1500 bytes becomes three 1500-byte packets in the skb's flow, dequeued as
+    /// segments at consecutive sequence numbers; with `split_gso = false` it stays one
+    /// 4500-byte packet.
+    #[test]
+    fn split_gso_segments_super_packets_at_enqueue() {
+        let skb = |now| {
+            let mut p = pkt(1, 4500, 1, now);
+            p.gso_segs = 3;
+            p.tcp.len = 3 * 1448;
+            p.tcp.seq = 1;
+            p
+        };
+        let mut out = QdiscOut::new(false);
+        let t = SimTime::ZERO;
+        let mut q = Cake::new(&cfg(""), ctx(10_000_000));
+        q.enqueue(skb(t), t, &mut out);
+        assert_eq!((q.len(), q.backlog_bytes()), (3, 4500));
+        let got: Vec<(u64, u32, u8)> = std::iter::from_fn(|| q.dequeue(t, &mut out))
+            .map(|p| (p.tcp.seq, p.size, p.gso_segs))
+            .collect();
+        assert_eq!(got, vec![(1, 1500, 1), (1449, 1500, 1), (2897, 1500, 1)]);
+        let mut q = Cake::new(&cfg("split_gso = false"), ctx(10_000_000));
+        q.enqueue(skb(t), t, &mut out);
+        assert_eq!((q.len(), q.backlog_bytes()), (1, 4500));
+        assert_eq!(q.dequeue(t, &mut out).map(|p| p.gso_segs), Some(3));
+        assert!(out.drops.is_empty());
     }
 
     #[test]

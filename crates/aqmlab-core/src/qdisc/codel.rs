@@ -584,6 +584,51 @@ mod tests {
         assert_eq!(drops[0].0, 112);
     }
 
+    /// CoDel on GSO super-packets, as Linux (`codel_dequeue` in
+    /// `include/net/codel_impl.h` times, counts and drops whole skbs: `vars->count++`
+    /// per dropped skb, the sojourn is the skb's). The overload of
+    /// `head_drop_codel_follows_the_control_law_in_an_overload`, with every arrival a
+    /// 2-segment skb (2 × 1500 bytes, served in 2 ms): the first drop comes at the same
+    /// 112 ms dequeue and removes one skb, i.e. both its segments at once (3000 bytes);
+    /// `count` is then 1, not 2, and the later drops keep the one-skb schedule.
+    #[test]
+    fn codel_drops_a_two_segment_skb_whole_and_counts_it_once() {
+        let mut c = ctx(12_000_000); // 3000 B in 2 ms
+        c.overhead = 0;
+        let cfg = CodelConfig {
+            limit: Limit::Packets(10_000),
+            ..Default::default()
+        };
+        let mut q = Codel::new(&cfg, c);
+        let mut out = QdiscOut::new(true);
+        let mut drops = vec![];
+        for t in 0..3000u64 {
+            let now = SimTime::from_nanos(t * MS);
+            let mut p = pkt(1, 3000, t, now);
+            p.gso_segs = 2;
+            p.tcp.len = 2 * 1448;
+            q.enqueue(p, now, &mut out);
+            if t % 2 == 0 {
+                q.dequeue(now, &mut out);
+            }
+            for (p, r) in out.drops.drain(..) {
+                assert_eq!(r, DropReason::Codel);
+                drops.push((t, p));
+            }
+            if drops.len() == 1 && t == drops[0].0 {
+                assert_eq!(q.vars().count, 1, "one skb dropped: count 1");
+            }
+        }
+        assert_eq!(drops[0].0, 112);
+        assert_eq!((drops[0].1.segs(), drops[0].1.size), (2, 3000));
+        // the same schedule as for single-segment packets, drop for drop
+        let (_, one) = overload(CodelConfig::default(), 3000);
+        let at: Vec<u64> = drops.iter().map(|d| d.0).collect();
+        assert_eq!(at, one.iter().map(|d| d.0).collect::<Vec<_>>());
+        assert_eq!(q.codel_stats().drops as usize, drops.len());
+        assert_eq!(q.stats().total_drops() as usize, drops.len());
+    }
+
     #[test]
     fn tail_drop_codel_drops_arrivals() {
         // Head estimate: before the arrival at t ms the head is packet t/2, which has
