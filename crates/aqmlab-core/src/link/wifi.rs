@@ -1075,6 +1075,7 @@ mod tests {
                 loss: 0.0,
                 loss_periods: vec![],
                 trace: false,
+                gro: false,
                 lower: LowerParams::Wifi(WifiPortParams {
                     medium: 0,
                     peer_mode: vec![mode],

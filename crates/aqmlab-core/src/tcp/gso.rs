@@ -1,6 +1,5 @@
 //! GSO/TSO super-packets of a Linux sender (`[tcp] gso = "on"`): how many segments one
-//! skb carries (`tcp_tso_autosize`, per kernel version) and how many bytes TCP Small
-//! Queues lets a socket keep below it (`tcp_small_queue_check`).
+//! skb carries (`tcp_tso_autosize`, per kernel version).
 //!
 //! Sources (read in Linux 6.1 and 3.14):
 //! - 6.1 `net/ipv4/tcp_output.c` `tcp_tso_autosize`: bytes = `sk_pacing_rate >>
@@ -17,12 +16,9 @@
 //!   `tcp_bound_to_half_wnd`, which only binds with a receive window under 128 KB.)
 //! - `sk_pacing_rate` starts unlimited (`~0UL`, `sock_init_data`) until the first RTT
 //!   sample; Linux computes it whether or not anything paces (`tcp_update_pacing_rate`).
-//! - TSQ, 6.1 `tcp_small_queue_check`: limit = max(2 × `skb->truesize`, `sk_pacing_rate
-//!   >> sk_pacing_shift`), capped at `tcp_limit_output_bytes` (1 MiB) when the socket is
-//!   not paced (`SK_PACING_NONE`); an skb waits while `sk_wmem_alloc` (bytes of the
-//!   socket's skbs not yet completed by the device) is above the limit, unless the
-//!   retransmission queue is empty. 3.14 `tcp_write_xmit`: limit = max(
-//!   `tcp_limit_output_bytes` (131,072), `sk_pacing_rate >> 10`).
+//! - Not modelled: TCP Small Queues (`tcp_small_queue_check`: a socket waits for TX
+//!   completions once about 1 ms of data at its pacing rate, or two skbs, sit below
+//!   it) and TSO deferral (`tcp_tso_should_defer`).
 
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +33,7 @@ pub enum Gso {
     On,
 }
 
-/// Whose autosizing and TSQ rules a GSO sender follows (from the stack profile).
+/// Whose autosizing rule a GSO sender follows (from the stack profile).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum GsoKernel {
     /// Linux 6.1 (profile `linux`).
@@ -97,25 +93,6 @@ pub fn bbr_min_tso_segs(rate: Option<f64>) -> u32 {
     }
 }
 
-/// TCP Small Queues: bytes the socket may have below it (in qdiscs and the device)
-/// before it waits for a completion. `skb_bytes`: the size of the skb about to go
-/// (Linux charges its `truesize`; the model charges its IP bytes); `paced`: the
-/// socket paces itself (`SK_PACING_NEEDED`/internal pacing lifts the 6.1 cap).
-pub fn tsq_limit(kernel: GsoKernel, rate: Option<f64>, skb_bytes: u32, paced: bool) -> u64 {
-    let rate = rate.map_or(u64::MAX, |r| r.max(0.0) as u64);
-    match kernel {
-        GsoKernel::Linux6_1 => {
-            let limit = (2 * skb_bytes as u64).max(rate >> PACING_SHIFT);
-            if paced {
-                limit
-            } else {
-                limit.min(1 << 20)
-            }
-        }
-        GsoKernel::Linux3_14 => (131_072u64).max(rate >> PACING_SHIFT),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,20 +140,5 @@ mod tests {
         assert_eq!(tso_segs(k, mbit(100.0), rtt, MSS, HLEN, 2), 4);
         assert_eq!(tso_segs(k, mbit(1000.0), rtt, MSS, HLEN, 2), 43);
         assert_eq!(tso_segs(k, mbit(10_000.0), rtt, MSS, HLEN, 2), 45);
-    }
-
-    /// TSQ limits: 6.1 at 100 Mbit/s = 12,207 B (one 8-segment skb of 12,000 B: 2 × it
-    /// = 24,000 wins); at 10 Gbit/s 1,220,703 B, capped at 1 MiB unless paced; 3.14 at
-    /// 100 Mbit/s: the 131,072-byte sysctl floor.
-    #[test]
-    fn tsq_limits() {
-        let k = GsoKernel::Linux6_1;
-        assert_eq!(tsq_limit(k, mbit(100.0), 12_000, false), 24_000);
-        assert_eq!(tsq_limit(k, mbit(100.0), 3_000, false), 12_207);
-        assert_eq!(tsq_limit(k, mbit(10_000.0), 3_000, false), 1 << 20);
-        assert_eq!(tsq_limit(k, mbit(10_000.0), 3_000, true), 1_220_703);
-        let k = GsoKernel::Linux3_14;
-        assert_eq!(tsq_limit(k, mbit(100.0), 3_000, false), 131_072);
-        assert_eq!(tsq_limit(k, mbit(10_000.0), 3_000, false), 1_220_703);
     }
 }
