@@ -204,7 +204,9 @@ impl Packet {
     /// (`gso_segs` = 1).
     pub fn segment(&self, i: u32) -> Packet {
         let n = self.segs();
-        debug_assert!(i < n && self.tcp.len % n == 0 && (self.size - self.tcp.len) % n == 0);
+        debug_assert!(
+            i < n && self.tcp.len.is_multiple_of(n) && (self.size - self.tcp.len).is_multiple_of(n)
+        );
         let gso_size = self.tcp.len / n;
         let hdr = (self.size - self.tcp.len) / n;
         let mut p = *self;

@@ -1144,7 +1144,7 @@ fn gso_skbs_follow_tso_autosize() {
     for p in &data {
         let n = p.gso_segs as u32;
         assert!((1..=45).contains(&n));
-        assert_eq!(p.tcp.len % n, 0);
+        assert!(p.tcp.len.is_multiple_of(n));
         assert_eq!(p.size, n * 52 + p.tcp.len);
     }
     let max = data.iter().map(|p| p.gso_segs).max().unwrap();

@@ -354,7 +354,7 @@ fn gro_joins(h: &Packet, p: &Packet) -> bool {
         && h.src == p.src
         && h.seq == p.seq
         && ht.len > 0
-        && ht.len % n == 0
+        && ht.len.is_multiple_of(n)
         && pt.len == ht.len / n
         && p.size - pt.len == (h.size - ht.len) / n
         && h.size + p.size < 65_536
