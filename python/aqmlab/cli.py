@@ -174,7 +174,7 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
       aqmlab run examples/fifo_overload.toml
       aqmlab run examples/ping_rtts.toml --seed 7 --out results/ping
       aqmlab run examples/fifo_overload.toml --json | python -m json.tool
-      aqmlab run examples/tcp_bulk.toml --engine linux
+      aqmlab run examples/fq_codel_isolation.toml --engine linux
     """
     import aqmlab
 
