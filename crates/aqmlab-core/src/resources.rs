@@ -249,6 +249,9 @@ pub struct Estimate {
     /// The `[[flow]]` table with the most events and its share, for error messages.
     pub(crate) top_flow_events: Option<(u32, f64)>,
     pub(crate) top_flow_memory: Option<(u32, f64)>,
+    /// The link whose queues hold the most packets, those packets, and whether its
+    /// qdisc's limit (rather than what arrives) bounds them.
+    pub(crate) top_queue: Option<(u32, f64, bool)>,
 }
 
 impl Estimate {
@@ -444,13 +447,15 @@ pub fn estimate(
     let cap_bytes: Vec<f64> = plan
         .links
         .iter()
-        .map(|(p, _)| p.rate.bps() as f64 / 8.0 * dur)
+        .map(|(p, _)| drain_bps(p) / 8.0 * dur)
         .collect();
     struct F {
         pps: f64,
         narrowest: f64,
     }
     let mut offered = vec![0.0f64; nl];
+    // the smallest packet that crosses each link (IP bytes), for memory limits in bytes
+    let mut min_pkt = vec![f64::INFINITY; nl];
     let mut fs = Vec::with_capacity(flows.len());
     for f in flows {
         let mtu = f
@@ -466,7 +471,7 @@ pub fn estimate(
         let narrowest = f
             .fwd
             .iter()
-            .map(|&l| plan.links[l as usize].0.rate.bps() as f64 / (8.0 * fwd_b))
+            .map(|&l| drain_bps(&plan.links[l as usize].0) / (8.0 * fwd_b))
             .fold(f64::INFINITY, f64::min);
         let narrowest = if narrowest.is_finite() {
             narrowest
@@ -476,10 +481,14 @@ pub fn estimate(
         let pps = f.profile.fixed_pps.unwrap_or(narrowest);
         for &l in &f.fwd {
             offered[l as usize] += pps * f.active_secs * fwd_b;
+            min_pkt[l as usize] = min_pkt[l as usize].min(fwd_b);
         }
         for &l in &f.rev {
             offered[l as usize] +=
                 pps * f.active_secs * f.profile.reverse_per_pkt * f.profile.rev_bytes;
+            if f.profile.reverse_per_pkt > 0.0 {
+                min_pkt[l as usize] = min_pkt[l as usize].min(f.profile.rev_bytes.max(1.0));
+            }
         }
         fs.push(F { pps, narrowest });
     }
@@ -537,6 +546,7 @@ pub fn estimate(
     }
     let events = events * EVENT_MARGIN;
     let mut queued = 0.0;
+    let mut top_queue: Option<(usize, f64, bool)> = None;
     let mut traced = 0.0;
     let windows: f64 = plan
         .packet_trace
@@ -549,8 +559,18 @@ pub fn estimate(
         } else {
             carried[l]
         };
-        let limit = qdisc_limit(q).unwrap_or(f64::INFINITY);
-        queued += limit.min(arrivals);
+        let smallest = if min_pkt[l].is_finite() {
+            min_pkt[l].max(MIN_IP_PACKET_BYTES)
+        } else {
+            MIN_IP_PACKET_BYTES
+        };
+        let limit = qdisc_limit(q, p, smallest).unwrap_or(f64::INFINITY);
+        // the qdisc's bound (or what arrives) and the device queue below it
+        let here = limit.min(arrivals) + p.device_queue as f64;
+        queued += here;
+        if top_queue.is_none_or(|(_, b, _)| here > b) {
+            top_queue = Some((l, here, limit < arrivals));
+        }
         if p.trace {
             let rate = if dur > 0.0 { arrivals / dur } else { 0.0 };
             traced += rate * windows.min(dur);
@@ -586,6 +606,7 @@ pub fn estimate(
         bins,
         top_flow_events: top(&per_group_events),
         top_flow_memory: top(&per_group_mem),
+        top_queue: top_queue.map(|(l, n, bounded)| (l as u32, n, bounded)),
     }
 }
 
@@ -593,11 +614,23 @@ pub fn estimate(
 /// header alone (20 bytes); every packet the simulator sends is at least that large.
 const MIN_IP_PACKET_BYTES: f64 = 20.0;
 
-/// A qdisc's packet limit, if it has one: its `limit` key (packets, or bytes divided by
+/// The rate a link's qdisc drains at, bit/s: its shaper's rate if slower than the line.
+fn drain_bps(p: &LinkParams) -> f64 {
+    (p.rate.bps() as f64).min(p.qdisc_rate().bps() as f64)
+}
+
+/// Packets in CAKE's memory limit when none is given: Linux `cake_reconfigure` caps it at
+/// 10240 packets of MTU + link header (the shaped default, max(4 MiB, 4 × rate ×
+/// interval), is never above that cap).
+const CAKE_MEMLIMIT_PACKETS: f64 = 10240.0;
+
+/// A qdisc's packet bound, if it has one: its `limit` key (packets, or bytes divided by
 /// the smallest packet), else the limit its kind takes by default (the `limit` entry of
 /// its parameter documentation; RED's tc default is 4 × max, with max = 3 × min, or
-/// 1000 MTU-sized packets' worth of bytes when neither is given).
-fn qdisc_limit(q: &crate::qdisc::QdiscConfig) -> Option<f64> {
+/// 1000 MTU-sized packets' worth of bytes when neither is given); a `memlimit` (CAKE,
+/// DualPI2; CAKE's default 10240 × (MTU + header) bytes) bounds it too, divided by
+/// `smallest`, the smallest packet that crosses the link.
+fn qdisc_limit(q: &crate::qdisc::QdiscConfig, link: &LinkParams, smallest: f64) -> Option<f64> {
     use serde::Deserialize;
     let toml::Value::Table(t) = toml::Value::try_from(q).ok()? else {
         return None;
@@ -608,23 +641,41 @@ fn qdisc_limit(q: &crate::qdisc::QdiscConfig) -> Option<f64> {
             crate::units::Limit::Bytes(b) => Some(b as f64 / MIN_IP_PACKET_BYTES),
         }
     };
-    if let Some(v) = t.get("limit") {
-        return packets(v);
+    let docs = crate::qdisc::qdisc_params(q.kind_name()).unwrap_or(&[]);
+    let memlimit = if let Some(v) = t.get("memlimit") {
+        crate::units::SizeSpec::deserialize(v.clone())
+            .ok()
+            .map(|m| m.0 as f64 / smallest)
+    } else if q.kind_name() == "cake" {
+        let frame = (link.mtu + link.overhead.max(14)) as f64;
+        Some(CAKE_MEMLIMIT_PACKETS * frame / smallest)
+    } else {
+        None
+    };
+    let limit = if let Some(v) = t.get("limit") {
+        packets(v)
+    } else {
+        match docs.iter().find(|p| p.name == "limit") {
+            None => None,
+            Some(doc) => {
+                if let Ok(n) = doc.default.parse::<u32>() {
+                    Some(n as f64)
+                } else if doc.default == "4*max" {
+                    match (t.get("max"), t.get("min")) {
+                        (Some(max), _) => packets(max).map(|p| 4.0 * p),
+                        (None, Some(min)) => packets(min).map(|p| 12.0 * p),
+                        (None, None) => Some(1000.0 * 1500.0 / MIN_IP_PACKET_BYTES),
+                    }
+                } else {
+                    None
+                }
+            }
+        }
+    };
+    match (limit, memlimit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
-    let doc = crate::qdisc::qdisc_params(q.kind_name())?
-        .iter()
-        .find(|p| p.name == "limit")?;
-    if let Ok(n) = doc.default.parse::<u32>() {
-        return Some(n as f64);
-    }
-    if doc.default == "4*max" {
-        return match (t.get("max"), t.get("min")) {
-            (Some(max), _) => packets(max).map(|p| 4.0 * p),
-            (None, Some(min)) => packets(min).map(|p| 12.0 * p),
-            (None, None) => Some(1000.0 * 1500.0 / MIN_IP_PACKET_BYTES),
-        };
-    }
-    None
 }
 
 /// Checks an estimate against a budget; the error names the field that dominates.
@@ -649,7 +700,12 @@ pub fn check(plan: &Shape<'_>, est: &Estimate, budget: &Budget) -> Result<(), Sc
                 Some((g, _)) => format!("flow[{g}]"),
                 None => "run.duration".to_string(),
             },
-            "queues" => "qdisc.limit".to_string(),
+            // the run's length when a queue can hold everything that arrives, else
+            // the budget: never a key the scenario may not have (`qdisc.limit`)
+            "queues" => match est.top_queue {
+                Some((_, _, false)) => "run.duration".to_string(),
+                _ => "run.max_memory".to_string(),
+            },
             "links" | "nodes" | "routes" => "dumbbell.pairs".to_string(),
             _ => String::new(),
         };
@@ -659,7 +715,20 @@ pub fn check(plan: &Shape<'_>, est: &Estimate, budget: &Budget) -> Result<(), Sc
                 fmt_count(est.bins),
                 plan.flows + 4 * plan.links.len()
             ),
-            "queues" => "packets that can wait in the queues (qdisc limits)".to_string(),
+            "queues" => match est.top_queue {
+                Some((l, n, bounded)) => format!(
+                    "packets that can wait in the queues, most of them ({}) at link {} ({} qdisc{})",
+                    fmt_count(n),
+                    plan.links[l as usize].0.name,
+                    plan.links[l as usize].1.kind_name(),
+                    if bounded {
+                        ", its limit"
+                    } else {
+                        ", which can hold every packet that arrives"
+                    }
+                ),
+                None => "packets that can wait in the queues".to_string(),
+            },
             p => p.to_string(),
         };
         return Err(ScenarioError::new(

@@ -230,8 +230,9 @@ proptest! {
         for i in 0..n {
             text += &format!("[[node]]\nname = \"r{i}\"\nkind = \"router\"\n");
         }
-        for (a, b) in &edges {
-            text += &format!("[[link]]\nfrom = \"r{a}\"\nto = \"r{b}\"\nrate = \"1Mbit\"\nduplex = false\n");
+        // parallel links between the same routers need their own names
+        for (i, (a, b)) in edges.iter().enumerate() {
+            text += &format!("[[link]]\nname = \"l{i}\"\nfrom = \"r{a}\"\nto = \"r{b}\"\nrate = \"1Mbit\"\nduplex = false\n");
         }
         let sc = Scenario::from_toml_str(&text).unwrap();
         let plan = sc.validate_with(&BUDGET).unwrap();
@@ -482,5 +483,65 @@ mod memory_limits {
             default_memory_budget(&l, 4, Some(3e9)),
             (3e9, "AQMLAB_MAX_MEMORY".to_string())
         );
+    }
+}
+
+/// CAKE has no packet `limit`: its queues are bounded by its memory limit (Linux's default
+/// caps it at 10240 MTU-sized frames), not by every packet of the run, so the estimate does
+/// not grow with the run's length; an explicit `memlimit` lowers it.
+#[test]
+fn cake_is_bounded_by_its_memory_limit() {
+    let at = |dur: &str, qdisc: &str| {
+        BASE.replace("\"10s\"", dur).replace(
+            "rate = \"10Mbit\"",
+            &format!("rate = \"100Mbit\"\nqdisc = {qdisc}"),
+        )
+    };
+    let cake = "{ kind = \"cake\" }";
+    let short = queue_memory(&at("\"140s\"", cake));
+    assert_eq!(short, queue_memory(&at("\"1400s\"", cake)));
+    let huge_fifo = "{ kind = \"fifo\", limit = 10000000 }";
+    assert!(short < queue_memory(&at("\"140s\"", huge_fifo)) / 5.0);
+    let small = queue_memory(&at("\"140s\"", "{ kind = \"cake\", memlimit = \"1MB\" }"));
+    assert!(small < short / 5.0, "{small} vs {short}");
+}
+
+/// Packets in the device queue below a qdisc are counted.
+#[test]
+fn device_queue_packets_are_counted() {
+    let with = |n: u32| {
+        queue_memory(&BASE.replace(
+            "delay = \"10ms\"",
+            &format!("delay = \"10ms\"\ndevice_queue = {n}"),
+        ))
+    };
+    let extra = with(100_000) - with(1);
+    assert!(
+        extra >= 99_999.0 * aqmlab_core::resources::QUEUED_PACKET_BYTES,
+        "{extra}"
+    );
+}
+
+/// A refusal dominated by queued packets names a key the scenario has, never
+/// `qdisc.limit` (CAKE has none): `run.duration` while the queue can hold all that
+/// arrives, `run.max_memory` once its memory limit bounds it; and it says which link.
+#[test]
+fn queue_refusal_names_no_missing_key() {
+    let tiny = Budget {
+        max_memory: 3e6,
+        max_events: 1e11,
+    };
+    for (dur, field) in [("\"10s\"", "run.duration"), ("\"140s\"", "run.max_memory")] {
+        let text = BASE.replace("\"10s\"", dur).replace(
+            "rate = \"10Mbit\"",
+            "rate = \"100Mbit\"\nqdisc = { kind = \"cake\" }",
+        );
+        let e = Scenario::from_toml_str(&text)
+            .unwrap()
+            .validate_with(&tiny)
+            .unwrap_err();
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.message.contains("bottleneck_down (cake qdisc"), "{e}");
+        assert!(!e.to_string().contains("qdisc.limit"), "{e}");
     }
 }
