@@ -56,6 +56,9 @@ pub const LINK_SERIES: f64 = 4.0;
 pub const SAMPLE_BYTES: f64 = 80.0;
 /// Bytes per packet waiting in a queue (the `Packet` plus queue overhead).
 pub const QUEUED_PACKET_BYTES: f64 = std::mem::size_of::<crate::packet::Packet>() as f64 + 32.0;
+/// Packet-trace records per packet arriving at a measured queue inside a
+/// `run.packet_trace` window (the queue length it finds; its sojourn or drop).
+pub const PACKET_TRACE_RECORDS: f64 = 2.0;
 /// Smallest CBR packet interval: the 1 ns clock then changes the rate by at most 1 %.
 pub const MIN_INTERVAL_NS: f64 = 100.0;
 /// Events the packets do not account for (timers: delayed ACKs, RTOs, pacing, probe
@@ -571,12 +574,14 @@ pub fn estimate(
         if top_queue.is_none_or(|(_, b, _)| here > b) {
             top_queue = Some((l, here, limit < arrivals));
         }
-        if p.trace {
+        if p.packet_traced() {
+            // per arrival inside a window: the queue length it finds, then its sojourn
+            // or its drop
             let rate = if dur > 0.0 { arrivals / dur } else { 0.0 };
-            traced += rate * windows.min(dur);
-            if qdisc_trace {
-                traced += 2.0 * arrivals;
-            }
+            traced += PACKET_TRACE_RECORDS * rate * windows.min(dur);
+        }
+        if p.trace && qdisc_trace {
+            traced += 2.0 * arrivals;
         }
     }
     let route_entries = routers as f64 * plan.nodes as f64;

@@ -545,3 +545,27 @@ fn queue_refusal_names_no_missing_key() {
         assert!(!e.to_string().contains("qdisc.limit"), "{e}");
     }
 }
+
+/// Packet traces of the measured queues (the dumbbell's `bottleneck*` links, without
+/// `trace = true`) are in the estimate and grow with the trace window: two records per
+/// packet arriving inside it (10 Mbit/s of 1500-byte segments: 833 packets/s).
+#[test]
+fn packet_traces_of_measured_queues_are_estimated() {
+    let samples = |window: Option<&str>| {
+        let text = match window {
+            Some(w) => BASE.replace(
+                "duration = \"10s\"",
+                &format!("duration = \"10s\"\npacket_trace = [[\"0s\", \"{w}\"]]"),
+            ),
+            None => BASE.to_string(),
+        };
+        let plan = validate(&text).unwrap_or_else(|e| panic!("refused: {e}"));
+        plan.estimate.part("samples")
+    };
+    let none = samples(None);
+    let one = samples(Some("1s")) - none;
+    let ten = samples(Some("10s")) - none;
+    let per_record = aqmlab_core::resources::SAMPLE_BYTES;
+    assert!(one >= 2.0 * 800.0 * per_record, "{one}");
+    assert!((ten / one - 10.0).abs() < 0.01, "{one} {ten}");
+}

@@ -196,6 +196,12 @@ pub struct LinkParams {
 }
 
 impl LinkParams {
+    /// Whether this link logs packets inside `run.packet_trace` windows: the measured
+    /// queues (`trace`, the `bottleneck*` links, `docsis_down`).
+    pub fn packet_traced(&self) -> bool {
+        self.trace || self.name.starts_with("bottleneck") || self.name == "docsis_down"
+    }
+
     /// The rate the qdisc drains at, as the qdisc should be told (`BuildCtx::rate`).
     pub fn qdisc_rate(&self) -> Rate {
         match &self.lower {

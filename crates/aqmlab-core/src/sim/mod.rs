@@ -131,7 +131,7 @@ impl Simulator {
                     ));
                 }
                 // Per-packet logging only on the measured queues.
-                if p.trace || p.name.starts_with("bottleneck") || p.name == "docsis_down" {
+                if p.packet_traced() {
                     link.stats.packet_windows = plan.packet_trace.clone();
                 }
                 link
