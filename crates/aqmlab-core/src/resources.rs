@@ -450,7 +450,7 @@ pub fn estimate(
     let cap_bytes: Vec<f64> = plan
         .links
         .iter()
-        .map(|(p, _)| drain_bps(p) / 8.0 * dur)
+        .map(|(p, q)| drain_bps(p, q) / 8.0 * dur)
         .collect();
     struct F {
         pps: f64,
@@ -474,7 +474,10 @@ pub fn estimate(
         let narrowest = f
             .fwd
             .iter()
-            .map(|&l| drain_bps(&plan.links[l as usize].0) / (8.0 * fwd_b))
+            .map(|&l| {
+                let (p, q) = &plan.links[l as usize];
+                drain_bps(p, q) / (8.0 * fwd_b)
+            })
             .fold(f64::INFINITY, f64::min);
         let narrowest = if narrowest.is_finite() {
             narrowest
@@ -619,9 +622,17 @@ pub fn estimate(
 /// header alone (20 bytes); every packet the simulator sends is at least that large.
 const MIN_IP_PACKET_BYTES: f64 = 20.0;
 
-/// The rate a link's qdisc drains at, bit/s: its shaper's rate if slower than the line.
-fn drain_bps(p: &LinkParams) -> f64 {
-    (p.rate.bps() as f64).min(p.qdisc_rate().bps() as f64)
+/// The rate a link's queue drains at, bit/s: the line, its shaper's rate, or CAKE's own
+/// shaper (`bandwidth`), whichever is slowest.
+fn drain_bps(p: &LinkParams, q: &QdiscConfig) -> f64 {
+    let r = (p.rate.bps() as f64).min(p.qdisc_rate().bps() as f64);
+    match q {
+        QdiscConfig::Cake(c) => match c.bandwidth {
+            Some(b) if b.0 > 0 => r.min(b.0 as f64),
+            _ => r,
+        },
+        _ => r,
+    }
 }
 
 /// Packets in CAKE's memory limit when none is given: Linux `cake_reconfigure` caps it at

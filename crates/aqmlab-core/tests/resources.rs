@@ -569,3 +569,20 @@ fn packet_traces_of_measured_queues_are_estimated() {
     assert!(one >= 2.0 * 800.0 * per_record, "{one}");
     assert!((ten / one - 10.0).abs() < 0.01, "{one} {ten}");
 }
+
+/// CAKE's own shaper (`bandwidth`) bounds what the link carries: at 20 Mbit/s on a
+/// 100 Mbit/s link the events estimate of a bulk flow is about a fifth of the unshaped one.
+#[test]
+fn cake_bandwidth_bounds_the_events_estimate() {
+    let events = |qdisc: &str| {
+        let text = BASE.replace(
+            "rate = \"10Mbit\"",
+            &format!("rate = \"100Mbit\"\nqdisc = {qdisc}"),
+        );
+        validate(&text).unwrap().estimate.events
+    };
+    let shaped = events("{ kind = \"cake\", bandwidth = \"20Mbit\" }");
+    let unshaped = events("{ kind = \"cake\" }");
+    let r = shaped / unshaped;
+    assert!((0.15..0.25).contains(&r), "{shaped} / {unshaped} = {r}");
+}
