@@ -781,19 +781,22 @@ fn header(
     h
 }
 
-/// The handshake's RTT sample at the side that completes it: the timestamp echo, or
-/// without timestamps the time since this side's SYN (SYN-ACK) was sent, if it was not
-/// retransmitted (Karn; Linux `tcp_ack_update_rtt` on the SYN, `tcp_synack_rtt_meas`).
+/// The handshake's RTT sample at the side that completes it: the time since this side's
+/// SYN (SYN-ACK) was sent if it was not retransmitted (Karn), else the timestamp echo if
+/// there is one. Linux prefers the sequence sample of the never-retransmitted SYN
+/// (`tcp_clean_rtx_queue`'s `first_ackt`; `tcp_synack_rtt_meas` on the passive side) to the
+/// echo (`tcp_ack_update_rtt` uses `rcv_tsecr` only when there is no such sample), so a SYN
+/// sent at t = 0, whose timestamp value is 0, is timed like any other.
 fn handshake_rtt(
     hd: &TcpHeader,
     now: SimTime,
     e: &Endpoint,
     timestamps: bool,
 ) -> Option<SimDuration> {
-    if hd.ts_ecr > SimTime::ZERO {
-        Some(now.saturating_since(hd.ts_ecr))
-    } else if !timestamps && e.hs_retries == 0 {
+    if e.hs_retries == 0 {
         Some(now.saturating_since(e.hs_sent))
+    } else if timestamps && hd.ts_ecr > SimTime::ZERO {
+        Some(now.saturating_since(hd.ts_ecr))
     } else {
         None
     }
@@ -870,6 +873,37 @@ mod tests {
             }
         }
         assert_eq!(decode_timer(APP_TIMER_BIT | 5), None);
+    }
+
+    #[test]
+    fn handshake_rtt_times_the_syn_sent_at_zero_and_falls_back_to_the_echo_after_a_retry() {
+        // A SYN sent at t = 0 carries the timestamp value 0; its SYN-ACK arrives at 50 ms
+        // echoing 0. Linux times the never-retransmitted SYN by its send time (50 ms), with
+        // or without timestamps; after a retransmitted SYN only the echo can be used (Karn).
+        let ms = |v: u64| SimTime::ZERO + SimDuration::from_millis(v);
+        let mut e = Endpoint::new(&TcpConfig::default());
+        e.hs_sent = SimTime::ZERO;
+        let hd = TcpHeader::default(); // ts_ecr = 0: the echo of the SYN's value 0
+        assert_eq!(
+            handshake_rtt(&hd, ms(50), &e, true),
+            Some(SimDuration::from_millis(50))
+        );
+        assert_eq!(
+            handshake_rtt(&hd, ms(50), &e, false),
+            Some(SimDuration::from_millis(50))
+        );
+        // The SYN was retransmitted at 1 s; the SYN-ACK (at 1.05 s) echoes the second SYN's value.
+        e.hs_retries = 1;
+        e.hs_sent = ms(1000);
+        let hd = TcpHeader {
+            ts_ecr: ms(1000),
+            ..TcpHeader::default()
+        };
+        assert_eq!(
+            handshake_rtt(&hd, ms(1050), &e, true),
+            Some(SimDuration::from_millis(50))
+        );
+        assert_eq!(handshake_rtt(&hd, ms(1050), &e, false), None);
     }
 
     #[test]
