@@ -249,20 +249,27 @@ def _engine_ready(name: str, sc) -> None:
 def _run_engine(name: str, sc, seed: int | None, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> None:
     say = (lambda m: None) if (as_json or quiet) else (lambda m: click.echo(m, err=True))
     result = ENGINES[name].run(sc, seed, log=say)
+    if _show_engine_result(result, out, as_json, all_queues, quiet):
+        i = result.engine_info
+        click.echo(f"{name} engine: {i.get('version', '')} in {i.get('wall_seconds', float('nan')):.1f} s wall".replace("  ", " "))
+
+
+def _show_engine_result(result, out: str | None, as_json: bool, all_queues: bool, quiet: bool) -> bool:
+    """Writes an engine's result to ``out`` and prints it (JSON, or its warnings and the
+    summary table); True when the caller should add its footer line."""
     if out is not None:
         result.write_parquet(out)
     if as_json:
         d = result.to_json_dict()
         d["engine"] = _finite(result.engine_info)
         sys.stdout.write(json.dumps(d, allow_nan=False, default=lambda v: None) + "\n")
-        return
+        return False
     if quiet:
-        return
+        return False
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     _console().print(result.summary_table(all_queues=all_queues, max_rows=_table_rows()))
-    i = result.engine_info
-    click.echo(f"{name} engine: {i.get('version', '')} in {i.get('wall_seconds', float('nan')):.1f} s wall".replace("  ", " "))
+    return True
 
 
 @contextlib.contextmanager
@@ -308,18 +315,8 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
 
     with _vm_progress(not (as_json or quiet)) as (say, progress):
         result = run_linux(sc, seed, log=say, progress=progress)
-    if out is not None:
-        result.write_parquet(out)
-    if as_json:
-        d = result.to_json_dict()
-        d["engine"] = _finite(result.engine_info)
-        sys.stdout.write(json.dumps(d, allow_nan=False, default=lambda v: None) + "\n")
+    if not _show_engine_result(result, out, as_json, all_queues, quiet):
         return
-    if quiet:
-        return
-    for w in result.warnings:
-        click.echo(f"warning: {w}", err=True)
-    _console().print(result.summary_table(all_queues=all_queues, max_rows=_table_rows()))
     i = result.engine_info
     click.echo(f"linux engine: kernel {i['kernel']}, {i['virtual_seconds']:.1f} s virtual in {i['wall_seconds']:.1f} s wall "
                f"(emulation overhead ×{i['overhead']:.1f}); guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
