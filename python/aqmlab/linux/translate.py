@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from aqmlab._topology import duplex_pairs
 from aqmlab.errors import ScenarioError
 
 __all__ = ["Translation", "CaptureMap", "translate", "parse_progress", "PROGRESS_TAG", "parse_duration", "parse_rate", "parse_size", "tc_qdisc_args", "BIN"]
@@ -554,16 +555,9 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
     qtables = _link_qdisc_tables(sc, links)
 
     # pair links into duplex veth pairs
-    pairs: list[tuple[dict, dict]] = []
-    done: set[str] = set()
-    for ln in links:
-        if ln["name"] in done:
-            continue
-        rev = next((r for r in links if r["name"] not in done and r is not ln and r["from"] == ln["to"] and r["to"] == ln["from"]), None)
-        if rev is None:
-            raise ScenarioError("", f"link {ln['name']!r} has no reverse link: the linux engine needs duplex links")
-        done.update((ln["name"], rev["name"]))
-        pairs.append((ln, rev))
+    pairs, lone = duplex_pairs(links)
+    if lone is not None:
+        raise ScenarioError("", f"link {lone['name']!r} has no reverse link: the linux engine needs duplex links")
 
     cmds: dict[str, list[str]] = {ns: [] for ns in node_ns.values()}
     top: list[str] = []  # commands run in the root namespace (creation)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aqmlab._topology import duplex_pairs
 from aqmlab.errors import ScenarioError
 from aqmlab.linux.translate import _link_qdisc_tables, parse_duration, parse_rate, parse_size
 
@@ -419,16 +420,9 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
         if ln["lower"] != "wire":
             raise _unsupported("", f"link {ln['name']!r}: lower layer {ln['lower']!r}")
 
-    pairs: list[tuple[dict, dict]] = []
-    done: set[str] = set()
-    for ln in links:
-        if ln["name"] in done:
-            continue
-        rev = next((r for r in links if r["name"] not in done and r is not ln and r["from"] == ln["to"] and r["to"] == ln["from"]), None)
-        if rev is None:
-            raise _unsupported("", f"link {ln['name']!r} has no reverse link (ns-3 point-to-point links are duplex)")
-        done.update((ln["name"], rev["name"]))
-        pairs.append((ln, rev))
+    pairs, lone = duplex_pairs(links)
+    if lone is not None:
+        raise _unsupported("", f"link {lone['name']!r} has no reverse link (ns-3 point-to-point links are duplex)")
 
     qindex = {ln["name"]: j for j, ln in enumerate(links)}
     jlinks = []
