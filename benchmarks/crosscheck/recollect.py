@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import aqmlab
+from aqmlab.linux.collect import collect
 from aqmlab.linux.crosscheck import compare, render, run_sim, to_json, verdict
-from aqmlab.linux.engine import collect
 from aqmlab.linux.translate import translate
 from aqmlab.result import Result
 

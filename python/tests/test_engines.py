@@ -106,7 +106,7 @@ def test_linux_result_building_has_the_core_columns(tmp_path):
     """The Linux engine's tables from a guest that left nothing but its start time: every
     core column is there, the counters it could not read are NaN, the drop reasons are
     the core's (not a hand copy)."""
-    from aqmlab.linux.engine import collect
+    from aqmlab.linux.collect import collect
     from aqmlab.linux.translate import translate
 
     sc = aqmlab.load_scenario(SCENARIO)

@@ -14,7 +14,9 @@ import pytest
 import aqmlab
 from aqmlab.errors import ScenarioError
 from aqmlab.linux.cpio import CpioWriter
-from aqmlab.linux.engine import _cpu_busy, _iperf_flow, data_start, parse_ping, parse_tc_samples, red_adaptation_note
+from aqmlab.linux.flows import data_start, iperf_flow
+from aqmlab.linux.parse import cpu_busy, parse_ping, parse_tc_samples
+from aqmlab.linux.queues import red_adaptation_note
 from aqmlab.linux.translate import FlowMap, parse_duration, parse_rate, parse_size, tc_qdisc_args, translate
 from aqmlab.linux.vm import parse_modules_dep, resolve_modules
 
@@ -527,7 +529,7 @@ def test_parse_ping_and_tc_samples_and_cpu():
     s = parse_tc_samples(f"T 3.50\n{json.dumps(entries)}\n\nT 3.60\n[{{\"cut")
     assert s == [(3.5, entries)]
     # 100 ticks, 25 idle -> 75 % busy
-    busy = _cpu_busy("T 1.0 cpu 10 0 10 80 0 0 0 0 0 0\nT 2.0 cpu 40 0 55 105 0 0 0 0 0 0\n")
+    busy = cpu_busy("T 1.0 cpu 10 0 10 80 0 0 0 0 0 0\nT 2.0 cpu 40 0 55 105 0 0 0 0 0 0\n")
     assert busy == [(2.0, pytest.approx(0.75))]
 
 
@@ -561,7 +563,7 @@ def test_iperf_goodput_counts_receiver_bytes_after_warmup_in_bins():
         bins = np.zeros(4)
         row: dict = {}
         # the client started 0.5 s after t0; warm-up 1.5 s: intervals with midpoints 2.0 and 3.0 count
-        _iperf_flow(Path(d), f, 0.5, 1.5, 4.0, 1.0, bins, row)
+        iperf_flow(Path(d), f, 0.5, 1.5, 4.0, 1.0, bins, row)
     assert row["goodput_bps"] == pytest.approx(2_500_000 * 8 / 2.0)
     assert row["delivered_bytes"] == 3_500_000 and row["sent_bytes"] == 3_600_000 and row["retransmits"] == 7
     assert row["srtt_mean"] == pytest.approx(0.03) and row["rtt_min"] == pytest.approx(0.01) and row["cwnd_mean"] == 2000
@@ -580,7 +582,7 @@ def test_iperf_intervals_count_from_the_tests_start_not_the_launch(tmp_path):
     (tmp_path / "cli.5201.json").write_text(json.dumps(cli))
     f = FlowMap("f", "bulk", "a", "b", 0.5, 4.5, 5201, "iperf3")
     bins, row = np.zeros(5), {}
-    began = _iperf_flow(tmp_path, f, 0.5, 2.0, 5.0, 1.0, bins, row, ended=4.3)
+    began = iperf_flow(tmp_path, f, 0.5, 2.0, 5.0, 1.0, bins, row, ended=4.3)
     assert began == pytest.approx(1.3)
     # intervals [1.3, 2.3), [2.3, 3.3), [3.3, 4.3): midpoints 2.8 and 3.8 lie in [2.0, 4.5]
     assert row["goodput_bps"] == pytest.approx(2_000_000 * 8 / 2.5)
@@ -595,7 +597,7 @@ def test_iperf_intervals_count_from_the_tests_start_not_the_launch(tmp_path):
     g = FlowMap("g", "bulk", "a", "b", 0.0, 4.5, 5202, "iperf3")
     row2: dict = {}
     bins2 = np.zeros(5)
-    assert _iperf_flow(tmp_path, g, 0.0, 2.0, 5.0, 1.0, bins2, row2, ended=None) is None
+    assert iperf_flow(tmp_path, g, 0.0, 2.0, 5.0, 1.0, bins2, row2, ended=None) is None
     assert math.isnan(row2["goodput_bps"]) and math.isnan(row2["delivered_bytes"])
     # ... and so is its goodput series, not a flat zero
     assert np.isnan(bins2).all()
@@ -606,7 +608,7 @@ def test_iperf_intervals_count_from_the_tests_start_not_the_launch(tmp_path):
     (tmp_path / "cli.5203.json").write_text("")
     h = FlowMap("h", "bulk", "a", "b", 0.2, 4.5, 5203, "iperf3")
     bins3, row3 = np.zeros(5), {}
-    assert _iperf_flow(tmp_path, h, 0.2, 2.0, 5.0, 1.0, bins3, row3, ended=None) is None
+    assert iperf_flow(tmp_path, h, 0.2, 2.0, 5.0, 1.0, bins3, row3, ended=None) is None
     # intervals cover [0.2, 2.7): bins 0 and 1 whole, bin 2 only to 2.7
     assert bins3[:2].tolist() == pytest.approx([160_000, 200_000]) and np.isnan(bins3[2:]).all()
     assert math.isnan(row3["goodput_bps"])
@@ -783,7 +785,8 @@ def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
     second = 16.8 ms (head-dropped packets leave the queue too); the percentiles are the
     drain time 30000*8/10e6 = 24 ms divided by 1 + 190/1000; the qdisc counters are
     whole-run."""
-    from aqmlab.linux.engine import _Long, _queue_row
+    from aqmlab.linux.longtable import LongTable
+    from aqmlab.linux.queues import queue_row
     from aqmlab.linux.translate import QueueMap
 
     def entry(pk, drops, over=0):
@@ -793,9 +796,9 @@ def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
     (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([entry(1500, 250, 10)])}\n")
     samples = [(10.0 + 0.2 * k, [entry(500 + 100 * k, 50 + 20 * k)]) for k in range(11)]
     qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "codel", ["codel"], "htb", 14, 1500)
-    series = _Long(["tx_bps"])
+    series = LongTable(["tx_bps"])
     # t0 = 10: warm-up 1 s, duration 2 s (1000 frames of 1514 B in 1 s = 12.1 Mbit/s, capped)
-    row = _queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, samples, series, 0)
+    row = queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, samples, series, 0)
     assert row["tx_pkts"] == 1000 and row["tx_bytes"] == 1000 * 1500
     assert row["utilization"] == 1.0
     assert row["dropped"] == 250 and row["drops_overlimit"] == 10 and row["drops_codel"] == 240  # whole run
@@ -827,7 +830,7 @@ interval = "100ms"
 
 
 def test_engine_tables_have_the_simulators_columns():
-    from aqmlab.linux.engine import flow_base_columns, queue_columns
+    from aqmlab.linux.collect import flow_base_columns, queue_columns
 
     r = aqmlab.run(HEADLINE)
     assert queue_columns() == list(r.queues.columns)
@@ -839,7 +842,9 @@ def test_kernel_ldelay_samples_of_codel_and_fq_codel(tmp_path):
     class statistics carry ``ldelay`` (µs), the sojourn of the packet dequeued last. The
     sampler dumps fq_codel's classes (only for fq_codel queues); a sample is the mean over
     the listed flows with backlog, or over all listed flows when none has any."""
-    from aqmlab.linux.engine import _ldelay, _Long, ldelay_sample, parse_class_samples
+    from aqmlab.linux.longtable import LongTable
+    from aqmlab.linux.parse import parse_class_samples
+    from aqmlab.linux.queues import ldelay_sample, ldelay_series
     from aqmlab.linux.translate import QueueMap
 
     tr, _ = _tr(HEADLINE)
@@ -859,9 +864,9 @@ def test_kernel_ldelay_samples_of_codel_and_fq_codel(tmp_path):
     cls = parse_class_samples(text)
     assert [t for t, _, _ in cls] == [10.0, 10.5, 11.0, 11.5, 12.0] and all(d == "e0a" for _, d, _ in cls)
     qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "fq_codel", ["fq_codel"], "htb", 14, 1500)
-    series = _Long(["ldelay"])
+    series = LongTable(["ldelay"])
     # t0 = 10, warm-up 1 s, duration 2 s: samples at 1.0, 1.5, 2.0 (3, 4, 5 ms)
-    st = _ldelay(qm, 10.0, 1.0, 2.0, 0.5, 4, None, cls, series, 0)
+    st = ldelay_series(qm, 10.0, 1.0, 2.0, 0.5, 4, None, cls, series, 0)
     assert st["n"] == 3 and st["mean"] == pytest.approx(0.004)
     vals = [v for (_, _, _, _, v) in series.rows]
     assert vals == pytest.approx([0.001, 0.002, 0.003, 0.004])  # the sample at 2.0 s is past the last bin
@@ -870,7 +875,8 @@ def test_kernel_ldelay_samples_of_codel_and_fq_codel(tmp_path):
 def test_kernel_tcp_counters_from_the_senders_mib():
     """The warm-up and final snapshots read /proc/net/netstat and /proc/net/snmp in every
     namespace with a bulk sender; RTOs and recovery episodes come from TcpExt counters."""
-    from aqmlab.linux.engine import parse_mib, tcp_counters
+    from aqmlab.linux.flows import tcp_counters
+    from aqmlab.linux.parse import parse_mib
 
     tr, _ = _tr(HEADLINE)
     for c in ("client0", "client1"):
@@ -927,7 +933,8 @@ def test_cake_queue_counters_and_delay_sample(tmp_path):
     """sch_cake: whole-run drops (COBALT/overflow not told apart: NaN reasons), the ACK
     filter's drops and ECN marks summed over tins; the delay sample is the busiest tin's
     avg_delay_us; COBALT's drops count as head drops in the Little's-law estimate."""
-    from aqmlab.linux.engine import _Long, _queue_row, ldelay_sample
+    from aqmlab.linux.longtable import LongTable
+    from aqmlab.linux.queues import ldelay_sample, queue_row
     from aqmlab.linux.translate import QueueMap
 
     def entry(pk, drops, backlog=15140):
@@ -939,7 +946,7 @@ def test_cake_queue_counters_and_delay_sample(tmp_path):
     (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([entry(1500, 140)])}\n")
     samples = [(10.0 + 0.2 * k, [entry(500 + 100 * k, 40 + 10 * k)]) for k in range(11)]
     qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "cake", ["cake"], "htb", 14, 1500)
-    row = _queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, samples, _Long(["tx_bps"]), 0)
+    row = queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, samples, LongTable(["tx_bps"]), 0)
     assert row["dropped"] == 140 and row["drops_ack_filter"] == 3 and row["marks_codel"] == 7 and row["marked"] == 7
     assert row["drops_codel"] != row["drops_codel"]  # NaN: the kernel does not split them
     # 10 packets queued; 100 head drops after the warm-up against 1000 transmissions in 1 s
@@ -954,7 +961,8 @@ def test_cake_tins_in_the_simulators_numbering_after_the_warm_up(tmp_path):
     the simulator's tinN_* columns number them, with IP bytes (each packet's 14 bytes of
     framing off), the ACK filter's drops apart, the threshold in bit/s, and the counters
     taken after the warm-up as the simulator's are."""
-    from aqmlab.linux.engine import _Long, _queue_row, cake_tins
+    from aqmlab.linux.longtable import LongTable
+    from aqmlab.linux.queues import cake_tins, queue_row
     from aqmlab.linux.translate import QueueMap
 
     def dump(bulk_pk, be_pk, voice_pk, drops=(0, 0, 0)):
@@ -982,7 +990,7 @@ def test_cake_tins_in_the_simulators_numbering_after_the_warm_up(tmp_path):
     (tmp_path / "warm.n0").write_text(f"T 11.0\n{json.dumps([dump(4, 50, 5, (1, 2, 3))])}\n")
     (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([dump(10, 100, 20, (5, 6, 7))])}\n")
     qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "cake", ["cake"], "htb", 14, 1500)
-    row = _queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, [], _Long(["tx_bps"]), 0)
+    row = queue_row(tmp_path, qm, 10.0, 1.0, 2.0, 0.2, 10, [], LongTable(["tx_bps"]), 0)
     assert (row["tin0_sent_bytes"], row["tin1_sent_bytes"], row["tin3_sent_bytes"]) == (50 * 1500, 6 * 1500, 15 * 1500)
     assert (row["tin0_drops"], row["tin1_drops"], row["tin3_drops"]) == (4, 4, 4)
     assert row["tin1_threshold_bps"] == 500_000  # a setting, not a counter
@@ -1029,7 +1037,8 @@ def test_queue_samplers_sleep_random_gaps():
 def test_fq_codel_class_dump_in_tc_text_format():
     """Debian 12's tc prints class statistics as text even with -j: the parser reads kind,
     handle, backlog, qlen and ldelay (us / ms / s) from it."""
-    from aqmlab.linux.engine import ldelay_sample, parse_class_samples
+    from aqmlab.linux.parse import parse_class_samples
+    from aqmlab.linux.queues import ldelay_sample
 
     text = (
         "T 3.63 e0a\n\nT 4.09 e0a\n"
