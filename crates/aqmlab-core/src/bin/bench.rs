@@ -12,6 +12,8 @@
 //! downstream); `--links` replaces that set by a comma-separated list of name prefixes
 //! (e.g. `--links bottleneck,wifi` to also count WiFi interfaces).
 
+#![warn(clippy::too_many_lines)]
+
 use aqmlab_core::qdisc::Qdisc;
 use aqmlab_core::{Scenario, Simulator};
 

@@ -273,6 +273,7 @@ impl RedConfig {
     pub const PARAMS: &'static [ParamDoc] = &RED_PARAMS;
 
     /// Applies tc's derivations and the kernel's checks.
+    #[allow(clippy::too_many_lines)] // split in a later step
     pub fn resolve(&self, ctx: &BuildCtx, adaptive_default: bool) -> Result<RedParams, ParamError> {
         if let (Some(a), Some(b)) = (self.min, self.max) {
             if unit_of(a) != unit_of(b) {

@@ -219,6 +219,7 @@ impl Builder {
         Ok(())
     }
 
+    #[allow(clippy::too_many_lines)] // split in a later step
     fn dumbbell_links(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {
         let f = "dumbbell";
         check_range("dumbbell.pairs", d.pairs, 1, 100_000, "1 to 100000")?;

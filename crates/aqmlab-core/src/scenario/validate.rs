@@ -35,6 +35,7 @@ impl Scenario {
 
     /// [`Scenario::validate`] with an explicit resource budget
     /// ([`Budget::UNLIMITED`](crate::resources::Budget::UNLIMITED) for `--force`).
+    #[allow(clippy::too_many_lines)] // split in a later step
     pub fn validate_with(&self, budget: &crate::resources::Budget) -> Result<Plan, ScenarioError> {
         use crate::resources;
         let run = &self.run;

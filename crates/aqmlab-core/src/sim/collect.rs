@@ -7,6 +7,7 @@ use crate::metrics::{LinkField, LongTable, MetricNames, KIND_FLOW, KIND_QUEUE};
 use crate::qdisc::{DropReason, MarkReason, Qdisc};
 use crate::result::{FlowRow, QueueRow, RunResult};
 
+#[allow(clippy::too_many_lines)] // split in a later step
 pub(crate) fn collect(sim: &Simulator) -> RunResult {
     let mut names = MetricNames::default();
     let mut series = LongTable::default();
