@@ -43,7 +43,7 @@ def test_the_subset_passes_and_each_key_outside_it_is_named():
         'qdisc = { kind = "fifo", limit = 50 }': ('qdisc = { kind = "codel" }', "dumbbell.qdisc.kind"),
         "limit = 50 }": ('limit = "75KB" }', "dumbbell.qdisc.limit"),
         'kind = "bulk"\ncount = 2': ('kind = "web"\ncount = 2', "flow[0].kind"),
-        'to = "server{i}"': ('to = "server{i}"\nbytes = "1MB"', "flow[0].bytes"),
+        'to = "server{i}"': ('to = "server{i}"\ntcp = { cc = "bbr" }', "flow[0].tcp.cc"),
     }
     for old, (new, key) in cases.items():
         bad = _check(BASE.replace(old, new))
@@ -52,8 +52,11 @@ def test_the_subset_passes_and_each_key_outside_it_is_named():
     bad = _check(BASE.replace('[tcp]\nstack = "ns2-sack1"\n', ""))
     assert bad[0].startswith("tcp.stack:")
     # several problems: all named
-    bad = _check(BASE.replace('stack = "ns2-sack1"', 'stack = "ns2-sack1"\ncc = "cubic"\nhystart = true'))
+    bad = _check(BASE.replace('stack = "ns2-sack1"', 'stack = "ns2-sack1"\ncc = "dctcp"\nhystart = true'))
     assert [b.split(":")[0] for b in bad] == ["tcp.cc", "tcp.hystart"]
+    # CUBIC runs on Agent/TCP/Linux, which recovers with SACK: no SACK is refused
+    bad = _check(BASE.replace('to = "server{i}"', 'to = "server{i}"\ntcp = { cc = "cubic", sack = false }'))
+    assert [b.split(":")[0] for b in bad] == ["flow[0].tcp.sack"] and "Agent/TCP/Linux" in bad[0]
     # RED must be ns-2's own, with thresholds in packets
     red = BASE.replace('qdisc = { kind = "fifo", limit = 50 }', 'qdisc = { kind = "red", min = 5, max = 15, limit = 60 }')
     assert _check(red)[0].startswith("dumbbell.qdisc.variant:")
@@ -89,6 +92,63 @@ def test_tcl_maps_the_keys():
     assert "$ns queue-limit $n(2) $n(0) 1001" in s  # DropTail: the fifo limit + the packet on the wire
     assert [q.name for q in tr.queues][:2] == ["bottleneck_up", "bottleneck_down"]
     assert tr.flows[0].pkt_size == 1460 + 40 + 14 and tr.flows[0].payload == 1460
+
+
+PER_FLOW = BASE.replace('count = 2\nfrom = "client{i}"\nto = "server{i}"\n', 'from = "client0"\nto = "server0"\ntcp = { cc = "cubic", trace = true }\n') + """
+[[flow]]
+name = "nosack"
+kind = "bulk"
+from = "server0"
+to = "client0"
+tcp = { cc = "newreno", sack = false }
+[[flow]]
+name = "fetch"
+kind = "bulk"
+from = "client1"
+to = "server1"
+start = "1s"
+bytes = "2MB"
+tcp = { ecn = true, init_cwnd = 4 }
+"""
+
+
+def test_per_flow_tcp_options_map_onto_each_flows_agent():
+    sc = aqmlab.load_scenario(PER_FLOW)
+    assert check(sc.to_dict(), sc.validate()) == []
+    tr = translate(sc.to_dict(), sc.validate(seed=1, spread=True), seed=1)
+    s = tr.script
+    # flow 0: CUBIC on TCP-Linux with a SACK sink, its variables traced
+    for line in ("set src(0) [new Agent/TCP/Linux]", '$ns at 0 "$src(0) select_ca cubic"', "set dst(0) [new Agent/TCPSink/Sack1/DelAck]",
+                 "$src(0) attach $tf(0)", "$src(0) trace cwnd_", "$src(0) trace ssthresh_", "$src(0) trace srtt_",
+                 # flow 1: ns-2's Newreno without SACK, and its sink without SACK
+                 "set src(1) [new Agent/TCP/Newreno]", "set dst(1) [new Agent/TCPSink/DelAck]",
+                 # flow 2: Sack1 with ECN and an initial window of 4, 2 MB then stop
+                 "set src(2) [new Agent/TCP/Sack1]", "$src(2) set ecn_ 1", "$src(2) set windowInit_ 4", '"$app(2) send 2000000"'):
+        assert line in s, line
+    # the options stay on their flow
+    assert s.count("select_ca") == 1 and s.count("set ecn_") == 1 and s.count(" trace cwnd_") == 1
+    assert "$src(0) set windowInit_ 2" in s and "$src(1) set windowInit_ 2" in s
+    assert [f.trace for f in tr.flows] == ["tcp0.tr", "", ""]
+    assert any("Agent/TCP/Linux" in n and "bulk" in n for n in tr.notes)
+
+
+def test_tcp_variable_trace_becomes_samples(tmp_path):
+    sc = aqmlab.load_scenario(PER_FLOW)
+    tr = translate(sc.to_dict(), sc.validate(seed=1, spread=True), seed=1)
+    for q in tr.queues:
+        (tmp_path / q.trace).write_text("")
+    (tmp_path / "flows.tr").write_text("".join(f"F {t} {i} 0 0 0 0 0\n" for t in (0, 1, 5) for i in range(3)))
+    # initial values at 0 (ssthresh twice: the agent's defaults), then a reduction
+    (tmp_path / "tcp0.tr").write_text(
+        "0.00000  0  0  1  0  cwnd_ 2.000\n0.00000  0  0  1  0  ssthresh_ 20\n0.00000  0  0  1  0  srtt_ 0.000\n"
+        "0.00000  0  0  1  0  ssthresh_ 1000\n0.12006  0  0  1  0  srtt_ 0.020\n0.40840  0  0  1  0  cwnd_ 44.500\n0.40840  0  0  1  0  ssthresh_ 44\n")
+    raw, _ = collect(tmp_path, tr, seed=1, wall_seconds=0.1)
+    r = aqmlab.Result(raw, sc)
+    m = r.samples[(r.samples["kind"] == "flow") & (r.samples["entity"] == tr.flows[0].name)]
+    got = {k: list(zip(g["t"], g["value"])) for k, g in m.groupby("metric")}
+    assert got["cwnd"] == [(tr.flows[0].start, 2 * 1448), (0.4084, 44.5 * 1448)]
+    assert got["ssthresh"] == [(0.4084, 44 * 1448)]
+    assert got["srtt"] == [(0.12006, 0.02)]
 
 
 # A hand-made trace of one 10 Mbit/s link: three 1514-byte packets arrive at 0, 0 and

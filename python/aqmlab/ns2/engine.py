@@ -34,7 +34,7 @@ from aqmlab.ns2.translate import check as check_doc
 from aqmlab.result import Result
 from aqmlab.scenario import load_scenario
 
-__all__ = ["available", "check", "run", "collect", "parse_queue_trace", "parse_flow_samples", "Ns2Error"]
+__all__ = ["available", "check", "run", "collect", "parse_queue_trace", "parse_flow_samples", "parse_tcp_trace", "Ns2Error"]
 
 NAN = math.nan
 SETUP = "scripts/setup-ns2.sh"
@@ -105,6 +105,36 @@ def parse_pings(text: str) -> tuple[dict[int, list[float]], dict[int, list[tuple
         elif len(p) == 4 and p[0] == "R":
             replies.setdefault(int(p[1]), []).append((float(p[2]), float(p[3])))
     return sends, replies
+
+
+def parse_tcp_trace(text: str) -> dict[str, list[tuple[float, float]]]:
+    """A TCP agent's variable trace (``TIME SADDR SPORT DADDR DPORT NAME VALUE``, one line
+    per change of a traced variable) as (time, value) lists by variable name."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for line in text.splitlines():
+        p = line.split()
+        if len(p) == 7:
+            try:
+                out.setdefault(p[5], []).append((float(p[0]), float(p[6])))
+            except ValueError:
+                continue
+    return out
+
+
+def _tcp_samples(f: Ns2Flow, i: int, text: str, samples: _Long) -> None:
+    """The simulator's trace samples of a bulk flow from its agent's variable trace:
+    ``cwnd`` and ``ssthresh`` in bytes (ns-2 counts segments of ``payload`` bytes), from the
+    flow's start (ssthresh after its initial values), ``srtt`` in seconds."""
+    tr = parse_tcp_trace(text)
+    for var, metric, scale in (("cwnd_", "cwnd", f.payload), ("ssthresh_", "ssthresh", f.payload), ("srtt_", "srtt", 1.0)):
+        pts = np.array(tr.get(var, []), dtype=float).reshape(-1, 2)
+        keep = pts[:, 0] > f.start
+        t, v = pts[keep, 0], pts[keep, 1]
+        if var == "cwnd_" and (~keep).any():
+            # the initial window, set when the agent was made: a sample at the flow's start
+            t, v = np.concatenate([[f.start], t]), np.concatenate([[pts[~keep, 1][-1]], v])
+        if len(t):
+            samples.push(0, i, metric, t, v * scale)
 
 
 def match_replies(sends: list[float], replies: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -320,6 +350,8 @@ def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) ->
         row = _flow_row(f, i, fs.get(i, []), traces.get(first.get(f.src, "")), warm, dur, binw, nbins, series)
         if f.kind == "ping":
             _ping_row(row, i, sends.get(i, []), replies.get(i, []), warm, samples)
+        if f.trace and (out / f.trace).is_file():
+            _tcp_samples(f, i, (out / f.trace).read_text(), samples)
         for c in fcols:
             fl[c].append(row.get(c, NAN))
     from aqmlab import __version__

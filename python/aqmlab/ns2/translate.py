@@ -17,12 +17,14 @@ The subset ns-2 expresses, and how each part maps:
   in packet mode (``thresh_`` = min, ``maxthresh_`` = max, ``queue-limit`` = limit,
   ``linterm_`` = 1/probability, ``mean_pktsize_`` = avpkt, ``q_weight_`` = weight or 0
   (ns-2's automatic 1 − exp(−1/C), the simulator's default), ``gentle_``, ``adaptive_``);
-- TCP: only ``stack = "ns2-sack1"`` (the simulator's model of ns-2's agents):
-  ``Agent/TCP/Sack1`` (``sack = false``: ``Agent/TCP/Newreno``) with FTP, and
+- TCP: only ``stack = "ns2-sack1"`` (the simulator's model of ns-2's agents), per flow:
+  ``Agent/TCP/Sack1`` (``sack = false``: ``Agent/TCP/Newreno``; ``cc = "cubic"``:
+  ``Agent/TCP/Linux`` with ``select_ca cubic``) with FTP (``bytes``: ``send N``), and
   ``Agent/TCPSink/Sack1/DelAck`` (``Agent/TCPSink/DelAck``; ``delayed_ack = "off"``: the
   sinks without DelAck); ``mss`` → ``packetSize_``, ``init_cwnd`` → ``windowInit_``,
   ``rcv_window`` → ``window_``, ``max_window`` → ``maxcwnd_``, ``min_rto`` → ``minrto_``,
-  ``initial_rto`` → ``rtxcur_init_``;
+  ``initial_rto`` → ``rtxcur_init_``, ``ecn`` → ``ecn_``, ``trace`` → the agent's
+  variable trace of ``cwnd_``, ``ssthresh_`` and ``srtt_``;
 - CBR: ``Agent/UDP`` + ``Application/Traffic/CBR`` (``random_ 0``) into an
   ``Agent/LossMonitor``;
 - ping: ``Agent/Ping`` at both ends, one echo every ``interval`` from ``start`` until
@@ -52,22 +54,26 @@ RUN_KEYS = {"name", "description", "duration", "warmup", "bin", "seed", "max_mem
 DUMBBELL_KEYS = {"pairs", "rate", "delay", "qdisc", "up", "down", "access_rate", "access_delay", "client_delays", "server_delays", "access_qdisc", "overhead", "mtu", "device_queue"}
 DIRECTION_KEYS = {"rate", "qdisc", "loss"}
 FLOW_KEYS = {
-    "bulk": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "tcp"},
+    "bulk": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "bytes", "tcp"},
     "cbr": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "rate", "size"},
     "ping": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "interval", "size"},
 }
 RED_KEYS = {"kind", "limit", "min", "max", "probability", "adaptive", "gentle", "avpkt", "weight", "variant"}
 
 #: [tcp] keys mapped onto ns-2 agent variables
-TCP_MAPPED = {"stack", "cc", "sack", "init_cwnd", "mss", "delayed_ack", "min_rto", "initial_rto", "rcv_window", "max_window"}
+TCP_MAPPED = {"stack", "cc", "sack", "ecn", "init_cwnd", "mss", "delayed_ack", "min_rto", "initial_rto", "rcv_window", "max_window"}
+#: congestion controls: ``newreno``/``reno`` are ns-2's own agents (Sack1, Newreno without
+#: SACK); ``cubic`` is ``Agent/TCP/Linux`` running ns-2.35's copy of Linux's tcp_cubic.c
+#: (before HyStart) in TCP-Linux's SACK loss recovery (``select_ca cubic``)
+CC = ("newreno", "reno", "cubic")
 #: [tcp] keys accepted only at the ns2-sack1 profile's value (what ns-2's agents do)
 TCP_FIXED: dict[str, Any] = {
     "rto_floor": "sum", "rtt_timing": "ns2", "timestamps": False, "ss_growth": "acks", "ca_growth": "acks",
     "recovery": "rfc6675", "prr": False, "undo": "off", "rto_undo": False, "loss_detection": "dupthresh", "dsack": False, "tlp": "off",
-    "early_retransmit": False, "ecn": False, "reno_halves": "cwnd", "pacing": False, "hystart": False, "rcv_autotune": "off",
+    "early_retransmit": False, "reno_halves": "cwnd", "pacing": False, "hystart": False, "rcv_autotune": "off",
 }
 #: the ns2-sack1 profile's values of the mapped keys (crates/aqmlab-core/src/tcp/config.rs)
-NS2_SACK1 = {"cc": "newreno", "sack": True, "init_cwnd": 2, "mss": 1448, "delayed_ack": "ns2", "min_rto": 0.2, "initial_rto": 3.0, "rcv_window": 10000}
+NS2_SACK1 = {"cc": "newreno", "sack": True, "ecn": False, "init_cwnd": 2, "mss": 1448, "delayed_ack": "ns2", "min_rto": 0.2, "initial_rto": 3.0, "rcv_window": 10000}
 #: ns-2's DelAck interval for each delayed_ack policy (None: no delayed ACKs)
 DELACK = {"ns2": 0.1, "ns3": 0.2, "off": None}
 
@@ -97,6 +103,7 @@ class Ns2Flow:
     payload: int  # payload bytes per data packet (goodput)
     overhead: int
     interval: float = 0.0  # ping: time between echoes
+    trace: str = ""  # bulk with tcp.trace: the file of its cwnd_/ssthresh_/srtt_ changes
 
 
 @dataclass
@@ -158,8 +165,13 @@ def _check_tcp(t: dict, where: str, out: list[str], *, flow: bool) -> None:
             elif v != "ns2-sack1":
                 out.append(_err(f"{where}.stack", f"{v!r}: the {ENGINE} runs ns-2's Sack1/Newreno agents, which the simulator models as stack = \"ns2-sack1\"; set it"))
         elif k == "cc":
-            if v not in ("newreno", "reno"):
-                out.append(_err(f"{where}.cc", f"{v!r} is not supported by the {ENGINE} (newreno/reno: ns-2's Sack1 and Newreno agents)"))
+            if v not in CC:
+                out.append(_err(f"{where}.cc", f"{v!r} is not supported by the {ENGINE} (newreno/reno: ns-2's Sack1 and Newreno agents; cubic: ns-2's Agent/TCP/Linux)"))
+        elif k in ("sack", "ecn"):
+            if not isinstance(v, bool):
+                out.append(_err(f"{where}.{k}", f"expected true or false, got {v!r}"))
+        elif k == "trace":
+            pass  # an output request: a warning of the run (notes), no dynamics
         elif k == "delayed_ack":
             if v not in DELACK:
                 out.append(_err(f"{where}.delayed_ack", f"{v!r} is not supported by the {ENGINE} (allowed: {', '.join(DELACK)})"))
@@ -171,7 +183,7 @@ def _check_tcp(t: dict, where: str, out: list[str], *, flow: bool) -> None:
         elif k in TCP_FIXED:
             want = TCP_FIXED[k]
             if v != want:
-                out.append(_err(f"{where}.{k}", f"{v!r} is not supported by the {ENGINE} (ns-2's Sack1 agent: {want!r} only)"))
+                out.append(_err(f"{where}.{k}", f"{v!r} is not supported by the {ENGINE} (ns-2's agents: {want!r} only)"))
         else:
             out.append(_err(f"{where}.{k}", f"not supported by the {ENGINE}"))
 
@@ -226,6 +238,11 @@ def check(sc: dict, plan: dict | None = None) -> list[str]:
             out.append(_err(f"flow[{i}].stop", f"the {ENGINE} runs its sources until the end of the run (ns-2's FTP cannot stop a TCP agent cleanly)"))
         if kind == "bulk" and "tcp" in f:
             _check_tcp(f["tcp"], f"flow[{i}].tcp", out, flow=True)
+        if kind == "bulk":
+            t = _tcp_settings(sc, f.get("tcp", {}))
+            if t["cc"] == "cubic" and t["sack"] is False:
+                key = f"flow[{i}].tcp.sack" if "sack" in f.get("tcp", {}) else "tcp.sack"
+                out.append(_err(key, f"false with cc = \"cubic\" is not supported by the {ENGINE} (ns-2's Agent/TCP/Linux recovers with SACK)"))
     return out
 
 
@@ -272,10 +289,10 @@ def _queue_tcl(q: dict, rate_bps: float) -> tuple[str, list[str], int]:
 
 
 def _tcp_settings(sc: dict, flow_tcp: dict) -> dict[str, Any]:
-    t = dict(NS2_SACK1)
+    t = dict(NS2_SACK1, trace=False)
     for src in (sc.get("tcp", {}), flow_tcp):
         for k, v in src.items():
-            if k in NS2_SACK1:
+            if k in NS2_SACK1 or k == "trace":
                 t[k] = _tcp_value(k, v)
     if "max_window" in flow_tcp or "max_window" in sc.get("tcp", {}):
         t["max_window"] = flow_tcp.get("max_window", sc.get("tcp", {}).get("max_window"))
@@ -320,6 +337,7 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
         kind = qd.get("kind", "fifo")
         queues.append(Ns2Queue(ln["name"], ln["from"], ln["to"], float(ln["rate_bps"]), float(ln["delay"]), "fifo" if kind == "pfifo" else kind, oh, fn))
     flows: list[Ns2Flow] = []
+    linux_agents: list[str] = []
     samp: list[str] = []
     pings = False
     for i, f in enumerate(plan["flows"]):
@@ -329,7 +347,9 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
         if f["kind"] == "bulk":
             t = _tcp_settings(sc, ftab.get("tcp", {}))
             mss = int(t["mss"])
-            agent = "Agent/TCP/Sack1" if t["sack"] else "Agent/TCP/Newreno"
+            nbytes = int(parse_size(ftab["bytes"], f"flow[{f['group']}].bytes")) if "bytes" in ftab else 0
+            cubic = t["cc"] == "cubic"
+            agent = "Agent/TCP/Linux" if cubic else "Agent/TCP/Sack1" if t["sack"] else "Agent/TCP/Newreno"
             delack = DELACK[t["delayed_ack"]]
             sink = ("Agent/TCPSink/Sack1" if t["sack"] else "Agent/TCPSink") + ("/DelAck" if delack is not None else "")
             L += [
@@ -344,6 +364,15 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
             ]
             if t.get("max_window") is not None:
                 L.append(f"$src({i}) set maxcwnd_ {int(t['max_window'])}")
+            if t["ecn"]:
+                # ECN-capable; the sink echoes CE (the engine's queues never mark: RED's setbit_ is false)
+                L.append(f"$src({i}) set ecn_ 1")
+            if cubic:
+                # TCP-Linux's congestion-control module, chosen before the first segment
+                L.append(f'$ns at 0 "$src({i}) select_ca cubic"')
+            if t["trace"]:
+                # every change of cwnd_ (packets), ssthresh_ (packets), srtt_ (s, 10 ms ticks)
+                L += [f"set tf({i}) [open $OUT/tcp{i}.tr w]", f"$src({i}) attach $tf({i})"] + [f"$src({i}) trace {v}" for v in ("cwnd_", "ssthresh_", "srtt_")]
             L += [f"set dst({i}) [new {sink}]", f"$dst({i}) set packetSize_ {40 + oh}"]
             if delack is not None:
                 L.append(f"$dst({i}) set interval_ {_tcl_num(delack)}")
@@ -352,10 +381,13 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
                 f"$ns attach-agent $n({dst}) $dst({i})",
                 f"$ns connect $src({i}) $dst({i})",
                 f"set app({i}) [$src({i}) attach-app FTP]",
-                f"$ns at {_tcl_num(start)} \"$app({i}) start\"",
+                # FTP send N: the agent sends ceil(N / packetSize_) segments and stops
+                f"$ns at {_tcl_num(start)} \"$app({i}) send {nbytes}\"" if nbytes else f"$ns at {_tcl_num(start)} \"$app({i}) start\"",
             ]
             samp.append(f'puts $sf "F $t {i} [$dst({i}) set bytes_] [$src({i}) set ndatapack_] [$src({i}) set nrexmitpack_] [$src({i}) set nrexmit_] [$src({i}) set cwnd_]"')
-            flows.append(Ns2Flow(f["name"], "bulk", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), mss + 40 + oh, mss, oh))
+            flows.append(Ns2Flow(f["name"], "bulk", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), mss + 40 + oh, mss, oh, trace=f"tcp{i}.tr" if t["trace"] else ""))
+            if cubic:
+                linux_agents.append(f["name"])
         elif f["kind"] == "ping":
             size = int(parse_size(ftab.get("size", 84), f"flow[{f['group']}].size"))
             iv = parse_duration(ftab.get("interval", "200ms"), f"flow[{f['group']}].interval")
@@ -428,10 +460,11 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
     L += [f'$ns at {_tcl_num(t)} "sample {_tcl_num(t)}"' for t in times]
     L += [
         "proc finish {} {",
-        "    global ns sf qf pf",
+        "    global ns sf qf pf tf",
         "    $ns flush-trace",
         "    close $sf",
         "    if {[info exists pf]} { close $pf }",
+        "    foreach j [array names tf] { close $tf($j) }",
         "    foreach j [array names qf] { close $qf($j) }",
         '    puts "aqmlab-ns2: done [$ns now]"',
         "    exit 0",
@@ -441,6 +474,8 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
         "",
     ]
     notes = []
+    if linux_agents:
+        notes.append(f"cc = \"cubic\" ({', '.join(linux_agents)}): ns-2's Agent/TCP/Linux runs ns-2.35's copy of Linux's tcp_cubic.c (no HyStart) in TCP-Linux's own SACK recovery; the simulator runs its CUBIC in the ns2-sack1 stack")
     if "host_jitter" not in sc.get("run", {}):
         notes.append("ns-2 has no host jitter: the simulator's default 50 us per packet from end hosts stays on its side (set run.host_jitter = \"0s\" to remove it there too)")
     return Ns2Translation("\n".join(L), dur, warm, binw, queues, flows, notes)
