@@ -340,7 +340,11 @@ def crosscheck_cmd(file: str | None, engine_list: str | None, seed: int | None, 
     per-queue utilisation, sojourn mean/p99, drop rate, drops and marks by reason,
     per-flow goodput and shares, probe RTTs; per engine its value, ratio to the simulator
     and verdict. Utilisation must agree within 2 points; mean sojourn, induced latency and
-    drop rate within the engine's tolerance (linux ±25 %, ns3 ±15 %, ns2 ±5 %). An engine
+    drop rate within the engine's tolerance (linux ±25 %, ns3 ±15 %, ns2 ±5 %). Each
+    engine is judged against its simulator twin, the simulator with the stack that models
+    it: the file as it is for linux and ns3; for ns2 the file with stack ns2-sack1, RED
+    variant ns2 and the [tcp] keys ns-2's agents cannot express left to that profile (each
+    change printed; per-flow keys are never changed). An engine
     that cannot express a key of the file is refused before anything runs (with --engines)
     or left out (by default). Exit status 0 whatever the verdict.
 
@@ -426,10 +430,17 @@ def _campaign(mode: str, engine_list: str | None, out: str | None, only: list[st
 
 def _crosscheck_engines(sc, engine_list: str | None) -> list[str]:
     """The engines to compare with; exits 2 (before anything runs) on an unknown name, an
-    engine that cannot express the scenario or is not installed, or when by default no
-    engine can run it."""
+    engine that cannot express the scenario (its simulator twin's, :func:`aqmlab.crosscheck.twin`)
+    or is not installed, or when by default no engine can run it."""
+    import aqmlab
+    from aqmlab.crosscheck import twin
+
     sc.validate()
     others = [e for e in ENGINES if e != "sim"]
+
+    def doc(n: str):
+        return aqmlab.load_scenario(twin(n, sc).doc)
+
     if engine_list is not None:
         names = [n.strip() for n in engine_list.split(",") if n.strip()]
         if not names:
@@ -438,11 +449,11 @@ def _crosscheck_engines(sc, engine_list: str | None) -> list[str]:
             if n not in others:
                 _fail(f"--engines: unknown engine {n!r}; allowed: {', '.join(others)}", EXIT_BAD_INPUT)
         for n in dict.fromkeys(names):
-            _engine_ready(n, sc)
+            _engine_ready(n, doc(n))
         return list(dict.fromkeys(names))
     ok, why = [], []
     for n in others:
-        bad = ENGINES[n].check(sc)
+        bad = ENGINES[n].check(doc(n))
         msg = bad[0] if bad else ENGINES[n].available()
         if msg is None:
             ok.append(n)
@@ -454,46 +465,66 @@ def _crosscheck_engines(sc, engine_list: str | None) -> list[str]:
 
 
 def _crosscheck_multi(sc, names: list[str], seed: int | None, as_json: bool, out: str | None, keep: str | None) -> None:
-    from aqmlab.crosscheck import compare_engines, figures, render, to_json, verdicts
+    import aqmlab
+    from aqmlab.crosscheck import compare_engines, figures, render, to_json, twin, verdicts
     from aqmlab.linux.crosscheck import run_sim
 
     say = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
-    sim = run_sim(sc, seed=seed)
+    # each engine against the simulator running the stack that models it: one simulator
+    # run per distinct twin
+    twins = {n: twin(n, sc) for n in names}
+    by_key: dict[str, Any] = {}
+    sims: dict[str, Any] = {}
+    for n in names:
+        k = twins[n].key()
+        if k not in by_key:
+            by_key[k] = run_sim(twins[n].doc, seed=seed)
+        sims[n] = by_key[k]
+    sim = sims[names[0]]
+    for n in names:
+        for c in twins[n].changes:
+            say(f"{n} and its simulator twin: {c}")
     results: dict[str, Any] = {}
     failed: dict[str, str] = {}
     for n in names:
         kw: dict[str, Any] = {"log": say}
         if keep is not None:
             kw["keep"] = str(Path(keep) / n) if len(names) > 1 else keep
+        doc = aqmlab.load_scenario(twins[n].doc)
         try:
             if n == "linux":  # minutes of TCG: show the virtual seconds reached
                 with _vm_progress(not as_json) as (kw["log"], progress):
-                    results[n] = ENGINES[n].run(sc, seed, progress=progress, **kw)
+                    results[n] = ENGINES[n].run(doc, seed, progress=progress, **kw)
             else:
-                results[n] = ENGINES[n].run(sc, seed, **kw)
+                results[n] = ENGINES[n].run(doc, seed, **kw)
         except ScenarioError:
             raise
         except (AqmlabError, OSError) as e:
             # a crashed engine fails alone; the others are still compared
             failed[n] = " ".join(str(e).split())
             say(f"{n} engine failed: {failed[n]}")
-    rows = compare_engines(sim, results)
+    rows = compare_engines(sim, results, sims)
     ran = list(results)
     agree = verdicts(rows, ran)
+    stacks = {n: twins[n].stack for n in names}
     if out is not None:
         sim.write_parquet(Path(out) / "sim")
+        for n in names:
+            if sims[n] is not sim:  # another twin: OUT/sim-ENGINE
+                sims[n].write_parquet(Path(out) / f"sim-{n}")
         for n, r in results.items():
             r.write_parquet(Path(out) / n)
         figs = figures(sim, results, out, title=sc.name)
     if as_json:
         eng = {n: {"agree": agree.get(n), "error": failed.get(n), "info": _finite(results[n].engine_info) if n in results else None,
-                   "warnings": results[n].warnings if n in results else []} for n in names}
+                   "warnings": results[n].warnings if n in results else [], "twin": {"stack": stacks[n], "changes": twins[n].changes}} for n in names}
         sys.stdout.write(json.dumps({"scenario": sc.name, "engines": eng, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
         return
     for r in results.values():
         for w in r.warnings:
             click.echo(f"warning: {w}", err=True)
-    _console().print(render(rows, ran, title=f"{sc.name}: simulator vs {', '.join(ran) or 'no engine'}"))
+    twin_note = "; ".join(f"{n}: stack {stacks[n]}" for n in ran)
+    _console().print(render(rows, ran, title=f"{sc.name}: simulator vs {', '.join(ran) or 'no engine'} (each against the simulator twin running {twin_note})" if ran else f"{sc.name}: no engine ran", twins=stacks))
     for n in names:
         if n in failed:
             click.echo(f"{n}: FAILED: {failed[n]}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from aqmlab.linux.crosscheck import UTIL_POINTS, Row, compare
 
-__all__ = ["Cell", "MultiRow", "compare_engines", "drop_rate", "render", "to_json", "verdicts", "figures", "REL_TOL", "DROP_FLOOR"]
+__all__ = ["Cell", "MultiRow", "Twin", "twin", "compare_engines", "drop_rate", "render", "to_json", "verdicts", "figures", "REL_TOL", "DROP_FLOOR"]
 
 #: Relative tolerance of mean sojourn, induced latency and drop rate per engine: the
 #: Linux kernel's criteria of issue #19 (±25 %), and the goals for ns-3 (±15 %, its own
@@ -35,6 +35,75 @@ class Cell:
     value: float
     diff: str
     verdict: str  # "ok", "DIFF" or "" (no criterion)
+    #: the simulator's value in this engine's twin (:func:`twin`)
+    sim: float = math.nan
+
+
+@dataclass
+class Twin:
+    """What an engine and the simulator run for one file: ``doc`` (the scenario), the
+    simulator's TCP stack profile in it, and each way ``doc`` differs from the file, one
+    sentence naming the key."""
+
+    doc: dict[str, Any]
+    stack: str
+    changes: list[str] = field(default_factory=list)
+
+    def key(self) -> str:
+        import json
+
+        return json.dumps(self.doc, sort_keys=True, default=str)
+
+
+def _qdisc_tables(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    db = doc.get("dumbbell", {})
+    out = [(f"dumbbell.{k}", db[k]) for k in ("qdisc", "access_qdisc") if isinstance(db.get(k), dict)]
+    out += [(f"dumbbell.{d}.qdisc", db[d]["qdisc"]) for d in ("up", "down") if isinstance(db.get(d), dict) and isinstance(db[d].get("qdisc"), dict)]
+    return out
+
+
+def twin(engine: str, scenario: Any) -> Twin:
+    """The scenario ``engine`` and its simulator twin run for ``scenario``: the simulator
+    with the stack profile that models the engine. The kernel and ns-3 run the file as it
+    is (ns-3 takes the file's ``linux`` or ``ns3`` stack). ns-2 runs its own agents and
+    RED, which the simulator models as ``stack = "ns2-sack1"`` and RED ``variant = "ns2"``:
+    its twin sets those, and leaves to the profile each ``[tcp]`` key of the file that
+    ns-2's agents cannot express (named in ``changes``). Per-flow ``tcp`` keys are never
+    changed: an engine that cannot express one refuses the file."""
+    import copy
+
+    import aqmlab
+
+    sc = aqmlab.load_scenario(scenario)
+    doc = sc.to_dict()
+    stack = str(doc.get("tcp", {}).get("stack", "linux"))
+    if engine != "ns2":
+        return Twin(doc, stack)
+    from aqmlab.ns2.translate import check
+
+    doc = copy.deepcopy(doc)
+    changes: list[str] = []
+    tcp = doc.setdefault("tcp", {})
+    if any(f.get("kind") == "bulk" for f in doc.get("flow", [])) and stack != "ns2-sack1":
+        tcp["stack"] = "ns2-sack1"
+        changes.append(f'tcp.stack: {stack!r} → "ns2-sack1" (the simulator\'s model of ns-2\'s agents)')
+        stack = "ns2-sack1"
+    for path, q in _qdisc_tables(doc):
+        if q.get("kind") in ("red", "ared") and q.get("variant") != "ns2":
+            changes.append(f'{path}.variant: {q.get("variant", "linux")!r} → "ns2" (ns-2\'s Queue/RED)')
+            q["variant"] = "ns2"
+    if not tcp:
+        del doc["tcp"]
+    try:
+        plan = aqmlab.load_scenario(doc).validate()
+    except aqmlab.ScenarioError:
+        return Twin(doc, stack, changes)  # the engine's check names what is wrong
+    for msg in check(doc, plan):
+        key = msg.partition(":")[0]
+        k = key.removeprefix("tcp.")
+        if key.startswith("tcp.") and k in tcp and k != "stack":
+            changes.append(f"tcp.{k}: {tcp.pop(k)!r} → the ns2-sack1 profile's (ns-2's agents have no such setting)")
+    return Twin(doc, stack, changes)
 
 
 @dataclass
@@ -100,17 +169,22 @@ def _extra_rows(sim: Any, other: Any, tol: float) -> list[Row]:
     return rows
 
 
-def compare_engines(sim: Any, results: dict[str, Any]) -> list[MultiRow]:
-    """Rows comparing ``sim`` with each engine's result (``{engine: Result}``), in the
-    order the rows first appear."""
+def compare_engines(sim: Any, results: dict[str, Any], sims: dict[str, Any] | None = None) -> list[MultiRow]:
+    """Rows comparing the simulator with each engine's result (``{engine: Result}``), in
+    the order the rows first appear. ``sims`` gives an engine's own simulator twin
+    (:func:`twin`); an engine without one is compared with ``sim``. ``MultiRow.sim`` is
+    ``sim``'s value, each cell's ``sim`` its twin's."""
     table: dict[tuple[str, str, str], MultiRow] = {}
     for name, r in results.items():
         tol = REL_TOL.get(name, 0.25)
-        for row in compare(sim, r, rel_tol=tol, util_points=UTIL_POINTS) + _extra_rows(sim, r, tol):
+        s = (sims or {}).get(name, sim)
+        for row in compare(s, r, rel_tol=tol, util_points=UTIL_POINTS) + _extra_rows(s, r, tol):
             key = (row.section, row.entity, row.metric)
             if key not in table:
-                table[key] = MultiRow(row.section, row.entity, row.metric, row.sim)
-            table[key].engines[name] = Cell(row.linux, row.diff, row.verdict)
+                table[key] = MultiRow(row.section, row.entity, row.metric, row.sim if s is sim else math.nan)
+            if s is sim:
+                table[key].sim = row.sim
+            table[key].engines[name] = Cell(row.linux, row.diff, row.verdict, row.sim)
     return list(table.values())
 
 
@@ -119,19 +193,26 @@ def verdicts(rows: list[MultiRow], engines: list[str]) -> dict[str, bool]:
     return {e: all(r.engines[e].verdict != "DIFF" for r in rows if e in r.engines) for e in engines}
 
 
-def render(rows: list[MultiRow], engines: list[str], title: str = "") -> Any:
-    """A rich table: metric × engine, each engine's value, ratio to the simulator and verdict."""
+def render(rows: list[MultiRow], engines: list[str], title: str = "", twins: dict[str, str] | None = None) -> Any:
+    """A rich table: metric × engine, each engine's value, ratio to the simulator and
+    verdict. ``twins`` (engine → the stack its simulator twin ran): when they differ, each
+    engine gets its own simulator column, headed by that stack."""
     from rich.table import Table
 
     def fmt(v: float) -> str:
         return "–" if not math.isfinite(v) else f"{v:.3f}"
 
+    per_engine = twins is not None and len({twins.get(e) for e in engines}) > 1
     t = Table(title=title or None, title_justify="left", show_edge=False, pad_edge=False)
     t.add_column("")
     t.add_column("entity")
     t.add_column("metric")
-    t.add_column("sim", justify="right")
+    if not per_engine:
+        t.add_column("sim" if not twins or not engines else f"sim ({twins.get(engines[0])})", justify="right")
     for e in engines:
+        if per_engine:
+            assert twins is not None
+            t.add_column(f"sim ({twins.get(e)})", justify="right")
         t.add_column(e, justify="right")
         t.add_column("diff", justify="right")
         t.add_column("agree")
@@ -139,8 +220,10 @@ def render(rows: list[MultiRow], engines: list[str], title: str = "") -> Any:
         cells = []
         for e in engines:
             c = r.engines.get(e)
+            if per_engine:
+                cells.append(fmt(c.sim) if c else "–")
             cells += [fmt(c.value), c.diff, c.verdict] if c else ["–", "", ""]
-        t.add_row(r.section, r.entity, r.metric, fmt(r.sim), *cells)
+        t.add_row(r.section, r.entity, r.metric, *([] if per_engine else [fmt(r.sim)]), *cells)
     return t
 
 
@@ -151,7 +234,7 @@ def _num(v: float) -> float | None:
 def to_json(rows: list[MultiRow]) -> list[dict[str, Any]]:
     return [
         {"section": r.section, "entity": r.entity, "metric": r.metric, "sim": _num(r.sim),
-         "engines": {e: {"value": _num(c.value), "diff": c.diff, "verdict": c.verdict} for e, c in r.engines.items()}}
+         "engines": {e: {"value": _num(c.value), "sim": _num(c.sim), "diff": c.diff, "verdict": c.verdict} for e, c in r.engines.items()}}
         for r in rows
     ]
 

@@ -164,11 +164,56 @@ def test_crosscheck_refuses_an_unknown_or_unfit_engine_before_running(tmp_path):
     f.write_text(SCENARIO)
     p = _cli("crosscheck", str(f), "--engines", "ns4")
     assert p.returncode == 2 and p.stderr.startswith("error: --engines: unknown engine 'ns4'") and "ns2" in p.stderr
-    p = _cli("crosscheck", str(f), "--engines", "ns2")
-    # the default TCP stack is Linux's: ns-2 does not run it
-    assert p.returncode == 2 and p.stderr.startswith("error: tcp.stack:") and "ns2 engine" in p.stderr
+    # crosscheck runs ns-2 against its simulator twin (stack ns2-sack1); a per-flow key
+    # ns-2's agents cannot express is still refused, naming it, before anything runs
+    g = tmp_path / "g.toml"
+    g.write_text(SCENARIO.replace('to = "server{i}"', 'to = "server{i}"\ntcp = { cc = "bbr" }', 1))
+    p = _cli("crosscheck", str(g), "--engines", "ns2")
+    assert p.returncode == 2 and p.stderr.startswith("error: flow[0].tcp.cc:") and "ns2 engine" in p.stderr
+    # the default TCP stack is Linux's: `run --engine ns2` does not run it
     p = _cli("run", str(f), "--engine", "ns2")
     assert p.returncode == 2 and p.stderr.startswith("error: tcp.stack:")
+
+
+def test_each_engine_has_its_simulator_twin():
+    """The kernel and ns-3 run the file as it is; ns-2 runs it with the stack and RED that
+    model ns-2 (ns2-sack1, variant ns2), file-wide [tcp] keys ns-2 cannot express left to
+    that profile and named; per-flow options stay on their flow."""
+    from aqmlab.crosscheck import twin
+
+    text = SCENARIO.replace('qdisc = { kind = "fifo", limit = 50 }', 'qdisc = { kind = "red", min = 5, max = 15 }').replace(
+        "[[flow]]", '[tcp]\ncc = "cubic"\ndelayed_ack = "linux"\n[[flow]]', 1).replace('to = "server{i}"', 'to = "server{i}"\ntcp = { init_cwnd = 4, trace = true }', 1)
+    doc = aqmlab.load_scenario(text).to_dict()
+    for e in ("linux", "ns3"):
+        t = twin(e, text)
+        assert t.doc == doc and t.stack == "linux" and t.changes == []
+    t = twin("ns2", text)
+    assert t.stack == "ns2-sack1" and t.doc["tcp"] == {"stack": "ns2-sack1", "cc": "cubic"}
+    assert t.doc["dumbbell"]["qdisc"]["variant"] == "ns2" and t.doc["flow"][0]["tcp"] == {"init_cwnd": 4, "trace": True}
+    assert [c.split(":")[0] for c in t.changes] == ["tcp.stack", "dumbbell.qdisc.variant", "tcp.delayed_ack"]
+    assert engines.ENGINES["ns2"].check(t.doc) == [] and engines.ENGINES["ns2"].check(text) != []
+    # a file that already names ns-2's models is its own twin
+    t2 = twin("ns2", t.doc)
+    assert t2.doc == t.doc and t2.changes == []
+
+
+def test_each_engine_is_judged_against_its_own_twin():
+    from aqmlab.crosscheck import compare_engines, render
+
+    a = aqmlab.run(SCENARIO, seed=1)
+    b = aqmlab.run(SCENARIO.replace('rate = "10Mbit"', 'rate = "11Mbit"', 1), seed=1)
+    # ns2's result equals its twin b: it agrees with b even though b is 10 % off a
+    rows = compare_engines(a, {"linux": a, "ns2": b}, {"ns2": b})
+    soj = next(r for r in rows if r.entity == "bottleneck_up" and r.metric == "sojourn mean ms")
+    ua, ub = (x.queues.set_index("name").loc["bottleneck_up", "sojourn_mean"] * 1e3 for x in (a, b))
+    assert soj.sim == pytest.approx(ua) and soj.engines["ns2"].sim == pytest.approx(ub) and ua != ub
+    assert soj.engines["ns2"].diff == "×1.00" and soj.engines["linux"].sim == pytest.approx(ua)
+    from rich.console import Console
+
+    con = Console(width=300, record=True)
+    con.print(render(rows, ["linux", "ns2"], twins={"linux": "linux", "ns2": "ns2-sack1"}))
+    head = con.export_text().splitlines()[0]
+    assert "sim (linux)" in head and "sim (ns2-sack1)" in head
 
 
 @pytest.mark.skipif(engines.ENGINES["ns2"].available() is not None, reason="ns-2 is not installed (scripts/setup-ns2.sh)")
