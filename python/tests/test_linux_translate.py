@@ -328,6 +328,77 @@ def test_delayed_ack_off_is_the_quickack_route_metric():
     assert not any("quickack" in c for cmds in tr.commands.values() for c in cmds)
 
 
+PER_FLOW = """
+[run]
+duration = "5s"
+[dumbbell]
+pairs = 3
+rate = "10Mbit"
+delay = "10ms"
+[tcp]
+cc = "cubic"
+[[flow]]
+name = "up"
+kind = "bulk"
+count = 2
+from = "client{i}"
+to = "server{i}"
+tcp = { trace = true }
+[[flow]]
+name = "fetch"
+kind = "bulk"
+from = "server1"
+to = "client1"
+tcp = { ecn = true, init_cwnd = 2, cc = "newreno" }
+[[flow]]
+name = "nosack"
+kind = "bulk"
+from = "server2"
+to = "client2"
+tcp = { sack = false }
+"""
+
+
+def _sysctls(tr, host: str) -> dict[str, str]:
+    line = next(x for x in tr.script.splitlines() if x.startswith(f"/usr/bin/ip netns exec {tr.node_ns[host]} sh -c"))
+    return {k: v for v, k in re.findall(r"echo (\S+) > /proc/sys/net/ipv4/(tcp_\w+)", line)}
+
+
+def test_per_flow_tcp_options_on_routes_and_hosts():
+    """cc per connection (iperf3 -C); init_cwnd and ECN on the sender's route to the
+    flow's destination only, the receiver accepting ECN (tcp_ecn = 2); SACK off on the
+    hosts whose every flow has it off; trace is noted, not refused."""
+    tr, _ = _tr(PER_FLOW)
+    routes = {n: [c for c in tr.commands[tr.node_ns[n]] if c.startswith("route add")] for n in tr.node_ns}
+    to_c1 = [c for c in routes["server1"] if c.startswith(f"route add {tr.node_addr['client1']}/32 ")]
+    assert len(to_c1) == 1 and to_c1[0].endswith(" initcwnd 2 features ecn")
+    others = [c for n, cs in routes.items() for c in cs if c not in to_c1]
+    assert others and not any("initcwnd" in c or "features" in c for c in others)
+    assert _sysctls(tr, "client1")["tcp_ecn"] == "2" and _sysctls(tr, "server1")["tcp_ecn"] == "0" and _sysctls(tr, "client0")["tcp_ecn"] == "0"
+    # pair 2 carries only the flow without SACK
+    assert _sysctls(tr, "server2")["tcp_sack"] == "0" and _sysctls(tr, "client2")["tcp_sack"] == "0" and _sysctls(tr, "client1")["tcp_sack"] == "1"
+    assert " -C reno " in next(x for x in tr.script.splitlines() if "-p 5203 " in x and "iperf3 -c" in x)
+    assert any("tcp.trace" in n and "no cwnd" in n for n in tr.notes)
+
+
+@pytest.mark.parametrize(
+    "old, new, field, words",
+    [
+        # SACK is negotiated per host: server1/client1 also carry up1 with SACK
+        ('tcp = { ecn = true, init_cwnd = 2, cc = "newreno" }', "tcp = { sack = false }", "flow[1].tcp.sack", ("per host", "up1")),
+        # two flows from server1 to client1 with different initial windows: one route
+        ('from = "server2"\nto = "client2"', 'from = "server1"\nto = "client1"', "flow[1].tcp.init_cwnd", ("same destination", "route")),
+        # a route turns ECN on, not off
+        ('cc = "cubic"\n[[flow]]', 'cc = "cubic"\necn = true\n[[flow]]', "flow[1].tcp.ecn", ("not off",)),
+    ],
+)
+def test_per_flow_tcp_options_the_kernel_cannot_set_alone(old, new, field, words):
+    text = PER_FLOW.replace(old, new, 1).replace("ecn = true, init_cwnd", "ecn = false, init_cwnd" if "ecn = true\n" in new else "ecn = true, init_cwnd")
+    with pytest.raises(ScenarioError) as e:
+        _tr(text)
+    assert e.value.field == field and all(w in str(e.value) for w in words), str(e.value)
+
+
 def test_unsupported_workload_and_topology():
     web = HEADLINE.replace('kind = "ping"', 'kind = "web"').replace('interval = "100ms"', "")
     with pytest.raises(ScenarioError) as e:

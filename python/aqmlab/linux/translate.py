@@ -475,9 +475,11 @@ def _tcp_settings(tcp: dict, where: str) -> dict[str, Any]:
             # every segment acknowledged at once: the route metric RTAX_QUICKACK, which
             # tcp_in_quickack_mode() (tcp_input.c) reads for every ACK decision
             out["quickack"] = True
+        elif k == "trace":
+            # an output request (cwnd/ssthresh/srtt samples), no dynamics: the kernel's
+            # sockets are not traced, which translate() notes
+            out["trace"] = bool(v)
         elif k in _TCP_DEFAULTS:
-            if k == "trace" and not v:
-                continue
             if v != _TCP_DEFAULTS[k]:
                 raise ScenarioError(f, f"{v!r} is not supported by the linux engine (only the Linux default {_TCP_DEFAULTS[k]!r}; the kernel has no per-connection knob the engine sets)")
         else:
@@ -673,6 +675,7 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
 
     # flows
     flows: list[FlowMap] = []
+    tcp_flows: list[_TcpFlow] = []
     sflows = sc.get("flow", [])
     duration = plan["duration"]
     for i, f in enumerate(plan["flows"]):
@@ -690,9 +693,10 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
             ftcp = dict(tab.get("tcp", {}))
             fset = _tcp_settings(ftcp, f"{where}.tcp")
             for key in fset:
-                if key != "cc" and fset[key] != tcp.get(key, fset[key] if key not in ("ecn",) else False):
-                    raise ScenarioError(f"{where}.tcp.{key}", "per-flow values other than cc are not supported by the linux engine (set it in [tcp])")
+                if key not in _PER_FLOW and fset[key] != tcp.get(key, fset[key] if key not in ("ecn",) else False):
+                    raise ScenarioError(f"{where}.tcp.{key}", f"per-flow values other than {', '.join(_PER_FLOW)} are not supported by the linux engine (set it in [tcp])")
             fm.cc = fset.get("cc", tcp.get("cc", "cubic"))
+            tcp_flows.append(_TcpFlow(f["name"], f["src"], f["dst"], where, fset, tcp))
             if "bytes" in tab:
                 fm.bytes = int(parse_size(tab["bytes"], f"{where}.bytes"))
         elif kind == "cbr":
@@ -711,6 +715,10 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
             raise ScenarioError(f"{where}.kind", f"{kind!r} is not supported by the linux engine")
         flows.append(fm)
 
+    ns_sysctl = _per_flow_tcp(tcp_flows, tcp, cmds, node_ns, node_addr, notes)
+    if tcp.get("trace") or any(t.own.get("trace") for t in tcp_flows):
+        notes.append("tcp.trace: the linux engine records no cwnd/ssthresh/srtt samples of the kernel's sockets (an output request; the run is the same)")
+
     routers = [node_ns[n] for n in nodes if kinds[n] == "router"]
     sampled = routers or [node_ns[n] for n in nodes]
     # the qdisc samplers' mean gap: half a bin, so that with the jitter below (gaps uniform
@@ -723,8 +731,101 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
             raise ScenarioError("capture", f"no queue named {name!r} to capture (queues: {', '.join(q.name for q in queues)})")
         devs = sorted({c.split()[2] for c in cmds[qm.ns] if c.startswith("link set ") and c.split()[2] not in ("lo", "br0", qm.dev)})
         tr.captures.append(CaptureMap(qm.name, qm.ns, qm.dev, devs))
-    tr.script = _script(tr, top, cmds, sysctl, tcp)
+    tr.script = _script(tr, top, cmds, sysctl, tcp, ns_sysctl)
     return tr
+
+
+#: per-flow [tcp] keys the engine sets for one connection: cc by iperf3 -C, init_cwnd and
+#: ecn on the sender's route to the flow's destination, sack per host (_per_flow_tcp)
+_PER_FLOW = ("cc", "trace", "init_cwnd", "ecn", "sack")
+
+
+@dataclass
+class _TcpFlow:
+    name: str
+    src: str
+    dst: str
+    where: str  # flow[G]
+    own: dict[str, Any]  # the flow's own tcp settings (_tcp_settings of its table)
+    tcp: dict[str, Any]  # [tcp]'s
+
+    def value(self, key: str, default: Any) -> Any:
+        return self.own.get(key, self.tcp.get(key, default))
+
+    def key_path(self, key: str) -> str:
+        return f"{self.where}.tcp.{key}" if key in self.own else f"tcp.{key}"
+
+
+def _per_flow_tcp(flows: list[_TcpFlow], tcp: dict[str, Any], cmds: dict[str, list[str]], node_ns: dict[str, str], node_addr: dict[str, str],
+                  notes: list[str]) -> dict[str, dict[str, str]]:
+    """Sets the per-flow ``init_cwnd``, ``ecn`` and ``sack`` of the TCP flows on the
+    kernel, or refuses (naming the key) what it cannot set for one flow alone:
+
+    - ``init_cwnd``: the ``initcwnd`` of the sender's route to the destination (every
+      flow from that sender to that destination must agree);
+    - ``ecn = true``: ``features ecn`` on that route (the sender asks for ECN on it,
+      tcp_ecn_send_syn) and ``net.ipv4.tcp_ecn = 2`` on the receiving host when ``[tcp]``
+      leaves ECN off (the listener accepts ECN, asks for none itself); ``false`` under
+      ``[tcp] ecn = true`` is refused (a route turns ECN on, not off);
+    - ``sack``: SACK is negotiated and the kernel has it per host (``net.ipv4.tcp_sack``,
+      which also makes a listener ignore SACK-permitted): a host gets the value every TCP
+      flow it sends or receives agrees on (else ``[tcp]``'s), and a flow whose two hosts
+      do not give its value is refused.
+
+    Returns sysctls per namespace on top of the run-wide ones."""
+    ns_sysctl: dict[str, dict[str, str]] = {}
+    # init_cwnd and ECN on the sender's route to the destination
+    for key in ("init_cwnd", "ecn"):
+        if not any(key in t.own for t in flows):
+            continue
+        per_route: dict[tuple[str, str], _TcpFlow] = {}
+        for t in flows:
+            other = per_route.setdefault((t.src, t.dst), t)
+            if other.value(key, None) != t.value(key, None):
+                a, b = (t, other) if key in t.own else (other, t)
+                raise ScenarioError(a.key_path(key), f"{a.value(key, None)!r} for {a.name} but {b.value(key, None)!r} for {b.name}, from the same host to the same destination: "
+                                    f"the linux engine sets {key} on the route from {a.src} to {a.dst}")
+        for (src, dst), t in per_route.items():
+            if key not in t.own:
+                continue
+            v = t.own[key]
+            if key == "ecn":
+                if not v:
+                    if tcp.get("ecn"):
+                        raise ScenarioError(t.key_path(key), "false under [tcp] ecn = true is not supported by the linux engine (a route can turn ECN on for a destination, not off)")
+                    continue
+                opt = " features ecn"
+                if not tcp.get("ecn"):
+                    ns_sysctl.setdefault(node_ns[dst], {})["net.ipv4.tcp_ecn"] = "2"
+            else:
+                opt = f" initcwnd {int(v)}"
+            ns = node_ns[src]
+            head = f"route add {node_addr[dst]}/32 "
+            for j, c in enumerate(cmds[ns]):
+                if c.startswith(head):
+                    c = re.sub(r" initcwnd [0-9]+", "", c) if key == "init_cwnd" else c
+                    cmds[ns][j] = c + opt
+    # SACK per host
+    default = tcp.get("sack") is not False
+    if any("sack" in t.own for t in flows):
+        by_host: dict[str, set[bool]] = {}
+        for t in flows:
+            for h in (t.src, t.dst):
+                by_host.setdefault(h, set()).add(bool(t.value("sack", default)))
+        host = {h: (next(iter(v)) if len(v) == 1 else default) for h, v in by_host.items()}
+        for t in flows:
+            want = bool(t.value("sack", default))
+            if (host[t.src] and host[t.dst]) != want:
+                others = sorted({o.name for o in flows if o is not t and {o.src, o.dst} & {t.src, t.dst} and bool(o.value("sack", default)) != want})
+                raise ScenarioError(t.key_path("sack"), f"{want!r} for {t.name} is not supported by the linux engine here: the kernel negotiates SACK per host (net.ipv4.tcp_sack) "
+                                    f"and {t.src} or {t.dst} also carries {', '.join(others)} with sack = {not want!r}; give such flows hosts of their own")
+        for h, v in host.items():
+            if v != default:
+                ns_sysctl.setdefault(node_ns[h], {})["net.ipv4.tcp_sack"] = "1" if v else "0"
+    if ns_sysctl:
+        name = {ns: n for n, ns in node_ns.items()}
+        notes.append("per-flow TCP options set per host: " + "; ".join(f"{name[ns]}: " + ", ".join(f"{k} = {v}" for k, v in d.items()) for ns, d in sorted(ns_sysctl.items())))
+    return ns_sysctl
 
 
 #: What the guest's progress lines on the serial console start with (``_script``).
@@ -757,7 +858,7 @@ def _jittered_sleep(mean: float) -> str:
     return f"ms={ms}; sleep $((ms / 1000)).$((ms % 1000 / 100))$((ms % 100 / 10))$((ms % 10))"
 
 
-def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl: dict[str, str], tcp: dict) -> str:
+def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl: dict[str, str], tcp: dict, ns_sysctl: dict[str, dict[str, str]] | None = None) -> str:
     ip, tc = BIN["ip"], BIN["tc"]
     L: list[str] = [
         "# generated by aqmlab.linux.translate: do not edit",
@@ -779,7 +880,7 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             L.append(f"cat > /tmp/tc.{ns} <<'EOF'\n" + "\n".join(tcc) + "\nEOF")
             L.append(f"{tc} -n {ns} -batch /tmp/tc.{ns} || echo 'aqmlab: tc batch failed in {ns}' >&2")
         devs = sorted({c.split()[2] for c in cs if c.startswith("link set ") and c.split()[2] not in ("lo", "br0")})
-        sets = "; ".join(f"echo {v} > /proc/sys/{k.replace('.', '/')}" for k, v in sysctl.items())
+        sets = "; ".join(f"echo {v} > /proc/sys/{k.replace('.', '/')}" for k, v in {**sysctl, **(ns_sysctl or {}).get(ns, {})}.items())
         fwd = "echo 1 > /proc/sys/net/ipv4/ip_forward"
         eth = "; ".join(f"{BIN['ethtool']} -K {d} tso off gso off gro off 2>/dev/null" for d in devs)
         L.append(f"{ip} netns exec {ns} sh -c {shlex.quote('; '.join(x for x in (sets, fwd, eth) if x))}")
