@@ -37,7 +37,9 @@ fi
 WHEEL=$(ls "$ROOT"/dist/aqmlab-*.whl)
 echo "wheel: $WHEEL ($(du -h "$WHEEL" | cut -f1))"
 # The shipped studies must be inside the wheel (aqmlab reproduce reads them from the package).
-for s in studies/*.toml; do
+# the shipped studies, and what `aqmlab setup ENGINE` runs (the engines' messages name it)
+cd "$ROOT/python/aqmlab"
+for s in studies/*.toml setup/*.sh ns3/aqmlab-ns3.cc; do
     "$VENV/bin/python" - "$WHEEL" "aqmlab/$s" <<'PY' || { echo "error: $s is missing from the wheel" >&2; exit 1; }
 import sys, zipfile
 sys.exit(0 if sys.argv[2] in zipfile.ZipFile(sys.argv[1]).namelist() else 1)
@@ -60,5 +62,9 @@ PATH=/usr/bin:/bin "$TMP/venv/bin/aqmlab" reproduce saturated-tcp --quick --jobs
 "$TMP/venv/bin/python" -c 'import aqmlab, sys; sys.exit(0 if "site-packages" in aqmlab.__file__ else 1)' ||
     { echo "error: the smoke test imported aqmlab from outside the installed wheel" >&2; exit 1; }
 [ -s "$TMP/results/saturated-tcp-quick/report.html" ] || { echo "error: no report written by the main job" >&2; exit 1; }
+for e in ns2 ns3 linux; do
+    f=$("$TMP/venv/bin/aqmlab" setup "$e" --print-path) && [ -s "$f" ] ||
+        { echo "error: aqmlab setup $e names no script in the installed wheel" >&2; exit 1; }
+done
 tail -n 3 "$TMP/main-job.log"
 echo "wheel: the installed wheel ran the main job"

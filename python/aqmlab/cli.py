@@ -567,6 +567,44 @@ def _crosscheck_linux(sc, seed: int | None, as_json: bool, out: str | None, keep
                f"{i['wall_seconds']:.1f} s wall (×{i['overhead']:.1f}), guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
 
 
+@cli.command("setup", short_help="Install a reference engine (ns2, ns3 or linux) with the script aqmlab ships.")
+@click.argument("engine", type=click.Choice([e for e in ENGINES if e != "sim"]))
+@click.option("--print-path", is_flag=True, help="Print the path of the engine's setup script instead of running it.")
+def setup_cmd(engine: str, print_path: bool) -> None:
+    """Install ENGINE once: ns2 (Debian's ns2 package, apt-get), ns3 (the ns3 3.44 wheel
+    from PyPI in a venv under ~/.cache/aqmlab/ns3, and the engine's C++ program compiled
+    against it with g++) or linux (Debian packages with apt-get, then the VM image under
+    ~/.cache/aqmlab/vm). apt-get needs root (or sudo). Runs the bash script that ships
+    inside the aqmlab package (--print-path shows where); running it again only checks.
+
+    \b
+    Examples:
+      aqmlab setup ns2
+      aqmlab setup linux
+    """
+    import subprocess
+
+    from aqmlab.engines import setup_script
+
+    script = setup_script(engine)
+    if not script.is_file():
+        _fail(f"the setup script of the {engine} engine is missing from this aqmlab installation ({script})", EXIT_BAD_INPUT)
+    if print_path:
+        click.echo(str(script))
+        return
+    if shutil.which("bash") is None:
+        _fail(f"bash not found: the {engine} engine's setup script ({script}) needs it", EXIT_BAD_INPUT)
+    # the VM image is assembled by this Python's aqmlab (python -m aqmlab.linux.vm)
+    env = dict(os.environ, AQMLAB_PYTHON=sys.executable)
+    rc = subprocess.call(["bash", str(script)], env=env)
+    if rc != 0:
+        _fail(f"the {engine} engine's setup failed (exit status {rc}; its messages are above)", 1)
+    still = ENGINES[engine].available()
+    if still is not None:
+        _fail(f"the {engine} engine's setup finished but the engine is not usable: {still}", 1)
+    click.echo(f"{engine} engine: installed")
+
+
 @cli.command("validate", short_help="Check a scenario without running it.")
 @click.argument("file", metavar="FILE.toml")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved nodes, links and flows as JSON.")

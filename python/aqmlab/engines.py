@@ -5,7 +5,7 @@ checked against (docs/engines.md).
 questions:
 
 - ``available()``: None when it can run here, else a sentence saying how to install it
-  (``"ns2 is not installed: run scripts/setup-ns2.sh"``);
+  (``"ns2 is not installed: run aqmlab setup ns2"``);
 - ``check(scenario)``: the scenario's keys it cannot express, each message naming the key
   and the engine (empty when it can run the scenario); asked before any process starts;
 - ``run(scenario, seed, ...)``: an :class:`aqmlab.Result` with the simulator's tables and
@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from aqmlab.errors import AqmlabError, ScenarioError
 
-__all__ = ["Engine", "ENGINES", "get", "names", "EngineUnavailable"]
+__all__ = ["Engine", "ENGINES", "get", "names", "EngineUnavailable", "setup_script"]
+
+
+def setup_script(name: str) -> Path:
+    """The shipped script that installs engine ``name`` (``aqmlab/setup/NAME.sh``)."""
+    return Path(__file__).resolve().parent / "setup" / f"{name}.sh"
 
 
 class EngineUnavailable(AqmlabError):
@@ -43,6 +49,11 @@ class Engine:
     module: str
     #: the setup command, for messages and docs
     setup: str
+
+    def setup_script(self) -> Path | None:
+        """The setup script aqmlab ships for this engine (``aqmlab setup NAME`` runs it),
+        inside the package, so an installed wheel has it; None for the simulator."""
+        return setup_script(self.name) if self.module else None
 
     def _impl(self) -> ModuleType | None:
         if not self.module:
@@ -102,9 +113,9 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "sim": Engine("sim", "the aqmlab simulator", "", ""),
-    "linux": Engine("linux", "a real Linux kernel in a qemu VM (docs/linux-engine.md)", "aqmlab.linux.adapter", "scripts/setup-vm.sh"),
-    "ns2": Engine("ns2", "ns-2.35 (Debian's ns2 package): generated Tcl, parsed traces", "aqmlab.ns2.engine", "scripts/setup-ns2.sh"),
-    "ns3": Engine("ns3", "ns-3.44's own links, queue discs and TCP (docs/ns3-engine.md)", "aqmlab.ns3.engine", "scripts/setup-ns3.sh"),
+    "linux": Engine("linux", "a real Linux kernel in a qemu VM (docs/linux-engine.md)", "aqmlab.linux.adapter", "aqmlab setup linux"),
+    "ns2": Engine("ns2", "ns-2.35 (Debian's ns2 package): generated Tcl, parsed traces", "aqmlab.ns2.engine", "aqmlab setup ns2"),
+    "ns3": Engine("ns3", "ns-3.44's own links, queue discs and TCP (docs/ns3-engine.md)", "aqmlab.ns3.engine", "aqmlab setup ns3"),
 }
 
 

@@ -74,7 +74,7 @@ def test_matrix_from_synthetic_cells():
         _cell("a", "ns3", 2, "agree", [_row("sojourn mean ms", 10.0, 10.6, "ok"), _row("utilisation %", 99.0, 99.0, "ok"), _row("sojourn p99 ms", 20.0, 50.0, "")]),
         _cell("a", "ns2", 1, "unsupported", error="tcp.stack: not ns2"),
         _cell("a", "ns2", 2, "unsupported", error="tcp.stack: not ns2"),
-        _cell("a", "linux", 1, "not installed", error="linux is not installed: run scripts/setup-vm.sh"),
+        _cell("a", "linux", 1, "not installed", error="linux is not installed: run aqmlab setup linux"),
         _cell("b", "ns2", 1, "agree", [_row("sojourn mean ms", 20.0, 20.5, "ok", engine="ns2"), _row("induced latency ms", 21.0, 23.0, "DIFF", "ping", "probe", "ns2")]),
         _cell("b", "ns3", 1, "failed", error="AqmlabError: ns-3 exited with signal 11"),
         _cell("b", "ns3", 2, "agree", [_row("sojourn mean ms", 20.0, 20.0, "ok")]),
@@ -86,7 +86,7 @@ def test_matrix_from_synthetic_cells():
     assert rows["sojourn mean ms"].value == pytest.approx(11.3) and rows["sojourn mean ms"].verdict == "ok"
     assert rows["sojourn p99 ms"].judged is False and rows["sojourn p99 ms"].verdict == ""  # shown, not judged
     assert m["a", "ns2"].status == "unsupported" and m["a", "ns2"].message == "tcp.stack: not ns2"
-    assert m["a", "linux"].status == "not installed" and "setup-vm.sh" in m["a", "linux"].message
+    assert m["a", "linux"].status == "not installed" and "aqmlab setup linux" in m["a", "linux"].message
     b2 = m["b", "ns2"]  # the worst row is the disagreeing one, whatever the others
     assert b2.status == "differ" and b2.worst == "×1.10" and b2.what == "induced latency ms of ping"
     assert m["b", "ns3"].status == "failed" and "signal 11" in m["b", "ns3"].message

@@ -293,3 +293,28 @@ def test_an_engine_that_crashes_fails_alone(tmp_path, monkeypatch, capsys):
     assert d["engines"]["ns2"]["error"] == "the engine process exited with status 139" and d["engines"]["ns2"]["agree"] is None
     assert d["engines"]["ns3"]["error"] is None and d["engines"]["ns3"]["agree"] is True
     assert all(set(r["engines"]) == {"ns3"} for r in d["rows"])
+
+
+def test_a_missing_engine_names_a_command_an_installed_wheel_has(monkeypatch, tmp_path):
+    """The message of a missing engine names `aqmlab setup NAME`; that command knows the
+    engine and its script ships inside the package (what a wheel installs:
+    scripts/build-wheel.sh checks the wheel holds aqmlab/setup/*.sh)."""
+    from pathlib import Path
+
+    from aqmlab.ns2 import engine as ns2_engine
+
+    monkeypatch.setenv("AQMLAB_NS2", "")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert ns2_engine.available() == "ns2 is not installed: run aqmlab setup ns2"
+    pkg = Path(aqmlab.__file__).resolve().parent
+    for name in ("ns2", "ns3", "linux"):
+        eng = engines.ENGINES[name]
+        assert eng.setup == f"aqmlab setup {name}"
+        script = eng.setup_script()
+        assert script is not None and script.is_file() and script.parent == pkg / "setup"
+        assert script.read_text().startswith("#!/usr/bin/env bash")
+    monkeypatch.undo()
+    p = _cli("setup", "ns3", "--print-path")
+    assert p.returncode == 0 and Path(p.stdout.strip()) == engines.ENGINES["ns3"].setup_script()
+    p = _cli("setup", "ns4")
+    assert p.returncode == 2 and "ns4" in p.stderr

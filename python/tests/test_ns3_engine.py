@@ -131,8 +131,8 @@ def test_other_refusals() -> None:
 
 def test_missing_install_is_one_sentence(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("AQMLAB_NS3_CACHE", str(tmp_path))
-    assert ns3_engine.available() == "ns3 is not installed: run scripts/setup-ns3.sh"
-    with pytest.raises(engines.EngineUnavailable, match="run scripts/setup-ns3.sh"):
+    assert ns3_engine.available() == "ns3 is not installed: run aqmlab setup ns3"
+    with pytest.raises(engines.EngineUnavailable, match="run aqmlab setup ns3"):
         engines.get("ns3").run(scenario())
 
 

@@ -27,7 +27,7 @@ def available() -> str | None:
         if shutil.which(b, path="/usr/bin:/usr/sbin:/bin:/sbin") is None:
             missing.append(b)
     if missing:
-        return f"linux is not installed ({', '.join(missing)} missing): run scripts/setup-vm.sh"
+        return f"linux is not installed ({', '.join(missing)} missing): run aqmlab setup linux"
     return None
 
 

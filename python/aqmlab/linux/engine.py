@@ -79,7 +79,7 @@ def run_linux(
     say = log or (lambda m: None)
     image = vm.build_image(log=say)
     if tr.captures and "tcpdump" not in image.manifest.get("binaries", {}):
-        raise LinuxEngineError("a packet capture needs tcpdump in the VM image: install the Debian package tcpdump (AQMLAB_VM_OPTIONAL=1 bash scripts/setup-vm.sh)")
+        raise LinuxEngineError("a packet capture needs tcpdump in the VM image: install the Debian package tcpdump (AQMLAB_VM_OPTIONAL=1 aqmlab setup linux)")
     say(f"linux engine: booting the VM (kernel {image.version}, TCG with -icount: minutes, not seconds)")
     job = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="aqmlab-vm-"))
     job.mkdir(parents=True, exist_ok=True)

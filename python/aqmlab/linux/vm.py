@@ -1,6 +1,6 @@
 """Builds and boots the Linux engine's virtual machine.
 
-Everything comes from the Debian packages that ``scripts/setup-vm.sh`` installs on the
+Everything comes from the Debian packages that ``aqmlab setup linux`` installs on the
 host with apt-get; nothing is downloaded here:
 
 - the kernel: the newest ``/boot/vmlinuz-VERSION`` that has ``/lib/modules/VERSION/modules.dep``
@@ -137,7 +137,7 @@ def find_kernel() -> tuple[Path, Path]:
             if best is None or _kernel_version(ver) > _kernel_version(best[0]):
                 best = (ver, k, mods)
     if best is None:
-        raise VmError("no kernel found: need /boot/vmlinuz-VERSION and /lib/modules/VERSION/modules.dep (run scripts/setup-vm.sh, which installs linux-image-amd64)")
+        raise VmError("no kernel found: need /boot/vmlinuz-VERSION and /lib/modules/VERSION/modules.dep (run aqmlab setup linux, which installs linux-image-amd64)")
     return best[1], best[2]
 
 
@@ -212,7 +212,7 @@ def build_image(force: bool = False, log=print) -> VmImage:
     for b, pkg in BINARIES.items():
         p = shutil.which(b, path="/usr/bin:/usr/sbin:/bin:/sbin")
         if p is None:
-            raise VmError(f"program {b!r} not found: install the Debian package {pkg} (scripts/setup-vm.sh does)")
+            raise VmError(f"program {b!r} not found: install the Debian package {pkg} (aqmlab setup linux does)")
         binaries[b] = os.path.realpath(p)
     for b in OPTIONAL_BINARIES:
         p = shutil.which(b, path="/usr/bin:/usr/sbin:/bin:/sbin")
@@ -276,7 +276,7 @@ def find_image() -> VmImage:
 def qemu_binary() -> str:
     q = shutil.which("qemu-system-x86_64")
     if q is None:
-        raise VmError("qemu-system-x86_64 not found: install the Debian package qemu-system-x86 (scripts/setup-vm.sh does)")
+        raise VmError("qemu-system-x86_64 not found: install the Debian package qemu-system-x86 (aqmlab setup linux does)")
     return q
 
 

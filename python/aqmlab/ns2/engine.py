@@ -37,7 +37,7 @@ from aqmlab.scenario import load_scenario
 __all__ = ["available", "check", "run", "collect", "parse_queue_trace", "parse_flow_samples", "parse_tcp_trace", "Ns2Error"]
 
 NAN = math.nan
-SETUP = "scripts/setup-ns2.sh"
+SETUP = "aqmlab setup ns2"
 
 
 class Ns2Error(AqmlabError):

@@ -1,7 +1,7 @@
 """The ns-3 engine: the same scenario on ns-3.44's own models (point-to-point links, queue
 discs, TCP). :func:`run` runs a scenario and returns an :class:`aqmlab.Result` with the
 simulator's tables; :mod:`aqmlab.ns3.translate` maps a scenario to the job the
-``aqmlab-ns3`` program (``scripts/setup-ns3.sh`` compiles it) runs. See docs/ns3-engine.md.
+``aqmlab-ns3`` program (``aqmlab setup ns3`` compiles it) runs. See docs/ns3-engine.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The ns-3 engine: runs a scenario on ns-3.44 (the ``aqmlab-ns3`` program that
-``scripts/setup-ns3.sh`` compiles) and returns an :class:`aqmlab.Result` with the
+``aqmlab setup ns3`` compiles) and returns an :class:`aqmlab.Result` with the
 simulator's tables and columns.
 
 Measurement (docs/ns3-engine.md lists every column and where it comes from):
@@ -36,7 +36,7 @@ from aqmlab.schema import drop_reasons, flow_columns, mark_reasons, queue_column
 __all__ = ["run", "run_ns3", "available", "check", "program", "Ns3EngineError", "NOT_INSTALLED"]
 
 NAN = float("nan")
-NOT_INSTALLED = "ns3 is not installed: run scripts/setup-ns3.sh"
+NOT_INSTALLED = "ns3 is not installed: run aqmlab setup ns3"
 
 
 class Ns3EngineError(AqmlabError):
