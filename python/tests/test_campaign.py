@@ -65,6 +65,9 @@ def test_judge_follows_crosscheck_criteria():
     assert judge("sojourn mean ms", 0.5, 0.9, 0.05) == "ok"  # both below 1 ms
     assert judge("drop rate % after warm-up", 0.05, 0.09, 0.05) == "ok" and judge("drop rate % after warm-up", 1.0, 1.06, 0.05) == "DIFF"
     assert judge("sojourn mean ms", 10.0, math.nan, 0.15) == ""
+    # the kernel's tiers: ok within the goal, close within the looser tier, else DIFF
+    assert [judge("sojourn mean ms", 10.0, v, 0.10, 0.25) for v in (10.9, 12.0, 7.6, 12.6, 7.4)] == ["ok", "close", "close", "DIFF", "DIFF"]
+    assert judge("utilisation %", 98.0, 95.0, 0.10, 0.25) == "DIFF"  # utilisation has one criterion
 
 
 def test_matrix_from_synthetic_cells():

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aqmlab.crosscheck import DROP_FLOOR, REL_TOL
+from aqmlab.crosscheck import CLOSE_TOL, DROP_FLOOR, REL_TOL
 from aqmlab.linux.crosscheck import UTIL_POINTS
 
 __all__ = ["AggRow", "MatrixCell", "aggregate", "judge", "matrix", "matrix_markdown", "write_report", "worst"]
@@ -29,11 +29,12 @@ __all__ = ["AggRow", "MatrixCell", "aggregate", "judge", "matrix", "matrix_markd
 _FLOORS = {"sojourn mean ms": 1.0, "induced latency ms": 1.0, "drop rate % after warm-up": DROP_FLOOR}
 
 
-def judge(metric: str, a: float, b: float, tol: float) -> str:
+def judge(metric: str, a: float, b: float, tol: float, close: float | None = None) -> str:
     """The verdict of ``aqmlab crosscheck`` for a judged metric: utilisation within
     :data:`UTIL_POINTS` points; mean sojourn and induced latency within ±``tol`` (both
-    below 1 ms agree); drop rate within ±``tol`` (both below 0.1 % agree). ``""`` when a
-    value is missing."""
+    below 1 ms agree); drop rate within ±``tol`` (both below 0.1 % agree): ``ok``; outside
+    ``tol`` but within ±``close`` (the looser tier, :data:`aqmlab.crosscheck.CLOSE_TOL`):
+    ``close``; else ``DIFF``. ``""`` when a value is missing."""
     if not (math.isfinite(a) and math.isfinite(b)):
         return ""
     if metric == "utilisation %":
@@ -41,7 +42,9 @@ def judge(metric: str, a: float, b: float, tol: float) -> str:
     floor = _FLOORS.get(metric, 0.0)
     if abs(a) < floor and abs(b) < floor:
         return "ok"
-    return "ok" if abs(b - a) <= tol * abs(a) else "DIFF"
+    if abs(b - a) <= tol * abs(a):
+        return "ok"
+    return "close" if close is not None and abs(b - a) <= close * abs(a) else "DIFF"
 
 
 @dataclass
@@ -78,6 +81,7 @@ def aggregate(cells: list[dict[str, Any]], engine: str) -> list[AggRow]:
     entity, metric) the means over the seeds of the simulator's and the engine's values,
     judged again (:func:`judge`) where any seed's row had a criterion."""
     tol = REL_TOL.get(engine, 0.25)
+    close = CLOSE_TOL.get(engine)
     acc: dict[tuple[str, str, str], list[Any]] = {}
     for c in cells:
         for r in c.get("rows", []):
@@ -93,7 +97,7 @@ def aggregate(cells: list[dict[str, Any]], engine: str) -> list[AggRow]:
     for (sec, ent, met), (sv, ev, judged) in acc.items():
         s = _mean(sv)
         v = _mean(ev)
-        out.append(AggRow(sec, ent, met, s, v, len(sv), judged, judge(met, s, v, tol) if judged else ""))
+        out.append(AggRow(sec, ent, met, s, v, len(sv), judged, judge(met, s, v, tol, close) if judged else ""))
     return out
 
 
@@ -107,7 +111,7 @@ def worst(rows: list[AggRow]) -> tuple[str, AggRow | None]:
     metric, ``+2.5 pt`` for utilisation) and the row: among the disagreeing rows if any,
     relative metrics before utilisation; rows agreeing by their floor are left out."""
     judged = [r for r in rows if r.judged and r.verdict]
-    pool = [r for r in judged if r.verdict == "DIFF"] or judged
+    pool = [r for r in judged if r.verdict == "DIFF"] or [r for r in judged if r.verdict == "close"] or judged
     rel = [r for r in pool if r.metric != "utilisation %" and math.isfinite(r.ratio) and r.ratio > 0
            and max(abs(r.sim), abs(r.value)) >= _FLOORS.get(r.metric, 0.0)]
     if rel:
@@ -162,9 +166,9 @@ def matrix(cells: list[dict[str, Any]], cases: list[str], engines: list[str]) ->
                 out[case, e] = MatrixCell("failed", message=msg, seeds=seeds, rows=aggregate([c for c in cs if c["status"] != "failed"], e))
                 continue
             rows = aggregate(cs, e)
-            ok = all(r.verdict != "DIFF" for r in rows)
+            vs = {r.verdict for r in rows}
             w, wr = worst(rows)
-            out[case, e] = MatrixCell("agree" if ok else "differ", w, f"{wr.metric} of {wr.entity}" if wr else "", seeds=seeds, rows=rows)
+            out[case, e] = MatrixCell("differ" if "DIFF" in vs else "close" if "close" in vs else "agree", w, f"{wr.metric} of {wr.entity}" if wr else "", seeds=seeds, rows=rows)
     return out
 
 
@@ -252,7 +256,7 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}" if abs(v) < 1000 else f"{v:.0f}"
 
 
-_COLOURS = {"agree": "#d4f0d4", "differ": "#f8d0c8", "failed": "#f0a0a0", "unsupported": "#eeeeee", "not installed": "#f4ecd0", "not run": "#ffffff"}
+_COLOURS = {"agree": "#d4f0d4", "close": "#eef0c0", "differ": "#f8d0c8", "failed": "#f0a0a0", "unsupported": "#eeeeee", "not installed": "#f4ecd0", "not run": "#ffffff"}
 _CSS = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em 0; font-size: 0.85em; }
@@ -286,16 +290,19 @@ def write_report(out: Path, cases: list[Any], engines: list[str], cells: list[di
                     w.writerow([name, e, seeds, "", "", "", "", "", "", "", c.status])
                 for r in c.rows:
                     w.writerow([name, e, seeds, r.section, r.entity, r.metric, _csvnum(r.sim), _csvnum(r.value), _csvnum(r.ratio), r.verdict, c.status])
-    counts = {s: sum(1 for c in m.values() if c.status == s) for s in ("agree", "differ", "failed", "unsupported", "not installed", "not run")}
+    counts = {s: sum(1 for c in m.values() if c.status == s) for s in ("agree", "close", "differ", "failed", "unsupported", "not installed", "not run")}
     h = [f"<!doctype html><html><head><meta charset='utf-8'><title>aqmlab validation campaign ({html.escape(mode)})</title><style>{_CSS}</style></head><body>"]
     h.append(f"<h1>aqmlab validation campaign: {html.escape(mode)}</h1>")
     tol = ", ".join(f"{e} ±{REL_TOL.get(e, 0.25) * 100:.0f} %" for e in engines)
+    close = ", ".join(f"{e} ±{CLOSE_TOL[e] * 100:.0f} %" for e in engines if e in CLOSE_TOL)
     h.append(f"<p>{len(names)} case{'s' if len(names) != 1 else ''} × {len(engines)} engine{'s' if len(engines) != 1 else ''}; written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
              + (f" after {wall_seconds:.0f} s" if wall_seconds else "") + ". Cells: "
              + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ".</p>")
     h.append(f"<p class='msg'>Each engine against the simulator on the same scenario and seed. <b>agree</b>: utilisation within {UTIL_POINTS:g} points, "
              f"mean sojourn, probe induced latency and drop rate after the warm-up within the engine's tolerance ({tol}), on the means over the seeds; "
-             "the ratio shown is the judged row furthest from the simulator (engine / simulator). <b>differ</b>: a judged row is outside. "
+             "the ratio shown is the judged row furthest from the simulator (engine / simulator). "
+             + (f"<b>close</b>: no judged row is outside the looser tier ({close}) but one is outside the goal; not a pass. " if close else "")
+             + "<b>differ</b>: a judged row is outside. "
              "<b>failed</b>: the engine (or the simulator) raised; <b>unsupported</b>: the engine cannot express a key of the case; "
              "<b>not installed</b>: the engine is missing here.</p>")
     h.append("<h2 style='border:0'>Verdict matrix</h2><table><tr><th>case</th><th>what</th>" + "".join(f"<th>{html.escape(e)}</th>" for e in engines) + "</tr>")
@@ -351,7 +358,7 @@ def _case_table(m: dict[tuple[str, str], MatrixCell], name: str, engines: list[s
             if ar is None:
                 tds.append("<td></td><td></td><td></td>")
                 continue
-            v = "agree" if ar.verdict == "ok" else ("differ" if ar.verdict == "DIFF" else "")
+            v = {"ok": "agree", "close": "close", "DIFF": "differ"}.get(ar.verdict, "")
             cls = " diff" if v == "differ" else ""
             tds.append(f"<td class='num'>{_fmt(ar.value)}</td><td class='num{cls}'>{html.escape(ar.diff())}</td><td class='{cls.strip()}'>{v}</td>")
         t.append(f"<tr><td>{k[0]}</td><td>{html.escape(k[1])}</td><td>{html.escape(k[2])}</td><td class='num'>{_fmt(sim)}</td>{''.join(tds)}</tr>")
