@@ -1140,3 +1140,9 @@ def test_bbr_maps_to_the_kernels_tcp_bbr():
     with pytest.raises(ScenarioError) as e:
         _tcp_settings({"cc": "bbr3"}, "tcp")
     assert e.value.field == "tcp.cc"
+
+
+def test_a_finite_transfer_warns_that_iperf3_counts_until_its_test_end():
+    tr, _ = _tr(PER_FLOW.replace('tcp = { sack = false }', 'tcp = { sack = false }\nbytes = "1MB"'))
+    assert "-n 1000000" in tr.script
+    assert sum("flow[2].bytes" in n and "lower bound" in n for n in tr.notes) == 1

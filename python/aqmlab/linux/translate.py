@@ -699,6 +699,10 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
             tcp_flows.append(_TcpFlow(f["name"], f["src"], f["dst"], where, fset, tcp))
             if "bytes" in tab:
                 fm.bytes = int(parse_size(tab["bytes"], f"{where}.bytes"))
+                note = (f"{where}.bytes: iperf3 -n ends the test once the client has written the bytes into its socket, and the server counts "
+                        "what arrived by then: the kernel's goodput of a finite transfer is a lower bound (docs/validation.md, tcp_bulk)")
+                if note not in notes:
+                    notes.append(note)
         elif kind == "cbr":
             for k in tab:
                 if k not in ("kind", "from", "to", "count", "name", "start", "stop", "start_spread", "rate", "size", "dscp"):
