@@ -173,3 +173,19 @@ def test_bulk_flow_stops_at_its_stop_time() -> None:
     g = s[(s.kind == "flow") & (s.entity == "bulk0.0") & (s.metric == "goodput_bps")]
     assert g[g.t < 2.0].value.sum() > 0
     assert g[g.t >= 2.6].value.sum() == 0
+
+
+def test_per_flow_tcp_options_stay_on_their_sockets() -> None:
+    """examples/tcp_bulk.toml: each bulk flow's socket gets its own congestion control,
+    SACK, ECN, initial window and trace; the [tcp] values elsewhere."""
+    from pathlib import Path
+
+    sc = aqmlab.load_scenario(str(Path(__file__).resolve().parents[2] / "examples" / "tcp_bulk.toml"))
+    job = translate(sc.to_dict(), sc.validate(seed=1, spread=True))
+    f = {x["name"]: x for x in job["flows"]}
+    assert [f[n]["cc"] for n in ("up0", "up1", "traced", "down", "fetch")] == ["ns3::TcpCubic"] * 3 + ["ns3::TcpLinuxReno", "ns3::TcpCubic"]
+    assert [f[n]["trace"] for n in ("up0", "traced", "down")] == [False, True, False]
+    assert f["down"]["snd_attrs"]["Sack"] == "false" and f["down"]["rcv_attrs"]["Sack"] == "false" and f["up0"]["snd_attrs"]["Sack"] == "true"
+    assert f["fetch"]["snd_attrs"]["UseEcn"] == "On" and f["fetch"]["rcv_attrs"]["UseEcn"] == "On" and f["up1"]["snd_attrs"]["UseEcn"] == "Off"
+    assert f["fetch"]["snd_attrs"]["InitialCwnd"] == "2" and f["up0"]["snd_attrs"]["InitialCwnd"] == "10"
+    assert f["fetch"]["bytes"] == 2_000_000 and f["up0"]["bytes"] == 0
