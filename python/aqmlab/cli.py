@@ -515,7 +515,8 @@ def _crosscheck_multi(sc, names: list[str], seed: int | None, as_json: bool, out
                 sims[n].write_parquet(Path(out) / f"sim-{n}")
         for n, r in results.items():
             r.write_parquet(Path(out) / n)
-        figs = figures(sim, results, out, title=sc.name)
+        other = {f"sim ({stacks[n]})": sims[n] for n in names if sims[n] is not sim}
+        figs = figures(sim, results, out, title=sc.name, sim_label=f"sim ({stacks[names[0]]})" if other else "sim", twins=other)
     if as_json:
         eng = {n: {"agree": agree.get(n), "status": status(rows, n) if n in results else "failed", "error": failed.get(n), "info": _finite(results[n].engine_info) if n in results else None,
                    "warnings": results[n].warnings if n in results else [], "twin": {"stack": stacks[n], "changes": twins[n].changes}} for n in names}

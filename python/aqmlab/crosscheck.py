@@ -279,10 +279,11 @@ def _sojourns(r: Any, queue: str) -> tuple[Any, str]:
     return m["value"].dropna().to_numpy(), "per-bin means"
 
 
-def figures(sim: Any, results: dict[str, Any], out: str | Path, title: str = "") -> list[Path]:
+def figures(sim: Any, results: dict[str, Any], out: str | Path, title: str = "", *, sim_label: str = "sim", twins: dict[str, Any] | None = None) -> list[Path]:
     """``sojourn_cdf.png``: the sojourn CDF of the busiest queue on every engine;
-    ``goodput.png``: the goodput of all flows summed, per bin, on every engine. Returns
-    the files written."""
+    ``goodput.png``: the goodput of all flows summed, per bin, on every engine; each
+    other simulator twin (``twins``: label → result) drawn beside ``sim`` (``sim_label``).
+    Returns the files written."""
     import numpy as np
     from matplotlib.figure import Figure
 
@@ -290,7 +291,7 @@ def figures(sim: Any, results: dict[str, Any], out: str | Path, title: str = "")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    all_r = {"sim": sim, **results}
+    all_r = {sim_label: sim, **(twins or {}), **results}
     q = _busiest_queue(sim)
     if q is not None:
         fig = Figure(figsize=(7, 4.5), layout="constrained")
