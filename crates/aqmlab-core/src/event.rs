@@ -20,7 +20,15 @@ pub enum Event {
     LinkTimer { link: LinkId, kind: u32 },
     /// Start of a flow.
     FlowStart(FlowId),
+    /// `bytes` of a TCP sender's GSO skbs left the first link of its host (or were
+    /// dropped there): the TX completion TCP Small Queues waits for. `conn`: the
+    /// packet's sub-connection × 2, plus 1 if its source node's id is above its
+    /// destination's (the application tells the direction from that).
+    TxComplete { flow: FlowId, conn: u32, bytes: u32 },
 }
+
+// The heap entry stays 32 bytes (a 16-byte key and a 16-byte event).
+const _: () = assert!(std::mem::size_of::<Event>() <= 16);
 
 /// A heap entry. `key` packs (time, seq) into one integer, `time << 64 | seq`, so the
 /// heap's comparisons are a single (branch-free) 128-bit compare with the same order as

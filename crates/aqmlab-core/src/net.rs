@@ -93,6 +93,10 @@ impl Net {
         let now = self.now;
         let link = &mut self.links[l];
         for d in link.out.drops.drain(..) {
+            if d.1 != crate::qdisc::DropReason::Wire {
+                // (a wire loss happens after the transmission completed)
+                crate::link::tx_complete(link.p.from, &d.0, now, &mut self.events);
+            }
             link.stats.series.drop(now);
             if !link.stats.packet_windows.is_empty() {
                 // the time the packet spent in the qdisc (0 for one refused on arrival):

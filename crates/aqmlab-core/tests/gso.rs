@@ -91,3 +91,82 @@ fn gro_at_the_routers_keeps_the_bulk_flow_whole() {
     assert!(q.tx_bytes as f64 / q.tx_pkts as f64 <= 1500.0);
     assert_eq!(r.digest(), run(&text, 2).digest());
 }
+
+/// A host whose own link is the bottleneck (10 Mbit/s, a 1000-packet FIFO), one CUBIC
+/// flow with GSO. TCP Small Queues keep the socket's bytes in that FIFO near the limit:
+/// Linux 6.1 at 10 Mbit/s: max(2 × truesize, rate >> 10 ≈ 1.5–2.5 KB) = two skbs of 2
+/// segments = 6,000 B; an skb goes while at most that much is below the socket, so
+/// each finds about 6,000 B ahead of it: 6,000 × 8 / 10 Mbit/s = 4.8 ms. 3.14: 131,072 B,
+/// 105 ms. Without TSQ the FIFO holds the window (a 3 MiB receive window: hundreds of
+/// milliseconds). Goodput is the link's either way.
+#[test]
+fn tsq_bounds_the_senders_own_queue() {
+    let text = |stack: &str, tsq: bool| {
+        format!(
+            r#"
+            [run]
+            duration = "10s"
+            warmup = "3s"
+            noise = false
+            [tcp]
+            stack = "{stack}"
+            gso = "on"
+            tsq = {tsq}
+            [[node]]
+            name = "a"
+            kind = "host"
+            [[node]]
+            name = "r"
+            kind = "router"
+            [[node]]
+            name = "b"
+            kind = "host"
+            [[link]]
+            from = "a"
+            to = "r"
+            rate = "10Mbit"
+            delay = "1ms"
+            trace = true
+            [[link]]
+            from = "r"
+            to = "b"
+            rate = "1Gbit"
+            delay = "10ms"
+            [[flow]]
+            kind = "bulk"
+            from = "a"
+            to = "b"
+            name = "f"
+            "#
+        )
+    };
+    let cap = 10e6 * 1448.0 / 1514.0;
+    let mut sojourn = Vec::new();
+    for (stack, tsq) in [("linux", true), ("linux-3.14", true), ("linux", false)] {
+        let r = run(&text(stack, tsq), 1);
+        let g = r.flow("f").unwrap().goodput_bps;
+        assert!(g > 0.95 * cap, "{stack} tsq {tsq}: goodput {g}");
+        let q = r.queue("a->r").unwrap();
+        sojourn.push(q.sojourn_mean);
+        assert_eq!(r.digest(), run(&text(stack, tsq), 1).digest());
+    }
+    assert!(
+        sojourn[0] > 0.004 && sojourn[0] < 0.006,
+        "6.1 with TSQ: {sojourn:?}"
+    );
+    assert!(
+        sojourn[1] > 0.095 && sojourn[1] < 0.115,
+        "3.14 with TSQ: {sojourn:?}"
+    );
+    assert!(sojourn[2] > 0.3, "without TSQ: {sojourn:?}");
+}
+
+#[test]
+fn tsq_needs_gso() {
+    let text = bulk("cubic", "off", r#"{ kind = "fifo" }"#).replace("[tcp]", "[tcp]\ntsq = true");
+    let err = Scenario::from_toml_str(&text)
+        .and_then(|sc| run_scenario(&sc, 1).map(|_| ()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tcp.tsq") && err.contains("gso"), "{err}");
+}

@@ -91,8 +91,10 @@ impl Bulk {
         let cfg = c
             .resolve("flow", env)
             .expect("bulk flow validated before it is built");
+        let mut conn = Box::new(TcpConn::new(&cfg, 0));
+        conn.enable_tx_completions();
         Bulk {
-            conn: Box::new(TcpConn::new(&cfg, 0)),
+            conn,
             size: c.bytes.map(|b| b.0),
             started: SimTime::ZERO,
             completed: None,
@@ -145,6 +147,16 @@ impl Application for Bulk {
         } else {
             self.conn.on_timer(cx, kind);
         }
+    }
+
+    fn on_tx_complete(&mut self, cx: &mut FlowCtx, conn: u32, bytes: u32) {
+        // `conn` & 1: the sending node's id is above the receiving node's (Event::TxComplete)
+        let side = if (conn & 1 == 1) == (cx.src > cx.dst) {
+            Side::A
+        } else {
+            Side::B
+        };
+        self.conn.on_tx_complete(cx, side, bytes);
     }
 
     fn summary(&self, _stats: &FlowStats, out: &mut Vec<(&'static str, f64)>) {

@@ -188,6 +188,9 @@ pub trait Application {
     fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet);
     /// A timer armed with `timer_at` fired.
     fn on_timer(&mut self, cx: &mut FlowCtx, kind: u32);
+    /// `bytes` of a GSO sender's skbs left its host's first link (`Event::TxComplete`;
+    /// `conn` as there). Applications whose connections run TCP Small Queues pass it on.
+    fn on_tx_complete(&mut self, _cx: &mut FlowCtx, _conn: u32, _bytes: u32) {}
     /// Summary metrics added to the flow's row in the results (name, value).
     fn summary(&self, _stats: &FlowStats, _out: &mut Vec<(&'static str, f64)>) {}
 }
@@ -274,6 +277,10 @@ macro_rules! workload_registry {
             #[inline]
             fn on_timer(&mut self, cx: &mut FlowCtx, kind: u32) {
                 match self { $( AnyApp::$variant(a) => a.on_timer(cx, kind), )* }
+            }
+            #[inline]
+            fn on_tx_complete(&mut self, cx: &mut FlowCtx, conn: u32, bytes: u32) {
+                match self { $( AnyApp::$variant(a) => a.on_tx_complete(cx, conn, bytes), )* }
             }
             fn summary(&self, stats: &FlowStats, out: &mut Vec<(&'static str, f64)>) {
                 match self { $( AnyApp::$variant(a) => a.summary(stats, out), )* }

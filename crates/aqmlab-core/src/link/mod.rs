@@ -347,6 +347,30 @@ pub(crate) fn peer_index(peer_of: &[u32], dst: NodeId) -> usize {
     }
 }
 
+/// TCP Small Queues: a GSO sender's skb (or segment) `pkt` left the first link of its
+/// host, `from`, at `at` (or was dropped there): its bytes are released to the socket
+/// (Linux `tcp_wfree`). Packets of senders with GSO off (`gso_segs` 0) and packets at any
+/// later link cost one comparison.
+#[inline(always)]
+pub(crate) fn tx_complete(from: NodeId, pkt: &Packet, at: SimTime, ev: &mut EventQueue) {
+    if pkt.gso_segs != 0 && pkt.src == from {
+        push_tx_complete(pkt, at, ev);
+    }
+}
+
+#[inline(never)]
+fn push_tx_complete(pkt: &Packet, at: SimTime, ev: &mut EventQueue) {
+    let conn = ((pkt.seq as u32) << 1) | (pkt.src > pkt.dst) as u32;
+    ev.push(
+        at,
+        Event::TxComplete {
+            flow: pkt.flow,
+            conn,
+            bytes: pkt.size,
+        },
+    );
+}
+
 /// GRO: whether `p` can join the held packet `h` (see [`Link::arrive_gro`]).
 fn gro_joins(h: &Packet, p: &Packet) -> bool {
     use crate::packet::{tcp_flags, PacketKind};
@@ -722,6 +746,7 @@ impl Link {
         }
         self.count_tx();
         let done = now + tx;
+        tx_complete(self.p.from, &pkt, done, ev);
         self.busy_until = done;
         self.uncounted = pkt.size;
         self.uncounted_segs = 1;
@@ -766,6 +791,7 @@ impl Link {
             }
         }
         self.count_tx();
+        tx_complete(self.p.from, &pkt, end, ev);
         self.busy_until = end;
         self.uncounted = pkt.size;
         self.uncounted_segs = pkt.segs();
@@ -810,7 +836,21 @@ impl Link {
     /// path stays as small as it was). DOCSIS: the packet meets its service flow's
     /// regulator before the qdisc.
     #[inline(never)]
-    fn enqueue_lower(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+    fn enqueue_lower(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if pkt.gso_segs != 0 && pkt.src == self.p.from {
+            // TCP Small Queues: a lower layer's own queues are not modelled below the
+            // socket; its skb completes at hand-off (and is not counted again)
+            tx_complete(self.p.from, &pkt, now, ev);
+            if pkt.gso_segs > 1 {
+                for i in 0..pkt.segs() {
+                    let mut seg = pkt.segment(i);
+                    seg.gso_segs = 0;
+                    self.enqueue_lower(seg, now, ev);
+                }
+                return;
+            }
+            pkt.gso_segs = 0;
+        }
         if pkt.gso_segs > 1 {
             // Lower layers other than the wire take GSO skbs as their segments, before
             // the qdisc (a modelling choice: their pulls and airtime count packets).
@@ -984,6 +1024,7 @@ impl Link {
             self.stats.tx_bytes += pkt.size as u64;
         }
         self.stats.series.tx(now, pkt.size);
+        tx_complete(self.p.from, &pkt, now, ev);
         let loss = loss_at(&self.p, now);
         if loss > 0.0 && self.rng.bernoulli(loss) {
             self.stats.wire_drops += 1;
@@ -1268,6 +1309,8 @@ mod tests {
                     held.push(link.packets_inside());
                 }
                 Event::FlowTimer { .. } => link.enqueue(tcp(1, 4345, 1), now, &mut ev),
+                // (the test's packets start at the link's own node: TSQ completions)
+                Event::TxComplete { .. } => {}
                 _ => unreachable!(),
             }
         }
@@ -1372,7 +1415,7 @@ mod tests {
                     let p = link.arrive(now, &mut ev);
                     log.push(format!("arrive {} {}", now.as_nanos(), p.uid));
                 }
-                Event::FlowStart(_) => unreachable!(),
+                Event::FlowStart(_) | Event::TxComplete { .. } => unreachable!(),
             }
             for (p, why) in link.out.drops.drain(..) {
                 log.push(format!("drop {} {} {why:?}", now.as_nanos(), p.uid));

@@ -267,6 +267,10 @@ impl Simulator {
                 let (app, mut cx) = self.flows[flow as usize].split(flow, now, &mut self.net);
                 app.start(&mut cx);
             }
+            Event::TxComplete { flow, conn, bytes } => {
+                let (app, mut cx) = self.flows[flow as usize].split(flow, now, &mut self.net);
+                app.on_tx_complete(&mut cx, conn, bytes);
+            }
             Event::LinkTimer { link, kind } => {
                 if kind == crate::link::timer::ARRIVE {
                     self.arrive_multi(link);

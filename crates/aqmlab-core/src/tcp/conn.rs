@@ -277,6 +277,27 @@ impl TcpConn {
         self.idx
     }
 
+    /// The application reports TX completions ([`on_tx_complete`](Self::on_tx_complete)):
+    /// with `[tcp] tsq` both senders run TCP Small Queues.
+    pub fn enable_tx_completions(&mut self) {
+        if self.cfg.tsq {
+            for e in self.ends.iter_mut() {
+                e.snd.enable_tsq();
+            }
+        }
+    }
+
+    /// `bytes` of `side`'s skbs left its host's first link or were dropped there (Linux
+    /// `tcp_wfree`); a throttled sender tries to send now (`tcp_tsq_handler`).
+    pub fn on_tx_complete<H: TcpHost>(&mut self, h: &mut H, side: Side, bytes: u32) {
+        let e = &mut self.ends[side.idx()];
+        if e.snd.tx_complete(bytes) && e.phase == Phase::Established {
+            self.transmit(h, side);
+            self.trace(h, side);
+            self.sync_timers(h, side);
+        }
+    }
+
     /// Which side's sender records traces (default: `A` when `trace` is on).
     pub fn set_trace_side(&mut self, side: Option<Side>) {
         for e in self.ends.iter_mut() {
@@ -700,9 +721,11 @@ impl TcpConn {
             }
             e.snd.close_skb(now);
             let pkt = build(h, e, &skb, segs, idx, cfg);
+            e.snd.tsq_sent(pkt.size);
             h.send(pkt);
             if let Some(s) = rest {
                 let pkt = build(h, e, &s, 1, idx, cfg);
+                e.snd.tsq_sent(pkt.size);
                 h.send(pkt);
             }
         }

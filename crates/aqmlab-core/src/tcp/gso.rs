@@ -16,9 +16,22 @@
 //!   `tcp_bound_to_half_wnd`, which only binds with a receive window under 128 KB.)
 //! - `sk_pacing_rate` starts unlimited (`~0UL`, `sock_init_data`) until the first RTT
 //!   sample; Linux computes it whether or not anything paces (`tcp_update_pacing_rate`).
-//! - Not modelled: TCP Small Queues (`tcp_small_queue_check`: a socket waits for TX
-//!   completions once about 1 ms of data at its pacing rate, or two skbs, sit below
-//!   it) and TSO deferral (`tcp_tso_should_defer`).
+//! - TCP Small Queues (`[tcp] tsq`, on by default with GSO; [`tsq_limit`]): the bytes of
+//!   a socket's skbs below it (`sk_wmem_alloc`: in the qdisc and device of its host's
+//!   first link, released by `tcp_wfree` when the skb leaves that link or is dropped
+//!   there) may not exceed a limit before the next skb goes; a throttled socket sends
+//!   again at the next TX completion (`tcp_tsq_handler` → `tcp_write_xmit`).
+//!   6.1 `tcp_small_queue_check`: limit = max(2 × `skb->truesize`, `sk_pacing_rate >>
+//!   sk_pacing_shift`), capped at `tcp_limit_output_bytes` (16 × 65,536 = 1 MiB,
+//!   `tcp_sk_init`) unless the socket paces (`sk_pacing_status` ≠ `SK_PACING_NONE`:
+//!   BBR, or `[tcp] pacing`), doubled for a retransmission (`factor` 1 in
+//!   `tcp_xmit_retransmit_queue`); never throttled while nothing is in flight
+//!   (`tcp_rtx_queue_empty`). 3.14 `tcp_write_xmit`: limit = max(`sysctl_tcp_limit_output_bytes`
+//!   (131,072), `sk_pacing_rate >> 10`), new data only. `truesize` is taken as the
+//!   skb's IP bytes (the kernel adds its `sk_buff` overhead, a few hundred bytes).
+//!   Only `bulk` flows (and RRUL's bulk flows) deliver TX completions; other TCP
+//!   workloads send without TSQ.
+//! - Not modelled: TSO deferral (`tcp_tso_should_defer`).
 
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +63,45 @@ pub const MIN_TSO_SEGS: u32 = 2;
 const PACING_SHIFT: u32 = 10;
 /// `sysctl_tcp_tso_rtt_log` (6.1 default 9).
 const TSO_RTT_LOG: u32 = 9;
+
+/// 6.1 `tcp_limit_output_bytes` (`tcp_sk_init`: 16 × 65,536).
+pub const LIMIT_OUTPUT_BYTES_6_1: u64 = 16 * 65_536;
+/// 3.14 `sysctl_tcp_limit_output_bytes` (`tcp_output.c`: two 64 KB TSO skbs).
+pub const LIMIT_OUTPUT_BYTES_3_14: u64 = 131_072;
+
+/// The TCP Small Queues limit (`tcp_small_queue_check` in 6.1, the check in 3.14's
+/// `tcp_write_xmit`): the most bytes of this socket's skbs that may sit below it before
+/// the next skb of `truesize` bytes goes (the socket waits while `sk_wmem_alloc` is
+/// above it). `rate`: `sk_pacing_rate` in bytes per second (`None`: the unlimited initial
+/// rate); `paced`: the socket paces (`SK_PACING_NEEDED`); `retrans`: the skb is a
+/// retransmission (6.1 doubles the limit; 3.14 checks new data only: `None`).
+pub fn tsq_limit(
+    kernel: GsoKernel,
+    rate: Option<f64>,
+    truesize: u32,
+    paced: bool,
+    retrans: bool,
+) -> Option<u64> {
+    match kernel {
+        GsoKernel::Linux6_1 => {
+            let per_ms = rate.map_or(u64::MAX, |r| r.max(0.0) as u64) >> PACING_SHIFT;
+            let mut limit = (2 * truesize as u64).max(per_ms);
+            if !paced {
+                limit = limit.min(LIMIT_OUTPUT_BYTES_6_1);
+            }
+            Some(if retrans {
+                limit.saturating_mul(2)
+            } else {
+                limit
+            })
+        }
+        GsoKernel::Linux3_14 => {
+            // (3.14's sk_pacing_rate is a u32: the initial ~0U >> 10 is 4,194,303)
+            let per_ms = rate.map_or(u32::MAX as u64, |r| r.max(0.0) as u64) >> 10;
+            (!retrans).then_some(LIMIT_OUTPUT_BYTES_3_14.max(per_ms))
+        }
+    }
+}
 
 /// Segments per skb (`tcp_tso_segs` / `tcp_xmit_size_goal`). `rate`: `sk_pacing_rate`
 /// in bytes per second (`None`: no RTT sample yet, the unlimited initial rate);
@@ -125,6 +177,38 @@ mod tests {
         );
         // no RTT sample yet: the unlimited initial rate fills 64 KiB
         assert_eq!(tso_segs(k, None, SimDuration::MAX, MSS, HLEN, 2), 45);
+    }
+
+    /// TSQ limits. 6.1, an skb of 2 × 1,500 = 3,000 B: at 10 Mbit/s 1,250,000 >> 10 =
+    /// 1,220 B < 6,000 → 6,000 (two skbs); at 100 Mbit/s 12,500,000 >> 10 = 12,207 B.
+    /// At 10 Gbit/s 1,220,703 B: capped at 1,048,576 for a socket that does not pace,
+    /// not for one that does. A retransmission doubles it (12,000 / 24,414). Before an
+    /// RTT sample the unpaced limit is the cap. 3.14: 131,072 at both rates, 1,220,703 at
+    /// 10 Gbit/s; retransmissions are not checked.
+    #[test]
+    fn tsq_limit_at_two_rates() {
+        let k = GsoKernel::Linux6_1;
+        assert_eq!(tsq_limit(k, mbit(10.0), 3000, false, false), Some(6000));
+        assert_eq!(tsq_limit(k, mbit(100.0), 3000, false, false), Some(12_207));
+        assert_eq!(tsq_limit(k, mbit(10.0), 3000, false, true), Some(12_000));
+        assert_eq!(tsq_limit(k, mbit(100.0), 3000, true, true), Some(24_414));
+        assert_eq!(
+            tsq_limit(k, mbit(10_000.0), 3000, false, false),
+            Some(1_048_576)
+        );
+        assert_eq!(
+            tsq_limit(k, mbit(10_000.0), 3000, true, false),
+            Some(1_220_703)
+        );
+        assert_eq!(tsq_limit(k, None, 3000, false, false), Some(1_048_576));
+        let k = GsoKernel::Linux3_14;
+        assert_eq!(tsq_limit(k, mbit(10.0), 3000, false, false), Some(131_072));
+        assert_eq!(tsq_limit(k, mbit(100.0), 3000, true, false), Some(131_072));
+        assert_eq!(
+            tsq_limit(k, mbit(10_000.0), 3000, false, false),
+            Some(1_220_703)
+        );
+        assert_eq!(tsq_limit(k, mbit(100.0), 3000, false, true), None);
     }
 
     /// Linux 3.14 at the same rates (half a millisecond of data, at least 2 × MSS, at

@@ -477,6 +477,11 @@ pub struct TcpOptions {
     /// "off" (default) sends one segment per packet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gso: Option<crate::tcp::gso::Gso>,
+    /// TCP Small Queues with GSO ([`crate::tcp::gso::tsq_limit`]): the socket waits for
+    /// TX completions at its host's first link once its limit of bytes sit below it.
+    /// Default: on when `gso = "on"`; needs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tsq: Option<bool>,
 }
 
 /// Parameter documentation for `aqmlab describe tcp`.
@@ -671,6 +676,11 @@ pub const TCP_PARAMS: &[ParamDoc] = &[
         default: "off",
         doc: "on: GSO super-packets of tcp_tso_autosize segments (linux: pacing rate >> 10 (~1 ms) plus the min-RTT term, >= 2 segments, <= 64 KB; linux-3.14: pacing rate / 2000), paced per skb; needs stack linux or linux-3.14; off: one segment per packet",
     },
+    ParamDoc {
+        name: "tsq",
+        default: "true with gso = \"on\"",
+        doc: "TCP Small Queues (needs gso = \"on\"): the socket sends no new skb while more than max(2 skbs, pacing rate >> 10) bytes of its skbs sit in its host's first link (linux: at most 1 MiB unless paced, doubled for retransmissions; linux-3.14: max(128 KiB, pacing rate >> 10)); it sends again when one leaves that link or is dropped there; bulk flows only",
+    },
 ];
 
 impl TcpOptions {
@@ -720,6 +730,7 @@ impl TcpOptions {
             rtt_transition: over.rtt_transition.or(self.rtt_transition),
             ecn_fallback: over.ecn_fallback.or(self.ecn_fallback),
             gso: over.gso.or(self.gso),
+            tsq: over.tsq.or(self.tsq),
         }
     }
 }

@@ -53,6 +53,8 @@ pub struct TcpConfig {
     pub ecn_fallback: bool,
     /// GSO super-packets with the autosize rule of this kernel (`None`: off).
     pub gso: Option<crate::tcp::gso::GsoKernel>,
+    /// TCP Small Queues (only with `gso`).
+    pub tsq: bool,
 }
 
 /// Effectively unlimited window cap (segments).
@@ -145,8 +147,18 @@ impl TcpOptions {
             ));
         }
         let gso = o.gso_kernel(field, stack)?;
+        let tsq = o.tsq.unwrap_or(gso.is_some());
+        if tsq && gso.is_none() {
+            return Err(bad(
+                field,
+                "tsq",
+                "true".into(),
+                "TCP Small Queues are modelled for GSO senders: tsq = true needs gso = \"on\"",
+            ));
+        }
         Ok(TcpConfig {
             gso,
+            tsq,
             cc,
             pacing: o.pacing.unwrap_or(cc.paced_by_default()),
             pacing_ss_ratio,

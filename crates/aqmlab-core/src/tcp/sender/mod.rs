@@ -68,6 +68,7 @@ mod pacing;
 mod rate;
 mod reduction;
 mod timer;
+mod tsq;
 mod undo;
 
 use ack::{AckCtx, AckOrder};
@@ -276,6 +277,14 @@ pub struct Sender {
     /// bytes of the skb being built (paced once, when it closes: `pacing.rs`).
     gso: Option<super::gso::GsoKernel>,
     skb_bytes: u32,
+    /// TCP Small Queues (`tsq.rs`): the kernel whose limit applies (`None`: off, or the
+    /// application delivers no TX completions), the bytes of this socket's skbs below it
+    /// (`sk_wmem_alloc`), and whether it waits for a completion (`TSQ_THROTTLED`).
+    tsq: Option<super::gso::GsoKernel>,
+    /// GSO: `next_segment` returned the first segment of an skb not yet closed.
+    skb_open: bool,
+    wmem: u64,
+    tsq_throttled: bool,
     pub stats: SenderStats,
 }
 
@@ -362,6 +371,10 @@ impl Sender {
             min_rtt: None,
             gso: cfg.gso,
             skb_bytes: 0,
+            tsq: None,
+            skb_open: false,
+            wmem: 0,
+            tsq_throttled: false,
             stats: SenderStats::default(),
         }
         .with_rack()

@@ -40,7 +40,10 @@ impl Sender {
             return None;
         }
         let in_flight = self.in_flight();
-        let cwnd_ok = in_flight < self.w.cwnd || self.force_rtx;
+        // TCP Small Queues (GSO senders): an skb waits while too many bytes of this socket
+        // sit below it; `tcp_write_xmit` then ends as when the window is full
+        let tsq = self.tsq.is_some() && self.tsq_blocks();
+        let cwnd_ok = !tsq && (in_flight < self.w.cwnd || self.force_rtx);
         if cwnd_ok {
             if let Some(i) = self.sb.next_lost() {
                 let tx = self.tx_stamp(now, in_flight + 1);
@@ -63,11 +66,13 @@ impl Sender {
                     self.arm(XmitTimer::Rto, now + self.rtt.rto());
                 }
                 self.force_rtx = false;
+                self.skb_open = self.gso.is_some();
                 return Some(self.resent(now, i));
             }
         }
-        if in_flight < self.w.cwnd {
+        if !tsq && in_flight < self.w.cwnd {
             if let Some(t) = self.send_new(now, max_payload, in_flight, false) {
+                self.skb_open = self.gso.is_some();
                 return Some(t);
             }
         }

@@ -77,6 +77,7 @@ impl Sender {
     /// complete; pace after it by its bytes (Linux `tcp_update_skb_after_send`, once
     /// per skb).
     pub fn close_skb(&mut self, now: SimTime) {
+        self.skb_open = false;
         let bytes = std::mem::take(&mut self.skb_bytes);
         if bytes > 0 {
             self.paced_skb(now, bytes);
