@@ -1140,39 +1140,7 @@ def verify_cmd(store: str, repair: bool, jobs: int | None) -> None:
             _fail(f"{len(rep.failed)} damaged run(s) failed when run again (see {d / 'failed'}/)", EXIT_INTERNAL)
         click.echo(f"ok: {d}: {len(rep.rerun)} damaged run(s) run again" if rep.rerun or rep.actions else f"ok: {d}: intact")
         return
-    problems: list[str] = []
-    prov, _, bad = S._read_copies(d, S.PROVENANCE, S._check_provenance)
-    problems += bad
-    if prov is None and bad:
-        problems.append(f"{S.PROVENANCE}: no intact copy")
-    text, _, bad = S._read_copies(d, S.STUDY, S._check_study((prov or {}).get("study_sha256")))
-    problems += bad
-    if text is None and bad:
-        problems.append(f"{S.STUDY}: no intact copy")
-    m, _, bad = S._read_copies(d, S.MANIFEST, S._check_manifest)
-    problems += bad
-    for name in (S.MANIFEST, S.PROVENANCE, S.STUDY):
-        if (d / (name + S.PREV)).exists() and not (d / name).exists():
-            problems.append(f"{name} is missing (its second copy {name + S.PREV} is there)")
-    if m is None:
-        try:
-            m = S._read_manifest(d)
-        except StoreError as e:
-            problems.append(str(e))
-            m = None
-    n_runs = 0
-    if m is not None:
-        wrong = S._runs_disagree(d, m)
-        if wrong:
-            problems.append(f"{S.MANIFEST}: the run list of {wrong} disagrees with the file")
-        damaged, _ = S.check_files(d, m)
-        runs = sorted({x.run_id for x in damaged})
-        for rid in runs[:20]:
-            x = next(x for x in damaged if x.run_id == rid)
-            problems.append(f"run {rid}: {x.file}: {x.reason}")
-        if len(runs) > 20:
-            problems.append(f"... and {len(runs) - 20} more damaged run(s)")
-        n_runs = len(S._loose_ids(d, "runs") | S._manifest_runs(m))
+    problems, n_runs = S.check_store(d)
     if problems:
         for p in problems:
             click.echo(f"damaged: {p}", err=True)

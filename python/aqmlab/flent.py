@@ -373,12 +373,12 @@ def export_flent(store_dir: str | pathlib.Path, out_dir: str | pathlib.Path, stu
     """Writes one ``*.flent.gz`` per RRUL/VoIP/web run of the store into `out_dir` and
     returns their paths (sorted). Files are deterministic: the same store gives
     byte-identical files."""
-    from aqmlab.plots import as_store as _as_store
-    from aqmlab.plots import study_of as _study_of
+    from aqmlab.store import open as open_store
+    from aqmlab.study import of_store
 
-    store = _as_store(store_dir)
+    store = open_store(store_dir)
     try:
-        study = _study_of(store, study)
+        study = of_store(store, study)
     except ValueError:
         study = None
     out = pathlib.Path(out_dir)

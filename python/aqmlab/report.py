@@ -26,6 +26,8 @@ from typing import Any
 from aqmlab import findings as F
 from aqmlab import plots, tables
 from aqmlab.store import Store, StoreLike, runs_of
+from aqmlab.store import open as open_store
+from aqmlab.study import of_store
 
 __all__ = ["write_report", "write_run_report", "validate_outputs"]
 
@@ -359,8 +361,8 @@ def write_report(store_dir: str | pathlib.Path | StoreLike, study: Any = None, o
     embeds it); dpi: resolution of the PNG files. The page itself embeds everything it
     shows.
     """
-    store = plots.as_store(store_dir)
-    study = plots.study_of(store, study)
+    store = open_store(store_dir)
+    study = of_store(store, study)
     if out_html is not None:
         out = pathlib.Path(out_html)
     elif isinstance(store, Store):

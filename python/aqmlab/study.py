@@ -113,7 +113,7 @@ from typing import Any
 
 from aqmlab.errors import StudyError
 
-__all__ = ["Study", "Experiment", "RunSpec", "StudyError", "FindingError", "validate_finding", "load_study", "find_study", "list_studies", "deep_merge"]
+__all__ = ["Study", "Experiment", "RunSpec", "StudyError", "FindingError", "validate_finding", "load_study", "find_study", "list_studies", "deep_merge", "of_store"]
 
 
 def deep_merge(base: dict, patch: dict) -> dict:
@@ -591,3 +591,27 @@ def load_study(name_or_path: str, quick: bool = False, force: bool = False) -> S
     except InputFileError as e:
         raise StudyError(str(e)) from None
     return parse_study(text, quick=quick, source=str(path))
+
+
+def of_store(store: Any, study: Any = None) -> Study:
+    """The study a reader works with: `study` itself if it is a :class:`Study`, the study
+    file or shipped name `study` if it is a string, or (`study` None) the study text saved
+    in `store` (an opened store or in-memory tables), without the optional experiments
+    (variants run with ``--only``) of which the store has no runs."""
+    if isinstance(study, Study):
+        return study
+    text = getattr(store, "study_text", "")
+    if study is None and text:
+        quick = bool(getattr(store, "provenance", {}).get("quick", False))
+        parsed = parse_study(text, quick=quick, source="study.toml (from the store)")
+        if any(e.optional for e in parsed.experiments):
+            # optional experiments (variants run with --only) count when the store has runs of them
+            try:
+                present = set(store.runs["experiment"].astype(str))
+            except Exception:  # no runs table yet: the default experiments only
+                present = set()
+            parsed = parsed.without([e.name for e in parsed.experiments if e.optional and e.name not in present])
+        return parsed
+    if isinstance(study, str):
+        return load_study(study)
+    raise ValueError("no study given and the store holds no study text")

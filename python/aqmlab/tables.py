@@ -324,11 +324,11 @@ class TableRecord:
 def render_table_records(store: StoreArg, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True) -> list[TableRecord]:
     """Computes and writes every ``[[experiment.table]]`` of the study (and, with
     summaries=True, one summary table per experiment) as CSV + Markdown."""
-    from aqmlab.plots import as_store as _as_store
-    from aqmlab.plots import study_of as _study_of
+    from aqmlab.store import open as open_store
+    from aqmlab.study import of_store
 
-    store = _as_store(store)
-    study = _study_of(store, study)
+    store = open_store(store)
+    study = of_store(store, study)
     out = pathlib.Path(outdir)
     recs: list[TableRecord] = []
     used: set[str] = set()

@@ -100,7 +100,8 @@ def test_disk_full_during_a_sweep_exits_2_naming_the_path(tmp_path, monkeypatch,
     def full(data, path):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr(store, "_write_bytes_durably", full)
+    for m in (store.write, store.meta):  # the run files, the metadata files
+        monkeypatch.setattr(m, "write_bytes_durably", full)
     with pytest.raises(SystemExit) as ei:
         main(["sweep", str(MINI), "--quick", "--jobs", "1", "--out", str(tmp_path / "s")])
     err = capsys.readouterr().err

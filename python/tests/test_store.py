@@ -120,8 +120,8 @@ def test_compaction_parts_equal_those_of_the_generic_reader(stores, tmp_path, mo
 
     ref = tmp_path / "ref"
     shutil.copytree(loose, ref)
-    monkeypatch.setattr(store, "_read_loose", generic_read)
-    monkeypatch.setattr(store, "_conform", generic_conform)
+    monkeypatch.setattr(store.compaction, "_read_loose", generic_read)
+    monkeypatch.setattr(store.compaction, "_conform", generic_conform)
     store.compact(ref, part_rows=20_000, row_group_rows=3_000)
     monkeypatch.undo()
     a = json.loads((packed / "parts.json").read_text())
@@ -135,7 +135,7 @@ def test_compaction_parts_equal_those_of_the_generic_reader(stores, tmp_path, mo
 @pytest.mark.parametrize("layout", ["loose", "packed"])
 def test_lazy_figures_tables_findings_equal_eager(stores, layout, monkeypatch):
     study, loose, packed = stores
-    monkeypatch.setattr(store, "CHUNK_ROWS", 4_000)  # reductions see many chunks of whole runs
+    monkeypatch.setattr(store.read, "CHUNK_ROWS", 4_000)  # reductions see many chunks of whole runs
     lazy = store.load(loose if layout == "loose" else packed)
     eager = _eager(store.load(loose))
     for e in study.experiments:
@@ -241,7 +241,7 @@ def test_checksum_catches_a_flipped_byte_in_a_loose_run(stores, tmp_path):
     rid = st.raw_runs["run_id"].iloc[5]
     # the synthetic writer has no checksums: give every run one, as write_run does
     for r in st.raw_runs["run_id"]:
-        sums = {t: store._sha256_file(out / t / f"{r}.parquet") for t in TABLES if (out / t / f"{r}.parquet").exists()}
+        sums = {t: store.write.sha256_file(out / t / f"{r}.parquet") for t in TABLES if (out / t / f"{r}.parquet").exists()}
         (out / "checksums").mkdir(exist_ok=True)
         (out / "checksums" / f"{r}.json").write_text(json.dumps(sums))
     assert store.verify(out) == []
@@ -303,7 +303,7 @@ def test_loose_duplicates_after_commit_are_ignored(stores, tmp_path):
 
 
 def test_parquet_bytes_are_those_of_pandas_to_parquet():
-    """store._parquet_bytes converts on one thread with pyarrow directly; the file must be
+    """store.write.parquet_bytes converts on one thread with pyarrow directly; the file must be
     byte for byte what ``df.to_parquet(index=False)`` writes (same pandas metadata, same
     dtypes on reading back), for small and large frames, strings, categoricals, NaN and
     empty frames, and for frames with attrs (left to pandas)."""
@@ -323,7 +323,7 @@ def test_parquet_bytes_are_those_of_pandas_to_parquet():
     for df in frames:
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
-        got = store._parquet_bytes(df)
+        got = store.write.parquet_bytes(df)
         assert got == buf.getvalue()
         back = pd.read_parquet(io.BytesIO(got))
         assert list(back.dtypes) == list(pd.read_parquet(io.BytesIO(buf.getvalue())).dtypes)

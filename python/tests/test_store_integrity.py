@@ -32,7 +32,7 @@ def _upgrade(out: pathlib.Path) -> None:
     store.write_study_text(out, text)
     (out / "checksums").mkdir(exist_ok=True)
     for f in (out / "runs").glob("*.parquet"):
-        sums = {t: store._sha256_file(out / t / f.name) for t in TABLES if (out / t / f.name).exists()}
+        sums = {t: store.write.sha256_file(out / t / f.name) for t in TABLES if (out / t / f.name).exists()}
         (out / "checksums" / f"{f.stem}.json").write_text(json.dumps(sums))
 
 

@@ -37,12 +37,10 @@ from aqmlab.plots.render import (
     FORMATS,
     FigureJob,
     FigureRecord,
-    as_store,
     check_formats,
     figure,
     render_figure_records,
     render_figures,
-    study_of,
 )
 from aqmlab.plots.runview import plot_compare, plot_run
 from aqmlab.plots.select import _resample, _run_length
@@ -54,10 +52,8 @@ __all__ = [
     "SERIES_METRICS",
     "FigureJob",
     "FigureRecord",
-    "as_store",
     "check_formats",
     "FORMATS",
-    "study_of",
     "figure",
     "render_figures",
     "render_figure_records",

@@ -15,12 +15,14 @@ from aqmlab import _procs as procs
 from aqmlab.plots.kinds import FIGURE_TYPES
 from aqmlab.plots.spec import validate_spec
 from aqmlab.store import StoreArg, StoreLike
+from aqmlab.store import open as open_store
+from aqmlab.study import of_store
 
 
 def figure(store: StoreArg, spec: dict, experiment: Any = None) -> Figure:
     """Draws one figure from a spec (see the module doc for the keys)."""
     validate_spec(spec)
-    return FIGURE_TYPES[spec["type"]](as_store(store), spec, experiment)
+    return FIGURE_TYPES[spec["type"]](open_store(store), spec, experiment)
 
 
 def _error_figure(message: str) -> Figure:
@@ -131,8 +133,8 @@ class FigureJob:
                  strict: bool = False, dpi: int = 110, jobs: int | None = 1) -> None:
         from aqmlab.store import Store
 
-        self.store = as_store(store)
-        self.study = study_of(self.store, study)
+        self.store = open_store(store)
+        self.study = of_store(self.store, study)
         self.out = pathlib.Path(outdir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.formats, self.strict, self.dpi = check_formats(formats), strict, dpi
@@ -194,37 +196,3 @@ def render_figures(store: StoreArg, study: Any, outdir: str | pathlib.Path, form
     :class:`aqmlab.study.Study`, or None to use the study text saved in the store."""
     recs = render_figure_records(store, study, outdir, formats, strict, jobs=jobs)
     return [p for r in recs for p in r.files]
-
-
-def as_store(store: StoreArg) -> StoreLike:
-    if isinstance(store, (str, os.PathLike)):
-        from aqmlab.store import load
-
-        return load(store)
-    return store
-
-
-def study_of(store: StoreLike, study: Any):
-    """Resolves (store, study) arguments: loads the store if given a path and parses the
-    store's saved study text if study is None."""
-    from aqmlab.study import Study, parse_study
-
-    if isinstance(study, Study):
-        return study
-    text = getattr(store, "study_text", "")
-    if study is None and text:
-        quick = bool(getattr(store, "provenance", {}).get("quick", False))
-        parsed = parse_study(text, quick=quick, source="study.toml (from the store)")
-        if any(e.optional for e in parsed.experiments):
-            # optional experiments (variants run with --only) count when the store has runs of them
-            try:
-                present = set(store.runs["experiment"].astype(str))
-            except Exception:  # no runs table yet: the default experiments only
-                present = set()
-            parsed = parsed.without([e.name for e in parsed.experiments if e.optional and e.name not in present])
-        return parsed
-    if isinstance(study, str):
-        from aqmlab.study import load_study
-
-        return load_study(study)
-    raise ValueError("no study given and the store holds no study text")
