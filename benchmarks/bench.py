@@ -58,7 +58,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=pathlib.Path, help="also write the rows to this JSON file")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--best", action="store_true", help="report the fastest of the --repeat runs, not the median")
-    ap.add_argument("--pgo", action="store_true", help="time the profile-guided build (scripts/pgo.sh bench), as setup.sh builds the extension")
+    ap.add_argument(
+        "--pgo", action="store_true", help="time the profile-guided build (scripts/pgo.sh bench), as setup.sh builds the extension"
+    )
     ap.add_argument("--binary", type=pathlib.Path, help="time this aqmlab-bench instead of building one")
     a = ap.parse_args(argv)
     files = a.scenarios or sorted((ROOT / "benchmarks" / "scenarios").glob("*.toml"))
@@ -69,7 +71,15 @@ def main(argv=None) -> int:
     for f in files:
         runs = [run_once(binary, f) for _ in range(max(1, a.repeat))]
         row = dict(runs[0])
-        keys = ("wall_seconds", "packets_per_second", "events_per_second", "peak_rss_mib", "cpu_seconds", "loop_cpu_seconds", "packets_per_cpu_second")
+        keys = (
+            "wall_seconds",
+            "packets_per_second",
+            "events_per_second",
+            "peak_rss_mib",
+            "cpu_seconds",
+            "loop_cpu_seconds",
+            "packets_per_cpu_second",
+        )
         if a.best:
             row.update(min(runs, key=lambda r: r["wall_seconds"]))
             for k in ("cpu_seconds", "loop_cpu_seconds", "peak_rss_mib"):
@@ -81,7 +91,8 @@ def main(argv=None) -> int:
         row["scenario"] = f.stem
         rows.append(row)
         print(f"  {f.stem}: {row['packets_per_second']:,.0f} pkt/s", file=sys.stderr)
-    hdr = f"{'scenario':32} {'sim s':>7} {'bn pkts':>11} {'events':>12} {'wall s':>8} {'pkt/s':>12} {'events/s':>12} {'cpu s':>7} {'pkt/cpu-s':>12} {'RSS MiB':>8}"
+    hdr = (f"{'scenario':32} {'sim s':>7} {'bn pkts':>11} {'events':>12} {'wall s':>8} {'pkt/s':>12} {'events/s':>12} {'cpu s':>7} "
+           f"{'pkt/cpu-s':>12} {'RSS MiB':>8}")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:

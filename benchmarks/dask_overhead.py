@@ -117,7 +117,10 @@ def main(argv=None) -> int:
                 r["repeat"] = i
                 rows.append(r)
                 print(json.dumps(r), file=sys.stderr)
-    print(f"{'scheduler':10} {'runs':>5} {'wall s (median)':>16} {'startup s':>10} {'sim s/run':>10} {'overhead s/run':>15} {'parquet s/run':>14}")
+    print(
+        f"{'scheduler':10} {'runs':>5} {'wall s (median)':>16} {'startup s':>10} {'sim s/run':>10} {'overhead s/run':>15} "
+        f"{'parquet s/run':>14}"
+    )
     for kind in a.schedulers.split(","):
         rs = [r for r in rows if r["scheduler"] == kind]
         med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731

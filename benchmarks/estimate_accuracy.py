@@ -139,7 +139,9 @@ def main() -> None:
     a = ap.parse_args()
     _, base = measure(TINY)
     print(f"baseline (interpreter, aqmlab and a 1 s single-ping run): {base / 1e6:.0f} MB")
-    print(f"{'scenario':40s} {'est MB':>8s} {'RSS MB':>8s} {'-base':>8s} {'ratio':>6s} {'est ev':>9s} {'events':>9s} {'ratio':>6s}  refused")
+    print(
+        f"{'scenario':40s} {'est MB':>8s} {'RSS MB':>8s} {'-base':>8s} {'ratio':>6s} {'est ev':>9s} {'events':>9s} {'ratio':>6s}  refused"
+    )
     worst_mem = worst_ev = 0.0
     false_refusals = 0
     n = 0

@@ -100,7 +100,9 @@ def run_campaign(a) -> dict:
     def spawn(start: int, stop: int) -> None:
         if start >= stop:
             return
-        cmd = [sys.executable, __file__, "--worker", str(start), str(stop), "--seed", str(a.seed), "--rlimit-gb", str(a.rlimit_gb)] + (["--run"] if a.run else [])
+        cmd = [sys.executable, __file__, "--worker", str(start), str(stop), "--seed", str(a.seed), "--rlimit-gb", str(a.rlimit_gb)] + (
+            ["--run"] if a.run else []
+        )
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, bufsize=1)
         procs[p.stdout.fileno()] = {"p": p, "cur": start, "stop": stop, "last": time.time()}
 

@@ -84,13 +84,19 @@ def main(argv=None) -> int:
         g[2] += r["execute_cpu_seconds"]
         g[3] += r["encode_cpu_seconds"]
         g[4] += r["store_cpu_seconds"]
-    print(f"{'experiment':14} {'link':9} {'combos':>6} {'sim s':>8} {'run cpu s':>10} {'encode cpu s':>13} {'store cpu s':>12} {'x reps cpu s':>13}")
+    print(
+        f"{'experiment':14} {'link':9} {'combos':>6} {'sim s':>8} {'run cpu s':>10} {'encode cpu s':>13} {'store cpu s':>12} "
+        f"{'x reps cpu s':>13}"
+    )
     tot = 0.0
     for (ex, link), (n, sim, cpu, enc, st) in sorted(groups.items()):
         full = (cpu + enc + st) * exp[ex].repetitions
         tot += full
         print(f"{ex:14} {link:9} {n:6d} {sim:8.2f} {cpu:10.2f} {enc:13.2f} {st:12.2f} {full:13.0f}")
-    print(f"full study ({sum(e.repetitions * sum(1 for s in specs if s.experiment == e.name) for e in exp.values())} runs): {tot:,.0f} CPU-s of runs -> {tot / a.cores / 60:.1f} min on {a.cores} cores (+ report)")
+    print(
+        f"full study ({sum(e.repetitions * sum(1 for s in specs if s.experiment == e.name) for e in exp.values())} runs): {tot:,.0f} "
+        f"CPU-s of runs -> {tot / a.cores / 60:.1f} min on {a.cores} cores (+ report)"
+    )
     if failed:
         print(f"{len(failed)} combinations failed (not counted): " + "; ".join(f"{f['experiment']} {f['params']}" for f in failed))
     if a.json:

@@ -85,10 +85,12 @@ measures = ["goodput_down", "induced_latency"]
   name = "flows"
   [[experiment.axis.values]]
   label = "1"
-  patch = { flow = [ { kind = "bulk", from = "server0", to = "client0" }, { kind = "ping", from = "client0", to = "server0", interval = "20ms" } ] }
+  patch = { flow = [ { kind = "bulk", from = "server0", to = "client0" }, { kind = "ping", from = "client0", to = "server0", interval = \
+"20ms" } ] }
   [[experiment.axis.values]]
   label = "4"
-  patch = { flow = [ { kind = "bulk", from = "server0", to = "client0", count = 4 }, { kind = "ping", from = "client0", to = "server0", interval = "20ms" } ] }
+  patch = { flow = [ { kind = "bulk", from = "server0", to = "client0", count = 4 }, { kind = "ping", from = "client0", to = "server0", \
+interval = "20ms" } ] }
 """
 
 WALL = ("wall_seconds", "sim_wall_seconds")

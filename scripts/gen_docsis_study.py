@@ -17,13 +17,16 @@ def base_value(n, label=None, rtts=None, voip_rtt=80, extra_flows="", extra_mode
     rtts = rtts or [30 + 10 * i for i in range(n)]
     delays = [r / 2 for r in rtts] + [voip_rtt / 2] + list(extra_delays)
     modems = n + 1 + extra_modems
-    flows = (f'{{ kind = "bulk", name = "ftp", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
-             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms", codec_delay = "0ms" }}' + extra_flows)
+    flows = (
+        f'{{ kind = "bulk", name = "ftp", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
+        f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms", codec_delay = "0ms" }}'
+        + extra_flows
+    )
     return (f'  [[experiment.axis.values]]\n  label = "{label or n}"\n'
             f'  patch = {{ docsis = {{ modems = {modems}, server_delays = {dl(delays)} }}, flow = [ {flows} ] }}\n')
 
 out = []
-out.append('''# An ns-2 study of delay-based AQM in downstream DOCSIS 3.0 cable networks (Clemson
+out.append("""# An ns-2 study of delay-based AQM in downstream DOCSIS 3.0 cable networks (Clemson
 # University group; Computer Networks 2015). One CMTS, one flow per cable modem, servers
 # with their own path delays (RTT 30-130 ms), a 38 Mbit/s downstream channel (4 bonded
 # channels = 152 Mbit/s in the bonded variant), 27 Mbit/s upstream per modem. The CMTS
@@ -54,19 +57,27 @@ out.append('''# An ns-2 study of delay-based AQM in downstream DOCSIS 3.0 cable 
 [study]
 name = "docsis-downstream"
 title = "Delay-based AQM in downstream DOCSIS 3.0"
-description = "ns-2 DOCSIS 3.0 downstream study (Clemson, Computer Networks 2015): DT, DT20, DRR, ARED, CoDel and PIE at the CMTS; FTP, VoIP, HAS video, web users and WRT; service tiers, channel bonding, an unresponsive UDP flow."
+description = "ns-2 DOCSIS 3.0 downstream study (Clemson, Computer Networks 2015): DT, DT20, DRR, ARED, CoDel and PIE at the CMTS; FTP, \
+VoIP, HAS video, web users and WRT; service tiers, channel bonding, an unresponsive UDP flow."
 repetitions = 1
 seed = 1
 findings = [
-  { text = "DT with a 2048-packet buffer gives ~0.5 s of queueing and VoIP quality far below toll quality; CoDel, PIE and DT20 keep VoIP usable", check = { measure = "voip_r", experiment = "base", higher = "CoDel", than = "DT", axis = "scheduler" } },
-  { text = "DT's VoIP R-value is below toll quality (70) under load", check = { measure = "voip_r", experiment = "base", where = { scheduler = "DT", flows = ["5", "7", "9", "11"] }, at_most = 70 } },
-  { text = "DT20 loses aggregate throughput compared to DT", check = { measure = "goodput_total", experiment = "base", where = { flows = ["1", "3"] }, lower = "DT20", than = "DT", axis = "scheduler" } },
-  { text = "AQMs expose TCP's RTT unfairness that a bloated buffer masked (Jain's index lower under CoDel/PIE than under DT)", check = { measure = "jain", experiment = "base", where = { flows = ["5", "7", "9", "11"] }, lower = "CoDel", than = "DT", axis = "scheduler" } },
-  { text = "Unfairness grows with the RTT spread", check = { measure = "jain", experiment = "rtt_spread", where = { scheduler = "CoDel" }, trend = "decreasing", axis = "spread" } },
+  { text = "DT with a 2048-packet buffer gives ~0.5 s of queueing and VoIP quality far below toll quality; CoDel, PIE and DT20 keep VoIP \
+usable", check = { measure = "voip_r", experiment = "base", higher = "CoDel", than = "DT", axis = "scheduler" } },
+  { text = "DT's VoIP R-value is below toll quality (70) under load", check = { measure = "voip_r", experiment = "base", where = { \
+scheduler = "DT", flows = ["5", "7", "9", "11"] }, at_most = 70 } },
+  { text = "DT20 loses aggregate throughput compared to DT", check = { measure = "goodput_total", experiment = "base", where = { flows = \
+["1", "3"] }, lower = "DT20", than = "DT", axis = "scheduler" } },
+  { text = "AQMs expose TCP's RTT unfairness that a bloated buffer masked (Jain's index lower under CoDel/PIE than under DT)", check = { \
+measure = "jain", experiment = "base", where = { flows = ["5", "7", "9", "11"] }, lower = "CoDel", than = "DT", axis = "scheduler" } },
+  { text = "Unfairness grows with the RTT spread", check = { measure = "jain", experiment = "rtt_spread", where = { scheduler = "CoDel" \
+}, trend = "decreasing", axis = "spread" } },
   { text = "DRR is max-min fair", check = { measure = "jain", experiment = "base", where = { scheduler = "DRR" }, at_least = 0.95 } },
   "Single-queue schemes do not enforce service tiers under heavy load (allocations converge to the unweighted share); see the tier figures",
-  { text = "Only DRR contains an unresponsive 12 Mbit/s UDP flow", check = { measure = "cbr_goodput", experiment = "udp", lower = "DRR", than = "CoDel", axis = "scheduler" } },
-  { text = "AQM keeps web response times low and stable; DT's are high and erratic", check = { measure = "wrt_mean", experiment = "web", lower = "CoDel", than = "DT", axis = "scheduler" } },
+  { text = "Only DRR contains an unresponsive 12 Mbit/s UDP flow", check = { measure = "cbr_goodput", experiment = "udp", lower = "DRR", \
+than = "CoDel", axis = "scheduler" } },
+  { text = "AQM keeps web response times low and stable; DT's are high and erratic", check = { measure = "wrt_mean", experiment = "web", \
+lower = "CoDel", than = "DT", axis = "scheduler" } },
 ]
 
 [quick]
@@ -77,19 +88,24 @@ duration = "60s"
 run = { duration = "2000s", warmup = "20s", bin = "10s" }
 tcp = { stack = "ns2-sack1", mss = 1460 }
 docsis = { channels = 1, downstream_qdisc = { kind = "fifo", limit = 2048 } }
-''')
+""")
 
-out.append('''
+out.append(
+    """
 # ---------------------------------------------------------------------------------------
 [[experiment]]
 name = "base"
 title = "BASE: n FTP flows (RTT 30 + 10 i ms) and one VoIP flow"
 measures = ["goodput_total", "jain", "voip_owd", "voip_loss", "voip_r", "queue_delay_mean"]
 
-''' + SCHED + '''
+"""
+    + SCHED
+    + """
   [[experiment.axis]]
   name = "flows"
-''' + "".join(base_value(n) for n in (1, 3, 5, 7, 9, 11)) + '''
+"""
+    + "".join(base_value(n) for n in (1, 3, 5, 7, 9, 11))
+    + """
   [[experiment.figure]]
   type = "bar"
   name = "base-voip-r"
@@ -133,10 +149,14 @@ title = "BASE extra: up to 50 FTP flows"
 measures = ["goodput_total", "jain", "voip_r"]
 quick_repetitions = 1
 
-''' + SCHED + '''
+"""
+    + SCHED
+    + """
   [[experiment.axis]]
   name = "flows"
-''' + "".join(base_value(n) for n in (20, 30, 50)) + '''
+"""
+    + "".join(base_value(n) for n in (20, 30, 50))
+    + """
   [[experiment.table]]
   name = "many-jain"
   value = "jain"
@@ -148,10 +168,14 @@ name = "equal_rtt"
 title = "BASE extra: 9 FTP flows, all with 80 ms RTT"
 measures = ["goodput_total", "jain", "voip_r"]
 
-''' + SCHED + '''
+"""
+    + SCHED
+    + """
   [[experiment.axis]]
   name = "flows"
-''' + base_value(9, rtts=[80] * 9) + '''
+"""
+    + base_value(9, rtts=[80] * 9)
+    + """
   [[experiment.table]]
   name = "equal-rtt-jain"
   value = "jain"
@@ -169,10 +193,17 @@ measures = ["goodput_total", "jain"]
 # (docs/validation.md, "Quick-mode findings").
 quick_duration = "200s"
 
-''' + SCHED + '''
+"""
+    + SCHED
+    + """
   [[experiment.axis]]
   name = "spread"
-''' + "".join(base_value(7, label=f"{s}ms", rtts=[100, 100 - s, 100 + s, 100 - 2 * s, 100 + 2 * s, 100 - 3 * s, 100 + 3 * s]) for s in (5, 10, 15, 20, 25)) + '''
+"""
+    + "".join(
+        base_value(7, label=f"{s}ms", rtts=[100, 100 - s, 100 + s, 100 - 2 * s, 100 + 2 * s, 100 - 3 * s, 100 + 3 * s])
+        for s in (5, 10, 15, 20, 25)
+    )
+    + """
   [[experiment.figure]]
   type = "line"
   name = "jain-vs-spread"
@@ -188,17 +219,22 @@ measures = ["goodput_total", "jain", "voip_owd", "voip_r"]
 repetitions = 5
 quick_repetitions = 2
 
-''' + SCHED + '''
+"""
+    + SCHED
+    + """
   [[experiment.axis]]
   name = "flows"
-''' + base_value(9) + '''
+"""
+    + base_value(9)
+    + """
   [[experiment.table]]
   name = "base9-jain"
   value = "jain"
   rows = "scheduler"
   cols = "flows"
   stat = "mean±sd"
-''')
+"""
+)
 
 # HAS: BASE plus 5 HAS flows; HAS RTTs 80,70,90,60,100; FTP RTTs same pattern from 80
 pattern = [80, 70, 90, 60, 100, 50, 110, 40, 120, 30, 130]
@@ -246,9 +282,15 @@ def web_value(users, wrt_size="20KB", label=None):
     ftp = [30, 40, 50, 60, 70]
     u = [[30, 40, 50, 60, 70][i % 5] for i in range(users)]
     delays = [r / 2 for r in ftp] + [r / 2 for r in u] + [25]
-    flows = ('{ kind = "bulk", name = "ftp", count = 5, from = "server{i}", to = "cm{i}", start_spread = "2s" }, '
-             + ", ".join(f'{{ kind = "web_users", name = "user{k}", from = "cm{5 + k}", to = "server{5 + k}", start_spread = "1s" }}' for k in range(users))
-             + f', {{ kind = "wrt", name = "wrt", from = "cm{5 + users}", to = "server{5 + users}", size = "{wrt_size}", think = "10s", persistent = true }}')
+    flows = (
+        '{ kind = "bulk", name = "ftp", count = 5, from = "server{i}", to = "cm{i}", start_spread = "2s" }, '
+        + ", ".join(
+            f'{{ kind = "web_users", name = "user{k}", from = "cm{5 + k}", to = "server{5 + k}", start_spread = "1s" }}'
+            for k in range(users)
+        )
+        + f', {{ kind = "wrt", name = "wrt", from = "cm{5 + users}", to = "server{5 + users}", size = "{wrt_size}", think = "10s", '
+          f'persistent = true }}'
+    )
     return (f'  [[experiment.axis.values]]\n  label = "{label or users}"\n'
             f'  patch = {{ docsis = {{ modems = {6 + users}, server_delays = {dl(delays)} }}, flow = [ {flows} ] }}\n')
 
@@ -304,20 +346,29 @@ def tier_value(n, bonded=False, ts=False):
     flows = (f'{{ kind = "bulk", name = "tier1_", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
              f'{{ kind = "bulk", name = "tier2", from = "server{n}", to = "cm{n}", start_spread = "2s"{t2} }}')
     extra = ', channels = 4, downstream_qdisc = { kind = "fifo", limit = 8192 }' if bonded else ""
-    return (f'  [[experiment.axis.values]]\n  label = "{n}"\n'
-            f'  patch = {{ docsis = {{ modems = {n + 1}, server_delays = {dl(delays)}, tier = [ {{ name = "tier1", count = {n}, max_rate = "{r1}" }}, {{ name = "tier2", count = 1, max_rate = "{r2}" }} ]{extra} }}, flow = [ {flows} ] }}\n')
+    return (
+        f'  [[experiment.axis.values]]\n  label = "{n}"\n'
+        f'  patch = {{ docsis = {{ modems = {n + 1}, server_delays = {dl(delays)}, tier = [ {{ name = "tier1", count = {n}, max_rate = '
+        f'"{r1}" }}, {{ name = "tier2", count = 1, max_rate = "{r2}" }} ]{extra} }}, flow = [ {flows} ] }}\n'
+    )
 
-out.append('''
+
+out.append(
+    """
 # ---------------------------------------------------------------------------------------
 [[experiment]]
 name = "tier"
 title = "TIER: n Tier-1 flows at 6 Mbit/s and one Tier-2 flow at 12 Mbit/s"
 measures = ["goodput_total", "jain", "flow:tier2.goodput_bps", "mean:bulk.goodput_bps"]
 
-''' + SCHED + '''
+"""
+    + SCHED
+    + """
   [[experiment.axis]]
   name = "flows"
-''' + "".join(tier_value(n) for n in (5, 7, 9, 11)) + '''
+"""
+    + "".join(tier_value(n) for n in (5, 7, 9, 11))
+    + """
   [[experiment.figure]]
   type = "bar"
   name = "tier-flows"
@@ -341,10 +392,14 @@ title = "TIER time series: 9 Tier-1 flows, Tier-2 active 500-1500 s"
 measures = ["goodput_total", "flow:tier2.goodput_bps"]
 keep_series = true
 
-''' + SCHED + '''
+"""
+    + SCHED
+    + """
   [[experiment.axis]]
   name = "flows"
-''' + tier_value(9, ts=True) + '''
+"""
+    + tier_value(9, ts=True)
+    + """
   [[experiment.figure]]
   type = "timeseries"
   name = "tier-timeseries"
@@ -360,24 +415,37 @@ title = "TIER bonded: 4 channels (152 Mbit/s), tiers 24 / 48 Mbit/s, queue and w
 measures = ["goodput_total", "jain", "flow:tier2.goodput_bps"]
 patch = { tcp = { rcv_window = 40000 } }
 
-''' + SCHED.replace('min = 102, max = 1024, limit = 2048', 'min = 409, max = 4096, limit = 8192').replace('limit = 2048 }', 'limit = 8192 }').replace('limit = 65 }', 'limit = 260 }').replace('limit = 2048, flow_limit = 204', 'limit = 8192, flow_limit = 819').replace('min = 102, max = 1024, limit = 2048', 'min = 409, max = 4096, limit = 8192').replace('limit = 2048 }', 'limit = 8192 }') + '''
+"""
+    + SCHED.replace("min = 102, max = 1024, limit = 2048", "min = 409, max = 4096, limit = 8192")
+    .replace("limit = 2048 }", "limit = 8192 }")
+    .replace("limit = 65 }", "limit = 260 }")
+    .replace("limit = 2048, flow_limit = 204", "limit = 8192, flow_limit = 819")
+    .replace("min = 102, max = 1024, limit = 2048", "min = 409, max = 4096, limit = 8192")
+    .replace("limit = 2048 }", "limit = 8192 }")
+    + """
   [[experiment.axis]]
   name = "flows"
-''' + "".join(tier_value(n, bonded=True).replace(', downstream_qdisc = { kind = "fifo", limit = 8192 }', '') for n in (5, 9)) + '''
+"""
+    + "".join(tier_value(n, bonded=True).replace(', downstream_qdisc = { kind = "fifo", limit = 8192 }', "") for n in (5, 9))
+    + """
   [[experiment.table]]
   name = "tier-bonded"
   value = "flow:tier2.goodput_bps"
   rows = "scheduler"
   cols = "flows"
-''')
+"""
+)
 
 # UDP
 def udp_value(n):
     rtts = [30 + 10 * i for i in range(n)]
     delays = [r / 2 for r in rtts] + [40, 40]
-    flows = (f'{{ kind = "bulk", name = "ftp", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
-             f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms", codec_delay = "0ms" }}, '
-             f'{{ kind = "cbr", name = "udp", from = "server{n + 1}", to = "cm{n + 1}", rate = "12Mbit", size = 1500, start = "500s", stop = "1500s" }}')
+    flows = (
+        f'{{ kind = "bulk", name = "ftp", count = {n}, from = "server{{i}}", to = "cm{{i}}", start_spread = "2s" }}, '
+        f'{{ kind = "voip", name = "voip", from = "server{n}", to = "cm{n}", size = 238, interval = "20ms", codec_delay = "0ms" }}, '
+        f'{{ kind = "cbr", name = "udp", from = "server{n + 1}", to = "cm{n + 1}", rate = "12Mbit", size = 1500, start = "500s", stop = '
+        f'"1500s" }}'
+    )
     return (f'  [[experiment.axis.values]]\n  label = "{n}"\n'
             f'  patch = {{ docsis = {{ modems = {n + 2}, server_delays = {dl(delays)} }}, flow = [ {flows} ] }}\n')
 

@@ -42,7 +42,16 @@ def render(name: str) -> str:
         out += [st.description, ""]
     head = _header(text)
     if head:
-        out += ["## Setup", "", "From the head of [`studies/" + name + ".toml`](../studies/" + name + ".toml):", "", "```text", head, "```", ""]
+        out += [
+            "## Setup",
+            "",
+            "From the head of [`studies/" + name + ".toml`](../studies/" + name + ".toml):",
+            "",
+            "```text",
+            head,
+            "```",
+            "",
+        ]
     n_full, n_quick = len(st.runs()), len(quick.runs())
     from aqmlab.report import quick_summary
 

@@ -191,24 +191,78 @@ def summary(markdown: bool = False) -> None:
             if d["engine"].get("sojourn_estimator") is None and s.get("linux") is not None:
                 s = _correct_old_sojourn(d, b, get, s)
             dr = get.get((b["entity"], "drops after warm-up /s")) or _old_drops(p, d, b["entity"], get)
-            rows.append((p.stem, b["entity"], b["sim"], b["linux"], s.get("sim"), s.get("linux"), s.get("verdict", "") + ("*" if s.get("corrected") else ""), b["verdict"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), dr.get("sim"), dr.get("linux")))
+            rows.append(
+                (
+                    p.stem,
+                    b["entity"],
+                    b["sim"],
+                    b["linux"],
+                    s.get("sim"),
+                    s.get("linux"),
+                    s.get("verdict", "") + ("*" if s.get("corrected") else ""),
+                    b["verdict"],
+                    d["engine"].get("cpu_busy_max"),
+                    d["engine"].get("overhead"),
+                    dr.get("sim"),
+                    dr.get("linux"),
+                )
+            )
         for r in d["rows"]:
             if r["metric"] == "share of bulk goodput %":  # per-host shares (cake): in the utilisation columns
-                rows.append((p.stem, r["entity"].split(" (")[0] + " share % " + r["entity"][r["entity"].find("("):], r["sim"], r["linux"], None, None, "", r["diff"], d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))
+                rows.append(
+                    (
+                        p.stem,
+                        r["entity"].split(" (")[0] + " share % " + r["entity"][r["entity"].find("(") :],
+                        r["sim"],
+                        r["linux"],
+                        None,
+                        None,
+                        "",
+                        r["diff"],
+                        d["engine"].get("cpu_busy_max"),
+                        d["engine"].get("overhead"),
+                        None,
+                        None,
+                    )
+                )
             if r["metric"] == "induced latency ms":
-                rows.append((p.stem, r["entity"] + " (induced)", None, None, r["sim"], r["linux"], r["verdict"], "", d["engine"].get("cpu_busy_max"), d["engine"].get("overhead"), None, None))
+                rows.append(
+                    (
+                        p.stem,
+                        r["entity"] + " (induced)",
+                        None,
+                        None,
+                        r["sim"],
+                        r["linux"],
+                        r["verdict"],
+                        "",
+                        d["engine"].get("cpu_busy_max"),
+                        d["engine"].get("overhead"),
+                        None,
+                        None,
+                    )
+                )
+
     def f(v: float | None, n: int = 2) -> str:
         return "–" if v is None else f"{v:.{n}f}"
 
     if markdown:
-        print("| case | queue / probe / host | utilisation % (host: share of goodput %) sim / linux | mean sojourn or induced latency ms sim / linux | agree (util, latency) | drops/s sim / linux | guest CPU peak | overhead |")
+        print(
+            "| case | queue / probe / host | utilisation % (host: share of goodput %) sim / linux | mean sojourn or induced latency ms "
+            "sim / linux | agree (util, latency) | drops/s sim / linux | guest CPU peak | overhead |"
+        )
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
             util = f"{f(r[2])} / {f(r[3])}" if r[2] is not None else ""
             drops = f"{f(r[10], 1)} / {f(r[11], 1)}" if r[10] is not None else ""
-            print(f"| {r[0]} | {r[1]} | {util} | {f(r[4])} / {f(r[5])} | {r[7] or '–'}, {r[6] or '–'} | {drops} | {f(r[8])} | ×{f(r[9], 0)} |")
+            print(
+                f"| {r[0]} | {r[1]} | {util} | {f(r[4])} / {f(r[5])} | {r[7] or '–'}, {r[6] or '–'} | {drops} | {f(r[8])} | ×{f(r[9], 0)} |"
+            )
         return
-    print(f"{'case':14} {'queue':22} {'util sim':>8} {'util lin':>8} {'soj sim':>8} {'soj lin':>8} {'soj':>4} {'util':>4} {'cpu pk':>6} {'ovh':>5}")
+    print(
+        f"{'case':14} {'queue':22} {'util sim':>8} {'util lin':>8} {'soj sim':>8} {'soj lin':>8} {'soj':>4} {'util':>4} {'cpu pk':>6} "
+        f"{'ovh':>5}"
+    )
     for r in rows:
         print(f"{r[0]:14} {r[1]:22} {f(r[2]):>8} {f(r[3]):>8} {f(r[4]):>8} {f(r[5]):>8} {r[6]:>4} {r[7]:>4} {f(r[8]):>6} {f(r[9], 1):>5}")
 
@@ -224,7 +278,10 @@ def detail(names: list[str]) -> None:
     def f(v: float | None, n: int = 1) -> str:
         return "–" if v is None else f"{v:.{n}f}"
 
-    print("| run | seed | utilisation % sim / linux | mean sojourn ms sim / linux | drops/s sim / linux | retransmitted segments sim / linux | RTOs sim / linux | host A share % sim / linux |")
+    print(
+        "| run | seed | utilisation % sim / linux | mean sojourn ms sim / linux | drops/s sim / linux | retransmitted segments sim / "
+        "linux | RTOs sim / linux | host A share % sim / linux |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in names:
         for p in sorted(RESULTS.glob(f"{name}*.json")):
@@ -243,13 +300,25 @@ def detail(names: list[str]) -> None:
                 rx = {"sim": float(fl["retransmits"].sum()), "linux": (d["engine"].get("tcp") or {}).get("retransmits")}
             share = next((r for r in d["rows"] if r["metric"] == "share of bulk goodput %"), None)
             sh = f"{f(share['sim'])} / {f(share['linux'])}" if share else ""
-            print(f"| {p.stem} | {sc['run'].get('seed', 1)} | {f(u['sim'], 2)} / {f(u['linux'], 2)} | {f(s['sim'], 2)} / {f(s['linux'], 2)} | "
-                  f"{f(dr.get('sim'))} / {f(dr.get('linux'))} | {f(rx['sim'], 0)} / {f(rx['linux'], 0)} | {f(bulk.get('sim'), 0)} / {f(bulk.get('linux'), 0)} | {sh} |")
+            print(
+                f"| {p.stem} | {sc['run'].get('seed', 1)} | {f(u['sim'], 2)} / {f(u['linux'], 2)} | {f(s['sim'], 2)} / {f(s['linux'], 2)} "
+                "| "
+                f"{f(dr.get('sim'))} / {f(dr.get('linux'))} | {f(rx['sim'], 0)} / {f(rx['linux'], 0)} | {f(bulk.get('sim'), 0)} / "
+                f"{f(bulk.get('linux'), 0)} | {sh} |"
+            )
 
 
 #: Rows whose Linux value the comparison takes from the kernel's own counters
 #: (``engine_info``), not from the Linux engine's tables.
-ENGINE_METRICS = {"sojourn mean ms (kernel ldelay)", "retransmitted segments (whole run)", "RTOs (whole run)", "fast recoveries (whole run)", "tail loss probes (whole run)", "lost retransmissions (whole run)", "undone reductions (whole run)"}
+ENGINE_METRICS = {
+    "sojourn mean ms (kernel ldelay)",
+    "retransmitted segments (whole run)",
+    "RTOs (whole run)",
+    "fast recoveries (whole run)",
+    "tail loss probes (whole run)",
+    "lost retransmissions (whole run)",
+    "undone reductions (whole run)",
+}
 
 
 def resim(names: list[str], note: str) -> None:
@@ -322,15 +391,39 @@ def main() -> None:
     ap.add_argument("only", nargs="*", help="case names (default: all)")
     ap.add_argument("--duration", default="40s")
     ap.add_argument("--warmup", default="10s")
-    ap.add_argument("--bin", default=None, help="run.bin of the cases (the kernel side samples the qdiscs once per bin; default the scenario's)")
-    ap.add_argument("--seed", type=int, default=None, help="run.seed of the cases (the simulator's random streams and the start_spread draws both engines use; default the scenario's)")
+    ap.add_argument(
+        "--bin", default=None, help="run.bin of the cases (the kernel side samples the qdiscs once per bin; default the scenario's)"
+    )
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="run.seed of the cases (the simulator's random streams and the start_spread draws both engines use; default the scenario's)",
+    )
     ap.add_argument("--tag", default="", help="suffix of the result files (a repeat with other settings keeps the first)")
     ap.add_argument("--keep", action="store_true", help="keep each VM job's raw output in results/raw/CASE (not committed)")
-    ap.add_argument("--capture", metavar="QUEUE", default=None, help="also capture packet headers around these queues on the kernel side (comma separated, e.g. bottleneck_up; implies --keep; tcpdump in the VM image; analysis: capture_codel.py)")
+    ap.add_argument(
+        "--capture",
+        metavar="QUEUE",
+        default=None,
+        help="also capture packet headers around these queues on the kernel side (comma separated, e.g. bottleneck_up; implies --keep; "
+             "tcpdump in the VM image; analysis: capture_codel.py)",
+    )
     ap.add_argument("--summary", action="store_true")
-    ap.add_argument("--resim", metavar="NOTE", default=None, help="re-run only the simulator side of the named stored cases (every --tag/--seed) and rewrite their rows (plus each row's value with loss_detection = dupthresh, tlp = off as sim_dupthresh); NOTE says what changed")
+    ap.add_argument(
+        "--resim",
+        metavar="NOTE",
+        default=None,
+        help="re-run only the simulator side of the named stored cases (every --tag/--seed) and rewrite their rows (plus each row's value "
+             "with loss_detection = dupthresh, tlp = off as sim_dupthresh); NOTE says what changed",
+    )
     ap.add_argument("--markdown", action="store_true", help="with --summary: a Markdown table")
-    ap.add_argument("--detail", action="store_true", help="a Markdown table of the named cases' result files (every --tag/--seed): utilisation, sojourn, drops, retransmissions, RTOs, host shares")
+    ap.add_argument(
+        "--detail",
+        action="store_true",
+        help="a Markdown table of the named cases' result files (every --tag/--seed): utilisation, sojourn, drops, retransmissions, RTOs, "
+             "host shares",
+    )
     a = ap.parse_args()
     if a.summary:
         summary(a.markdown)

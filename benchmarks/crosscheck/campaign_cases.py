@@ -25,10 +25,29 @@ from campaign import cases as kernel_cases  # noqa: E402
 
 #: the kernel campaign's cases kept (its diagnostic variations of res_rrul_codel are not)
 KERNEL = [f"tcp{n}_{q}" for n in (1, 4, 16, 64) for q in ("codel", "pie", "fq_codel", "fq_pie", "sfq", "ared", "red", "fifo")]
-KERNEL += ["rrul", "res_rrul_fifo", "res_rrul_codel", "res_rrul_fq_codel", "cake_2hosts", "cake_shaper", "bbr1_fifo", "bbr1_codel", "bbr4_fifo", "bbr4_codel"]
+KERNEL += [
+    "rrul",
+    "res_rrul_fifo",
+    "res_rrul_codel",
+    "res_rrul_fq_codel",
+    "cake_2hosts",
+    "cake_shaper",
+    "bbr1_fifo",
+    "bbr1_codel",
+    "bbr4_fifo",
+    "bbr4_codel",
+]
 
-QDISC_ABOUT = {"codel": "CoDel", "pie": "PIE", "fq_codel": "FQ-CoDel", "fq_pie": "FQ-PIE", "sfq": "SFQ", "ared": "ARED (10 Mbit/s thresholds)",
-               "red": "RED (ARED's thresholds, fixed max_p)", "fifo": "a 250 KB FIFO"}
+QDISC_ABOUT = {
+    "codel": "CoDel",
+    "pie": "PIE",
+    "fq_codel": "FQ-CoDel",
+    "fq_pie": "FQ-PIE",
+    "sfq": "SFQ",
+    "ared": "ARED (10 Mbit/s thresholds)",
+    "red": "RED (ARED's thresholds, fixed max_p)",
+    "fifo": "a 250 KB FIFO",
+}
 
 
 def _about(name: str) -> str:
@@ -53,10 +72,21 @@ def _ns3(name: str, about: str, qdisc: dict[str, Any], **change: Any) -> dict[st
     framing (overhead 2), device_queue 2; 40 s, 10 s warm-up."""
     sc: dict[str, Any] = {
         "run": {"name": name, "description": about, "duration": "40s", "warmup": "10s"},
-        "dumbbell": {"pairs": 4, "rate": "10Mbit", "delay": "5ms", "access_delay": "0.1ms", "access_rate": "1Gbit", "overhead": 2, "device_queue": 2, "qdisc": qdisc},
+        "dumbbell": {
+            "pairs": 4,
+            "rate": "10Mbit",
+            "delay": "5ms",
+            "access_delay": "0.1ms",
+            "access_rate": "1Gbit",
+            "overhead": 2,
+            "device_queue": 2,
+            "qdisc": qdisc,
+        },
         "tcp": {"stack": "ns3"},
-        "flow": [{"kind": "bulk", "count": 4, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},
-                 {"kind": "ping", "from": "client0", "to": "server0", "interval": "100ms"}],
+        "flow": [
+            {"kind": "bulk", "count": 4, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},
+            {"kind": "ping", "from": "client0", "to": "server0", "interval": "100ms"},
+        ],
     }
     for path, v in change.items():
         *head, last = path.split("__")
@@ -98,23 +128,45 @@ def ns3_cases() -> dict[str, dict[str, Any]]:
     ):
         out[name] = _ns3(name, about, qd)
     codel = {"kind": "codel"}
-    out["ns3_codel_ecn"] = _ns3("ns3_codel_ecn", "ns-3 ECN: CoDel marking, ECN-capable NewReno, 4 flows and a ping", {"kind": "codel", "ecn": True}, tcp__ecn=True)
-    out["ns3_codel_rtt100"] = _ns3("ns3_codel_rtt100", "ns-3 RTT: CoDel, 4 flows, 50 ms bottleneck delay (100 ms base RTT)", codel, dumbbell__delay="50ms")
+    out["ns3_codel_ecn"] = _ns3(
+        "ns3_codel_ecn", "ns-3 ECN: CoDel marking, ECN-capable NewReno, 4 flows and a ping", {"kind": "codel", "ecn": True}, tcp__ecn=True
+    )
+    out["ns3_codel_rtt100"] = _ns3(
+        "ns3_codel_rtt100", "ns-3 RTT: CoDel, 4 flows, 50 ms bottleneck delay (100 ms base RTT)", codel, dumbbell__delay="50ms"
+    )
     out["ns3_codel_100mbit"] = _ns3("ns3_codel_100mbit", "ns-3 rate: CoDel, 4 flows, 100 Mbit/s", codel, dumbbell__rate="100Mbit")
     mixed = _ns3("ns3_codel_mixed_rtt", "ns-3 mixed RTTs: CoDel, 4 flows with 10, 30, 60 and 100 ms base RTT", codel)
     mixed["dumbbell"]["client_delays"] = ["0.1ms", "10ms", "25ms", "45ms"]
     out["ns3_codel_mixed_rtt"] = mixed
-    asym = _ns3("ns3_codel_asym", "ns-3 asymmetry: CoDel both ways, 2 Mbit/s up / 10 Mbit/s down, 2 up and 2 down flows (down ACKs share the up queue)", codel)
+    asym = _ns3(
+        "ns3_codel_asym",
+        "ns-3 asymmetry: CoDel both ways, 2 Mbit/s up / 10 Mbit/s down, 2 up and 2 down flows (down ACKs share the up queue)",
+        codel,
+    )
     asym["dumbbell"].pop("rate")
     asym["dumbbell"]["up"] = {"rate": "2Mbit"}
     asym["dumbbell"]["down"] = {"rate": "10Mbit"}
-    asym["flow"] = [{"kind": "bulk", "count": 2, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},
-                    *({"kind": "bulk", "name": f"down{i}", "from": f"server{i}", "to": f"client{i}", "start": f"{(i - 2) * 0.5}s"} for i in (2, 3)),
-                    {"kind": "ping", "from": "client0", "to": "server0", "interval": "100ms"}]
+    asym["flow"] = [
+        {"kind": "bulk", "count": 2, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},
+        *({"kind": "bulk", "name": f"down{i}", "from": f"server{i}", "to": f"client{i}", "start": f"{(i - 2) * 0.5}s"} for i in (2, 3)),
+        {"kind": "ping", "from": "client0", "to": "server0", "interval": "100ms"},
+    ]
     out["ns3_codel_asym"] = asym
-    out["ns3_cubic_codel"] = _ns3("ns3_cubic_codel", "ns-3 congestion control: CUBIC (ns-3's TcpCubic, stack ns3), CoDel, 4 flows and a ping", codel, tcp__cc="cubic")
-    out["ns3_bbr_fifo"] = _ns3("ns3_bbr_fifo", "ns-3 congestion control: BBR (ns-3's TcpBbr), 1000-packet FIFO, 20 ms bottleneck delay", {"kind": "fifo", "limit": 1000}, tcp__cc="bbr", dumbbell__delay="20ms")
-    probes = _ns3("ns3_codel_probes", "ns-3 probes: CoDel, 2 bulk flows, a ping, a UDP request/response probe and a 1 Mbit/s CBR stream with one-way delays", codel)
+    out["ns3_cubic_codel"] = _ns3(
+        "ns3_cubic_codel", "ns-3 congestion control: CUBIC (ns-3's TcpCubic, stack ns3), CoDel, 4 flows and a ping", codel, tcp__cc="cubic"
+    )
+    out["ns3_bbr_fifo"] = _ns3(
+        "ns3_bbr_fifo",
+        "ns-3 congestion control: BBR (ns-3's TcpBbr), 1000-packet FIFO, 20 ms bottleneck delay",
+        {"kind": "fifo", "limit": 1000},
+        tcp__cc="bbr",
+        dumbbell__delay="20ms",
+    )
+    probes = _ns3(
+        "ns3_codel_probes",
+        "ns-3 probes: CoDel, 2 bulk flows, a ping, a UDP request/response probe and a 1 Mbit/s CBR stream with one-way delays",
+        codel,
+    )
     probes["flow"] = [{"kind": "bulk", "count": 2, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},
                       {"kind": "ping", "from": "client2", "to": "server2", "interval": "100ms"},
                       {"kind": "udp_rr", "from": "client3", "to": "server3", "interval": "50ms"},
@@ -126,12 +178,24 @@ def ns3_cases() -> dict[str, dict[str, Any]]:
 def ns2_cases() -> dict[str, dict[str, Any]]:
     red = {"kind": "red", "variant": "ns2", "min": 30, "max": 90, "limit": 1000}
     out = {
-        "ns2_tcp16_droptail": _ns2("ns2_tcp16_droptail", "ns-2: 16 Sack1 flows, DropTail 100 packets, 10 Mbit/s, 40 ms base RTT", {"kind": "fifo", "limit": 100}),
+        "ns2_tcp16_droptail": _ns2(
+            "ns2_tcp16_droptail", "ns-2: 16 Sack1 flows, DropTail 100 packets, 10 Mbit/s, 40 ms base RTT", {"kind": "fifo", "limit": 100}
+        ),
         "ns2_tcp16_red": _ns2("ns2_tcp16_red", "ns-2: 16 Sack1 flows, ns-2's RED 30/90 packets, 10 Mbit/s, 40 ms base RTT", red),
         "ns2_tcp16_ared": _ns2("ns2_tcp16_ared", "ns-2: 16 Sack1 flows, ns-2's Adaptive RED 30/90 packets", dict(red, kind="ared")),
-        "ns2_tcp16_red_newreno": _ns2("ns2_tcp16_red_newreno", "ns-2 congestion control: 16 Newreno agents (sack = false), ns-2's RED", red, tcp__sack=False),
-        "ns2_tcp4_red_rtt100": _ns2("ns2_tcp4_red_rtt100", "ns-2 RTT: 4 Sack1 flows, RED, 50 ms bottleneck delay (100 ms base RTT)", red, pairs=4, dumbbell__delay="50ms"),
-        "ns2_tcp16_red_100mbit": _ns2("ns2_tcp16_red_100mbit", "ns-2 rate: 16 Sack1 flows, RED 30/90 packets, 100 Mbit/s", red, dumbbell__rate="100Mbit"),
+        "ns2_tcp16_red_newreno": _ns2(
+            "ns2_tcp16_red_newreno", "ns-2 congestion control: 16 Newreno agents (sack = false), ns-2's RED", red, tcp__sack=False
+        ),
+        "ns2_tcp4_red_rtt100": _ns2(
+            "ns2_tcp4_red_rtt100",
+            "ns-2 RTT: 4 Sack1 flows, RED, 50 ms bottleneck delay (100 ms base RTT)",
+            red,
+            pairs=4,
+            dumbbell__delay="50ms",
+        ),
+        "ns2_tcp16_red_100mbit": _ns2(
+            "ns2_tcp16_red_100mbit", "ns-2 rate: 16 Sack1 flows, RED 30/90 packets, 100 Mbit/s", red, dumbbell__rate="100Mbit"
+        ),
     }
     mixed = _ns2("ns2_tcp8_red_mixed_rtt", "ns-2 mixed RTTs: 8 Sack1 flows with 40-200 ms base RTT, RED", red, pairs=8)
     mixed["dumbbell"]["client_delays"] = [f"{d}ms" for d in (0.1, 10, 20, 30, 40, 50, 60, 80)]
@@ -141,8 +205,13 @@ def ns2_cases() -> dict[str, dict[str, Any]]:
     asym["dumbbell"]["up"] = {"rate": "2Mbit"}
     asym["dumbbell"]["down"] = {"rate": "10Mbit"}
     asym["dumbbell"]["qdisc"] = dict(red, min=5, max=15, limit=100)
-    asym["flow"] = [{"kind": "bulk", "count": 4, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},
-                    *({"kind": "bulk", "name": f"down{i}", "from": f"server{i}", "to": f"client{i}", "start": f"{(i - 4) * 0.25}s"} for i in range(4, 8))]
+    asym["flow"] = [
+        {"kind": "bulk", "count": 4, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},
+        *(
+            {"kind": "bulk", "name": f"down{i}", "from": f"server{i}", "to": f"client{i}", "start": f"{(i - 4) * 0.25}s"}
+            for i in range(4, 8)
+        ),
+    ]
     out["ns2_red_asym"] = asym
     probes = _ns2("ns2_red_probes", "ns-2 probes: RED, 8 Sack1 flows, a 100 ms ping and a 1 Mbit/s CBR stream", red, pairs=10)
     probes["flow"] = [{"kind": "bulk", "count": 8, "from": "client{i}", "to": "server{i}", "start_spread": "1s"},

@@ -163,7 +163,16 @@ def match_capture(ingress: list[Pkt], egress: list[Pkt], t0: int = 0) -> Trace:
     return Trace(pk, unmatched)
 
 
-def sim_trace(samples, queue: str, rate_bps: float, wire_bps: float, drop_size: int = MTU_FRAME, burst: int = MTU_FRAME, shaper: str = "tbf", lone_size: int = 66) -> Trace:
+def sim_trace(
+    samples,
+    queue: str,
+    rate_bps: float,
+    wire_bps: float,
+    drop_size: int = MTU_FRAME,
+    burst: int = MTU_FRAME,
+    shaper: str = "tbf",
+    lone_size: int = 66,
+) -> Trace:
     """The simulator's packet trace of ``queue`` (the samples table of a run with
     ``run.packet_trace``) as a :class:`Trace`: CoDel's dequeue instants (``call``) of the
     packets it handed out and the drops, in FIFO order, with frame sizes from the gaps
@@ -457,7 +466,9 @@ def classify(rp: Replay) -> dict:
         "ends": {r: reasons.get(r, 0) for r in ("below_target", "backlog_le_mtu", "empty", "first_above_reset")},
         "entry_next": dict(Counter(e.entry_next for e in eps)),
         "end_packet_ack": sum(1 for e in eps if e.end_kind == "ack"),
-        "end_queue_ack_fraction": float(np.mean([e.end_acks / e.end_qlen for e in eps if e.end_qlen])) if any(e.end_qlen for e in eps) else math.nan,
+        "end_queue_ack_fraction": float(np.mean([e.end_acks / e.end_qlen for e in eps if e.end_qlen]))
+        if any(e.end_qlen for e in eps)
+        else math.nan,
         "end_qlen_median": float(np.median([e.end_qlen for e in eps])) if n else math.nan,
         "duration_ms_median": float(np.median([(e.end - e.start) * 1e3 for e in eps])) if n else math.nan,
         "sojourn_ms_mean": float(np.mean(rp.sojourn_sent) * 1e3) if rp.sojourn_sent else math.nan,
@@ -469,7 +480,13 @@ def check_drops(tr: Trace, rp: Replay, t_from: float, t_to: float) -> dict:
     """The replay's drops against the trace's (packets in the window that never left)."""
     obs = {i for i, p in enumerate(tr.packets) if p.dropped and t_from <= p.arr < t_to}
     rep = {i for i in rp.drops if t_from <= tr.packets[i].arr < t_to}
-    return {"observed": len(obs), "replay": len(rep), "both": len(obs & rep), "only_observed": len(obs - rep), "only_replay": len(rep - obs)}
+    return {
+        "observed": len(obs),
+        "replay": len(rep),
+        "both": len(obs & rep),
+        "only_observed": len(obs - rep),
+        "only_replay": len(rep - obs),
+    }
 
 
 def arrivals(tr: Trace, t_from: float, t_to: float, gap_us: float = 100.0) -> dict:
@@ -524,7 +541,9 @@ def arrivals(tr: Trace, t_from: float, t_to: float, gap_us: float = 100.0) -> di
 
 def sojourn_from_trace(tr: Trace, t_from: float, t_to: float) -> dict:
     """Observed sojourn to the release (kernel) or to CoDel's dequeue (simulator)."""
-    s = np.array([((p.release if p.release is not None else p.call) - p.arr) for p in tr.packets if not p.dropped and t_from <= p.arr < t_to])
+    s = np.array(
+        [((p.release if p.release is not None else p.call) - p.arr) for p in tr.packets if not p.dropped and t_from <= p.arr < t_to]
+    )
     q = [10, 25, 50, 75, 90]
     return {"n": len(s), "mean_ms": float(s.mean() * 1e3), "pct_ms": dict(zip(map(str, q), (np.percentile(s, q) * 1e3).round(2).tolist()))}
 
@@ -582,7 +601,11 @@ def ack_clock_lag(up: Trace, down: Trace, delay: float, t_from: float, t_to: flo
     x = np.array(lags)
     if not len(x):
         return {}
-    return {"n": len(x), "pct_us": dict(zip(["10", "50", "90", "99"], np.percentile(x, [10, 50, 90, 99]).round(1).tolist())), "share_below_200us": float((x < 200).mean())}
+    return {
+        "n": len(x),
+        "pct_us": dict(zip(["10", "50", "90", "99"], np.percentile(x, [10, 50, 90, 99]).round(1).tolist())),
+        "share_below_200us": float((x < 200).mean()),
+    }
 
 
 def sim_run(toml: Path, queue: str, t_from: float, t_to: float, seed: int | None = None):
@@ -622,7 +645,10 @@ def table(rows: dict[str, dict]) -> str:
     c = "classification"
     row("dropping episodes", lambda r: r[c]["episodes"])
     row("drops (replay)", lambda r: r[c]["drops"])
-    row("drops observed / replay / both", lambda r: f"{r['drops_check']['observed']} / {r['drops_check']['replay']} / {r['drops_check']['both']}")
+    row(
+        "drops observed / replay / both",
+        lambda r: f"{r['drops_check']['observed']} / {r['drops_check']['replay']} / {r['drops_check']['both']}",
+    )
     row("drops per episode (mean)", lambda r: r[c]["drops_per_episode_mean"])
     row("episodes with 1 / 2 / 3 / >3 drops", lambda r: " / ".join(str(v) for v in r[c]["drops_per_episode"].values()))
     row("count max; entries with count > 1", lambda r: f"{r[c]['count_max']}; {r[c]['entries_with_count_gt1']}")
@@ -634,12 +660,24 @@ def table(rows: dict[str, dict]) -> str:
     row("episode length ms (median)", lambda r: r[c]["duration_ms_median"])
     row("CoDel's sojourn of sent packets, mean ms", lambda r: r[c]["sojourn_ms_mean"])
     row("arrivals; ACK share", lambda r: f"{r['arrivals']['packets']}; {r['arrivals']['ack_fraction']:.2f}")
-    row("ACK inter-arrival µs p10/p25/p50/p75/p90", lambda r: " / ".join(f"{v:g}" for v in r["arrivals"]["ack_interarrival_us_pct"].values()))
+    row(
+        "ACK inter-arrival µs p10/p25/p50/p75/p90",
+        lambda r: " / ".join(f"{v:g}" for v in r["arrivals"]["ack_interarrival_us_pct"].values()),
+    )
     row("ACK inter-arrivals < 20 µs", lambda r: r["arrivals"]["ack_interarrival_below_20us"])
-    row("burst size (< 100 µs apart) mean; p90; p99", lambda r: f"{r['arrivals']['burst_mean']:.2f}; {r['arrivals']['burst_pct']['90']:g}; {r['arrivals']['burst_pct']['99']:g}")
+    row(
+        "burst size (< 100 µs apart) mean; p90; p99",
+        lambda r: f"{r['arrivals']['burst_mean']:.2f}; {r['arrivals']['burst_pct']['90']:g}; {r['arrivals']['burst_pct']['99']:g}",
+    )
     row("packets in bursts of >= 4", lambda r: r["arrivals"]["packets_in_bursts_ge4"])
-    row("ACK runs (no data between): mean; share of ACKs in runs >= 19", lambda r: f"{r['arrivals']['ack_run_mean']:.2f}; {r['arrivals']['acks_in_runs_ge19']:.2f}")
-    row("data clumps (< 5 ms apart): number; mean packets; mean silence ms", lambda r: f"{r['arrivals']['data_clumps']}; {r['arrivals']['data_clump_mean']:.1f}; {r['arrivals']['data_silence_ms_mean']:.1f}")
+    row(
+        "ACK runs (no data between): mean; share of ACKs in runs >= 19",
+        lambda r: f"{r['arrivals']['ack_run_mean']:.2f}; {r['arrivals']['acks_in_runs_ge19']:.2f}",
+    )
+    row(
+        "data clumps (< 5 ms apart): number; mean packets; mean silence ms",
+        lambda r: f"{r['arrivals']['data_clumps']}; {r['arrivals']['data_clump_mean']:.1f}; {r['arrivals']['data_silence_ms_mean']:.1f}",
+    )
     return "\n".join(lines)
 
 

@@ -79,7 +79,9 @@ def speed_tcl(script: str, bottlenecks: dict[int, tuple[str, str]]) -> str:
                     out.append(f"set qm({j}) [$ns monitor-queue {ends[0]} {ends[1]} [open /dev/null w] $DUR]")
         if line == "    global sf src dst":
             out[-1] = "    global sf src dst qm"
-            out.append('    foreach j [lsort -integer [array names qm]] { puts $sf "Q $j [$qm($j) set pdepartures_] [$qm($j) set pdrops_]" }')
+            out.append(
+                '    foreach j [lsort -integer [array names qm]] { puts $sf "Q $j [$qm($j) set pdepartures_] [$qm($j) set pdrops_]" }'
+            )
     return "\n".join(out) + "\n"
 
 
@@ -228,13 +230,23 @@ def main(argv=None) -> int:
                 dp = pts[1]["packets"] - pts[0]["packets"]
                 dc = pts[1]["cpu_seconds"] - pts[0]["cpu_seconds"]
                 row[sim] = {"short": pts[0], "long": pts[1], "steady_packets_per_cpu_second": dp / dc if dc > 0 else float("nan")}
-                print(f"  {c} {sim}: {short:g} s {pts[0]['cpu_seconds']:.2f} CPU-s, {long_:g} s {pts[1]['cpu_seconds']:.2f} CPU-s", file=sys.stderr)
-            row["ratio_short"] = (row["ns2"]["short"]["cpu_seconds"] / row["ns2"]["short"]["packets"]) / (row["aqmlab"]["short"]["cpu_seconds"] / row["aqmlab"]["short"]["packets"])
-            row["ratio_long"] = (row["ns2"]["long"]["cpu_seconds"] / row["ns2"]["long"]["packets"]) / (row["aqmlab"]["long"]["cpu_seconds"] / row["aqmlab"]["long"]["packets"])
+                print(
+                    f"  {c} {sim}: {short:g} s {pts[0]['cpu_seconds']:.2f} CPU-s, {long_:g} s {pts[1]['cpu_seconds']:.2f} CPU-s",
+                    file=sys.stderr,
+                )
+            row["ratio_short"] = (row["ns2"]["short"]["cpu_seconds"] / row["ns2"]["short"]["packets"]) / (
+                row["aqmlab"]["short"]["cpu_seconds"] / row["aqmlab"]["short"]["packets"]
+            )
+            row["ratio_long"] = (row["ns2"]["long"]["cpu_seconds"] / row["ns2"]["long"]["packets"]) / (
+                row["aqmlab"]["long"]["cpu_seconds"] / row["aqmlab"]["long"]["packets"]
+            )
             row["ratio_steady"] = row["aqmlab"]["steady_packets_per_cpu_second"] / row["ns2"]["steady_packets_per_cpu_second"]
             if a.callgrind:
                 ca, cb = (float(x) for x in a.callgrind.split(","))
-                for sim, fn2 in (("ns2", lambda d: run_ns2(c, d, tmp, callgrind=True)), ("aqmlab", lambda d: run_aqmlab(binary, c, d, tmp, callgrind=True))):
+                for sim, fn2 in (
+                    ("ns2", lambda d: run_ns2(c, d, tmp, callgrind=True)),
+                    ("aqmlab", lambda d: run_aqmlab(binary, c, d, tmp, callgrind=True)),
+                ):
                     ra, rb = fn2(ca), fn2(cb)
                     row[sim]["instructions_per_packet"] = (rb["instructions"] - ra["instructions"]) / (rb["packets"] - ra["packets"])
                     row[sim]["callgrind"] = {"short": ra, "long": rb}
@@ -242,7 +254,8 @@ def main(argv=None) -> int:
     load_end = _load()
     print(f"{t_start}, load average at start {load_start}, at end {load_end}; aqmlab-bench: {binary}")
     print("ratios are ns-2 CPU-s per bottleneck packet / aqmlab CPU-s per bottleneck packet (CPU = user + sys of the child)")
-    hdr = f"{'case':9} {'sim':7} {'pkts ' + format(short, 'g') + ' s':>14} {'CPU s':>7} {'pkts ' + format(long_, 'g') + ' s':>14} {'CPU s':>8} {'steady pkt/CPU-s':>17} {'drops/pkt':>9} {'Ir/pkt':>8}"
+    hdr = (f"{'case':9} {'sim':7} {'pkts ' + format(short, 'g') + ' s':>14} {'CPU s':>7} {'pkts ' + format(long_, 'g') + ' s':>14} "
+           f"{'CPU s':>8} {'steady pkt/CPU-s':>17} {'drops/pkt':>9} {'Ir/pkt':>8}")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -251,12 +264,19 @@ def main(argv=None) -> int:
             drops = s["long"].get("drops")
             ir = s.get("instructions_per_packet")
             print(
-                f"{r['case']:9} {sim:7} {s['short']['packets']:>14,} {s['short']['cpu_seconds']:>7.2f} {s['long']['packets']:>14,} {s['long']['cpu_seconds']:>8.2f} "
-                f"{s['steady_packets_per_cpu_second']:>17,.0f} {'' if drops is None else format(drops / s['long']['packets'], '.4f'):>9} {'' if ir is None else format(ir, ',.0f'):>8}"
+                f"{r['case']:9} {sim:7} {s['short']['packets']:>14,} {s['short']['cpu_seconds']:>7.2f} {s['long']['packets']:>14,} "
+                f"{s['long']['cpu_seconds']:>8.2f} "
+                f"{s['steady_packets_per_cpu_second']:>17,.0f} {'' if drops is None else format(drops / s['long']['packets'], '.4f'):>9} "
+                f"{'' if ir is None else format(ir, ',.0f'):>8}"
             )
-        print(f"{r['case']:9} ratio   {format(short, 'g')} s x{r['ratio_short']:.2f}   {format(long_, 'g')} s x{r['ratio_long']:.2f}   steady state x{r['ratio_steady']:.2f}")
+        print(
+            f"{r['case']:9} ratio   {format(short, 'g')} s x{r['ratio_short']:.2f}   {format(long_, 'g')} s x{r['ratio_long']:.2f}   "
+            f"steady state x{r['ratio_steady']:.2f}"
+        )
     if a.json:
-        a.json.write_text(json.dumps({"date": t_start, "load_start": load_start, "load_end": load_end, "binary": str(binary), "rows": rows}, indent=1))
+        a.json.write_text(
+            json.dumps({"date": t_start, "load_start": load_start, "load_end": load_end, "binary": str(binary), "rows": rows}, indent=1)
+        )
     return 0
 
 

@@ -191,8 +191,11 @@ def sojourn(a, ns3: pathlib.Path) -> int:
     the two simulators are independent draws, not pairs)."""
     rows = []
     cache = json.loads(CACHE.read_text()) if CACHE.exists() and not a.no_cache else {}
-    print(f"mean / p99 sojourn (ms), the up qdisc's drops and the senders' congestion events (fast recoveries + RTOs) per second, {a.duration:g} s runs x {a.seeds} seeds, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
-          f"TcpNewReno + TcpClassicRecovery; ± = 95 % CI over seeds\n")
+    print(
+        "mean / p99 sojourn (ms), the up qdisc's drops and the senders' congestion events (fast recoveries + RTOs) per second, "
+        f"{a.duration:g} s runs x {a.seeds} seeds, 10 s warm-up, aqmlab stack = \"ns3\" vs ns-3.44 "
+        f"TcpNewReno + TcpClassicRecovery; ± = 95 % CI over seeds\n"
+    )
     print(f"{'aqm':6} {'flows':>5} {'aqmlab mean':>14} {'ns-3 mean':>14} {'ratio':>12} {'aqmlab p99':>11} {'ns-3 p99':>9} "
           f"{'drops/s':>8} {'ns-3':>8} {'events/s':>8} {'ns-3':>8}")
     for aqm in a.aqm.split(","):
@@ -273,8 +276,12 @@ def main(argv=None) -> int:
     ap.add_argument("--flows", type=int, default=16)
     ap.add_argument("--duration", type=float, default=100.0)
     ap.add_argument("--json", type=pathlib.Path)
-    ap.add_argument("--pgo", action="store_true", help="time aqmlab's profile-guided build (scripts/pgo.sh bench), as setup.sh builds the extension")
-    ap.add_argument("--repeat", type=int, default=1, help="headline: run both simulators N times (alternating) and compare each one's fastest run")
+    ap.add_argument(
+        "--pgo", action="store_true", help="time aqmlab's profile-guided build (scripts/pgo.sh bench), as setup.sh builds the extension"
+    )
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="headline: run both simulators N times (alternating) and compare each one's fastest run"
+    )
     ap.add_argument("--sojourn", action="store_true", help="fidelity table: CoDel and PIE sojourn vs ns-3 with the ns3 stack profile")
     ap.add_argument("--flows-list", default="1,4,16,64", help="flow counts for --sojourn")
     ap.add_argument("--aqm", default="codel,pie", help="qdiscs for --sojourn")

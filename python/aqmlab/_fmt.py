@@ -16,7 +16,20 @@ __all__ = ["unit_for", "fmt_num", "natural_key", "label_value", "readable", "axi
 # Order matters: "loss_rate" is a fraction, not a rate in bit/s.
 _FRACTION = ("loss", "utilization", "utilisation", "drop_prob", "drop_rate", "bias_frac")
 _RATE = ("goodput", "throughput", "bps", "bitrate", "tx_rate")
-_TIME = ("latency", "induced", "delay", "rtt", "owd", "sojourn", "jitter", "page_time", "fetch_time", "response_time", "wrt", "mouth_to_ear")
+_TIME = (
+    "latency",
+    "induced",
+    "delay",
+    "rtt",
+    "owd",
+    "sojourn",
+    "jitter",
+    "page_time",
+    "fetch_time",
+    "response_time",
+    "wrt",
+    "mouth_to_ear",
+)
 
 
 # Quantities stored in their paper's own unit rather than an SI base unit (the HAS

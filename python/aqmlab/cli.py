@@ -150,7 +150,9 @@ class _Group(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="Example: aqmlab run examples/fifo_overload.toml --seed 1",
 )
-@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_print_version, help="Print the version and exit.")
+@click.option(
+    "--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_print_version, help="Print the version and exit."
+)
 def cli() -> None:
     """aqmlab: simulate queue disciplines (AQM) on a bottleneck described in a TOML file."""
 
@@ -158,15 +160,32 @@ def cli() -> None:
 @cli.command("run", short_help="Run a scenario; print flow and queue tables, JSON or Parquet.")
 @click.argument("file", metavar="FILE.toml")
 @click.option("--seed", type=int, default=None, help="Run seed (default: the scenario's run.seed, 1).")
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write Parquet tables, scenario.toml and meta.json to this directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (flows, queues, probes, events, wall_seconds) instead of tables.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write Parquet tables, scenario.toml and meta.json to this directory.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object (flows, queues, probes, events, wall_seconds) instead of tables."
+)
 @click.option("--all-queues", is_flag=True, help="Show idle links in the queue table too.")
 @click.option("--all", "all_rows", is_flag=True, help="Print every row of the flow and queue tables (default: the first 50 of each).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (useful with --out).")
-@click.option("--engine", type=click.Choice(ENGINE_NAMES), default="sim", show_default=True, help="; ".join(f"{e.name}: {e.about}" + (f" (needs {e.setup})" if e.setup else "") for e in ENGINES.values()) + " (docs/engines.md).")
-@click.option("--force", is_flag=True, help="Run even if the estimated memory or events exceed the budget (run.max_memory, run.max_events).")
-def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, all_rows: bool, quiet: bool, engine: str,
-            force: bool) -> None:
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINE_NAMES),
+    default="sim",
+    show_default=True,
+    help="; ".join(f"{e.name}: {e.about}" + (f" (needs {e.setup})" if e.setup else "") for e in ENGINES.values()) + " (docs/engines.md).",
+)
+@click.option(
+    "--force", is_flag=True, help="Run even if the estimated memory or events exceed the budget (run.max_memory, run.max_events)."
+)
+def run_cmd(
+    file: str, seed: int | None, out: str | None, as_json: bool, all_queues: bool, all_rows: bool, quiet: bool, engine: str, force: bool
+) -> None:
     """Run a scenario and print a summary of its flows and queues.
 
     \b
@@ -195,7 +214,14 @@ def run_cmd(file: str, seed: int | None, out: str | None, as_json: bool, all_que
     if not as_json and not quiet and sys.stderr.isatty():
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        bar = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), console=_console(stderr=True), transient=True)
+        bar = Progress(
+            TextColumn("simulating"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            console=_console(stderr=True),
+            transient=True,
+        )
         task = bar.add_task("run", total=1.0)
 
         def progress(frac: float) -> None:
@@ -289,12 +315,21 @@ def _vm_progress(show: bool) -> Iterator[tuple[Callable[[str], None], Callable[[
     if sys.stderr.isatty():
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[virtual]}"), TimeElapsedColumn(), console=_console(stderr=True), transient=True)
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[virtual]}"),
+            TimeElapsedColumn(),
+            console=_console(stderr=True),
+            transient=True,
+        )
         task = bar.add_task("linux VM: booting", total=None, virtual="")
 
         def update(reached: float, length: float) -> None:
             shown = min(reached, length)
-            bar.update(task, description=phase(reached, length), total=length, completed=shown, virtual=f"{shown:.0f} of {length:g} s virtual")
+            bar.update(
+                task, description=phase(reached, length), total=length, completed=shown, virtual=f"{shown:.0f} of {length:g} s virtual"
+            )
 
         with bar:
             yield bar.console.print, update
@@ -305,7 +340,10 @@ def _vm_progress(show: bool) -> Iterator[tuple[Callable[[str], None], Callable[[
         tenth = min(10, int(10 * reached / length)) if length > 0 else 10
         if tenth > step[0]:
             step[0] = tenth
-            click.echo(f"{phase(reached, length)}: {min(reached, length):.1f} of {length:g} s virtual after {time.monotonic() - t0:.0f} s wall", err=True)
+            click.echo(
+                f"{phase(reached, length)}: {min(reached, length):.1f} of {length:g} s virtual after {time.monotonic() - t0:.0f} s wall",
+                err=True,
+            )
 
     yield (lambda m: click.echo(m, err=True)), line
 
@@ -322,20 +360,66 @@ def _run_linux(sc, seed: int | None, out: str | None, as_json: bool, all_queues:
                f"(emulation overhead ×{i['overhead']:.1f}); guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
 
 
-@cli.command("crosscheck", short_help="Run a scenario (or the shipped validation campaign) on the simulator and on reference engines (Linux, ns-2, ns-3); compare.")
+@cli.command(
+    "crosscheck",
+    short_help="Run a scenario (or the shipped validation campaign) on the simulator and on reference engines "
+    "(Linux, ns-2, ns-3); compare.",
+)
 @click.argument("file", metavar="[FILE.toml]", required=False)
-@click.option("--engines", "engine_list", default=None, metavar="LIST", help="Comma-separated engines to compare with: " + ", ".join(e for e in ENGINES if e != "sim") + " (default: every installed engine that supports the file; with --campaign: ns3,ns2 for quick, linux,ns3,ns2 for full).")
+@click.option(
+    "--engines",
+    "engine_list",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated engines to compare with: "
+    + ", ".join(e for e in ENGINES if e != "sim")
+    + " (default: every installed engine that supports the file; with --campaign: ns3,ns2 for quick, linux,ns3,ns2 for full).",
+)
 @click.option("--seed", type=int, default=None, help="Run seed of the simulator (and start times of every engine).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison rows as JSON.")
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write every result as Parquet to OUT/sim, OUT/ENGINE and, with engines other than linux alone, the figures OUT/sojourn_cdf.png and OUT/goodput.png. With --campaign (required): the campaign's folder.")
-@click.option("--keep", "keep", type=click.Path(file_okay=False), default=None, help="Keep each engine's job (VM script and guest output; ns-2 Tcl and traces) in this directory (KEEP/ENGINE when several engines run).")
-@click.option("--campaign", "campaign", type=click.Choice(["quick", "full"]), default=None,
-              help="Run the shipped validation campaign instead of FILE: quick (a subset of the cases, 20 s runs, seed 1, without the kernel unless --engines names linux; under 15 minutes on 2 cores) or full (every case as written, seeds 1-3, the kernel included).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write every result as Parquet to OUT/sim, OUT/ENGINE and, with engines other than linux alone, the figures OUT/sojourn_cdf.png "
+         "and OUT/goodput.png. With --campaign (required): the campaign's folder.",
+)
+@click.option(
+    "--keep",
+    "keep",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Keep each engine's job (VM script and guest output; ns-2 Tcl and traces) in this directory (KEEP/ENGINE when several engines "
+         "run).",
+)
+@click.option(
+    "--campaign",
+    "campaign",
+    type=click.Choice(["quick", "full"]),
+    default=None,
+    help="Run the shipped validation campaign instead of FILE: quick (a subset of the cases, 20 s runs, seed 1, without the kernel unless "
+         "--engines names linux; under 15 minutes on 2 cores) or full (every case as written, seeds 1-3, the kernel included).",
+)
 @click.option("--case", "only_cases", multiple=True, metavar="NAME", help="With --campaign: only this case (repeat for several).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="With --campaign: local worker processes (default: all cores).")
-@click.option("--scheduler", default=None, metavar="ADDR", help="With --campaign: run on a Dask cluster, e.g. tcp://host:8786 (needs the dask extra).")
-def crosscheck_cmd(file: str | None, engine_list: str | None, seed: int | None, as_json: bool, out: str | None, keep: str | None, campaign: str | None,
-                   only_cases: tuple[str, ...], jobs: int | None, scheduler: str | None) -> None:
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=None, help="With --campaign: local worker processes (default: all cores)."
+)
+@click.option(
+    "--scheduler", default=None, metavar="ADDR", help="With --campaign: run on a Dask cluster, e.g. tcp://host:8786 (needs the dask extra)."
+)
+def crosscheck_cmd(
+    file: str | None,
+    engine_list: str | None,
+    seed: int | None,
+    as_json: bool,
+    out: str | None,
+    keep: str | None,
+    campaign: str | None,
+    only_cases: tuple[str, ...],
+    jobs: int | None,
+    scheduler: str | None,
+) -> None:
     """Run a scenario on the simulator and on reference engines and print one table:
     per-queue utilisation, sojourn mean/p99, drop rate, drops and marks by reason,
     per-flow goodput and shares, probe RTTs; per engine its value, ratio to the simulator
@@ -518,15 +602,35 @@ def _crosscheck_multi(sc, names: list[str], seed: int | None, as_json: bool, out
         other = {f"sim ({stacks[n]})": sims[n] for n in names if sims[n] is not sim}
         figs = figures(sim, results, out, title=sc.name, sim_label=f"sim ({stacks[names[0]]})" if other else "sim", twins=other)
     if as_json:
-        eng = {n: {"agree": agree.get(n), "status": status(rows, n) if n in results else "failed", "error": failed.get(n), "info": _finite(results[n].engine_info) if n in results else None,
-                   "warnings": results[n].warnings if n in results else [], "twin": {"stack": stacks[n], "changes": twins[n].changes}} for n in names}
-        sys.stdout.write(json.dumps({"scenario": sc.name, "engines": eng, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
+        eng = {
+            n: {
+                "agree": agree.get(n),
+                "status": status(rows, n) if n in results else "failed",
+                "error": failed.get(n),
+                "info": _finite(results[n].engine_info) if n in results else None,
+                "warnings": results[n].warnings if n in results else [],
+                "twin": {"stack": stacks[n], "changes": twins[n].changes},
+            }
+            for n in names
+        }
+        sys.stdout.write(
+            json.dumps({"scenario": sc.name, "engines": eng, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n"
+        )
         return
     for r in results.values():
         for w in r.warnings:
             click.echo(f"warning: {w}", err=True)
     twin_note = "; ".join(f"{n}: stack {stacks[n]}" for n in ran)
-    _console().print(render(rows, ran, title=f"{sc.name}: simulator vs {', '.join(ran) or 'no engine'} (each against the simulator twin running {twin_note})" if ran else f"{sc.name}: no engine ran", twins=stacks))
+    _console().print(
+        render(
+            rows,
+            ran,
+            title=f"{sc.name}: simulator vs {', '.join(ran) or 'no engine'} (each against the simulator twin running {twin_note})"
+            if ran
+            else f"{sc.name}: no engine ran",
+            twins=stacks,
+        )
+    )
     for n in names:
         if n in failed:
             click.echo(f"{n}: FAILED: {failed[n]}")
@@ -534,8 +638,12 @@ def _crosscheck_multi(sc, names: list[str], seed: int | None, as_json: bool, out
             i = results[n].engine_info
             wall = i.get("wall_seconds")
             st = status(rows, n)
-            what = {"agree": "all criteria agree", "differ": "some rows DIFFER",
-                    "close": f"no row DIFFERS, some are only close (within ±{CLOSE_TOL.get(n, 0) * 100:.0f} %, outside the goal of ±{REL_TOL.get(n, 0) * 100:.0f} %)"}[st]
+            what = {
+                "agree": "all criteria agree",
+                "differ": "some rows DIFFER",
+                "close": f"no row DIFFERS, some are only close (within ±{CLOSE_TOL.get(n, 0) * 100:.0f} %, outside the goal of "
+                         f"±{REL_TOL.get(n, 0) * 100:.0f} %)",
+            }[st]
             click.echo(f"{n}: {what}" + (f" ({wall:.1f} s wall)" if isinstance(wall, float) else ""))
     if out is not None:
         click.echo(f"results and figures ({', '.join(p.name for p in figs)}) written to {out}/")
@@ -562,15 +670,36 @@ def _crosscheck_linux(sc, seed: int | None, as_json: bool, out: str | None, keep
         if doc is not None:
             rows += kernel_start_rows(run_sim(doc, seed=seed), lin)
     if as_json:
-        sys.stdout.write(json.dumps({"scenario": sc.name, "agree": verdict(rows), "engine": _finite(lin.engine_info), "warnings": lin.warnings, "rows": to_json(rows)}, allow_nan=False, default=lambda v: None) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "scenario": sc.name,
+                    "agree": verdict(rows),
+                    "engine": _finite(lin.engine_info),
+                    "warnings": lin.warnings,
+                    "rows": to_json(rows),
+                },
+                allow_nan=False,
+                default=lambda v: None,
+            )
+            + "\n"
+        )
         return
     for w in lin.warnings:
         click.echo(f"warning: {w}", err=True)
     _console().print(render(rows, title=f"{sc.name}: simulator vs Linux {lin.engine_info['kernel']}"))
     i = lin.engine_info
-    st = "all criteria agree" if verdict(rows) else "some rows DIFFER" if any(r.verdict == "DIFF" for r in rows) else "no row DIFFERS, some are only close (within ±25 %, outside the goal of ±10 %)"
-    click.echo(f"{st}; linux engine: {i['virtual_seconds']:.1f} s virtual in "
-               f"{i['wall_seconds']:.1f} s wall (×{i['overhead']:.1f}), guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak")
+    st = (
+        "all criteria agree"
+        if verdict(rows)
+        else "some rows DIFFER"
+        if any(r.verdict == "DIFF" for r in rows)
+        else "no row DIFFERS, some are only close (within ±25 %, outside the goal of ±10 %)"
+    )
+    click.echo(
+        f"{st}; linux engine: {i['virtual_seconds']:.1f} s virtual in "
+        f"{i['wall_seconds']:.1f} s wall (×{i['overhead']:.1f}), guest CPU busy {i['cpu_busy_mean']:.0%} mean, {i['cpu_busy_max']:.0%} peak"
+    )
 
 
 @cli.command("setup", short_help="Install a reference engine (ns2, ns3 or linux) with the script aqmlab ships.")
@@ -637,7 +766,10 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
         f"{plan['duration']:g} s, warm-up {plan['warmup']:g} s, bins {plan['bin']:g} s, seed {plan['seed']}"
     )
     est = plan["estimate"]
-    con.print(f"estimated: {est['events']:.3g} events, {est['memory_bytes'] / 1e6:.3g} MB of memory (see docs/scenario.md, \"Resources\")", markup=False)
+    con.print(
+        f'estimated: {est["events"]:.3g} events, {est["memory_bytes"] / 1e6:.3g} MB of memory (see docs/scenario.md, "Resources")',
+        markup=False,
+    )
     for w in plan.get("warnings", []):
         con.print(f"warning: {w}", markup=False)
     ft = Table(title="flows", title_justify="left", show_edge=False, pad_edge=False)
@@ -651,7 +783,16 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
     from aqmlab.result import _fmt_rate
 
     for link in plan["links"][:TABLE_ROWS]:
-        lt.add_row(link["name"], link["qdisc"], link.get("lower", "wire"), _fmt_rate(link["rate_bps"]), f"{link['delay'] * 1e3:g}", str(link["mtu"]), str(link["overhead"]), str(link["device_queue"]))
+        lt.add_row(
+            link["name"],
+            link["qdisc"],
+            link.get("lower", "wire"),
+            _fmt_rate(link["rate_bps"]),
+            f"{link['delay'] * 1e3:g}",
+            str(link["mtu"]),
+            str(link["overhead"]),
+            str(link["device_queue"]),
+        )
     con.print(ft)
     if plan["flows_total"] > TABLE_ROWS:
         con.print(f"… and {plan['flows_total'] - TABLE_ROWS} more flows (--json lists all)", markup=False)
@@ -751,7 +892,9 @@ def _study_error(e: Exception) -> None:
     _fail(str(e), EXIT_BAD_INPUT)
 
 
-def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...], outputs: bool) -> None:
+def _sweep(
+    target: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...], outputs: bool
+) -> None:
     from aqmlab import report as rep
     from aqmlab.runner import StoreMismatch, run_study
     from aqmlab.study import StudyError, find_study, load_study
@@ -780,7 +923,10 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
     full = study
     study = study.restricted(list(only))  # header, tables and findings printed: these experiments alone
     runs = study.runs()
-    con.print(f"[bold]{study.title}[/bold]: {len(runs)} runs in {len(study.experiments)} experiment(s) → {out_dir}" + (f" ({study.quick_note})" if quick else ""))
+    con.print(
+        f"[bold]{study.title}[/bold]: {len(runs)} runs in {len(study.experiments)} experiment(s) → {out_dir}"
+        + (f" ({study.quick_note})" if quick else "")
+    )
     try:
         summary = run_study(study, out_dir, jobs=jobs, scheduler=client, only=list(only) or None, progress=True)
     except StoreMismatch as e:
@@ -803,7 +949,11 @@ def _sweep(target: str, quick: bool, jobs: int | None, scheduler: str | None, ou
         page = rep.write_report(st, _report_study(full, study, st, bool(only)), jobs=jobs)
         con.print(f"report: {page}")
     if summary.failed:
-        _fail(f"{len(summary.failed)} run(s) failed (see {out_dir / 'failed'}/); the other runs are stored, and rerunning retries the failed ones", EXIT_INTERNAL)
+        _fail(
+            f"{len(summary.failed)} run(s) failed (see {out_dir / 'failed'}/); the other runs are stored, and rerunning retries the "
+            "failed ones",
+            EXIT_INTERNAL,
+        )
 
 
 def _report_study(full: Any, ran: Any, st: Any, only: bool) -> Any:
@@ -889,7 +1039,9 @@ def _print_numbers(out_dir: Any, study) -> None:
 @click.option("--quick", is_flag=True, help="Shorter runs and fewer repetitions (a few minutes on 2 cores); the report says so.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Local worker processes (default: all cores).")
 @click.option("--scheduler", default=None, metavar="ADDR", help="Run on a Dask cluster, e.g. tcp://host:8786 (needs the dask extra).")
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Result store folder (default: results/STUDY[-quick]). Rerunning resumes.")
+@click.option(
+    "--out", type=click.Path(file_okay=False), default=None, help="Result store folder (default: results/STUDY[-quick]). Rerunning resumes."
+)
 @click.option("--only", multiple=True, metavar="EXPERIMENT", help="Run only this experiment (repeatable).")
 def reproduce_cmd(study: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...]) -> None:
     """Run STUDY (see `aqmlab list studies`) and write its report.
@@ -911,7 +1063,9 @@ def reproduce_cmd(study: str, quick: bool, jobs: int | None, scheduler: str | No
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Result store folder (default: results/STUDY).")
 @click.option("--only", multiple=True, metavar="EXPERIMENT", help="Run only this experiment (repeatable).")
 @click.option("--report/--no-report", default=False, help="Also write the HTML report afterwards.")
-def sweep_cmd(study: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...], report: bool) -> None:
+def sweep_cmd(
+    study: str, quick: bool, jobs: int | None, scheduler: str | None, out: str | None, only: tuple[str, ...], report: bool
+) -> None:
     """Run every run of a study definition that is not yet in the store.
 
     Example: aqmlab sweep my-study.toml --jobs 4 --out results/mine
@@ -930,8 +1084,13 @@ def _store_dir(path: str) -> Path:
 @click.argument("store", metavar="DIR")
 @click.option("--out", "out_html", type=click.Path(dir_okay=False), default=None, help="HTML file (default: DIR/report.html).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes drawing the figures (default: all cores).")
-@click.option("--format", "formats", type=click.Choice(["png", "svg", "pdf"]), multiple=True,
-              help="Figure files written beside the page (repeat for several; default: png and svg; png is always written, the page embeds it).")
+@click.option(
+    "--format",
+    "formats",
+    type=click.Choice(["png", "svg", "pdf"]),
+    multiple=True,
+    help="Figure files written beside the page (repeat for several; default: png and svg; png is always written, the page embeds it).",
+)
 @click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of the PNG figures.")
 def report_cmd(store: str, out_html: str | None, jobs: int | None, formats: tuple[str, ...], dpi: int) -> None:
     """Tables, figures, parameters, provenance and findings of the study in DIR; for an
@@ -1041,7 +1200,9 @@ def compare_cmd(sources: tuple[str, ...], out: str, names: tuple[str, ...], dpi:
 
 @cli.command("export", short_help="Export runs for other tools (Flent).")
 @click.argument("store", metavar="DIR")
-@click.option("--flent", "fmt", flag_value="flent", default=True, help="Flent data files, one *.flent.gz per RRUL/VoIP/web run (the default format).")
+@click.option(
+    "--flent", "fmt", flag_value="flent", default=True, help="Flent data files, one *.flent.gz per RRUL/VoIP/web run (the default format)."
+)
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/flent).")
 def export_cmd(store: str, fmt: str, out: str | None) -> None:
     """Write Flent data files of a study store (`aqmlab reproduce`/`sweep`) or of one
@@ -1110,7 +1271,9 @@ def _environment_failure(e: OSError) -> EnvironmentFailure | None:
 
 @cli.command("verify", short_help="Check a result store against its checksums; --repair fixes it.")
 @click.argument("store", metavar="DIR")
-@click.option("--repair", is_flag=True, help="Rewrite damaged metadata, rebuild parts.json from the part files and run the damaged runs again.")
+@click.option(
+    "--repair", is_flag=True, help="Rewrite damaged metadata, rebuild parts.json from the part files and run the damaged runs again."
+)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes for the reruns (default: all cores).")
 def verify_cmd(store: str, repair: bool, jobs: int | None) -> None:
     """Check every file of the result store in DIR: the metadata (parts.json,

@@ -19,7 +19,22 @@ from typing import Any
 
 from aqmlab.linux.crosscheck import UTIL_POINTS, Row, compare
 
-__all__ = ["Cell", "MultiRow", "Twin", "twin", "compare_engines", "drop_rate", "render", "to_json", "verdicts", "status", "figures", "REL_TOL", "CLOSE_TOL", "DROP_FLOOR"]
+__all__ = [
+    "Cell",
+    "MultiRow",
+    "Twin",
+    "twin",
+    "compare_engines",
+    "drop_rate",
+    "render",
+    "to_json",
+    "verdicts",
+    "status",
+    "figures",
+    "REL_TOL",
+    "CLOSE_TOL",
+    "DROP_FLOOR",
+]
 
 #: Relative tolerance of mean sojourn, induced latency and drop rate per engine: the goals
 #: for the kernel (±10 %), ns-3 (±15 %, its own TCP against the ``ns3`` stack) and ns-2
@@ -61,7 +76,11 @@ class Twin:
 def _qdisc_tables(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     db = doc.get("dumbbell", {})
     out = [(f"dumbbell.{k}", db[k]) for k in ("qdisc", "access_qdisc") if isinstance(db.get(k), dict)]
-    out += [(f"dumbbell.{d}.qdisc", db[d]["qdisc"]) for d in ("up", "down") if isinstance(db.get(d), dict) and isinstance(db[d].get("qdisc"), dict)]
+    out += [
+        (f"dumbbell.{d}.qdisc", db[d]["qdisc"])
+        for d in ("up", "down")
+        if isinstance(db.get(d), dict) and isinstance(db[d].get("qdisc"), dict)
+    ]
     return out
 
 

@@ -164,7 +164,9 @@ def evaluate(finding: Any, store: StoreLike, study: Any = None) -> Evidence:
             any_data = True
             ok = all(x < y for x, y in itertools.pairwise(vals))
             ok_all &= ok
-            parts.append((f"{lab}: " if lab else "") + " < ".join(f"{x} {fmt(v)}" for x, v in zip(c["order"], vals)) + f" {'✓' if ok else '✗'}")
+            parts.append(
+                (f"{lab}: " if lab else "") + " < ".join(f"{x} {fmt(v)}" for x, v in zip(c["order"], vals)) + f" {'✓' if ok else '✗'}"
+            )
     elif "trend" in c:
         order = _axis_order(study, exp, axis, runs[acol])
         for lab, g in _slices(runs, axis, study, exp):
@@ -175,7 +177,11 @@ def evaluate(finding: Any, store: StoreLike, study: Any = None) -> Evidence:
                 continue
             any_data = True
             vs = [v for _, v in pts]
-            ok = all(x < y for x, y in itertools.pairwise(vs)) if c["trend"] == "increasing" else all(x > y for x, y in itertools.pairwise(vs))
+            ok = (
+                all(x < y for x, y in itertools.pairwise(vs))
+                if c["trend"] == "increasing"
+                else all(x > y for x, y in itertools.pairwise(vs))
+            )
             ok_all &= ok
             parts.append((f"{lab}: " if lab else "") + " → ".join(f"{x}: {fmt(v)}" for x, v in pts) + f" {'✓' if ok else '✗'}")
     else:

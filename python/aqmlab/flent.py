@@ -97,8 +97,17 @@ FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "v
 #: Each test's default plot in Flent 2.3 (``DEFAULTS['PLOT']`` of its ``tests/*.conf``):
 #: what ``flent -i FILE`` draws without ``-p``. ``all_scaled`` exists only in the tests
 #: that include ``rrul_be.conf`` (``rrul_be``, ``voip-rrul``, ``http-rrul``).
-FLENT_PLOTS = {"rrul": "all_scaled", "rrul_be": "all_scaled", "rrul_be_nflows": "all_scaled", "voip-rrul": "totals_loss", "http-rrul": "totals_delay",
-               "voip-1up": "totals_loss", "voip": "voip_delay", "http-1up": "totals", "http": "http_delay"}
+FLENT_PLOTS = {
+    "rrul": "all_scaled",
+    "rrul_be": "all_scaled",
+    "rrul_be_nflows": "all_scaled",
+    "voip-rrul": "totals_loss",
+    "http-rrul": "totals_delay",
+    "voip-1up": "totals_loss",
+    "voip": "voip_delay",
+    "http-1up": "totals",
+    "http": "http_delay",
+}
 PROBE_KINDS = ("ping", "udp_rr")
 #: Flent ``rrul``'s classes: the TCP flows of each direction in order (aqmlab's
 #: ``NAME.tcp_up0`` … ``tcp_up3``) and the UDP probes by aqmlab suffix.
@@ -269,7 +278,11 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
         vf = flows[kinds == "voip"].sort_values("name")
         if len(vf):
             f = vf.iloc[0]
-            s = samples[(samples["kind"] == "flow") & (samples["metric"] == "owd") & (samples["entity"].astype(str) == str(f["name"]))] if len(samples) else samples
+            s = (
+                samples[(samples["kind"] == "flow") & (samples["metric"] == "owd") & (samples["entity"].astype(str) == str(f["name"]))]
+                if len(samples)
+                else samples
+            )
             # in send order (= sequence order, as irtt lists them): arrival order may differ
             s = s.assign(_sent=s["t"] - s["value"]).sort_values("_sent", kind="stable")
             t, owd = s["t"].to_numpy(float), s["value"].to_numpy(float)
@@ -296,7 +309,9 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
                     "UNITS": "ms",
                     "OWD_UP_MEAN": float(f.get("owd_mean", np.nan)) * 1e3 if _finite(f.get("owd_mean")) else float(ms.mean()),
                     "IPDV_UP_MEAN": float(f.get("jitter", np.nan)) * 1e3 if _finite(f.get("jitter")) else float(np.abs(ipdv).mean()),
-                    "PACKET_LOSS_RATE": float(f.get("loss_rate")) if _finite(f.get("loss_rate")) else float(gap.sum() / max(1, seq.max() + 1)),
+                    "PACKET_LOSS_RATE": float(f.get("loss_rate"))
+                    if _finite(f.get("loss_rate"))
+                    else float(gap.sum() / max(1, seq.max() + 1)),
                     "MEAN_VALUE": float(ms.mean()),
                 }
                 meta["VoIP::delay"] = {"UNITS": "ms", "MEAN_VALUE": float(ms.mean())}
@@ -454,7 +469,14 @@ def _write_flent(out: pathlib.Path, run: pd.Series, f: pd.DataFrame, samples: pd
                        getattr(study, "name", ""), axis_orders.get(run["experiment"]))
     # the run's axis values name the file (not the stream counts rrul_be_nflows adds)
     params = {k: v for k, v in obj["metadata"]["TEST_PARAMETERS"].items() if k not in ("upload_streams", "download_streams")}
-    keys = sorted(params, key=lambda k: (k != "qdisc", axis_orders.get(run["experiment"], []).index(k) if k in axis_orders.get(run["experiment"], []) else 99, k))
+    keys = sorted(
+        params,
+        key=lambda k: (
+            k != "qdisc",
+            axis_orders.get(run["experiment"], []).index(k) if k in axis_orders.get(run["experiment"], []) else 99,
+            k,
+        ),
+    )
     group = "_".join(_sanitise(params[k]) for k in keys) or "run"
     if group.isdigit():
         group = f"{_sanitise(keys[0])}{group}"

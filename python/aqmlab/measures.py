@@ -258,10 +258,16 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "cbr_goodput": (_flow_kind_col("cbr", "goodput_bps", "sum"), "sum of CBR goodput (bit/s)"),
     "page_time": (_weighted("web", "page_time_mean", "pages"), "web: mean page fetch time over all pages after warm-up (s)"),
     "wrt_mean": (_weighted("wrt", "response_time_mean", "responses"), "WRT: mean response time (s)"),
-    "wrt_sd": (_pooled_sd("wrt", "response_time_mean", "response_time_sd", "responses"), "WRT: standard deviation of the response time (s)"),
+    "wrt_sd": (
+        _pooled_sd("wrt", "response_time_mean", "response_time_sd", "responses"),
+        "WRT: standard deviation of the response time (s)",
+    ),
     "web_object_time": (_weighted("web_users", "object_time_mean", "objects"), "web users: mean object response time (s)"),
     "has_playback_rate": (_flow_kind_col("has", "video_playback_rate", "mean"), "HAS: videoPlaybackRate, mean over HAS flows (Mbit/s)"),
-    "has_adaptation_rate": (_flow_kind_col("has", "adaptation_rate", "mean"), "HAS: adaptationRate, mean over HAS flows (changes per hour)"),
+    "has_adaptation_rate": (
+        _flow_kind_col("has", "adaptation_rate", "mean"),
+        "HAS: adaptationRate, mean over HAS flows (changes per hour)",
+    ),
     "has_rebuffer": (_flow_kind_col("has", "rebuffer_time", "mean"), "HAS: rebufferTime, mean over HAS flows (% of time stalled)"),
     "has_bias": (has_application_bias, "HAS: applicationBias vs the max-min fair share (%)"),
     "l_delay_mean": (_bq("l_sojourn_mean"), "DualPI2: mean sojourn in the L (L4S) queue of the busiest bottleneck (s)"),
@@ -270,7 +276,9 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "c_delay_p99": (_bq("c_sojourn_p99"), "DualPI2: 99th percentile sojourn in the C (classic) queue (s)"),
     "pi2_prob_mean": (_bq("p_prime_mean"), "DualPI2: time-mean base probability p' (p_C = p'^2, p_CL = k p')"),
     "bottleneck_utilization": (
-        lambda r: float(max((link_utilization(row) for _, row in r.queues[r.queues["name"].str.startswith("bottleneck")].iterrows()), default=math.nan)),
+        lambda r: float(
+            max((link_utilization(row) for _, row in r.queues[r.queues["name"].str.startswith("bottleneck")].iterrows()), default=math.nan)
+        ),
         "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link)",
     ),
 }
@@ -324,7 +332,10 @@ def validate(names: list[str]) -> None:
             continue
         if sep and head == "induced_ratio" and rest.count("/") == 1 and all(rest.split("/")):
             continue
-        raise ValueError(f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, ratio:FLOWPREFIX/FLOWPREFIX, induced:PROBESUFFIX, induced_ratio:PROBESUFFIX/PROBESUFFIX)")
+        raise ValueError(
+            f"unknown measure {n!r} (known: {', '.join(MEASURES)}; or flow:NAME.COL, queue:NAME.COL, mean:KIND.COL, sum:KIND.COL, "
+            "ratio:FLOWPREFIX/FLOWPREFIX, induced:PROBESUFFIX, induced_ratio:PROBESUFFIX/PROBESUFFIX)"
+        )
 
 
 class MeasureError(RuntimeError):

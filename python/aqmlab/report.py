@@ -134,8 +134,10 @@ def _provenance_html(store: StoreLike, study: Any) -> str:
         ("report written", datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")),
     ]
     out = ['<table class="kv">'] + [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in kv] + ["</table>"]
-    out.append('<table class="data"><caption>Runs and wall time per experiment</caption><thead><tr><th>experiment</th>'
-               "<th>finished</th><th>planned</th><th>wall time (sum)</th><th>per run (mean)</th><th>simulator time (sum)</th></tr></thead><tbody>")
+    out.append(
+        '<table class="data"><caption>Runs and wall time per experiment</caption><thead><tr><th>experiment</th>'
+        "<th>finished</th><th>planned</th><th>wall time (sum)</th><th>per run (mean)</th><th>simulator time (sum)</th></tr></thead><tbody>"
+    )
     tot_f = tot_p = 0
     tot_w = tot_s = 0.0
     for name, n_plan in planned.items():
@@ -158,8 +160,10 @@ def _provenance_html(store: StoreLike, study: Any) -> str:
     repaired = prov.get("repaired") or []
     if repaired:
         ids = sorted({str(r.get("run_id")) for r in repaired})
-        items = "".join(f"<li><code>{_e(r.get('run_id'))}</code>: {_e(r.get('file'))} — {_e(r.get('reason'))} (found {_e(r.get('found', ''))})</li>"
-                        for r in repaired[:50])
+        items = "".join(
+            f"<li><code>{_e(r.get('run_id'))}</code>: {_e(r.get('file'))} — {_e(r.get('reason'))} (found {_e(r.get('found', ''))})</li>"
+            for r in repaired[:50]
+        )
         more = f"<li>… and {len(repaired) - 50} more</li>" if len(repaired) > 50 else ""
         out.append(f'<p class="error">{len(ids)} finished run(s) were found damaged when the sweep resumed '
                    f"(their files did not match their checksums) and were run again:</p><ul class=\"detail\">{items}{more}</ul>")
@@ -216,16 +220,28 @@ def validate_outputs(study: Any) -> None:
                 continue
             for key, m in _figure_measures(spec):
                 if m not in other.measures:
-                    problems.append(f"{where}.{key}: {m!r} is not a measure of experiment {other.name!r}"
-                                    f"{_did_you_mean(m, other.measures)} (its measures: {', '.join(other.measures) or 'none'}){_line_of(study, m)}")
+                    problems.append(
+                        f"{where}.{key}: {m!r} is not a measure of experiment {other.name!r}"
+                        f"{_did_you_mean(m, other.measures)} (its measures: {', '.join(other.measures) or 'none'}){_line_of(study, m)}"
+                    )
             o_axes = {a.name for a in other.axes}
             for ax in (spec.get("where") or {}) if isinstance(spec.get("where"), dict) else ():
                 if ax not in o_axes:
-                    problems.append(f"{where}.where.{ax}: not an axis of {other.name!r}{_did_you_mean(ax, sorted(o_axes))} (axes: {sorted(o_axes)})")
+                    problems.append(
+                        f"{where}.where.{ax}: not an axis of {other.name!r}{_did_you_mean(ax, sorted(o_axes))} (axes: {sorted(o_axes)})"
+                    )
             if spec["type"] == "line" and spec["x"] not in o_axes:
-                problems.append(f"{where}.x: {spec['x']!r} is not an axis of {other.name!r}{_did_you_mean(spec['x'], sorted(o_axes))} (axes: {sorted(o_axes)})")
+                problems.append(
+                    f"{where}.x: {spec['x']!r} is not an axis of {other.name!r}{_did_you_mean(spec['x'], sorted(o_axes))} (axes: "
+                    f"{sorted(o_axes)})"
+                )
             for k in ("group", "facet"):
-                if k in spec and spec.get("experiment", e.name) == e.name and spec[k] not in axes and spec["type"] not in ("bar", "flows_vs_rtt"):
+                if (
+                    k in spec
+                    and spec.get("experiment", e.name) == e.name
+                    and spec[k] not in axes
+                    and spec["type"] not in ("bar", "flows_vs_rtt")
+                ):
                     problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
         for j, spec in enumerate(e.tables):
             where = f"experiment[{i}] ({e.name}).table[{j}]"
@@ -392,8 +408,11 @@ def write_report(store_dir: str | pathlib.Path | StoreLike, study: Any = None, o
     if prov.get("quick", study.quick):
         note = quick_summary(study) or prov.get("quick_note") or study.quick_note or ""
         note = note.removeprefix("quick mode").lstrip(":; ")
-        body.append(f'<div class="banner"><b>Quick mode.</b> {_e(note[:1].upper() + note[1:]) + ". " if note else ""}Durations and repetitions are cut for a demo; '
-                    "numbers are noisier than the full study's and transients weigh more.</div>")
+        body.append(
+            f'<div class="banner"><b>Quick mode.</b> {_e(note[:1].upper() + note[1:]) + ". " if note else ""}Durations and repetitions '
+            'are cut for a demo; '
+            "numbers are noisier than the full study's and transients weigh more.</div>"
+        )
     for w in identical_runs(store, study):
         body.append(f'<div class="banner identical"><b>Warning.</b> {_e(w.message)}.</div>')
     nav = ['<a href="#findings">Findings</a>', '<a href="#provenance">Provenance</a>']

@@ -324,7 +324,9 @@ class Result:
                 str(q["name"][i]), str(q["qdisc"][i]), rate, _fmt(link_utilization(row) * 100, 2), str(arr),
                 str(q["dropped"][i]), _fmt(link_drop_fraction(row) * 100, 2),
             ])
-            soj_rows.append([str(q["marked"][i])] + [_fmt(q[k][i] * 1e3, 3) for k in ("sojourn_mean", "sojourn_p50", "sojourn_p99", "sojourn_max")])
+            soj_rows.append(
+                [str(q["marked"][i])] + [_fmt(q[k][i] * 1e3, 3) for k in ("sojourn_mean", "sojourn_p50", "sojourn_p99", "sojourn_max")]
+            )
         more = [f"{k} more {what}" for k, what in ((n_all - n, "flows"), (more_links, "links")) if k]
         speed = self.duration / self.wall_seconds if self.wall_seconds > 0 else float("inf")
         foot = Text(
@@ -341,12 +343,16 @@ class Result:
         )
         show_lat = [j for j in range(n) if any(v != "–" for v in lat_rows[j])]
         return _Summary(
-            wide=[("flows", flow_cols + lat_cols, [a + b for a, b in zip(flow_rows, lat_rows)]),
-                  ("queues", queue_cols + soj_cols, [a + b for a, b in zip(queue_rows, soj_rows)])],
-            narrow=[("flows", flow_cols, flow_rows),
-                    ("flow latency and loss", ["flow", "kind"] + lat_cols, [flow_rows[j][:2] + lat_rows[j] for j in show_lat]),
-                    ("queues", queue_cols, queue_rows),
-                    ("queue marks and sojourn times", ["link"] + soj_cols, [[queue_rows[j][0]] + soj_rows[j] for j in range(len(queue_rows))])],
+            wide=[
+                ("flows", flow_cols + lat_cols, [a + b for a, b in zip(flow_rows, lat_rows)]),
+                ("queues", queue_cols + soj_cols, [a + b for a, b in zip(queue_rows, soj_rows)]),
+            ],
+            narrow=[
+                ("flows", flow_cols, flow_rows),
+                ("flow latency and loss", ["flow", "kind"] + lat_cols, [flow_rows[j][:2] + lat_rows[j] for j in show_lat]),
+                ("queues", queue_cols, queue_rows),
+                ("queue marks and sojourn times", ["link"] + soj_cols, [[queue_rows[j][0]] + soj_rows[j] for j in range(len(queue_rows))]),
+            ],
             foot=foot,
             more=Text(f"… and {' and '.join(more)} (--all shows every row)") if more else None,
         )

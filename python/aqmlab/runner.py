@@ -74,7 +74,14 @@ def _record_failure(out: pathlib.Path, spec: dict, error: str) -> None:
     except Exception as e:  # the scenario validated before the sweep; keep the error anyway
         text = f"# the scenario could not be written as TOML: {e}\n"
     (d / f"{rid}.toml").write_text(text)
-    info = {"run_id": rid, "experiment": spec["experiment"], "params": spec["params"], "repetition": spec["repetition"], "seed": spec["seed"], "error": error}
+    info = {
+        "run_id": rid,
+        "experiment": spec["experiment"],
+        "params": spec["params"],
+        "repetition": spec["repetition"],
+        "seed": spec["seed"],
+        "error": error,
+    }
     (d / f"{rid}.json").write_text(json.dumps(info, indent=2, default=str))
 
 
@@ -557,7 +564,9 @@ def _run_study(study: Study, out: pathlib.Path, specs: list[RunSpec], t0: float,
     if compact_after:
         compact(out, jobs=jobs)
     repaired = sorted({d.run_id for d in damaged})
-    return SweepSummary(out, len(specs), len(specs) - len(todo), len(todo) - len(failed), time.perf_counter() - t0, repaired, sorted(failed))
+    return SweepSummary(
+        out, len(specs), len(specs) - len(todo), len(todo) - len(failed), time.perf_counter() - t0, repaired, sorted(failed)
+    )
 
 
 def _validate_all(specs: list[RunSpec], study_text: str = "") -> None:
@@ -655,10 +664,10 @@ def _run_local(jobs, args, writer: _Writer, fail, fn: Callable[..., Any] | None 
 
 
 def _run_dask(scheduler, args, writer: _Writer, fail, fn: Callable[..., Any] | None = None) -> None:
-    """Runs ``fn(*a)`` (default :func:`_encoded_run`) for each `a` of `args` on a Dask cluster, several runs per task (`_dask_batch_size`). A run
-    that raises is recorded with `fail`; a task whose worker died (KilledWorker after
-    Dask's retries) has its runs submitted again one per task, so only a run that kills
-    its worker fails."""
+    """Runs ``fn(*a)`` (default :func:`_encoded_run`) for each `a` of `args` on a Dask
+    cluster, several runs per task (`_dask_batch_size`). A run that raises is recorded
+    with `fail`; a task whose worker died (KilledWorker after Dask's retries) has its runs
+    submitted again one per task, so only a run that kills its worker fails."""
     from dask.distributed import Client, as_completed
 
     own = False

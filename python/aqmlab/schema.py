@@ -21,7 +21,24 @@ NAN = math.nan
 #: The summary columns the simulator gives each flow kind (crates/aqmlab-core/src/app),
 #: in its order; engines fill what they measure and leave the rest NaN.
 FLOW_KIND_COLUMNS: dict[str, list[str]] = {
-    "bulk": ["retransmits", "rtos", "fast_recoveries", "loss_probes", "loss_probe_recoveries", "lost_retransmits", "rto_undos", "recovery_undos", "ecn_reductions", "bytes_acked", "segments_sent", "syn_retransmits", "srtt_mean", "rtt_min", "cwnd_mean", "completion_time"],
+    "bulk": [
+        "retransmits",
+        "rtos",
+        "fast_recoveries",
+        "loss_probes",
+        "loss_probe_recoveries",
+        "lost_retransmits",
+        "rto_undos",
+        "recovery_undos",
+        "ecn_reductions",
+        "bytes_acked",
+        "segments_sent",
+        "syn_retransmits",
+        "srtt_mean",
+        "rtt_min",
+        "cwnd_mean",
+        "completion_time",
+    ],
     "ping": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
     "udp_rr": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
     "cbr": ["datagrams_sent", "loss_rate", "owd_mean", "owd_p99"],
@@ -56,7 +73,12 @@ def queue_columns() -> list[str]:
     """The queues table's columns in the simulator's order: fixed, ``drops_*``,
     ``marks_*``, tail."""
     sc = _schema()
-    return [n for n, _, _ in sc["queues"]] + [f"drops_{r}" for r in sc["drop_reasons"]] + [f"marks_{r}" for r in sc["mark_reasons"]] + [n for n, _, _ in sc["queues_tail"]]
+    return (
+        [n for n, _, _ in sc["queues"]]
+        + [f"drops_{r}" for r in sc["drop_reasons"]]
+        + [f"marks_{r}" for r in sc["mark_reasons"]]
+        + [n for n, _, _ in sc["queues_tail"]]
+    )
 
 
 def empty_hist() -> dict[str, Any]:

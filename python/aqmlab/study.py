@@ -113,7 +113,19 @@ from typing import Any
 
 from aqmlab.errors import StudyError
 
-__all__ = ["Study", "Experiment", "RunSpec", "StudyError", "FindingError", "validate_finding", "load_study", "find_study", "list_studies", "deep_merge", "of_store"]
+__all__ = [
+    "Study",
+    "Experiment",
+    "RunSpec",
+    "StudyError",
+    "FindingError",
+    "validate_finding",
+    "load_study",
+    "find_study",
+    "list_studies",
+    "deep_merge",
+    "of_store",
+]
 
 
 def deep_merge(base: dict, patch: dict) -> dict:
@@ -490,7 +502,23 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     own_quick: list[str] = []
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
-        ok = {"name", "title", "patch", "axis", "override", "measures", "figure", "table", "repetitions", "quick_repetitions", "keep_series", "keep_samples", "flent", "quick_duration", "optional"}
+        ok = {
+            "name",
+            "title",
+            "patch",
+            "axis",
+            "override",
+            "measures",
+            "figure",
+            "table",
+            "repetitions",
+            "quick_repetitions",
+            "keep_series",
+            "keep_samples",
+            "flent",
+            "quick_duration",
+            "optional",
+        }
         bad = set(e) - ok
         if bad:
             raise StudyError(f"{key}: unknown key(s) {sorted(bad)} (allowed: {', '.join(sorted(ok))})")

@@ -199,7 +199,9 @@ def table(store: StoreLike, spec: dict, experiment: Any = None) -> Table:
     digits = spec.get("digits")
     for key, ax in (("rows", rows), ("cols", cols)):
         if ax is not None and not runs.empty and f"p_{ax}" not in runs.columns:
-            raise TableSpecError(f"{key}: {ax!r} is not an axis of experiment {exp_name!r} (axes: {[c[2:] for c in runs.columns if c.startswith('p_')]})")
+            raise TableSpecError(
+                f"{key}: {ax!r} is not an axis of experiment {exp_name!r} (axes: {[c[2:] for c in runs.columns if c.startswith('p_')]})"
+            )
     if runs.empty or value not in runs.columns:
         empty = pd.DataFrame(index=pd.Index([], name=rows))
         return Table(name, title, empty, empty, note=f"no data: no runs of {exp_name!r} with measure {value!r}")
@@ -242,10 +244,16 @@ def table(store: StoreLike, spec: dict, experiment: Any = None) -> Table:
         else:
             num_cols[label] = means
     numeric = pd.DataFrame(num_cols, index=pd.Index(rlab, name=rows))
-    cell_df = pd.DataFrame({(c if cols else (f"{value} ({unit})" if unit else value)): v for c, v in cells.items()}, index=pd.Index(rlab, name=rows))
+    cell_df = pd.DataFrame(
+        {(c if cols else (f"{value} ({unit})" if unit else value)): v for c, v in cells.items()}, index=pd.Index(rlab, name=rows)
+    )
     n = runs.groupby([f"p_{a}" for a in [rows] + ([cols] if cols else [])]).size()
     what = {"mean": "mean ± 95 % CI (Student t)", "mean±sd": "mean ± sd"}.get(stat, stat)
-    note = f"{what} over {int(n.min())}–{int(n.max())} runs per cell" if n.min() != n.max() else f"{what} over n = {int(n.min())} runs per cell"
+    note = (
+        f"{what} over {int(n.min())}–{int(n.max())} runs per cell"
+        if n.min() != n.max()
+        else f"{what} over n = {int(n.min())} runs per cell"
+    )
     if stat == "mean" and n.max() < 2:
         note += " (one run: no confidence interval)"
     if cols and unit:
@@ -321,7 +329,9 @@ class TableRecord:
     summary: bool = False
 
 
-def render_table_records(store: StoreArg, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True) -> list[TableRecord]:
+def render_table_records(
+    store: StoreArg, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True
+) -> list[TableRecord]:
     """Computes and writes every ``[[experiment.table]]`` of the study (and, with
     summaries=True, one summary table per experiment) as CSV + Markdown."""
     from aqmlab.store import open as open_store
@@ -358,6 +368,8 @@ def render_table_records(store: StoreArg, study: Any, outdir: str | pathlib.Path
     return recs
 
 
-def render_tables(store: StoreArg, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True) -> list[pathlib.Path]:
+def render_tables(
+    store: StoreArg, study: Any, outdir: str | pathlib.Path, strict: bool = False, summaries: bool = True
+) -> list[pathlib.Path]:
     """Writes every table of the study as CSV + Markdown; returns the paths."""
     return [p for r in render_table_records(store, study, outdir, strict, summaries) for p in (r.csv, r.md)]

@@ -68,7 +68,29 @@ QDISC_KEYS: dict[str, list[Any]] = {
 }
 INTS = [0, 1, 2, 3, -1, 7, 100, 10_000, 1_000_000, 2**31, 2**32, 2**53, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1]
 FLOATS = [0.0, -0.0, 0.5, 1.0, 1.5, -1.0, 1e-300, 1e300, math.inf, -math.inf, math.nan]
-STRINGS = ["", " ", "x", "client0", "server0", "router_a", "{i}", "client{i}", "é", "\x00", "1e30Tbit", "0s", "1ns", "1e9s", "-5ms", "NaN", "inf", "10Mbit", "25ms", "1500", "250KB"]
+STRINGS = [
+    "",
+    " ",
+    "x",
+    "client0",
+    "server0",
+    "router_a",
+    "{i}",
+    "client{i}",
+    "é",
+    "\x00",
+    "1e30Tbit",
+    "0s",
+    "1ns",
+    "1e9s",
+    "-5ms",
+    "NaN",
+    "inf",
+    "10Mbit",
+    "25ms",
+    "1500",
+    "250KB",
+]
 
 
 def _number_with_unit(rng: random.Random, units: list[str]) -> str:
@@ -132,7 +154,14 @@ def _mutate_tree(rng: random.Random, d: dict[str, Any]) -> dict[str, Any]:
     if not paths or op < 0.05:
         if not isinstance(d.get("flow", []), list):
             d["flow"] = []
-        d.setdefault("flow", []).append({"kind": rng.choice(KINDS_F), "from": rng.choice(["client0", "client{i}", "server0", "x"]), "to": rng.choice(["server0", "server{i}", "client0"]), "count": rng.choice([1, 2, 10, 1000, 10**6, 0, -1])})
+        d.setdefault("flow", []).append(
+            {
+                "kind": rng.choice(KINDS_F),
+                "from": rng.choice(["client0", "client{i}", "server0", "x"]),
+                "to": rng.choice(["server0", "server{i}", "client0"]),
+                "count": rng.choice([1, 2, 10, 1000, 10**6, 0, -1]),
+            }
+        )
         return d
     path = rng.choice(paths)
     parent, key = _get(d, path[:-1]), path[-1]
@@ -148,8 +177,10 @@ def _mutate_tree(rng: random.Random, d: dict[str, Any]) -> dict[str, Any]:
         except RecursionError:  # a 400-deep nesting exceeds deepcopy's recursion: share it instead
             parent.append(parent[key])
     elif op < 0.84:
-        d.setdefault("run", {})[rng.choice(["duration", "bin", "warmup", "seed", "trace", "packet_trace", "max_memory", "max_events"])] = rng.choice(
-            [interesting(rng), "1ns", "1e9s", "1us", "1000s", 2**63, "18446744073709551615", [["0s", "1s"]], [["1s", "0s"]], 1e300]
+        d.setdefault("run", {})[rng.choice(["duration", "bin", "warmup", "seed", "trace", "packet_trace", "max_memory", "max_events"])] = (
+            rng.choice(
+                [interesting(rng), "1ns", "1e9s", "1us", "1000s", 2**63, "18446744073709551615", [["0s", "1s"]], [["1s", "0s"]], 1e300]
+            )
         )
     elif op < 0.9:
         db = d.get("dumbbell")
@@ -217,7 +248,22 @@ def _mutate_text(rng: random.Random, text: str) -> str:
     else:
         lines = text.splitlines()
         i = rng.randrange(len(lines) + 1)
-        lines.insert(i, rng.choice(["[run]", "[[flow]]", "x = 1", "seed = 99999999999999999999", "duration = 1e400", "a = " + "[" * 300 + "]" * 300, "[dumbbell]", "= 1", "rate = inf"]))
+        lines.insert(
+            i,
+            rng.choice(
+                [
+                    "[run]",
+                    "[[flow]]",
+                    "x = 1",
+                    "seed = 99999999999999999999",
+                    "duration = 1e400",
+                    "a = " + "[" * 300 + "]" * 300,
+                    "[dumbbell]",
+                    "= 1",
+                    "rate = inf",
+                ]
+            ),
+        )
         return "\n".join(lines)
     return b.decode("utf-8", errors="replace")
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from aqmlab.study import RunSpec, Study, parse_study
 
-STUDY_TOML = r'''
+STUDY_TOML = """
 [study]
 name = "synthetic"
 title = "Synthetic AQM study"
@@ -26,11 +26,15 @@ repetitions = 3
 seed = 7
 findings = [
   "FIFO gives high induced latency with high goodput (a plain string, not machine-checked).",
-  { text = "fq_codel induces far less latency than FIFO.", check = { experiment = "rrul", measure = "induced_latency", axis = "qdisc", lower = "fq_codel", than = "fifo", by = 5 } },
-  { text = "CoDel gets more downstream goodput than FIFO (expected to fail here).", check = { experiment = "rrul", measure = "goodput_down", axis = "qdisc", higher = "codel", than = "fifo", where = { link = "10/10" } } },
-  { text = "Latency ranks fq_codel < codel < fifo.", check = { experiment = "rrul", measure = "induced_latency", axis = "qdisc", order = ["fq_codel", "codel", "fifo"] } },
+  { text = "fq_codel induces far less latency than FIFO.", check = { experiment = "rrul", measure = "induced_latency", axis = "qdisc", \
+lower = "fq_codel", than = "fifo", by = 5 } },
+  { text = "CoDel gets more downstream goodput than FIFO (expected to fail here).", check = { experiment = "rrul", measure = \
+"goodput_down", axis = "qdisc", higher = "codel", than = "fifo", where = { link = "10/10" } } },
+  { text = "Latency ranks fq_codel < codel < fifo.", check = { experiment = "rrul", measure = "induced_latency", axis = "qdisc", order = \
+["fq_codel", "codel", "fifo"] } },
   { text = "VoIP loss stays below 5 %.", check = { experiment = "voip", measure = "voip_loss", at_most = 0.05 } },
-  { text = "Utilisation grows with the number of flows.", check = { experiment = "saturated", measure = "bottleneck_utilization", axis = "flows", trend = "increasing" }, see = "sat-util" },
+  { text = "Utilisation grows with the number of flows.", check = { experiment = "saturated", measure = "bottleneck_utilization", axis = \
+"flows", trend = "increasing" }, see = "sat-util" },
 ]
 
 [quick]
@@ -221,7 +225,7 @@ repetitions = 2
   value = "queue:bottleneck_down.sojourn_mean"
   rows = "qdisc"
   cols = "flows"
-'''
+"""
 
 LAT = {"fifo": 0.095, "codel": 0.012, "pie": 0.018, "fq_codel": 0.002}
 TAGS = ("run_id", "experiment", "repetition", "seed")
@@ -274,8 +278,14 @@ def _rrul(spec: RunSpec, rng, dur=30.0):
         rtt = base + lat * shape * rng.uniform(0.6, 1.4, t.size)
         flows.append(_flow(name, kind, "client0", "server0", 0.0, base, dur, rtt_mean=float(rtt.mean()), loss_rate=0.0))
         samples.append(_long("flow", name, "rtt", t + 0.01, rtt))
-    runs = {"goodput_up": good_up, "goodput_down": good_down, "induced_latency": float(np.mean([s["value"].mean() for s in samples]) - base)}
-    queues = [{"name": n, "qdisc": q, "utilization": u, "sojourn_mean": lat} for n, u in (("bottleneck_up", 0.97), ("bottleneck_down", 0.95))]
+    runs = {
+        "goodput_up": good_up,
+        "goodput_down": good_down,
+        "induced_latency": float(np.mean([s["value"].mean() for s in samples]) - base),
+    }
+    queues = [
+        {"name": n, "qdisc": q, "utilization": u, "sojourn_mean": lat} for n, u in (("bottleneck_up", 0.97), ("bottleneck_down", 0.95))
+    ]
     return runs, flows, queues, samples, series
 
 
@@ -288,8 +298,12 @@ def _voip(spec: RunSpec, rng, dur=30.0):
     sent, owd = sent[~lost], owd[~lost]
     t = sent + owd  # samples are taken on arrival
     loss = float(lost.mean())
-    flows = [_flow("voip0", "voip", "client0", "server0", 64e3, base, dur, owd_mean=float(owd.mean()), loss_rate=loss, jitter=0.002, r_value=80.0),
-             _flow("bulk1", "bulk", "client0", "server0", 9e6, base, dur)]
+    flows = [
+        _flow(
+            "voip0", "voip", "client0", "server0", 64e3, base, dur, owd_mean=float(owd.mean()), loss_rate=loss, jitter=0.002, r_value=80.0
+        ),
+        _flow("bulk1", "bulk", "client0", "server0", 9e6, base, dur),
+    ]
     samples = [_long("flow", "voip0", "owd", t, owd)]
     return {"voip_loss": loss, "voip_owd": float(owd.mean())}, flows, [], samples, []
 
@@ -349,7 +363,12 @@ def write_store(out: pathlib.Path, text: str = STUDY_TOML, quick: bool = False, 
         rng = np.random.default_rng(int(spec.run_id[:8], 16))
         measures, flows, queues, samples, series = GENERATORS[spec.experiment](spec, rng)
         ident = {"run_id": spec.run_id, "experiment": spec.experiment, "repetition": spec.repetition, "seed": spec.seed}
-        row = ident | {f"p_{k}": v for k, v in spec.params.items()} | measures | {"events": 1000, "wall_seconds": 0.5 + 0.01 * spec.repetition, "sim_wall_seconds": 0.4}
+        row = (
+            ident
+            | {f"p_{k}": v for k, v in spec.params.items()}
+            | measures
+            | {"events": 1000, "wall_seconds": 0.5 + 0.01 * spec.repetition, "sim_wall_seconds": 0.4}
+        )
         tables = {"flows": pd.DataFrame(flows), "queues": pd.DataFrame(queues),
                   "samples": pd.concat(samples, ignore_index=True) if samples else None,
                   "series": pd.concat(series, ignore_index=True) if series else None}

@@ -21,8 +21,21 @@ def test_every_case_loads_and_the_simulator_accepts_it():
     assert len(cases) >= 60
     names = {c.name for c in cases}
     # the kernel campaign's cases and the new ones that vary cc, RTT, rate, asymmetry, ECN, mixed RTTs, probes
-    for n in ("tcp16_codel", "rrul", "cake_2hosts", "bbr4_codel", "ns3_codel_ecn", "ns3_codel_mixed_rtt", "ns3_codel_asym", "ns3_cubic_codel",
-              "ns3_codel_probes", "ns2_tcp16_red", "ns2_red_asym", "ns2_tcp4_red_rtt100", "ns2_tcp16_red_100mbit"):
+    for n in (
+        "tcp16_codel",
+        "rrul",
+        "cake_2hosts",
+        "bbr4_codel",
+        "ns3_codel_ecn",
+        "ns3_codel_mixed_rtt",
+        "ns3_codel_asym",
+        "ns3_cubic_codel",
+        "ns3_codel_probes",
+        "ns2_tcp16_red",
+        "ns2_red_asym",
+        "ns2_tcp4_red_rtt100",
+        "ns2_tcp16_red_100mbit",
+    ):
         assert n in names
     for c in cases:
         assert c.about, c.name
@@ -52,7 +65,13 @@ def test_plan_marks_unsupported_and_not_installed():
 
 
 def _row(metric, sim, val, verdict, entity="bottleneck_up", section="queue", engine="ns3"):
-    return {"section": section, "entity": entity, "metric": metric, "sim": sim, "engines": {engine: {"value": val, "diff": "", "verdict": verdict}}}
+    return {
+        "section": section,
+        "entity": entity,
+        "metric": metric,
+        "sim": sim,
+        "engines": {engine: {"value": val, "diff": "", "verdict": verdict}},
+    }
 
 
 def _cell(case, engine, seed, status, rows=(), error=""):
@@ -73,12 +92,33 @@ def test_judge_follows_crosscheck_criteria():
 def test_matrix_from_synthetic_cells():
     cells = [
         # two seeds: seed 1 alone would differ (×1.20), the means (10 vs 11.3) agree within ns3's ±15 %
-        _cell("a", "ns3", 1, "differ", [_row("sojourn mean ms", 10.0, 12.0, "DIFF"), _row("utilisation %", 99.0, 98.0, "ok"), _row("sojourn p99 ms", 20.0, 50.0, "")]),
-        _cell("a", "ns3", 2, "agree", [_row("sojourn mean ms", 10.0, 10.6, "ok"), _row("utilisation %", 99.0, 99.0, "ok"), _row("sojourn p99 ms", 20.0, 50.0, "")]),
+        _cell(
+            "a",
+            "ns3",
+            1,
+            "differ",
+            [_row("sojourn mean ms", 10.0, 12.0, "DIFF"), _row("utilisation %", 99.0, 98.0, "ok"), _row("sojourn p99 ms", 20.0, 50.0, "")],
+        ),
+        _cell(
+            "a",
+            "ns3",
+            2,
+            "agree",
+            [_row("sojourn mean ms", 10.0, 10.6, "ok"), _row("utilisation %", 99.0, 99.0, "ok"), _row("sojourn p99 ms", 20.0, 50.0, "")],
+        ),
         _cell("a", "ns2", 1, "unsupported", error="tcp.stack: not ns2"),
         _cell("a", "ns2", 2, "unsupported", error="tcp.stack: not ns2"),
         _cell("a", "linux", 1, "not installed", error="linux is not installed: run aqmlab setup linux"),
-        _cell("b", "ns2", 1, "agree", [_row("sojourn mean ms", 20.0, 20.5, "ok", engine="ns2"), _row("induced latency ms", 21.0, 23.0, "DIFF", "ping", "probe", "ns2")]),
+        _cell(
+            "b",
+            "ns2",
+            1,
+            "agree",
+            [
+                _row("sojourn mean ms", 20.0, 20.5, "ok", engine="ns2"),
+                _row("induced latency ms", 21.0, 23.0, "DIFF", "ping", "probe", "ns2"),
+            ],
+        ),
         _cell("b", "ns3", 1, "failed", error="AqmlabError: ns-3 exited with signal 11"),
         _cell("b", "ns3", 2, "agree", [_row("sojourn mean ms", 20.0, 20.0, "ok")]),
     ]
@@ -100,7 +140,10 @@ def test_matrix_from_synthetic_cells():
 
 
 def test_worst_ratio_leaves_out_rows_below_their_floor():
-    rows = aggregate([_cell("c", "ns3", 1, "agree", [_row("drop rate % after warm-up", 0.01, 0.05, "ok"), _row("sojourn mean ms", 5.0, 5.5, "ok")])], "ns3")
+    rows = aggregate(
+        [_cell("c", "ns3", 1, "agree", [_row("drop rate % after warm-up", 0.01, 0.05, "ok"), _row("sojourn mean ms", 5.0, 5.5, "ok")])],
+        "ns3",
+    )
     assert worst(rows)[0] == "×1.10"
 
 

@@ -230,8 +230,14 @@ def test_ctrl_c_stops_a_long_run_with_one_line(tmp_path):
         # running); the child here must see Ctrl-C as a terminal user's process would
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-    p = subprocess.Popen([sys.executable, "-m", "aqmlab", "run", str(long)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         preexec_fn=default_sigint)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "aqmlab", "run", str(long)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=default_sigint,
+    )
     time.sleep(1.5)
     assert p.poll() is None, p.communicate()
     p.send_signal(signal.SIGINT)

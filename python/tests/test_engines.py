@@ -38,7 +38,12 @@ def core_columns() -> tuple[list[str], list[str]]:
     """(flows, queues) columns the core declares."""
     sc = _core.result_schema()
     flows = [n for n, _, _ in sc["flows"]]
-    queues = [n for n, _, _ in sc["queues"]] + [f"drops_{r}" for r in sc["drop_reasons"]] + [f"marks_{r}" for r in sc["mark_reasons"]] + [n for n, _, _ in sc["queues_tail"]]
+    queues = (
+        [n for n, _, _ in sc["queues"]]
+        + [f"drops_{r}" for r in sc["drop_reasons"]]
+        + [f"marks_{r}" for r in sc["mark_reasons"]]
+        + [n for n, _, _ in sc["queues_tail"]]
+    )
     return flows, queues
 
 
@@ -126,7 +131,9 @@ class _Shifted:
     def __init__(self, base, k: float):
         q = base.queues.copy()
         q["sojourn_mean"] = q["sojourn_mean"] * k
-        self.__dict__.update(duration=base.duration, warmup=base.warmup, series=base.series, samples=base.samples, queues=q, flows=base.flows, engine_info={})
+        self.__dict__.update(
+            duration=base.duration, warmup=base.warmup, series=base.series, samples=base.samples, queues=q, flows=base.flows, engine_info={}
+        )
 
 
 def test_multi_engine_rows_apply_each_engines_tolerance():
@@ -152,7 +159,9 @@ def test_multi_engine_rows_apply_each_engines_tolerance():
     drop = next(r for r in rows if r.metric == "drop rate % after warm-up")
     q = sim.queues.set_index("name").loc["bottleneck_up"]
     s = sim.series
-    warm_drops = s[(s["kind"] == "queue") & (s["entity"] == "bottleneck_up") & (s["metric"] == "drops") & (s["t"] >= sim.warmup)]["value"].sum()
+    warm_drops = s[(s["kind"] == "queue") & (s["entity"] == "bottleneck_up") & (s["metric"] == "drops") & (s["t"] >= sim.warmup)][
+        "value"
+    ].sum()
     assert warm_drops > 0 and drop.engines["ns3"].verdict == "ok" and drop.sim == pytest.approx(100 * warm_drops / (q.tx_pkts + warm_drops))
     shares = [r for r in rows if r.metric == "share of bulk goodput %"]
     assert len(shares) == 2 and sum(r.sim for r in shares) == pytest.approx(100)
@@ -189,8 +198,11 @@ def test_each_engine_has_its_simulator_twin():
     that profile and named; per-flow options stay on their flow."""
     from aqmlab.crosscheck import twin
 
-    text = SCENARIO.replace('qdisc = { kind = "fifo", limit = 50 }', 'qdisc = { kind = "red", min = 5, max = 15 }').replace(
-        "[[flow]]", '[tcp]\ncc = "cubic"\ndelayed_ack = "linux"\n[[flow]]', 1).replace('to = "server{i}"', 'to = "server{i}"\ntcp = { init_cwnd = 4, trace = true }', 1)
+    text = (
+        SCENARIO.replace('qdisc = { kind = "fifo", limit = 50 }', 'qdisc = { kind = "red", min = 5, max = 15 }')
+        .replace("[[flow]]", '[tcp]\ncc = "cubic"\ndelayed_ack = "linux"\n[[flow]]', 1)
+        .replace('to = "server{i}"', 'to = "server{i}"\ntcp = { init_cwnd = 4, trace = true }', 1)
+    )
     doc = aqmlab.load_scenario(text).to_dict()
     for e in ("linux", "ns3"):
         t = twin(e, text)
@@ -229,7 +241,11 @@ def test_crosscheck_with_ns2_prints_json_and_writes_figures(tmp_path):
     import json
 
     f = tmp_path / "s.toml"
-    f.write_text(SCENARIO.replace('[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\n', "").replace("[[flow]]", '[tcp]\nstack = "ns2-sack1"\n[[flow]]', 1))
+    f.write_text(
+        SCENARIO.replace('[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\n', "").replace(
+            "[[flow]]", '[tcp]\nstack = "ns2-sack1"\n[[flow]]', 1
+        )
+    )
     p = _cli("crosscheck", str(f), "--engines", "ns2", "--json", "--out", str(tmp_path / "xc"))
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
@@ -255,9 +271,43 @@ def test_ns3_result_building_has_the_core_columns(tmp_path):
     job["groups"] = {f["name"]: f["group"] for f in plan["flows"]}
     job["qdisc_kinds"] = [ln["qdisc"] for ln in plan["links"]]
     nb = math.ceil(job["duration"] / job["bin"])
-    flow = {"rx_window": 0, "rx_total": 0, "tx_bytes": 0, "bin_rx": [0] * nb, "recoveries": 0, "rtos": 0, "completion": -1, "tx_pkts": 0, "rx_pkts": 0, "rx_warm": 0, "sent_warm": 0, "owd": [], "probe_sent": [], "rtt": []}
-    end = {"received": 0, "dropped_before_enqueue": 0, "dequeued": 0, "dropped_after_dequeue": 0, "dropped": 0, "marked": 0, "drops_before": {}, "drops_after": {}, "marks": {}}
-    queue = {"end": end, "tx_pkts_warm": 0, "tx_bytes_warm": 0, "bin_sojourn_n": [0] * nb, "bin_tx_bytes": [0] * nb, "bin_drops": [0] * nb, "bin_backlog_max": [0] * nb, "bin_sojourn_sum": [0] * nb}
+    flow = {
+        "rx_window": 0,
+        "rx_total": 0,
+        "tx_bytes": 0,
+        "bin_rx": [0] * nb,
+        "recoveries": 0,
+        "rtos": 0,
+        "completion": -1,
+        "tx_pkts": 0,
+        "rx_pkts": 0,
+        "rx_warm": 0,
+        "sent_warm": 0,
+        "owd": [],
+        "probe_sent": [],
+        "rtt": [],
+    }
+    end = {
+        "received": 0,
+        "dropped_before_enqueue": 0,
+        "dequeued": 0,
+        "dropped_after_dequeue": 0,
+        "dropped": 0,
+        "marked": 0,
+        "drops_before": {},
+        "drops_after": {},
+        "marks": {},
+    }
+    queue = {
+        "end": end,
+        "tx_pkts_warm": 0,
+        "tx_bytes_warm": 0,
+        "bin_sojourn_n": [0] * nb,
+        "bin_tx_bytes": [0] * nb,
+        "bin_drops": [0] * nb,
+        "bin_backlog_max": [0] * nb,
+        "bin_sojourn_sum": [0] * nb,
+    }
     (tmp_path / "result.json").write_text(json.dumps({"flows": [flow] * len(job["flows"]), "queues": [queue] * len(job["queues"])}))
     raw, info = collect(tmp_path, job, seed=1, wall_seconds=0.1, build="wheel")
     r = aqmlab.Result(raw, sc)

@@ -133,7 +133,9 @@ def test_l4s_names_read_as_words_with_units():
     samples = pd.DataFrame({"run_id": "a", "experiment": "e", "repetition": 0, "p_rtt": "20ms", "kind": "queue",
                             "entity": "bottleneck_up", "metric": "qdelay_l", "t": [0.0, 1.0], "value": [0.001, 0.002]})
     runs = pd.DataFrame({"run_id": ["a"], "experiment": "e", "repetition": 0, "p_rtt": "20ms"})
-    fig = plots.figure(_store(runs=runs, samples=samples), {"type": "state_trace", "metrics": ["qdelay_l"], "entity": "bottleneck_up", "group": "rtt"})
+    fig = plots.figure(
+        _store(runs=runs, samples=samples), {"type": "state_trace", "metrics": ["qdelay_l"], "entity": "bottleneck_up", "group": "rtt"}
+    )
     ax = fig.axes[0]
     assert ax.get_ylabel() == "L-queue delay (ms)"
     assert list(ax.lines[0].get_ydata()[:2]) == pytest.approx([1.0, 2.0])

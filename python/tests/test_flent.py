@@ -94,7 +94,9 @@ def test_rrul_file_contents(exported, synth):
     assert d["results"]["TCP download avg"][i] == pytest.approx(sum(comps) / 4)
     # goodput in Mbit/s from the flow's 1 s bins (bin 10 covers [10, 11) s, raw point at its middle)
     f = synth.series[(synth.series.run_id == rid) & (synth.series.entity == "bulk1.0") & (synth.series.t == 10.0)]
-    assert any(abs(x["t"] - t0 - 10.5) < 1e-9 and x["val"] == pytest.approx(f.value.iloc[0] / 1e6) for x in d["raw_values"]["TCP download BE::1"])
+    assert any(
+        abs(x["t"] - t0 - 10.5) < 1e-9 and x["val"] == pytest.approx(f.value.iloc[0] / 1e6) for x in d["raw_values"]["TCP download BE::1"]
+    )
 
 
 def test_voip_file_recovers_losses_from_send_times(exported, synth):

@@ -52,7 +52,13 @@ def test_generator_is_reproducible():
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=20))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+        max_leaves=20,
+    )
+)
 def test_arbitrary_values_in_run_table(value):
     sc = fuzzgen.copy.deepcopy(fuzzgen.BASES[0])
     sc.setdefault("run", {})["duration"] = value

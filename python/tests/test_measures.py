@@ -41,7 +41,9 @@ def test_page_time_is_the_mean_over_all_pages():
     ])
     # (3·1 + 1·5) / 4 pages; the flow without a page does not count.
     assert measures.compute(r, ["page_time"])["page_time"] == pytest.approx(2.0)
-    assert math.isnan(measures.compute(_res([{"name": "b", "kind": "bulk", "src": "client0", "dst": "server0"}]), ["page_time"])["page_time"])
+    assert math.isnan(
+        measures.compute(_res([{"name": "b", "kind": "bulk", "src": "client0", "dst": "server0"}]), ["page_time"])["page_time"]
+    )
 
 
 def test_wrt_sd_pools_flows_exactly():
@@ -61,8 +63,28 @@ def test_has_application_bias_by_hand():
     # Water-filling 30 over demands {5, 5, inf, inf}: 7.5 each would exceed the caps, so
     # HAS gets 5 + 5 and FTP 10 + 10. HAS got 8 of its 10: bias -20 %.
     rows = [
-        {"name": "v0", "kind": "has", "src": "client0", "dst": "server0", "goodput_bps": 3e6, "max_bitrate": 5e6, "video_playback_rate": 2.5, "rebuffer_time": 1.0, "adaptation_rate": 10.0},
-        {"name": "v1", "kind": "has", "src": "client1", "dst": "server1", "goodput_bps": 5e6, "max_bitrate": 5e6, "video_playback_rate": 4.5, "rebuffer_time": 0.0, "adaptation_rate": 20.0},
+        {
+            "name": "v0",
+            "kind": "has",
+            "src": "client0",
+            "dst": "server0",
+            "goodput_bps": 3e6,
+            "max_bitrate": 5e6,
+            "video_playback_rate": 2.5,
+            "rebuffer_time": 1.0,
+            "adaptation_rate": 10.0,
+        },
+        {
+            "name": "v1",
+            "kind": "has",
+            "src": "client1",
+            "dst": "server1",
+            "goodput_bps": 5e6,
+            "max_bitrate": 5e6,
+            "video_playback_rate": 4.5,
+            "rebuffer_time": 0.0,
+            "adaptation_rate": 20.0,
+        },
         {"name": "f0", "kind": "bulk", "src": "server2", "dst": "client2", "goodput_bps": 12e6},
         {"name": "f1", "kind": "bulk", "src": "server3", "dst": "client3", "goodput_bps": 10e6},
         # An upstream bulk flow does not share the HAS flows' direction.
@@ -170,8 +192,29 @@ def test_workloads_listed_in_order():
 def test_measures_of_a_real_run(apps):
     r = apps
     f = r.flows.set_index("name")
-    assert list(r.flows["name"][:6]) == ["rrul_be0.tcp_up0", "rrul_be0.tcp_down0", "rrul_be0.udp_be1", "rrul_be0.udp_be2", "rrul_be0.udp_be3", "rrul_be0.icmp"]
-    out = measures.compute(r, ["page_time", "wrt_mean", "wrt_sd", "web_object_time", "has_playback_rate", "has_rebuffer", "has_bias", "goodput_up", "goodput_down", "induced_latency"])
+    assert list(r.flows["name"][:6]) == [
+        "rrul_be0.tcp_up0",
+        "rrul_be0.tcp_down0",
+        "rrul_be0.udp_be1",
+        "rrul_be0.udp_be2",
+        "rrul_be0.udp_be3",
+        "rrul_be0.icmp",
+    ]
+    out = measures.compute(
+        r,
+        [
+            "page_time",
+            "wrt_mean",
+            "wrt_sd",
+            "web_object_time",
+            "has_playback_rate",
+            "has_rebuffer",
+            "has_bias",
+            "goodput_up",
+            "goodput_down",
+            "induced_latency",
+        ],
+    )
     assert out["page_time"] == pytest.approx(f.loc["web", "page_time_mean"])
     assert 0.2 < out["page_time"] < 2.0
     assert out["wrt_mean"] == pytest.approx(f.loc["wrt", "response_time_mean"])
@@ -187,7 +230,13 @@ def test_measures_of_a_real_run(apps):
     assert 0 <= out["induced_latency"] < 0.01
     # The per-event samples are in the long table.
     s = r.samples
-    for entity, metric in [("web", "page_time"), ("wrt", "response_time"), ("user0", "object_time"), ("video", "bitrate"), ("video", "buffer")]:
+    for entity, metric in [
+        ("web", "page_time"),
+        ("wrt", "response_time"),
+        ("user0", "object_time"),
+        ("video", "bitrate"),
+        ("video", "buffer"),
+    ]:
         assert ((s["entity"] == entity) & (s["metric"] == metric)).any(), (entity, metric)
 
 

@@ -61,7 +61,9 @@ def test_the_subset_passes_and_each_key_outside_it_is_named():
     red = BASE.replace('qdisc = { kind = "fifo", limit = 50 }', 'qdisc = { kind = "red", min = 5, max = 15, limit = 60 }')
     assert _check(red)[0].startswith("dumbbell.qdisc.variant:")
     assert _check(red.replace("limit = 60", 'limit = 60, variant = "ns2"')) == []
-    assert _check(red.replace("min = 5, max = 15", 'min = "7500B", max = "22500B"').replace("limit = 60", 'limit = 60, variant = "ns2"'))[0].startswith("dumbbell.qdisc.min:")
+    assert _check(red.replace("min = 5, max = 15", 'min = "7500B", max = "22500B"').replace("limit = 60", 'limit = 60, variant = "ns2"'))[
+        0
+    ].startswith("dumbbell.qdisc.min:")
 
 
 def test_engine_check_and_run_refuse_before_ns_starts():
@@ -76,15 +78,30 @@ def test_engine_check_and_run_refuse_before_ns_starts():
 
 
 def test_tcl_maps_the_keys():
-    text = BASE.replace('qdisc = { kind = "fifo", limit = 50 }', 'qdisc = { kind = "ared", min = 5, max = 15, limit = 60, variant = "ns2", probability = 0.05 }')
+    text = BASE.replace(
+        'qdisc = { kind = "fifo", limit = 50 }',
+        'qdisc = { kind = "ared", min = 5, max = 15, limit = 60, variant = "ns2", probability = 0.05 }',
+    )
     text = text.replace('stack = "ns2-sack1"', 'stack = "ns2-sack1"\nmss = 1460\ninit_cwnd = 4\nsack = false')
     sc = aqmlab.load_scenario(text)
     tr = translate(sc.to_dict(), sc.validate(seed=3, spread=True), seed=3)
     s = tr.script
-    for line in ("Queue/RED set thresh_ 5", "Queue/RED set maxthresh_ 15", "Queue/RED set linterm_ 20", "Queue/RED set adaptive_ 1",
-                 "Queue/RED set q_weight_ 0", "Queue/RED set bytes_ false", "Queue/RED set gentle_ true",
-                 "set src(0) [new Agent/TCP/Newreno]", "set dst(0) [new Agent/TCPSink/DelAck]", "$src(0) set packetSize_ 1460",
-                 "$src(0) set windowInit_ 4", "$src(0) set window_ 10000", "$src(0) set tcpip_base_hdr_size_ 54", "$dst(0) set interval_ 0.1"):
+    for line in (
+        "Queue/RED set thresh_ 5",
+        "Queue/RED set maxthresh_ 15",
+        "Queue/RED set linterm_ 20",
+        "Queue/RED set adaptive_ 1",
+        "Queue/RED set q_weight_ 0",
+        "Queue/RED set bytes_ false",
+        "Queue/RED set gentle_ true",
+        "set src(0) [new Agent/TCP/Newreno]",
+        "set dst(0) [new Agent/TCPSink/DelAck]",
+        "$src(0) set packetSize_ 1460",
+        "$src(0) set windowInit_ 4",
+        "$src(0) set window_ 10000",
+        "$src(0) set tcpip_base_hdr_size_ 54",
+        "$dst(0) set interval_ 0.1",
+    ):
         assert line in s, line
     # both bottleneck directions are RED, the access links DropTail; every link traced
     assert s.count(" RED\n") == 2 and s.count(" DropTail\n") == 8 and s.count("trace-queue") == 10
@@ -94,7 +111,11 @@ def test_tcl_maps_the_keys():
     assert tr.flows[0].pkt_size == 1460 + 40 + 14 and tr.flows[0].payload == 1460
 
 
-PER_FLOW = BASE.replace('count = 2\nfrom = "client{i}"\nto = "server{i}"\n', 'from = "client0"\nto = "server0"\ntcp = { cc = "cubic", trace = true }\n') + """
+PER_FLOW = (
+    BASE.replace(
+        'count = 2\nfrom = "client{i}"\nto = "server{i}"\n', 'from = "client0"\nto = "server0"\ntcp = { cc = "cubic", trace = true }\n'
+    )
+    + """
 [[flow]]
 name = "nosack"
 kind = "bulk"
@@ -110,6 +131,7 @@ start = "1s"
 bytes = "2MB"
 tcp = { ecn = true, init_cwnd = 4 }
 """
+)
 
 
 def test_per_flow_tcp_options_map_onto_each_flows_agent():
@@ -141,7 +163,9 @@ def test_tcp_variable_trace_becomes_samples(tmp_path):
     # initial values at 0 (ssthresh twice: the agent's defaults), then a reduction
     (tmp_path / "tcp0.tr").write_text(
         "0.00000  0  0  1  0  cwnd_ 2.000\n0.00000  0  0  1  0  ssthresh_ 20\n0.00000  0  0  1  0  srtt_ 0.000\n"
-        "0.00000  0  0  1  0  ssthresh_ 1000\n0.12006  0  0  1  0  srtt_ 0.020\n0.40840  0  0  1  0  cwnd_ 44.500\n0.40840  0  0  1  0  ssthresh_ 44\n")
+        "0.00000  0  0  1  0  ssthresh_ 1000\n0.12006  0  0  1  0  srtt_ 0.020\n0.40840  0  0  1  0  cwnd_ 44.500\n0.40840  0  0  1  0  "
+        "ssthresh_ 44\n"
+    )
     raw, _ = collect(tmp_path, tr, seed=1, wall_seconds=0.1)
     r = aqmlab.Result(raw, sc)
     m = r.samples[(r.samples["kind"] == "flow") & (r.samples["entity"] == tr.flows[0].name)]
@@ -172,7 +196,9 @@ def test_trace_parsing_and_per_packet_sojourn():
     t_out, soj = sojourns(tr)
     assert list(t_out) == [0.0, 0.0012112, 1.0]
     assert soj == pytest.approx([0.0, 0.0012112, 0.0])
-    assert parse_flow_samples("F 1 0 3028 2 0 0 2\nF 2 0 4542 3 0 0 3\nx\n") == {0: [(1.0, 3028.0, 2.0, 0.0, 0.0, 2.0), (2.0, 4542.0, 3.0, 0.0, 0.0, 3.0)]}
+    assert parse_flow_samples("F 1 0 3028 2 0 0 2\nF 2 0 4542 3 0 0 3\nx\n") == {
+        0: [(1.0, 3028.0, 2.0, 0.0, 0.0, 2.0), (2.0, 4542.0, 3.0, 0.0, 0.0, 3.0)]
+    }
 
 
 def _tables(tmp_path, text: str, traces: dict[int, str], flows: str):
@@ -193,12 +219,20 @@ def test_result_has_every_core_column_and_hand_worked_numbers(tmp_path):
     trace's; goodput counts whole data packets delivered after the warm-up."""
     text = BASE.replace('duration = "5s"\nwarmup = "1s"', 'duration = "2s"\nwarmup = "0.5s"\nbin = "0.5s"')
     # flow 0: 1514-byte wire packets of 1448 payload + 54 header + ... (1448 + 40 + 14 = 1502)
-    flows = "".join(f"F {t} 0 {b} {n} 1 0 10\nF {t} 1 0 0 0 0 2\n" for t, b, n in ((0, 0, 0), (0.5, 54 + 1502 * 10, 11), (1, 54 + 1502 * 20, 21), (1.5, 54 + 1502 * 30, 31), (2, 54 + 1502 * 40, 41)))
+    flows = "".join(
+        f"F {t} 0 {b} {n} 1 0 10\nF {t} 1 0 0 0 0 2\n"
+        for t, b, n in ((0, 0, 0), (0.5, 54 + 1502 * 10, 11), (1, 54 + 1502 * 20, 21), (1.5, 54 + 1502 * 30, 31), (2, 54 + 1502 * 40, 41))
+    )
     r = _tables(tmp_path, text, {0: TRACE}, flows)
     sch = _core.result_schema()
     for c in [n for n, _, _ in sch["flows"]]:
         assert c in r.flows.columns, c
-    want_q = [n for n, _, _ in sch["queues"]] + [f"drops_{x}" for x in sch["drop_reasons"]] + [f"marks_{x}" for x in sch["mark_reasons"]] + [n for n, _, _ in sch["queues_tail"]]
+    want_q = (
+        [n for n, _, _ in sch["queues"]]
+        + [f"drops_{x}" for x in sch["drop_reasons"]]
+        + [f"marks_{x}" for x in sch["mark_reasons"]]
+        + [n for n, _, _ in sch["queues_tail"]]
+    )
     assert list(r.queues.columns) == want_q
     q = r.queues.set_index("name").loc["bottleneck_up"]
     assert (q.arrivals, q.dequeued, q.dropped, q.enqueued, q.drops_overlimit) == (4, 3, 1, 3, 1)
@@ -242,7 +276,9 @@ def test_ping_replies_are_matched_to_their_echoes():
     got = match_replies(sends[0], replies[0])
     assert [s for s, _ in got] == [1.2, 1.4]  # the first echo was lost
     assert [r for _, r in got] == pytest.approx([0.03016, 0.03013])
-    text = BASE.replace('[[flow]]\nkind = "bulk"', '[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\ninterval = "100ms"\n[[flow]]\nkind = "bulk"')
+    text = BASE.replace(
+        '[[flow]]\nkind = "bulk"', '[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\ninterval = "100ms"\n[[flow]]\nkind = "bulk"'
+    )
     assert _check(text) == []
     sc = aqmlab.load_scenario(text)
     tr = translate(sc.to_dict(), sc.validate(seed=1, spread=True))

@@ -88,7 +88,10 @@ def test_linux_stack_maps_linux_values() -> None:
 def test_qdisc_mapping_uses_the_simulators_defaults() -> None:
     codel, _ = qdisc_spec({"kind": "codel"}, "q", 1e7, 0.01, 1500)
     # the simulator's (Linux's) 1000 packets, not CoDelQueueDisc's 1500
-    assert codel == {"type": "ns3::CoDelQueueDisc", "attrs": {"MaxSize": "1000p", "Target": "0.005s", "Interval": "0.1s", "UseEcn": "false"}}
+    assert codel == {
+        "type": "ns3::CoDelQueueDisc",
+        "attrs": {"MaxSize": "1000p", "Target": "0.005s", "Interval": "0.1s", "UseEcn": "false"},
+    }
     pie, notes = qdisc_spec({"kind": "pie", "variant": "rfc8033", "derandomize": False}, "q", 1e7, 0.01, 1500)
     assert pie["attrs"]["UseDerandomization"] == "false" and pie["attrs"]["QueueDelayReference"] == "0.015s" and not notes
     assert qdisc_spec({"kind": "pie"}, "q", 1e7, 0.01, 1500)[1]  # linux variant: a note on the difference
@@ -185,7 +188,11 @@ def test_per_flow_tcp_options_stay_on_their_sockets() -> None:
     f = {x["name"]: x for x in job["flows"]}
     assert [f[n]["cc"] for n in ("up0", "up1", "traced", "down", "fetch")] == ["ns3::TcpCubic"] * 3 + ["ns3::TcpLinuxReno", "ns3::TcpCubic"]
     assert [f[n]["trace"] for n in ("up0", "traced", "down")] == [False, True, False]
-    assert f["down"]["snd_attrs"]["Sack"] == "false" and f["down"]["rcv_attrs"]["Sack"] == "false" and f["up0"]["snd_attrs"]["Sack"] == "true"
-    assert f["fetch"]["snd_attrs"]["UseEcn"] == "On" and f["fetch"]["rcv_attrs"]["UseEcn"] == "On" and f["up1"]["snd_attrs"]["UseEcn"] == "Off"
+    assert (
+        f["down"]["snd_attrs"]["Sack"] == "false" and f["down"]["rcv_attrs"]["Sack"] == "false" and f["up0"]["snd_attrs"]["Sack"] == "true"
+    )
+    assert (
+        f["fetch"]["snd_attrs"]["UseEcn"] == "On" and f["fetch"]["rcv_attrs"]["UseEcn"] == "On" and f["up1"]["snd_attrs"]["UseEcn"] == "Off"
+    )
     assert f["fetch"]["snd_attrs"]["InitialCwnd"] == "2" and f["up0"]["snd_attrs"]["InitialCwnd"] == "10"
     assert f["fetch"]["bytes"] == 2_000_000 and f["up0"]["bytes"] == 0

@@ -107,7 +107,9 @@ name = "e"
   y = "m"
   name = "second"
 ''')
-    runs = pd.DataFrame({"run_id": ["a", "b"], "experiment": ["e", "e"], "p_qdisc": ["fifo", "codel"], "repetition": [0, 0], "m": [1.0, 2.0]})
+    runs = pd.DataFrame(
+        {"run_id": ["a", "b"], "experiment": ["e", "e"], "p_qdisc": ["fifo", "codel"], "repetition": [0, 0], "m": [1.0, 2.0]}
+    )
     job = plots.FigureJob(_store(runs=runs), study, tmp_path, formats=("png",), jobs=2)
     assert job.pool is None and not job.futures
     recs = job.result()
@@ -146,7 +148,9 @@ def test_ellipse_median_and_covariance_and_flip():
 
 def test_ellipse_two_directions_share_latency(synth, synth_study):
     e = synth_study.experiment("rrul")
-    fig = plots.figure(synth, {"type": "ellipse", "x": ["goodput_down", "goodput_up"], "y": "induced_latency", "facet": "link", "split": False}, e)
+    fig = plots.figure(
+        synth, {"type": "ellipse", "x": ["goodput_down", "goodput_up"], "y": "induced_latency", "facet": "link", "split": False}, e
+    )
     assert len(fig.axes) == 2
     for ax, link in zip(fig.axes, ["10/10", "10/1"]):
         assert ax.get_title() == f"link = {link}"

@@ -83,7 +83,9 @@ def test_run_seed_reaches_2_64_minus_1_as_a_string(seed):
     plan = aqmlab.validate(_with_run(f'seed = "{seed}"'))
     assert plan["seed"] == seed
     # the same as the seed argument
-    a = aqmlab.run(_with_run(f'seed = "{seed}"\nduration = "1s"').replace('duration = "20s"\n', "").replace('warmup = "2s"', 'warmup = "0s"'))
+    a = aqmlab.run(
+        _with_run(f'seed = "{seed}"\nduration = "1s"').replace('duration = "20s"\n', "").replace('warmup = "2s"', 'warmup = "0s"')
+    )
     b = aqmlab.run(_with_run('duration = "1s"').replace('duration = "20s"\n', "").replace('warmup = "2s"', 'warmup = "0s"'), seed=seed)
     assert a.seed == b.seed == seed
 

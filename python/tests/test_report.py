@@ -43,7 +43,9 @@ def test_table_mean_sd_matches_the_runs(synth, synth_study, tmp_path):
     text = md.read_text()
     assert "| qdisc | 10/10 | 10/1 |" in text and "|:---|---:|---:|" in text and "ms" in text
     med = tables.table(synth, e.tables[1], e)
-    assert med.numeric.loc["fifo", "10/10"] == pytest.approx(r[(r.p_qdisc == "fifo") & (r.p_link == "10/10")]["goodput_down"].median() / 1e6)
+    assert med.numeric.loc["fifo", "10/10"] == pytest.approx(
+        r[(r.p_qdisc == "fifo") & (r.p_link == "10/10")]["goodput_down"].median() / 1e6
+    )
 
 
 def test_table_without_cols_and_pooled_axes(synth, synth_study):
@@ -98,7 +100,11 @@ def test_finding_checks(synth, synth_study):
     # a threshold that fails, and a decreasing trend that fails
     ev = F.evaluate({"text": "x", "check": {"experiment": "rtt_fair", "measure": "jain", "at_least": 0.99}}, synth, synth_study)
     assert ev.status == "fail" and "qdisc=fq_codel" in ev.detail
-    ev = F.evaluate({"text": "x", "check": {"experiment": "saturated", "measure": "bottleneck_utilization", "axis": "flows", "trend": "decreasing"}}, synth, synth_study)
+    ev = F.evaluate(
+        {"text": "x", "check": {"experiment": "saturated", "measure": "bottleneck_utilization", "axis": "flows", "trend": "decreasing"}},
+        synth,
+        synth_study,
+    )
     assert ev.status == "fail"
 
 
@@ -225,7 +231,9 @@ def test_report_renders_in_headless_chromium(report_page, tmp_path):
 
 def test_validate_outputs(synth_study):
     report.validate_outputs(synth_study)  # the synthetic study is well formed
-    text = synth_study.text.replace('rows = "qdisc"\n  cols = "link"\n  stat = "mean±sd"', 'rows = "qdisk"\n  cols = "link"\n  stat = "mean±sd"')
+    text = synth_study.text.replace(
+        'rows = "qdisc"\n  cols = "link"\n  stat = "mean±sd"', 'rows = "qdisk"\n  cols = "link"\n  stat = "mean±sd"'
+    )
     text = text.replace('type = "line"', 'type = "line"\n  colour = "red"')
     text = text.replace('value = "voip_loss"', 'value = "voip_jitter"')
     with pytest.raises(StudyError) as ei:

@@ -143,7 +143,12 @@ def test_local_pool_of_two_matches_serial(reference, tmp_path):
 
 def test_cli_reproduce_a_study_file_writes_report(tmp_path):
     out = tmp_path / "q"
-    r = subprocess.run([sys.executable, "-m", "aqmlab", "reproduce", str(MINI), "--quick", "--jobs", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "aqmlab", "reproduce", str(MINI), "--quick", "--jobs", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     # the printed table carries its unit (the columns are the `rate` axis, so the unit
     # is in the caption, not in a column name)

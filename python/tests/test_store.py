@@ -38,7 +38,9 @@ def _fig_signature(fig) -> list:
             out.append(("coll", np.asarray(c.get_offsets(), float).tolist(),
                         [np.asarray(p.vertices, float).tolist() for p in c.get_paths()]))
         for p in ax.patches:
-            out.append(("patch", type(p).__name__, np.asarray(p.get_path().transformed(p.get_patch_transform()).vertices).round(12).tolist()))
+            out.append(
+                ("patch", type(p).__name__, np.asarray(p.get_path().transformed(p.get_patch_transform()).vertices).round(12).tolist())
+            )
         for t in ax.texts:
             out.append(("text", t.get_text()))
         leg = ax.get_legend()

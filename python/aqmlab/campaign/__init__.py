@@ -37,11 +37,39 @@ MODES = ("quick", "full")
 #: The cases of quick mode: the ns-3 and ns-2 cases (seconds each) and a subset of the
 #: kernel campaign's (which run on ns-3 with ns-3's TCP under Linux's settings).
 QUICK = (
-    "tcp4_codel", "tcp16_codel", "tcp16_pie", "tcp16_fq_codel", "tcp16_fq_pie", "tcp16_fifo", "tcp4_red", "bbr1_fifo", "res_rrul_codel", "cake_2hosts",
-    "ns3_codel", "ns3_pie", "ns3_fq_codel", "ns3_fq_pie", "ns3_fifo", "ns3_ared", "ns3_codel_ecn", "ns3_codel_rtt100", "ns3_codel_100mbit",
-    "ns3_codel_mixed_rtt", "ns3_codel_asym", "ns3_cubic_codel", "ns3_bbr_fifo", "ns3_codel_probes",
-    "ns2_tcp16_droptail", "ns2_tcp16_red", "ns2_tcp16_ared", "ns2_tcp16_red_newreno", "ns2_tcp4_red_rtt100", "ns2_tcp16_red_100mbit",
-    "ns2_tcp8_red_mixed_rtt", "ns2_red_asym", "ns2_red_probes",
+    "tcp4_codel",
+    "tcp16_codel",
+    "tcp16_pie",
+    "tcp16_fq_codel",
+    "tcp16_fq_pie",
+    "tcp16_fifo",
+    "tcp4_red",
+    "bbr1_fifo",
+    "res_rrul_codel",
+    "cake_2hosts",
+    "ns3_codel",
+    "ns3_pie",
+    "ns3_fq_codel",
+    "ns3_fq_pie",
+    "ns3_fifo",
+    "ns3_ared",
+    "ns3_codel_ecn",
+    "ns3_codel_rtt100",
+    "ns3_codel_100mbit",
+    "ns3_codel_mixed_rtt",
+    "ns3_codel_asym",
+    "ns3_cubic_codel",
+    "ns3_bbr_fifo",
+    "ns3_codel_probes",
+    "ns2_tcp16_droptail",
+    "ns2_tcp16_red",
+    "ns2_tcp16_ared",
+    "ns2_tcp16_red_newreno",
+    "ns2_tcp4_red_rtt100",
+    "ns2_tcp16_red_100mbit",
+    "ns2_tcp8_red_mixed_rtt",
+    "ns2_red_asym",
+    "ns2_red_probes",
 )
 #: quick mode's run length and warm-up (the cases' own are 40-60 s with 10 s)
 QUICK_DURATION, QUICK_WARMUP = "20s", "5s"
@@ -187,7 +215,11 @@ def _goodput(r: Any) -> dict[str, Any] | None:
     if m.empty:
         return None
     tot = m.groupby("t")["value"].sum(min_count=1)
-    return {"t": [float(t + r.bin / 2) for t in tot.index], "mbps": [float(v) / 1e6 if math.isfinite(v) else None for v in tot.to_numpy()], "bin": float(r.bin)}
+    return {
+        "t": [float(t + r.bin / 2) for t in tot.index],
+        "mbps": [float(v) / 1e6 if math.isfinite(v) else None for v in tot.to_numpy()],
+        "bin": float(r.bin),
+    }
 
 
 def _failure(e: BaseException) -> str:
@@ -212,7 +244,11 @@ def run_cell(job: CellJob) -> dict[str, Any]:
         return out
     rows = compare_engines(sim, {job.engine: r})
     q = _busiest_queue(sim)
-    info = {k: v for k, v in (r.engine_info or {}).items() if isinstance(v, (str, int, float, bool)) and not (isinstance(v, float) and not math.isfinite(v))}
+    info = {
+        k: v
+        for k, v in (r.engine_info or {}).items()
+        if isinstance(v, (str, int, float, bool)) and not (isinstance(v, float) and not math.isfinite(v))
+    }
     out.update(status="agree" if verdicts(rows, [job.engine])[job.engine] else "differ", error="", rows=to_json(rows),
                info=info, warnings=list(r.warnings), wall_seconds=time.monotonic() - t0,
                figures={"sim": {"cdf": _cdf(sim, q), "goodput": _goodput(sim)}, job.engine: {"cdf": _cdf(r, q), "goodput": _goodput(r)}})
@@ -260,7 +296,9 @@ class _CellWriter:
     def _tell(self, job: CellJob, d: dict[str, Any]) -> None:
         self.n += 1
         extra = f": {d['error'][:200]}" if d["status"] == "failed" else ""
-        self.say(f"[{self.n}/{self.total}] {job.case} {job.engine} seed {job.seed}: {d['status']} ({d.get('wall_seconds', 0):.1f} s){extra}")
+        self.say(
+            f"[{self.n}/{self.total}] {job.case} {job.engine} seed {job.seed}: {d['status']} ({d.get('wall_seconds', 0):.1f} s){extra}"
+        )
 
     def submit(self, job: CellJob, d: dict[str, Any]) -> None:
         _write_json(self.out / "cells" / job.file, d)
@@ -276,8 +314,17 @@ class _CellWriter:
         return None
 
 
-def run_campaign(mode: str, out: str | os.PathLike[str], engines: list[str] | None = None, *, jobs: int | None = None, scheduler: Any = None,
-                 cases: list[str] | None = None, say: Callable[[str], None] | None = None, report: bool = True) -> CampaignSummary:
+def run_campaign(
+    mode: str,
+    out: str | os.PathLike[str],
+    engines: list[str] | None = None,
+    *,
+    jobs: int | None = None,
+    scheduler: Any = None,
+    cases: list[str] | None = None,
+    say: Callable[[str], None] | None = None,
+    report: bool = True,
+) -> CampaignSummary:
     """Runs the campaign into ``out`` (resuming what is there) and writes its report."""
     from aqmlab import runner
 

@@ -168,7 +168,13 @@ def matrix(cells: list[dict[str, Any]], cases: list[str], engines: list[str]) ->
             rows = aggregate(cs, e)
             vs = {r.verdict for r in rows}
             w, wr = worst(rows)
-            out[case, e] = MatrixCell("differ" if "DIFF" in vs else "close" if "close" in vs else "agree", w, f"{wr.metric} of {wr.entity}" if wr else "", seeds=seeds, rows=rows)
+            out[case, e] = MatrixCell(
+                "differ" if "DIFF" in vs else "close" if "close" in vs else "agree",
+                w,
+                f"{wr.metric} of {wr.entity}" if wr else "",
+                seeds=seeds,
+                rows=rows,
+            )
     return out
 
 
@@ -256,7 +262,15 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}" if abs(v) < 1000 else f"{v:.0f}"
 
 
-_COLOURS = {"agree": "#d4f0d4", "close": "#eef0c0", "differ": "#f8d0c8", "failed": "#f0a0a0", "unsupported": "#eeeeee", "not installed": "#f4ecd0", "not run": "#ffffff"}
+_COLOURS = {
+    "agree": "#d4f0d4",
+    "close": "#eef0c0",
+    "differ": "#f8d0c8",
+    "failed": "#f0a0a0",
+    "unsupported": "#eeeeee",
+    "not installed": "#f4ecd0",
+    "not run": "#ffffff",
+}
 _CSS = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em 0; font-size: 0.85em; }
@@ -270,7 +284,9 @@ h2 { margin-top: 1.5em; border-top: 1px solid #ccc; padding-top: 0.5em; }
 """
 
 
-def write_report(out: Path, cases: list[Any], engines: list[str], cells: list[dict[str, Any]], *, mode: str = "", wall_seconds: float = 0.0) -> Path:
+def write_report(
+    out: Path, cases: list[Any], engines: list[str], cells: list[dict[str, Any]], *, mode: str = "", wall_seconds: float = 0.0
+) -> Path:
     """Writes report.html, results.csv, matrix.md and the figures into ``out`` from the
     campaign's ``cells`` (the stored cell records, :mod:`aqmlab.campaign`) of ``cases``
     (with ``name`` and ``about``). Returns the report's path."""
@@ -289,23 +305,56 @@ def write_report(out: Path, cases: list[Any], engines: list[str], cells: list[di
                 if not c.rows:
                     w.writerow([name, e, seeds, "", "", "", "", "", "", "", c.status])
                 for r in c.rows:
-                    w.writerow([name, e, seeds, r.section, r.entity, r.metric, _csvnum(r.sim), _csvnum(r.value), _csvnum(r.ratio), r.verdict, c.status])
-    counts = {s: sum(1 for c in m.values() if c.status == s) for s in ("agree", "close", "differ", "failed", "unsupported", "not installed", "not run")}
-    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>aqmlab validation campaign ({html.escape(mode)})</title><style>{_CSS}</style></head><body>"]
+                    w.writerow(
+                        [
+                            name,
+                            e,
+                            seeds,
+                            r.section,
+                            r.entity,
+                            r.metric,
+                            _csvnum(r.sim),
+                            _csvnum(r.value),
+                            _csvnum(r.ratio),
+                            r.verdict,
+                            c.status,
+                        ]
+                    )
+    counts = {
+        s: sum(1 for c in m.values() if c.status == s)
+        for s in ("agree", "close", "differ", "failed", "unsupported", "not installed", "not run")
+    }
+    h = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>aqmlab validation campaign "
+        f"({html.escape(mode)})</title><style>{_CSS}</style></head><body>"
+    ]
     h.append(f"<h1>aqmlab validation campaign: {html.escape(mode)}</h1>")
     tol = ", ".join(f"{e} ±{REL_TOL.get(e, 0.25) * 100:.0f} %" for e in engines)
     close = ", ".join(f"{e} ±{CLOSE_TOL[e] * 100:.0f} %" for e in engines if e in CLOSE_TOL)
-    h.append(f"<p>{len(names)} case{'s' if len(names) != 1 else ''} × {len(engines)} engine{'s' if len(engines) != 1 else ''}; written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-             + (f" after {wall_seconds:.0f} s" if wall_seconds else "") + ". Cells: "
-             + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ".</p>")
-    h.append(f"<p class='msg'>Each engine against the simulator on the same scenario and seed. <b>agree</b>: utilisation within {UTIL_POINTS:g} points, "
-             f"mean sojourn, probe induced latency and drop rate after the warm-up within the engine's tolerance ({tol}), on the means over the seeds; "
-             "the ratio shown is the judged row furthest from the simulator (engine / simulator). "
-             + (f"<b>close</b>: no judged row is outside the looser tier ({close}) but one is outside the goal; not a pass. " if close else "")
-             + "<b>differ</b>: a judged row is outside. "
-             "<b>failed</b>: the engine (or the simulator) raised; <b>unsupported</b>: the engine cannot express a key of the case; "
-             "<b>not installed</b>: the engine is missing here.</p>")
-    h.append("<h2 style='border:0'>Verdict matrix</h2><table><tr><th>case</th><th>what</th>" + "".join(f"<th>{html.escape(e)}</th>" for e in engines) + "</tr>")
+    h.append(
+        f"<p>{len(names)} case{'s' if len(names) != 1 else ''} × {len(engines)} engine{'s' if len(engines) != 1 else ''}; written "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        + (f" after {wall_seconds:.0f} s" if wall_seconds else "")
+        + ". Cells: "
+        + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+        + ".</p>"
+    )
+    h.append(
+        "<p class='msg'>Each engine against the simulator on the same scenario and seed. <b>agree</b>: utilisation within "
+        f"{UTIL_POINTS:g} points, "
+        f"mean sojourn, probe induced latency and drop rate after the warm-up within the engine's tolerance ({tol}), on the means over "
+        "the seeds; "
+        "the ratio shown is the judged row furthest from the simulator (engine / simulator). "
+        + (f"<b>close</b>: no judged row is outside the looser tier ({close}) but one is outside the goal; not a pass. " if close else "")
+        + "<b>differ</b>: a judged row is outside. "
+        "<b>failed</b>: the engine (or the simulator) raised; <b>unsupported</b>: the engine cannot express a key of the case; "
+        "<b>not installed</b>: the engine is missing here.</p>"
+    )
+    h.append(
+        "<h2 style='border:0'>Verdict matrix</h2><table><tr><th>case</th><th>what</th>"
+        + "".join(f"<th>{html.escape(e)}</th>" for e in engines)
+        + "</tr>"
+    )
     for name, ab in about:
         tds = []
         for e in engines:
@@ -360,7 +409,12 @@ def _case_table(m: dict[tuple[str, str], MatrixCell], name: str, engines: list[s
                 continue
             v = {"ok": "agree", "close": "close", "DIFF": "differ"}.get(ar.verdict, "")
             cls = " diff" if v == "differ" else ""
-            tds.append(f"<td class='num'>{_fmt(ar.value)}</td><td class='num{cls}'>{html.escape(ar.diff())}</td><td class='{cls.strip()}'>{v}</td>")
-        t.append(f"<tr><td>{k[0]}</td><td>{html.escape(k[1])}</td><td>{html.escape(k[2])}</td><td class='num'>{_fmt(sim)}</td>{''.join(tds)}</tr>")
+            tds.append(
+                f"<td class='num'>{_fmt(ar.value)}</td><td class='num{cls}'>{html.escape(ar.diff())}</td><td class='{cls.strip()}'>{v}</td>"
+            )
+        t.append(
+            f"<tr><td>{k[0]}</td><td>{html.escape(k[1])}</td><td>{html.escape(k[2])}</td><td "
+            f"class='num'>{_fmt(sim)}</td>{''.join(tds)}</tr>"
+        )
     t.append("</table>")
     return "\n".join(t)

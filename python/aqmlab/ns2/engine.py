@@ -79,7 +79,13 @@ def parse_queue_trace(text: str) -> dict[str, np.ndarray]:
         size.append(int(p[5]))
         fid.append(int(p[7]))
         uid.append(int(p[11]))
-    return {"ev": np.array(ev, dtype="U1"), "t": np.array(t, dtype=float), "size": np.array(size, dtype=np.int64), "fid": np.array(fid, dtype=np.int64), "uid": np.array(uid, dtype=np.int64)}
+    return {
+        "ev": np.array(ev, dtype="U1"),
+        "t": np.array(t, dtype=float),
+        "size": np.array(size, dtype=np.int64),
+        "fid": np.array(fid, dtype=np.int64),
+        "uid": np.array(uid, dtype=np.int64),
+    }
 
 
 def parse_flow_samples(text: str) -> dict[int, list[tuple[float, ...]]]:
@@ -193,14 +199,31 @@ class _Long:
         def cat(xs: list[np.ndarray], dt: Any) -> np.ndarray:
             return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
 
-        return {"kind": cat(self.kind, np.uint8), "entity": cat(self.entity, np.uint32), "metric": cat(self.metric, np.uint16), "t": cat(self.t, float), "value": cat(self.value, float)}
+        return {
+            "kind": cat(self.kind, np.uint8),
+            "entity": cat(self.entity, np.uint32),
+            "metric": cat(self.metric, np.uint16),
+            "t": cat(self.t, float),
+            "value": cat(self.value, float),
+        }
 
 
 def _pct(a: np.ndarray, q: float) -> float:
     return float(np.quantile(a, q)) if len(a) else NAN
 
 
-def _queue_row(q: Ns2Queue, tr: dict[str, np.ndarray], warm: float, dur: float, binw: float, nbins: int, series: _Long, samples: _Long, j: int, keep_samples: bool) -> dict[str, Any]:
+def _queue_row(
+    q: Ns2Queue,
+    tr: dict[str, np.ndarray],
+    warm: float,
+    dur: float,
+    binw: float,
+    nbins: int,
+    series: _Long,
+    samples: _Long,
+    j: int,
+    keep_samples: bool,
+) -> dict[str, Any]:
     ev, t, size = tr["ev"], tr["t"], tr["size"]
     plus, minus, drop = ev == "+", ev == "-", ev == "d"
     arrivals, dequeued, dropped = int(plus.sum()), int(minus.sum()), int(drop.sum())
@@ -211,13 +234,29 @@ def _queue_row(q: Ns2Queue, tr: dict[str, np.ndarray], warm: float, dur: float, 
     keep = (t_out >= warm) & (t_out <= dur) & np.isfinite(soj)
     s = soj[keep]
     row: dict[str, Any] = {
-        "id": j, "name": q.name, "from": q.src, "to": q.dst, "qdisc": q.qdisc, "rate_bps": int(q.rate_bps), "delay": q.delay,
-        "arrivals": arrivals, "enqueued": arrivals - dropped, "dequeued": dequeued, "dropped": dropped, "marked": 0,
-        "tx_pkts": int(after.sum()), "tx_bytes": int(wire - q.overhead * int(after.sum())),
+        "id": j,
+        "name": q.name,
+        "from": q.src,
+        "to": q.dst,
+        "qdisc": q.qdisc,
+        "rate_bps": int(q.rate_bps),
+        "delay": q.delay,
+        "arrivals": arrivals,
+        "enqueued": arrivals - dropped,
+        "dequeued": dequeued,
+        "dropped": dropped,
+        "marked": 0,
+        "tx_pkts": int(after.sum()),
+        "tx_bytes": int(wire - q.overhead * int(after.sum())),
         "utilization": min(1.0, wire * 8 / (q.rate_bps * span)) if span > 0 else NAN,
-        "sojourn_n": int(len(s)), "sojourn_mean": float(s.mean()) if len(s) else NAN,
-        "sojourn_p50": _pct(s, 0.5), "sojourn_p90": _pct(s, 0.9), "sojourn_p99": _pct(s, 0.99), "sojourn_max": float(s.max()) if len(s) else NAN,
-        "trace_vars": "", "lower": "wire",
+        "sojourn_n": int(len(s)),
+        "sojourn_mean": float(s.mean()) if len(s) else NAN,
+        "sojourn_p50": _pct(s, 0.5),
+        "sojourn_p90": _pct(s, 0.9),
+        "sojourn_p99": _pct(s, 0.99),
+        "sojourn_max": float(s.max()) if len(s) else NAN,
+        "trace_vars": "",
+        "lower": "wire",
     }
     for r in schema.drop_reasons():
         row[f"drops_{r}"] = 0
@@ -257,8 +296,27 @@ def _queue_row(q: Ns2Queue, tr: dict[str, np.ndarray], warm: float, dur: float, 
     return row
 
 
-def _flow_row(f: Ns2Flow, i: int, smp: list[tuple[float, ...]], first_hop: dict[str, np.ndarray] | None, warm: float, dur: float, binw: float, nbins: int, series: _Long) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": i, "name": f.name, "kind": f.kind, "group": f.group, "src": f.src, "dst": f.dst, "start": f.start, "stop": f.stop}
+def _flow_row(
+    f: Ns2Flow,
+    i: int,
+    smp: list[tuple[float, ...]],
+    first_hop: dict[str, np.ndarray] | None,
+    warm: float,
+    dur: float,
+    binw: float,
+    nbins: int,
+    series: _Long,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": i,
+        "name": f.name,
+        "kind": f.kind,
+        "group": f.group,
+        "src": f.src,
+        "dst": f.dst,
+        "start": f.start,
+        "stop": f.stop,
+    }
     a = np.array(smp, dtype=float).reshape(-1, 6) if smp else np.zeros((0, 6))
     times = a[:, 0]
 
@@ -375,7 +433,13 @@ def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) ->
         "wall_seconds": wall_seconds,
         "warnings": [f"ns2 engine: {n}" for n in tr.notes],
     }
-    info = {"engine": "ns2", "version": "ns-2.35", "wall_seconds": wall_seconds, "notes": list(tr.notes), "sojourn_estimator": "per-packet (trace-queue)"}
+    info = {
+        "engine": "ns2",
+        "version": "ns-2.35",
+        "wall_seconds": wall_seconds,
+        "notes": list(tr.notes),
+        "sojourn_estimator": "per-packet (trace-queue)",
+    }
     return raw, info
 
 
@@ -383,7 +447,9 @@ def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) ->
 # running
 
 
-def run(scenario: Any, seed: int | None = None, *, log: Any = None, keep: str | os.PathLike[str] | None = None, timeout: float | None = None) -> Result:
+def run(
+    scenario: Any, seed: int | None = None, *, log: Any = None, keep: str | os.PathLike[str] | None = None, timeout: float | None = None
+) -> Result:
     """Runs ``scenario`` on ns-2.35; ``keep``: a directory to keep the Tcl script and
     ns-2's traces in."""
     sc = load_scenario(scenario)

@@ -51,7 +51,22 @@ ENGINE = "ns2 engine"
 
 #: [run] keys the engine takes (the rest of [run] changes nothing ns-2 could follow)
 RUN_KEYS = {"name", "description", "duration", "warmup", "bin", "seed", "max_memory", "max_events", "noise", "start_jitter", "host_jitter"}
-DUMBBELL_KEYS = {"pairs", "rate", "delay", "qdisc", "up", "down", "access_rate", "access_delay", "client_delays", "server_delays", "access_qdisc", "overhead", "mtu", "device_queue"}
+DUMBBELL_KEYS = {
+    "pairs",
+    "rate",
+    "delay",
+    "qdisc",
+    "up",
+    "down",
+    "access_rate",
+    "access_delay",
+    "client_delays",
+    "server_delays",
+    "access_qdisc",
+    "overhead",
+    "mtu",
+    "device_queue",
+}
 DIRECTION_KEYS = {"rate", "qdisc", "loss"}
 FLOW_KEYS = {
     "bulk": {"kind", "count", "from", "to", "name", "start", "start_spread", "stop", "bytes", "tcp"},
@@ -73,7 +88,17 @@ TCP_FIXED: dict[str, Any] = {
     "early_retransmit": False, "reno_halves": "cwnd", "pacing": False, "hystart": False, "rcv_autotune": "off",
 }
 #: the ns2-sack1 profile's values of the mapped keys (crates/aqmlab-core/src/tcp/config.rs)
-NS2_SACK1 = {"cc": "newreno", "sack": True, "ecn": False, "init_cwnd": 2, "mss": 1448, "delayed_ack": "ns2", "min_rto": 0.2, "initial_rto": 3.0, "rcv_window": 10000}
+NS2_SACK1 = {
+    "cc": "newreno",
+    "sack": True,
+    "ecn": False,
+    "init_cwnd": 2,
+    "mss": 1448,
+    "delayed_ack": "ns2",
+    "min_rto": 0.2,
+    "initial_rto": 3.0,
+    "rcv_window": 10000,
+}
 #: ns-2's DelAck interval for each delayed_ack policy (None: no delayed ACKs)
 DELACK = {"ns2": 0.1, "ns3": 0.2, "off": None}
 
@@ -137,9 +162,20 @@ def _check_qdisc(q: dict, where: str, out: list[str]) -> None:
     if kind in ("red", "ared"):
         for k in q:
             if k not in RED_KEYS:
-                out.append(_err(f"{where}.{k}", f"not supported by the {ENGINE} for ns-2's Queue/RED (supported: {', '.join(sorted(RED_KEYS - {'kind'}))})"))
+                out.append(
+                    _err(
+                        f"{where}.{k}",
+                        f"not supported by the {ENGINE} for ns-2's Queue/RED (supported: {', '.join(sorted(RED_KEYS - {'kind'}))})",
+                    )
+                )
         if q.get("variant") != "ns2":
-            out.append(_err(f"{where}.variant", f"{q.get('variant', 'linux')!r}: the {ENGINE} runs ns-2's own Queue/RED, which the simulator models as variant = \"ns2\"; set it"))
+            out.append(
+                _err(
+                    f"{where}.variant",
+                    f'{q.get("variant", "linux")!r}: the {ENGINE} runs ns-2\'s own Queue/RED, which the simulator models as variant = '
+                    '"ns2"; set it',
+                )
+            )
         for k in ("min", "max"):
             if k not in q:
                 out.append(_err(f"{where}.{k}", f"the {ENGINE} needs explicit RED thresholds in packets (min and max)"))
@@ -148,7 +184,9 @@ def _check_qdisc(q: dict, where: str, out: list[str]) -> None:
         if "limit" in q and not _is_int(q["limit"]):
             out.append(_err(f"{where}.limit", f"{q['limit']!r}: the {ENGINE} takes a packet count (queue-limit)"))
         return
-    out.append(_err(f"{where}.kind", f"qdisc kind {kind!r} is not supported by the {ENGINE} (supported: fifo, red and ared with variant = \"ns2\")"))
+    out.append(
+        _err(f"{where}.kind", f'qdisc kind {kind!r} is not supported by the {ENGINE} (supported: fifo, red and ared with variant = "ns2")')
+    )
 
 
 def _tcp_value(k: str, v: Any) -> Any:
@@ -163,10 +201,21 @@ def _check_tcp(t: dict, where: str, out: list[str], *, flow: bool) -> None:
             if flow:
                 out.append(_err(f"{where}.stack", f"the {ENGINE} takes the stack from [tcp] only"))
             elif v != "ns2-sack1":
-                out.append(_err(f"{where}.stack", f"{v!r}: the {ENGINE} runs ns-2's Sack1/Newreno agents, which the simulator models as stack = \"ns2-sack1\"; set it"))
+                out.append(
+                    _err(
+                        f"{where}.stack",
+                        f'{v!r}: the {ENGINE} runs ns-2\'s Sack1/Newreno agents, which the simulator models as stack = "ns2-sack1"; set it',
+                    )
+                )
         elif k == "cc":
             if v not in CC:
-                out.append(_err(f"{where}.cc", f"{v!r} is not supported by the {ENGINE} (newreno/reno: ns-2's Sack1 and Newreno agents; cubic: ns-2's Agent/TCP/Linux)"))
+                out.append(
+                    _err(
+                        f"{where}.cc",
+                        f"{v!r} is not supported by the {ENGINE} (newreno/reno: ns-2's Sack1 and Newreno agents; cubic: ns-2's "
+                        "Agent/TCP/Linux)",
+                    )
+                )
         elif k in ("sack", "ecn"):
             if not isinstance(v, bool):
                 out.append(_err(f"{where}.{k}", f"expected true or false, got {v!r}"))
@@ -202,7 +251,13 @@ def check(sc: dict, plan: dict | None = None) -> list[str]:
         if k not in RUN_KEYS:
             out.append(_err(f"run.{k}", f"not supported by the {ENGINE}"))
         elif k == "host_jitter" and parse_duration(v, "run.host_jitter") != 0:
-            out.append(_err("run.host_jitter", f"{v!r}: ns-2 has no host jitter; the {ENGINE} takes only \"0s\" (or no key: the simulator's default, a documented difference)"))
+            out.append(
+                _err(
+                    "run.host_jitter",
+                    f'{v!r}: ns-2 has no host jitter; the {ENGINE} takes only "0s" (or no key: the simulator\'s default, a documented '
+                    'difference)',
+                )
+            )
     db = sc.get("dumbbell", {})
     for k, v in db.items():
         if k not in DUMBBELL_KEYS:
@@ -218,13 +273,23 @@ def check(sc: dict, plan: dict | None = None) -> list[str]:
         elif k == "mtu" and v != 1500:
             out.append(_err("dumbbell.mtu", f"{v!r}: the {ENGINE} takes only 1500"))
         elif k == "device_queue" and v != 1:
-            out.append(_err("dumbbell.device_queue", f"{v!r}: ns-2 links hold one packet in transmission below the queue; the {ENGINE} takes only 1"))
+            out.append(
+                _err(
+                    "dumbbell.device_queue", f"{v!r}: ns-2 links hold one packet in transmission below the queue; the {ENGINE} takes only 1"
+                )
+            )
     tcp = sc.get("tcp", {})
     _check_tcp(tcp, "tcp", out, flow=False)
     kinds = {f.get("kind") for f in sc.get("flow", [])}
     if "bulk" in kinds and tcp.get("stack") != "ns2-sack1":
         if "stack" not in tcp:
-            out.append(_err("tcp.stack", f"the {ENGINE} runs ns-2's Sack1/Newreno agents, which the simulator models as stack = \"ns2-sack1\" (the default is \"linux\"); set it"))
+            out.append(
+                _err(
+                    "tcp.stack",
+                    f'the {ENGINE} runs ns-2\'s Sack1/Newreno agents, which the simulator models as stack = "ns2-sack1" (the default is '
+                    '"linux"); set it',
+                )
+            )
     for i, f in enumerate(sc.get("flow", [])):
         kind = f.get("kind")
         if kind not in FLOW_KEYS:
@@ -233,16 +298,25 @@ def check(sc: dict, plan: dict | None = None) -> list[str]:
         for k in f:
             if k not in FLOW_KEYS[kind]:
                 why = "ns-2's FTP runs until the end of the run" if k == "bytes" else "not supported"
-                out.append(_err(f"flow[{i}].{k}", f"{why} by the {ENGINE}" if why == "not supported" else f"{why}; not supported by the {ENGINE}"))
+                out.append(
+                    _err(f"flow[{i}].{k}", f"{why} by the {ENGINE}" if why == "not supported" else f"{why}; not supported by the {ENGINE}")
+                )
         if kind != "ping" and "stop" in f and plan is not None and parse_duration(f["stop"], f"flow[{i}].stop") < plan["duration"]:
-            out.append(_err(f"flow[{i}].stop", f"the {ENGINE} runs its sources until the end of the run (ns-2's FTP cannot stop a TCP agent cleanly)"))
+            out.append(
+                _err(
+                    f"flow[{i}].stop",
+                    f"the {ENGINE} runs its sources until the end of the run (ns-2's FTP cannot stop a TCP agent cleanly)",
+                )
+            )
         if kind == "bulk" and "tcp" in f:
             _check_tcp(f["tcp"], f"flow[{i}].tcp", out, flow=True)
         if kind == "bulk":
             t = _tcp_settings(sc, f.get("tcp", {}))
             if t["cc"] == "cubic" and t["sack"] is False:
                 key = f"flow[{i}].tcp.sack" if "sack" in f.get("tcp", {}) else "tcp.sack"
-                out.append(_err(key, f"false with cc = \"cubic\" is not supported by the {ENGINE} (ns-2's Agent/TCP/Linux recovers with SACK)"))
+                out.append(
+                    _err(key, f'false with cc = "cubic" is not supported by the {ENGINE} (ns-2\'s Agent/TCP/Linux recovers with SACK)')
+                )
     return out
 
 
@@ -335,7 +409,11 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
         L.append(f"set qf({j}) [open $OUT/{fn} w]")
         L.append(f"$ns trace-queue $n({a}) $n({b}) $qf({j})")
         kind = qd.get("kind", "fifo")
-        queues.append(Ns2Queue(ln["name"], ln["from"], ln["to"], float(ln["rate_bps"]), float(ln["delay"]), "fifo" if kind == "pfifo" else kind, oh, fn))
+        queues.append(
+            Ns2Queue(
+                ln["name"], ln["from"], ln["to"], float(ln["rate_bps"]), float(ln["delay"]), "fifo" if kind == "pfifo" else kind, oh, fn
+            )
+        )
     flows: list[Ns2Flow] = []
     linux_agents: list[str] = []
     samp: list[str] = []
@@ -372,7 +450,9 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
                 L.append(f'$ns at 0 "$src({i}) select_ca cubic"')
             if t["trace"]:
                 # every change of cwnd_ (packets), ssthresh_ (packets), srtt_ (s, 10 ms ticks)
-                L += [f"set tf({i}) [open $OUT/tcp{i}.tr w]", f"$src({i}) attach $tf({i})"] + [f"$src({i}) trace {v}" for v in ("cwnd_", "ssthresh_", "srtt_")]
+                L += [f"set tf({i}) [open $OUT/tcp{i}.tr w]", f"$src({i}) attach $tf({i})"] + [
+                    f"$src({i}) trace {v}" for v in ("cwnd_", "ssthresh_", "srtt_")
+                ]
             L += [f"set dst({i}) [new {sink}]", f"$dst({i}) set packetSize_ {40 + oh}"]
             if delack is not None:
                 L.append(f"$dst({i}) set interval_ {_tcl_num(delack)}")
@@ -384,8 +464,25 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
                 # FTP send N: the agent sends ceil(N / packetSize_) segments and stops
                 f"$ns at {_tcl_num(start)} \"$app({i}) send {nbytes}\"" if nbytes else f"$ns at {_tcl_num(start)} \"$app({i}) start\"",
             ]
-            samp.append(f'puts $sf "F $t {i} [$dst({i}) set bytes_] [$src({i}) set ndatapack_] [$src({i}) set nrexmitpack_] [$src({i}) set nrexmit_] [$src({i}) set cwnd_]"')
-            flows.append(Ns2Flow(f["name"], "bulk", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), mss + 40 + oh, mss, oh, trace=f"tcp{i}.tr" if t["trace"] else ""))
+            samp.append(
+                f'puts $sf "F $t {i} [$dst({i}) set bytes_] [$src({i}) set ndatapack_] [$src({i}) set nrexmitpack_] [$src({i}) set '
+                f'nrexmit_] [$src({i}) set cwnd_]"'
+            )
+            flows.append(
+                Ns2Flow(
+                    f["name"],
+                    "bulk",
+                    int(f["group"]),
+                    f["src"],
+                    f["dst"],
+                    start,
+                    float(f["stop"]),
+                    mss + 40 + oh,
+                    mss,
+                    oh,
+                    trace=f"tcp{i}.tr" if t["trace"] else "",
+                )
+            )
             if cubic:
                 linux_agents.append(f["name"])
         elif f["kind"] == "ping":
@@ -405,7 +502,9 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
             ]
             pings = True
             samp.append(f'puts $sf "F $t {i} 0 0 0 0 0"')
-            flows.append(Ns2Flow(f["name"], "ping", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), size + oh, 0, oh, interval=iv))
+            flows.append(
+                Ns2Flow(f["name"], "ping", int(f["group"]), f["src"], f["dst"], start, float(f["stop"]), size + oh, 0, oh, interval=iv)
+            )
         else:
             size = int(parse_size(ftab.get("size", 1500), f"flow[{f['group']}].size"))
             rate = parse_rate(ftab["rate"], f"flow[{f['group']}].rate")
@@ -475,7 +574,13 @@ def translate(sc: dict, plan: dict, *, seed: int = 1) -> Ns2Translation:
     ]
     notes = []
     if linux_agents:
-        notes.append(f"cc = \"cubic\" ({', '.join(linux_agents)}): ns-2's Agent/TCP/Linux runs ns-2.35's copy of Linux's tcp_cubic.c (no HyStart) in TCP-Linux's own SACK recovery; the simulator runs its CUBIC in the ns2-sack1 stack")
+        notes.append(
+            f"cc = \"cubic\" ({', '.join(linux_agents)}): ns-2's Agent/TCP/Linux runs ns-2.35's copy of Linux's tcp_cubic.c (no HyStart) "
+            "in TCP-Linux's own SACK recovery; the simulator runs its CUBIC in the ns2-sack1 stack"
+        )
     if "host_jitter" not in sc.get("run", {}):
-        notes.append("ns-2 has no host jitter: the simulator's default 50 us per packet from end hosts stays on its side (set run.host_jitter = \"0s\" to remove it there too)")
+        notes.append(
+            'ns-2 has no host jitter: the simulator\'s default 50 us per packet from end hosts stays on its side (set run.host_jitter = '
+            '"0s" to remove it there too)'
+        )
     return Ns2Translation("\n".join(L), dur, warm, binw, queues, flows, notes)

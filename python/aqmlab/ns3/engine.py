@@ -91,13 +91,26 @@ class _Long:
     def arrays(self, names: list[str]) -> dict[str, np.ndarray]:
         rows = [(k, e, names.index(self.names[m]), t, v) for k, e, m, t, v in self.rows]
         a = np.array(rows, dtype=float).reshape(-1, 5)
-        return {"kind": a[:, 0].astype(np.uint8), "entity": a[:, 1].astype(np.uint32), "metric": a[:, 2].astype(np.uint16), "t": a[:, 3], "value": a[:, 4]}
+        return {
+            "kind": a[:, 0].astype(np.uint8),
+            "entity": a[:, 1].astype(np.uint32),
+            "metric": a[:, 2].astype(np.uint16),
+            "t": a[:, 3],
+            "value": a[:, 4],
+        }
 
 
 def _stats(xs: np.ndarray) -> dict[str, float]:
     if len(xs) == 0:
         return {"mean": NAN, "p50": NAN, "p90": NAN, "p99": NAN, "min": NAN, "max": NAN}
-    return {"mean": float(xs.mean()), "p50": float(np.quantile(xs, 0.5)), "p90": float(np.quantile(xs, 0.9)), "p99": float(np.quantile(xs, 0.99)), "min": float(xs.min()), "max": float(xs.max())}
+    return {
+        "mean": float(xs.mean()),
+        "p50": float(np.quantile(xs, 0.5)),
+        "p90": float(np.quantile(xs, 0.9)),
+        "p99": float(np.quantile(xs, 0.99)),
+        "min": float(xs.min()),
+        "max": float(xs.max()),
+    }
 
 
 def _reasons(st: dict) -> tuple[dict[str, float], dict[str, float]]:
@@ -120,7 +133,17 @@ def _reasons(st: dict) -> tuple[dict[str, float], dict[str, float]]:
             drops[key] = drops.get(key, 0.0) + n
     for reason, n in st["marks"].items():
         r = reason.lower()
-        key = "ce_threshold" if "ce threshold" in r else "codel" if "target exceeded" in r else "early" if "unforced" in r else "forced" if "forced" in r else "early"
+        key = (
+            "ce_threshold"
+            if "ce threshold" in r
+            else "codel"
+            if "target exceeded" in r
+            else "early"
+            if "unforced" in r
+            else "forced"
+            if "forced" in r
+            else "early"
+        )
         marks[key] = marks.get(key, 0.0) + n
     return drops, marks
 
@@ -144,7 +167,16 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
     groups = job.get("groups", {})
     for i, (f, r) in enumerate(zip(job["flows"], res["flows"])):
         row: dict[str, Any] = dict.fromkeys(cols, NAN)
-        row.update(id=i, name=f["name"], kind=f["kind"], group=groups.get(f["name"], 0), src=job["nodes"][f["src"]], dst=job["nodes"][f["dst"]], start=f["start"], stop=f["stop"])
+        row.update(
+            id=i,
+            name=f["name"],
+            kind=f["kind"],
+            group=groups.get(f["name"], 0),
+            src=job["nodes"][f["src"]],
+            dst=job["nodes"][f["dst"]],
+            start=f["start"],
+            stop=f["stop"],
+        )
         a, b = max(f["start"], warm), min(f["stop"], dur)
         if f["kind"] in ("bulk", "cbr"):
             row["goodput_bps"] = r["rx_window"] * 8 / (b - a) if b > a else 0.0
@@ -183,7 +215,16 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
                     got_warm += 1
             sent_warm = sum(1 for t in sent if t >= warm)
             s = _stats(np.asarray(keep, dtype=float))
-            row.update(probes_sent=float(len(sent)), loss_rate=(1 - got_warm / sent_warm) if sent_warm else NAN, rtt_mean=s["mean"], rtt_p50=s["p50"], rtt_p90=s["p90"], rtt_p99=s["p99"], rtt_min=s["min"], rtt_max=s["max"])
+            row.update(
+                probes_sent=float(len(sent)),
+                loss_rate=(1 - got_warm / sent_warm) if sent_warm else NAN,
+                rtt_mean=s["mean"],
+                rtt_p50=s["p50"],
+                rtt_p90=s["p90"],
+                rtt_p99=s["p99"],
+                rtt_min=s["min"],
+                rtt_max=s["max"],
+            )
             row["sent_pkts"] = float(len(sent))
             row["delivered_pkts"] = float(r["rx_pkts"])
         for c in cols:
@@ -195,15 +236,37 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
     kind_of = {}
     for ln in job["links"]:
         for side in ("ab", "ba"):
-            kind_of[ln[side]["queue"]] = (ln[side]["qdisc"]["type"], ln[side]["rate_bps"], ln["delay"], ln["a"] if side == "ab" else ln["b"], ln["b"] if side == "ab" else ln["a"])
+            kind_of[ln[side]["queue"]] = (
+                ln[side]["qdisc"]["type"],
+                ln[side]["rate_bps"],
+                ln["delay"],
+                ln["a"] if side == "ab" else ln["b"],
+                ln["b"] if side == "ab" else ln["a"],
+            )
     hist_q, hist_lo, hist_hi, hist_n = [], [], [], []
     for j, name in enumerate(job["queues"]):
         r = res["queues"][j]
         qtype, rate, delay, src, dst = kind_of[j]
         end = r["end"]
         row = dict.fromkeys(qcols, NAN)
-        row.update(id=j, name=name, **{"from": job["nodes"][src]}, to=job["nodes"][dst], qdisc=job["qdisc_kinds"][j], rate_bps=int(rate), delay=delay, trace_vars="", lower="wire")
-        row.update(arrivals=float(end["received"]), enqueued=float(end["received"] - end["dropped_before_enqueue"]), dequeued=float(end["dequeued"] - end["dropped_after_dequeue"]), dropped=float(end["dropped"]), marked=float(end["marked"]))
+        row.update(
+            id=j,
+            name=name,
+            **{"from": job["nodes"][src]},
+            to=job["nodes"][dst],
+            qdisc=job["qdisc_kinds"][j],
+            rate_bps=int(rate),
+            delay=delay,
+            trace_vars="",
+            lower="wire",
+        )
+        row.update(
+            arrivals=float(end["received"]),
+            enqueued=float(end["received"] - end["dropped_before_enqueue"]),
+            dequeued=float(end["dequeued"] - end["dropped_after_dequeue"]),
+            dropped=float(end["dropped"]),
+            marked=float(end["marked"]),
+        )
         row.update(tx_pkts=float(r["tx_pkts_warm"]), tx_bytes=float(r["tx_bytes_warm"]))
         # busy fraction: every transmitted frame (IP + 2 bytes PPP) at the link rate
         row["utilization"] = min(1.0, (r["tx_bytes_warm"] + 2 * r["tx_pkts_warm"]) * 8 / (rate * span)) if span > 0 else NAN
@@ -214,7 +277,14 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
             row[f"marks_{mr}"] = marks.get(mr, 0.0)
         soj = np.fromfile(out / f"sojourn.{j}.f64", dtype="<f8") if (out / f"sojourn.{j}.f64").exists() else np.zeros(0)
         s = _stats(soj)
-        row.update(sojourn_n=float(len(soj)), sojourn_mean=s["mean"], sojourn_p50=s["p50"], sojourn_p90=s["p90"], sojourn_p99=s["p99"], sojourn_max=s["max"])
+        row.update(
+            sojourn_n=float(len(soj)),
+            sojourn_mean=s["mean"],
+            sojourn_p50=s["p50"],
+            sojourn_p90=s["p90"],
+            sojourn_p99=s["p99"],
+            sojourn_max=s["max"],
+        )
         if len(soj):
             # a histogram for the CDF figures: 200 log-spaced bins from 1 us to the maximum
             hi = max(float(soj.max()), 2e-6) * 1.0001
@@ -245,7 +315,12 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
         "bin": binw,
         "flows": fl,
         "queues": q,
-        "sojourn_hist": {"queue": np.asarray(hist_q, np.uint32), "low": np.asarray(hist_lo, float), "high": np.asarray(hist_hi, float), "count": np.asarray(hist_n, np.uint64)},
+        "sojourn_hist": {
+            "queue": np.asarray(hist_q, np.uint32),
+            "low": np.asarray(hist_lo, float),
+            "high": np.asarray(hist_hi, float),
+            "count": np.asarray(hist_n, np.uint64),
+        },
         "series": series.arrays(names),
         "samples": samples.arrays(names),
         "metric_names": names,
@@ -280,7 +355,9 @@ def _version() -> str:
 # running
 
 
-def run(scenario: Any, seed: int | None = None, *, log: Any = None, keep: str | os.PathLike[str] | None = None, timeout: float | None = None) -> Result:
+def run(
+    scenario: Any, seed: int | None = None, *, log: Any = None, keep: str | os.PathLike[str] | None = None, timeout: float | None = None
+) -> Result:
     """The registry's entry point (:mod:`aqmlab.engines`): :func:`run_ns3`."""
     if log is not None:
         p = program()

@@ -26,8 +26,36 @@ ENGINE = "the ns3 engine"
 #: ns-3 cannot do as Linux does is listed in docs/ns3-engine.md); ``ns3`` is ns-3.44's own
 #: defaults (aqmlab's ``stack = "ns3"`` models exactly that).
 STACKS: dict[str, dict[str, Any]] = {
-    "linux": {"cc": "cubic", "init_cwnd": 10, "recovery": "prr", "delayed_ack": "linux", "min_rto": 0.2, "initial_rto": 1.0, "rcv_window": "3MiB", "sack": True, "ecn": False, "mss": 1448, "timestamps": True, "hystart": True, "pacing": False},
-    "ns3": {"cc": "newreno", "init_cwnd": 10, "recovery": "rfc6675", "delayed_ack": "ns3", "min_rto": 1.0, "initial_rto": 3.0, "rcv_window": "128KiB", "sack": True, "ecn": False, "mss": 1448, "timestamps": True, "hystart": True, "pacing": False},
+    "linux": {
+        "cc": "cubic",
+        "init_cwnd": 10,
+        "recovery": "prr",
+        "delayed_ack": "linux",
+        "min_rto": 0.2,
+        "initial_rto": 1.0,
+        "rcv_window": "3MiB",
+        "sack": True,
+        "ecn": False,
+        "mss": 1448,
+        "timestamps": True,
+        "hystart": True,
+        "pacing": False,
+    },
+    "ns3": {
+        "cc": "newreno",
+        "init_cwnd": 10,
+        "recovery": "rfc6675",
+        "delayed_ack": "ns3",
+        "min_rto": 1.0,
+        "initial_rto": 3.0,
+        "rcv_window": "128KiB",
+        "sack": True,
+        "ecn": False,
+        "mss": 1448,
+        "timestamps": True,
+        "hystart": True,
+        "pacing": False,
+    },
 }
 
 #: congestion controls: (ns-3 type with stack linux, with stack ns3)
@@ -101,7 +129,9 @@ def tcp_spec(tcp: dict, flow_tcp: dict, where: str, flow_where: str) -> dict[str
                 eff[k] = v
             elif k in ("min_rto", "initial_rto"):
                 if k == "initial_rto" and path == flow_where:
-                    raise _unsupported(f, "a per-flow initial_rto (ns-3's RttEstimator InitialEstimation is one default for the run; set it in [tcp])")
+                    raise _unsupported(
+                        f, "a per-flow initial_rto (ns-3's RttEstimator InitialEstimation is one default for the run; set it in [tcp])"
+                    )
                 eff[k] = parse_duration(v, f)
             elif k == "rcv_window":
                 eff[k] = v
@@ -181,7 +211,9 @@ def _dur(q: dict, where: str, key: str, default: str) -> str:
 def _keys(q: dict, where: str, known: set[str]) -> None:
     for k in q:
         if k != "kind" and k not in known:
-            raise _unsupported(f"{where}.{k}", f"no ns-3 attribute for it in qdisc kind {q['kind']!r} (supported keys: {', '.join(sorted(known))})")
+            raise _unsupported(
+                f"{where}.{k}", f"no ns-3 attribute for it in qdisc kind {q['kind']!r} (supported keys: {', '.join(sorted(known))})"
+            )
 
 
 def _only(q: dict, where: str, key: str, allowed: tuple, why: str) -> None:
@@ -201,7 +233,9 @@ def _red_ewma_log(qmin: float, burst: float, avpkt: float, where: str) -> int:
     burst of ``burst`` packets arriving at an empty queue keeps the average below ``qmin``."""
     a = burst + 1 - qmin / avpkt
     if a < 1.0:
-        raise ScenarioError(f"{where}.burst", f"burst {burst:g} is too small for min {qmin:g} / avpkt {avpkt:g} (tc needs burst + 1 - min/avpkt >= 1)")
+        raise ScenarioError(
+            f"{where}.burst", f"burst {burst:g} is too small for min {qmin:g} / avpkt {avpkt:g} (tc needs burst + 1 - min/avpkt >= 1)"
+        )
     w = 0.5
     for wlog in range(1, 32):
         if a <= (1 - (1 - w) ** burst) / w:
@@ -226,11 +260,31 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
         _only(q, where, "drop_at", ("dequeue",), "CoDelQueueDisc drops at dequeue")
         _only(q, where, "sojourn_estimate", ("head",), "CoDelQueueDisc uses timestamps")
         _only(q, where, "fixed_count", ("off",), "a simulator diagnostic")
-        attrs = {"MaxSize": _size(q, where, "limit", 1000), "Target": _dur(q, where, "target", "5ms"), "Interval": _dur(q, where, "interval", "100ms")}
+        attrs = {
+            "MaxSize": _size(q, where, "limit", 1000),
+            "Target": _dur(q, where, "target", "5ms"),
+            "Interval": _dur(q, where, "interval", "100ms"),
+        }
         _ecn_ce(q, where, attrs, False)
         return {"type": "ns3::CoDelQueueDisc", "attrs": attrs}, notes
     if kind == "fq_codel":
-        _keys(q, where, {"limit", "flows", "target", "interval", "ecn", "ce_threshold", "drop_batch", "variant", "backlog_rule", "quantum", "memory_limit"})
+        _keys(
+            q,
+            where,
+            {
+                "limit",
+                "flows",
+                "target",
+                "interval",
+                "ecn",
+                "ce_threshold",
+                "drop_batch",
+                "variant",
+                "backlog_rule",
+                "quantum",
+                "memory_limit",
+            },
+        )
         _only(q, where, "variant", ("linux",), "FqCoDelQueueDisc's flows run ns-3's CoDel")
         _only(q, where, "quantum", (), "FqCoDelQueueDisc's quantum is the device MTU; no attribute")
         _only(q, where, "memory_limit", (), "FqCoDelQueueDisc has no memory limit")
@@ -243,7 +297,10 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
         }
         _ecn_ce(q, where, attrs, True)
         if q.get("backlog_rule", "linux") != "ns3":
-            notes.append(f"{where}: ns-3's FqCoDelQueueDisc keeps a flow's CoDel from dropping while that flow holds under one MTU (backlog_rule = \"ns3\"), Linux while the whole qdisc does")
+            notes.append(
+                f"{where}: ns-3's FqCoDelQueueDisc keeps a flow's CoDel from dropping while that flow holds under one MTU (backlog_rule = "
+                "\"ns3\"), Linux while the whole qdisc does"
+            )
         return {"type": "ns3::FqCoDelQueueDisc", "attrs": attrs}, notes
     if kind in ("pie", "fq_pie"):
         fq = kind == "fq_pie"
@@ -275,7 +332,10 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
             attrs["UseDerandomization"] = "true"
             attrs["UseDequeueRateEstimator"] = "true" if _flag(q.get("dq_rate_estimator", False), f"{where}.dq_rate_estimator") else "false"
             if q.get("backlog_rule", "linux") != "ns3":
-                notes.append(f"{where}: ns-3's FqPieQueueDisc spares a flow holding at most two packets from early drops (backlog_rule = \"ns3\"), Linux one holding less than two MTUs")
+                notes.append(
+                    f'{where}: ns-3\'s FqPieQueueDisc spares a flow holding at most two packets from early drops (backlog_rule = "ns3"), '
+                    'Linux one holding less than two MTUs'
+                )
         else:
             attrs["MaxBurstAllowance"] = _dur(q, where, "max_burst", "150ms")
             attrs["UseDequeueRateEstimator"] = "true" if q.get("estimator", "timestamp") == "dq_rate" else "false"
@@ -288,10 +348,32 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
                 raise ScenarioError(f"{where}.derandomize", "applies to variant = \"rfc8033\" only")
             attrs["UseDerandomization"] = "true" if _flag(derand, f"{where}.derandomize") else "false"
             if variant == "linux":
-                notes.append(f"{where}: ns-3's PieQueueDisc is RFC 8033's PIE, not Linux sch_pie (variant = \"rfc8033\", derandomize = false is its exact counterpart)")
+                notes.append(
+                    f"{where}: ns-3's PieQueueDisc is RFC 8033's PIE, not Linux sch_pie (variant = \"rfc8033\", derandomize = false is "
+                    "its exact counterpart)"
+                )
         return {"type": "ns3::FqPieQueueDisc" if fq else "ns3::PieQueueDisc", "attrs": attrs}, notes
     if kind in ("red", "ared"):
-        _keys(q, where, {"limit", "min", "max", "avpkt", "burst", "ewma_log", "bandwidth", "probability", "adaptive", "ecn", "gentle", "harddrop", "variant", "weight"})
+        _keys(
+            q,
+            where,
+            {
+                "limit",
+                "min",
+                "max",
+                "avpkt",
+                "burst",
+                "ewma_log",
+                "bandwidth",
+                "probability",
+                "adaptive",
+                "ecn",
+                "gentle",
+                "harddrop",
+                "variant",
+                "weight",
+            },
+        )
         variant = q.get("variant", "linux")
         if variant not in ("linux", "ns2"):
             raise ScenarioError(f"{where}.variant", f"{variant!r}: allowed values are linux, ns2")
@@ -314,7 +396,10 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
             mn = th("min") if "min" in q else mx / 3
         lim = q.get("limit", int(4 * mx) if packets else f"{int(4 * mx)}B")
         if packets != (isinstance(lim, int) and not isinstance(lim, bool)):
-            raise ScenarioError(f"{where}.limit", "the ns3 engine needs limit in the thresholds' unit (packets with packet thresholds, a size with byte thresholds)")
+            raise ScenarioError(
+                f"{where}.limit",
+                "the ns3 engine needs limit in the thresholds' unit (packets with packet thresholds, a size with byte thresholds)",
+            )
         p = float(q.get("probability", 0.1 if ns2 else 0.02))
         attrs = {
             "MaxSize": _size({"limit": lim}, where, "limit", 0),
@@ -348,7 +433,9 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
                 burst = float(q.get("burst", (2 * mn_b + mx_b) / (3 * avpkt)))
                 wlog = _red_ewma_log(mn_b, burst, avpkt, where)
             attrs["QW"] = repr(2.0**-wlog)
-            notes.append(f"{where}: ns-3's RedQueueDisc is ns-2's RED: its idle-time decay and max_p adaptation are ns-2's, not Linux sch_red's")
+            notes.append(
+                f"{where}: ns-3's RedQueueDisc is ns-2's RED: its idle-time decay and max_p adaptation are ns-2's, not Linux sch_red's"
+            )
         return {"type": "ns3::RedQueueDisc", "attrs": attrs}, notes
     raise _unsupported(f"{where}.kind", f"qdisc kind {kind!r} (supported: fifo, codel, fq_codel, pie, fq_pie, red, ared)")
 
@@ -365,7 +452,9 @@ def _check_top(sc: dict) -> None:
     if "wifi" in db:
         raise _unsupported("dumbbell.wifi", "only wired access links")
     if "overhead" in db and db["overhead"] != 2:
-        raise _unsupported("dumbbell.overhead", f"{db['overhead']!r} (ns-3's point-to-point links frame with a 2-byte PPP header: only overhead = 2)")
+        raise _unsupported(
+            "dumbbell.overhead", f"{db['overhead']!r} (ns-3's point-to-point links frame with a 2-byte PPP header: only overhead = 2)"
+        )
     if "mtu" in db and db["mtu"] != 1500:
         raise _unsupported("dumbbell.mtu", "only 1500 (the point-to-point device's MTU is left at its default)")
     for d in ("up", "down"):
@@ -378,7 +467,9 @@ def _check_top(sc: dict) -> None:
             if lk.get(k):
                 raise _unsupported(f"link[{i}].{k}", "no ns-3 counterpart in the engine")
         if "overhead" in lk and lk["overhead"] != 2:
-            raise _unsupported(f"link[{i}].overhead", f"{lk['overhead']!r} (ns-3's point-to-point links frame with a 2-byte PPP header: only overhead = 2)")
+            raise _unsupported(
+                f"link[{i}].overhead", f"{lk['overhead']!r} (ns-3's point-to-point links frame with a 2-byte PPP header: only overhead = 2)"
+            )
         if "mtu" in lk and lk["mtu"] != 1500:
             raise _unsupported(f"link[{i}].mtu", "only 1500")
         if lk.get("duplex", True) is not True:
@@ -411,7 +502,10 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
     notes: list[str] = []
     db = sc.get("dumbbell")
     if db is not None and "overhead" not in db:
-        notes.append("dumbbell.overhead: ns-3's point-to-point links frame with a 2-byte PPP header; the scenario's 14 bytes of Ethernet framing are not modelled (set overhead = 2 in the scenario for the same wire time in both engines)")
+        notes.append(
+            "dumbbell.overhead: ns-3's point-to-point links frame with a 2-byte PPP header; the scenario's 14 bytes of Ethernet framing "
+            "are not modelled (set overhead = 2 in the scenario for the same wire time in both engines)"
+        )
     nodes = [n["name"] for n in plan["nodes"]]
     index = {n: i for i, n in enumerate(nodes)}
     links = plan["links"]
@@ -429,7 +523,9 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
     dq_note = False
     for a, b in pairs:
         if abs(a["delay"] - b["delay"]) > 1e-12:
-            raise _unsupported("", f"links {a['name']!r}/{b['name']!r}: different delays per direction (an ns-3 point-to-point channel has one delay)")
+            raise _unsupported(
+                "", f"links {a['name']!r}/{b['name']!r}: different delays per direction (an ns-3 point-to-point channel has one delay)"
+            )
         sides = {}
         for key, ln in (("ab", a), ("ba", b)):
             q, path, _shaper = qtables.get(ln["name"], ({"kind": "fifo", "limit": 1000}, "qdisc", None))
@@ -441,10 +537,19 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
             # at least one (so device_queue 1 and 2 both become 1p)
             dq = int(ln.get("device_queue", 1))
             dq_note = dq_note or dq < 2
-            sides[key] = {"rate_bps": int(ln["rate_bps"]), "device_queue": f"{max(1, dq - 1)}p", "loss": float(ln["loss"]), "qdisc": spec, "queue": qindex[ln["name"]]}
+            sides[key] = {
+                "rate_bps": int(ln["rate_bps"]),
+                "device_queue": f"{max(1, dq - 1)}p",
+                "loss": float(ln["loss"]),
+                "qdisc": spec,
+                "queue": qindex[ln["name"]],
+            }
         jlinks.append({"a": index[a["from"]], "b": index[a["to"]], "delay": float(a["delay"]), **sides})
     if dq_note:
-        notes.append("device_queue = 1: ns-3's point-to-point device queue holds at least one packet besides the one on the wire, i.e. device_queue = 2")
+        notes.append(
+            "device_queue = 1: ns-3's point-to-point device queue holds at least one packet besides the one on the wire, i.e. "
+            "device_queue = 2"
+        )
 
     tcp = sc.get("tcp", {})
     sflows = sc.get("flow", [])
@@ -460,7 +565,14 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
         for k in tab:
             if k not in _FLOW_KEYS[kind]:
                 raise _unsupported(f"{where}.{k}", f"for {kind} flows")
-        jf: dict[str, Any] = {"name": f["name"], "kind": kind, "src": index[f["src"]], "dst": index[f["dst"]], "start": float(f["start"]), "stop": float(min(f["stop"], plan["duration"]))}
+        jf: dict[str, Any] = {
+            "name": f["name"],
+            "kind": kind,
+            "src": index[f["src"]],
+            "dst": index[f["dst"]],
+            "start": float(f["start"]),
+            "stop": float(min(f["stop"], plan["duration"])),
+        }
         if kind == "bulk":
             spec = tcp_spec(tcp, tab.get("tcp", {}), "tcp", f"{where}.tcp")
             for n in spec.pop("notes"):
@@ -482,7 +594,10 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
                 raise ScenarioError(f"{where}.size", f"at least 29 (IP + UDP + 1 byte), got {jf['size']}")
         jflows.append(jf)
     if any(f["kind"] == "ping" for f in jflows):
-        notes.append("ping: ns-3 has no ICMP echo application in the engine's modules; each probe is a UDP request of the same IP size, echoed by the destination")
+        notes.append(
+            "ping: ns-3 has no ICMP echo application in the engine's modules; each probe is a UDP request of the same IP size, echoed by "
+            "the destination"
+        )
 
     defaults = {}
     if init_rto is not None:

@@ -578,7 +578,9 @@ def plot_bar(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
         if logy:
             ax.set_yscale("log")
         ax.set_xticks(np.arange(len(cats)))
-        ax.set_xticklabels([str(c) if c is not None else "" for c in cats], rotation=30 if len(cats) > 5 else 0, ha="right" if len(cats) > 5 else "center")
+        ax.set_xticklabels(
+            [str(c) if c is not None else "" for c in cats], rotation=30 if len(cats) > 5 else 0, ha="right" if len(cats) > 5 else "center"
+        )
         ax.set_xlabel(ctx.get("xlabel", axis_label(xname, label_unit(cats)) if xname else ""))
         ax.set_ylabel(ctx.get("ylabel", axis_label(y, unit)))
         ax.grid(alpha=0.3, axis="y", which="both" if logy else "major")
@@ -688,7 +690,9 @@ def plot_queue_delay(store: StoreLike, spec: dict, experiment: Any = None) -> Fi
                 _legend(ax)
             ax.set_xlim(w0, w0 + wlen)
             ax.grid(alpha=0.3)
-            ax.set_title((f"{ctx.get('group', 'qdisc')} = {g}, " if g is not None else "") + f"t ∈ [{w0:.3g}, {w0 + wlen:.3g}) s", fontsize=9)
+            ax.set_title(
+                (f"{ctx.get('group', 'qdisc')} = {g}, " if g is not None else "") + f"t ∈ [{w0:.3g}, {w0 + wlen:.3g}) s", fontsize=9
+            )
             if r == len(groups) - 1:
                 ax.set_xlabel(ctx.get("xlabel", "time (s)"))
             if c == 0:
@@ -761,7 +765,11 @@ def plot_drop_rate(store: StoreLike, spec: dict, experiment: Any = None) -> Figu
         rows = []
         for (rid,), g in ser.groupby(["run_id"]):
             n = np.round(g["value"].fillna(0).to_numpy()).astype(int)
-            t = np.concatenate([b + (np.arange(k) + 0.5) * width / k for b, k in zip(g["t"].to_numpy(), n) if k > 0]) if n.sum() else np.array([])
+            t = (
+                np.concatenate([b + (np.arange(k) + 0.5) * width / k for b, k in zip(g["t"].to_numpy(), n) if k > 0])
+                if n.sum()
+                else np.array([])
+            )
             rows.append(pd.DataFrame({"run_id": rid, "t": t}).assign(**{c: g[c].iloc[0] for c in g.columns if c.startswith("p_")}))
         ev = pd.concat(rows, ignore_index=True)
         source = f"drops per {width:g} s bin, spread evenly"
@@ -835,7 +843,14 @@ def plot_line(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
             continue
         if ctx.get("diagonal"):
             lo, hi = ax.get_xlim()
-            ax.plot([lo, hi], [lo, hi], linestyle="--", color="0.35", linewidth=1.0, label=str(ctx.get("diagonal")) if isinstance(ctx.get("diagonal"), str) else "y = x")
+            ax.plot(
+                [lo, hi],
+                [lo, hi],
+                linestyle="--",
+                color="0.35",
+                linewidth=1.0,
+                label=str(ctx.get("diagonal")) if isinstance(ctx.get("diagonal"), str) else "y = x",
+            )
             ax.set_xlim(lo, hi)
         if missing:
             ax.text(0.02, 0.98, f"no {readable(y)} at {x} = " + ", ".join(missing), transform=ax.transAxes, ha="left", va="top",

@@ -196,8 +196,10 @@ def plot_run(src: Any, title: str | None = None, width: float = 9.0) -> Figure:
         _legend_right(ax, "queue")
     else:
         _no_data(ax, "no queue held packets (or no sojourn series)")
-    ax.set_title("queueing delay (mean per bin)" + (f"; {idle} queues below 1 % of the longest delay not shown" if not q.empty and idle else ""),
-                 fontsize=10)
+    ax.set_title(
+        "queueing delay (mean per bin)" + (f"; {idle} queues below 1 % of the longest delay not shown" if not q.empty and idle else ""),
+        fontsize=10,
+    )
     # 3. probe RTT
     ax = axes[2]
     r = _probe_rtts(data)

@@ -202,7 +202,11 @@ def _entity_samples(ctx: _Ctx, table: str, metric: str | Iterable[str], of: str 
     if of == "flow":
         flows = _pick_flows(ctx, ctx.rows("flows"))
         if ctx.get("flow_kind") is not None or ctx.get("direction") is not None or ctx.get("entity") is not None:
-            keep = flows[["run_id", "name"]].astype({"name": str}).rename(columns={"name": "entity"}).drop_duplicates() if not flows.empty else pd.DataFrame(columns=["run_id", "entity"])
+            keep = (
+                flows[["run_id", "name"]].astype({"name": str}).rename(columns={"name": "entity"}).drop_duplicates()
+                if not flows.empty
+                else pd.DataFrame(columns=["run_id", "entity"])
+            )
         if not flows.empty and "base_rtt" in flows.columns:
             base = flows[["run_id", "name", "base_rtt"]].rename(columns={"name": "entity"})
             base = base.assign(entity=base["entity"].astype(str))
