@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["flow_columns", "queue_columns", "drop_reasons", "mark_reasons", "FLOW_KIND_COLUMNS", "empty_hist", "NAN"]
+__all__ = ["flow_columns", "queue_columns", "drop_reasons", "mark_reasons", "FLOW_KIND_COLUMNS", "empty_hist", "raw_result", "NAN"]
 
 NAN = math.nan
 
@@ -86,3 +86,46 @@ def empty_hist() -> dict[str, Any]:
     import numpy as np
 
     return {"queue": np.zeros(0, np.uint32), "low": np.zeros(0), "high": np.zeros(0), "count": np.zeros(0, np.uint64)}
+
+
+def raw_result(
+    *,
+    version: str,
+    seed: int,
+    duration: float,
+    warmup: float,
+    bin: float,
+    flows: dict[str, list],
+    queues: dict[str, list],
+    series: dict[str, Any],
+    samples: dict[str, Any],
+    metric_names: list[str],
+    wall_seconds: float,
+    warnings: list[str],
+    events: int = 0,
+    sojourn_hist: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The raw result dict :class:`aqmlab.Result` takes, as an engine other than the
+    simulator builds it: its tables (columns as lists, the long tables as arrays indexed
+    into `metric_names`), no packet counts (``packets_created``/``packets_delivered`` 0),
+    ``packets_dropped`` the queues' drops summed (NaN rows left out), and an empty
+    sojourn histogram unless the engine has one."""
+    return {
+        "version": version,
+        "seed": seed,
+        "duration": duration,
+        "warmup": warmup,
+        "bin": bin,
+        "flows": flows,
+        "queues": queues,
+        "sojourn_hist": empty_hist() if sojourn_hist is None else sojourn_hist,
+        "series": series,
+        "samples": samples,
+        "metric_names": metric_names,
+        "events": events,
+        "packets_created": 0,
+        "packets_delivered": 0,
+        "packets_dropped": int(sum(x for x in queues.get("dropped", []) if x == x)),
+        "wall_seconds": wall_seconds,
+        "warnings": warnings,
+    }

@@ -171,28 +171,21 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
             f"linux engine: the VM's CPU was saturated ({hot} of {len(after)} bins above {CPU_SATURATED:.0%} busy, peak {info['cpu_busy_max']:.0%}): "
             "the kernel could not keep up, so results reflect the emulated CPU and not only the network; use fewer flows or a larger icount shift"
         )
-    raw = {
-        "version": _version(),
-        "seed": seed,
-        "duration": dur,
-        "warmup": warm,
-        "bin": binw,
-        "flows": fl,
-        "queues": q,
-        "sojourn_hist": {"queue": np.zeros(0, np.uint32), "low": np.zeros(0), "high": np.zeros(0), "count": np.zeros(0, np.uint64)},
-        "series": series.arrays(),
-        "samples": samples.arrays(),
-        "metric_names": series.names if len(series.names) >= len(samples.names) else samples.names,
-        "events": 0,
-        "packets_created": 0,
-        "packets_delivered": 0,
-        "packets_dropped": int(np.nansum([x for x in q["dropped"] if x == x])) if q["dropped"] else 0,
-        "wall_seconds": wall_seconds,
-        "warnings": warnings,
-    }
-    # one list of metric names for both long tables
-    allnames = list(dict.fromkeys(series.names + samples.names))
-    raw["metric_names"] = allnames
+    raw = schema.raw_result(
+        version=_version(),
+        seed=seed,
+        duration=dur,
+        warmup=warm,
+        bin=binw,
+        flows=fl,
+        queues=q,
+        series=series.arrays(),
+        samples=samples.arrays(),
+        # one list of metric names for both long tables (they share it)
+        metric_names=list(dict.fromkeys(series.names + samples.names)),
+        wall_seconds=wall_seconds,
+        warnings=warnings,
+    )
     return raw, info
 
 

@@ -414,25 +414,20 @@ def collect(out: Path, tr: Ns2Translation, *, seed: int, wall_seconds: float) ->
             fl[c].append(row.get(c, NAN))
     from aqmlab import __version__
 
-    raw = {
-        "version": __version__,
-        "seed": seed,
-        "duration": dur,
-        "warmup": warm,
-        "bin": binw,
-        "flows": fl,
-        "queues": qt,
-        "sojourn_hist": schema.empty_hist(),
-        "series": series.arrays(),
-        "samples": samples.arrays(),
-        "metric_names": names,
-        "events": 0,
-        "packets_created": 0,
-        "packets_delivered": 0,
-        "packets_dropped": int(sum(x for x in qt["dropped"] if x == x)),
-        "wall_seconds": wall_seconds,
-        "warnings": [f"ns2 engine: {n}" for n in tr.notes],
-    }
+    raw = schema.raw_result(
+        version=__version__,
+        seed=seed,
+        duration=dur,
+        warmup=warm,
+        bin=binw,
+        flows=fl,
+        queues=qt,
+        series=series.arrays(),
+        samples=samples.arrays(),
+        metric_names=names,
+        wall_seconds=wall_seconds,
+        warnings=[f"ns2 engine: {n}" for n in tr.notes],
+    )
     info = {
         "engine": "ns2",
         "version": "ns-2.35",

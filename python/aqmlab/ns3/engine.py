@@ -31,7 +31,7 @@ from aqmlab.errors import AqmlabError, ScenarioError
 from aqmlab.ns3.translate import translate
 from aqmlab.result import Result
 from aqmlab.scenario import load_scenario
-from aqmlab.schema import drop_reasons, flow_columns, mark_reasons, queue_columns
+from aqmlab.schema import drop_reasons, flow_columns, mark_reasons, queue_columns, raw_result
 
 __all__ = ["run", "run_ns3", "available", "check", "program", "Ns3EngineError", "NOT_INSTALLED"]
 
@@ -307,30 +307,27 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
 
     names = list(dict.fromkeys(series.names + samples.names))
     warnings = [f"ns3 engine: {n}" for n in job["notes"]]
-    raw = {
-        "version": _version(),
-        "seed": seed,
-        "duration": dur,
-        "warmup": warm,
-        "bin": binw,
-        "flows": fl,
-        "queues": q,
-        "sojourn_hist": {
+    raw = raw_result(
+        version=_version(),
+        seed=seed,
+        duration=dur,
+        warmup=warm,
+        bin=binw,
+        flows=fl,
+        queues=q,
+        sojourn_hist={
             "queue": np.asarray(hist_q, np.uint32),
             "low": np.asarray(hist_lo, float),
             "high": np.asarray(hist_hi, float),
             "count": np.asarray(hist_n, np.uint64),
         },
-        "series": series.arrays(names),
-        "samples": samples.arrays(names),
-        "metric_names": names,
-        "events": int(res.get("events", 0)),
-        "packets_created": 0,
-        "packets_delivered": 0,
-        "packets_dropped": int(sum(x for x in q["dropped"] if x == x)),
-        "wall_seconds": wall_seconds,
-        "warnings": warnings,
-    }
+        series=series.arrays(names),
+        samples=samples.arrays(names),
+        metric_names=names,
+        events=int(res.get("events", 0)),
+        wall_seconds=wall_seconds,
+        warnings=warnings,
+    )
     info = {
         "engine": "ns3",
         "ns3": "3.44",
