@@ -780,14 +780,14 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
     lt = Table(title="links", title_justify="left", show_edge=False, pad_edge=False)
     for c in ("link", "qdisc", "lower", "rate", "delay ms", "mtu", "overhead", "device queue"):
         lt.add_column(c)
-    from aqmlab.result import _fmt_rate
+    from aqmlab.result import fmt_rate
 
     for link in plan["links"][:TABLE_ROWS]:
         lt.add_row(
             link["name"],
             link["qdisc"],
             link.get("lower", "wire"),
-            _fmt_rate(link["rate_bps"]),
+            fmt_rate(link["rate_bps"]),
             f"{link['delay'] * 1e3:g}",
             str(link["mtu"]),
             str(link["overhead"]),

@@ -279,14 +279,14 @@ def to_json(rows: list[MultiRow]) -> list[dict[str, Any]]:
 # figures
 
 
-def _busiest_queue(sim: Any) -> str | None:
+def busiest_queue(sim: Any) -> str | None:
     q = sim.queues
     if q.empty:
         return None
     return str(q.loc[q["utilization"].astype(float).idxmax(), "name"])
 
 
-def _sojourns(r: Any, queue: str) -> tuple[Any, str]:
+def sojourn_samples(r: Any, queue: str) -> tuple[Any, str]:
     """Per-packet sojourn samples after the warm-up (s) of ``queue``, or, for an engine
     without them (the kernel), its per-bin sojourn series; and a label suffix."""
     s = r.samples
@@ -311,12 +311,12 @@ def figures(sim: Any, results: dict[str, Any], out: str | Path, title: str = "",
     out.mkdir(parents=True, exist_ok=True)
     written = []
     all_r = {sim_label: sim, **(twins or {}), **results}
-    q = _busiest_queue(sim)
+    q = busiest_queue(sim)
     if q is not None:
         fig = Figure(figsize=(7, 4.5), layout="constrained")
         ax = fig.add_subplot()
         for name, r in all_r.items():
-            x, how = _sojourns(r, q)
+            x, how = sojourn_samples(r, q)
             if len(x) == 0:
                 continue
             xs = np.sort(x) * 1e3

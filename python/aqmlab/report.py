@@ -343,13 +343,13 @@ def quick_summary(study: Any) -> str | None:
     """One plain sentence on what quick mode did to the study's runs ("quick mode: runs
     shortened to 20 s of 140 s (flow start and stop times scaled with them), 2
     repetitions"); None when the durations cannot be worked out."""
-    from aqmlab.plots.select import _quick_lengths, quick_sentence
+    from aqmlab.plots.select import quick_lengths, quick_sentence
 
     lengths: list[tuple[float, float]] = []
     reps = set()
     try:
         for e in study.experiments:
-            lengths += _quick_lengths(e)
+            lengths += quick_lengths(e)
             reps.add(int(e.repetitions))
     except Exception:  # noqa: BLE001 - a sentence, never a reason to fail the report
         return None

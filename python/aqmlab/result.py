@@ -165,7 +165,7 @@ class Result:
 
         h = self._raw["sojourn_hist"]
         names = self.queue_names
-        cats, lut = _dedup(names)
+        cats, lut = dedup_names(names)
         queue = pd.Categorical.from_codes(lut[h["queue"].astype(np.int64)] if len(names) else h["queue"].astype(np.int64), cats)
         return pd.DataFrame({"queue": queue, "low": h["low"], "high": h["high"], "count": h["count"]})
 
@@ -175,7 +175,7 @@ class Result:
 
         kind = t["kind"].astype(np.int64)
         entity = t["entity"].astype(np.int64)
-        cats, lut = _dedup(self.flow_names + self.queue_names)
+        cats, lut = dedup_names(self.flow_names + self.queue_names)
         nflows = len(self.flow_names)
         codes = lut[entity + kind * nflows] if len(lut) else entity
         return pd.DataFrame(
@@ -319,7 +319,7 @@ class Result:
                 more_links += 1  # counted, not formatted
                 continue
             # a shaped link shows the shaper's rate: utilisation is relative to it
-            rate = f"{_fmt_rate(int(row['shaper_rate_bps']))}*" if shaped else _fmt_rate(q["rate_bps"][i])
+            rate = f"{fmt_rate(int(row['shaper_rate_bps']))}*" if shaped else fmt_rate(q["rate_bps"][i])
             queue_rows.append([
                 str(q["name"][i]), str(q["qdisc"][i]), rate, _fmt(link_utilization(row) * 100, 2), str(arr),
                 str(q["dropped"][i]), _fmt(link_drop_fraction(row) * 100, 2),
@@ -495,7 +495,7 @@ def link_utilization(row: Any) -> float:
     return min(1.0, u * line / sh)
 
 
-def _dedup(names: list[str]) -> tuple[list[str], np.ndarray]:
+def dedup_names(names: list[str]) -> tuple[list[str], np.ndarray]:
     """Unique categories and, for each name, its category code."""
     import numpy as np
 
@@ -510,7 +510,7 @@ def _fmt(v: float, digits: int) -> str:
     return f"{v:.{digits}f}"
 
 
-def _fmt_rate(bps: int) -> str:
+def fmt_rate(bps: int) -> str:
     for unit, scale in (("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)):
         if bps >= scale:
             return f"{bps / scale:g}{unit}"

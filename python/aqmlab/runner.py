@@ -212,7 +212,7 @@ def _arrow_tables(res: Any, tags: dict[str, Any], keep_series: bool, keep_sample
     import numpy as np
     import pyarrow as pa
 
-    from aqmlab.result import KIND_NAMES, _dedup
+    from aqmlab.result import KIND_NAMES, dedup_names
 
     kinds = tuple(_tag_kind(v) for v in tags.values())
     if None in kinds:
@@ -243,7 +243,7 @@ def _arrow_tables(res: Any, tags: dict[str, Any], keep_series: bool, keep_sample
             return _first_tables(res, tags, keep_series, keep_samples)
         out[name] = t
     flow_names, queue_names = list(raw["flows"]["name"]), list(raw["queues"]["name"])
-    cats, lut = _dedup(flow_names + queue_names)
+    cats, lut = dedup_names(flow_names + queue_names)
     metric_names = list(res.metric_names)
     if not len(lut) or len(set(metric_names)) != len(metric_names):
         return None
@@ -554,9 +554,9 @@ def _run_study(study: Study, out: pathlib.Path, specs: list[RunSpec], t0: float,
     writer = _Writer(out, bar, on_done)
     try:
         if scheduler is not None:
-            _run_dask(scheduler, args, writer, fail)
+            run_dask(scheduler, args, writer, fail)
         else:
-            _run_local(jobs, args, writer, fail)
+            run_local(jobs, args, writer, fail)
         writer.close()
     finally:
         writer.pool.shutdown(wait=True)
@@ -596,7 +596,7 @@ def _validate_all(specs: list[RunSpec], study_text: str = "") -> None:
             raise StudyError(f"experiment {s.experiment} ({where}): {msg}" + (f" (study file line {line})" if line else "")) from None
 
 
-def _run_local(jobs, args, writer: _Writer, fail, fn: Callable[..., Any] | None = None) -> None:
+def run_local(jobs, args, writer: _Writer, fail, fn: Callable[..., Any] | None = None) -> None:
     """Runs ``fn(*a)`` (default :func:`_encoded_run`) for each `a` of `args` on `jobs`
     local processes and hands ``a[0]`` and the value to ``writer.submit``. A run that raises is recorded with `fail`
     and the sweep goes on. A worker that dies (SIGKILL, out of memory, abort) breaks the
@@ -663,7 +663,7 @@ def _run_local(jobs, args, writer: _Writer, fail, fn: Callable[..., Any] | None 
                     fail(a[0], BrokenProcessPool("worker died"))
 
 
-def _run_dask(scheduler, args, writer: _Writer, fail, fn: Callable[..., Any] | None = None) -> None:
+def run_dask(scheduler, args, writer: _Writer, fail, fn: Callable[..., Any] | None = None) -> None:
     """Runs ``fn(*a)`` (default :func:`_encoded_run`) for each `a` of `args` on a Dask
     cluster, several runs per task (`_dask_batch_size`). A run that raises is recorded
     with `fail`; a task whose worker died (KilledWorker after Dask's retries) has its runs

@@ -155,7 +155,7 @@ def set_path(doc: dict, path: str, value: Any) -> dict:
     return out
 
 
-def _parse_duration(s: Any, key: str) -> float:
+def parse_duration(s: Any, key: str) -> float:
     if isinstance(s, (int, float)):
         return float(s)
     if not isinstance(s, str):
@@ -351,16 +351,16 @@ def quick_window(start: float, end: float, scale: float, duration: float) -> tup
 
 def _cap_durations(doc: dict, cap: float) -> dict:
     run = dict(doc.get("run", {}))
-    dur = _parse_duration(run.get("duration", "10s"), "run.duration")
+    dur = parse_duration(run.get("duration", "10s"), "run.duration")
     if dur <= cap:
         return doc
     scale = cap / dur
     run["duration"] = f"{cap:.9g}s"
     if "warmup" in run:
-        run["warmup"] = f"{_parse_duration(run['warmup'], 'run.warmup') * scale:.9g}s"
+        run["warmup"] = f"{parse_duration(run['warmup'], 'run.warmup') * scale:.9g}s"
     pt = run.get("packet_trace")
     if isinstance(pt, list) and all(isinstance(w, list) and len(w) == 2 for w in pt):
-        wins = [quick_window(_parse_duration(a, "run.packet_trace"), _parse_duration(b, "run.packet_trace"), scale, cap)
+        wins = [quick_window(parse_duration(a, "run.packet_trace"), parse_duration(b, "run.packet_trace"), scale, cap)
                 for a, b in pt]
         run["packet_trace"] = [[f"{a:.9g}s", f"{b:.9g}s"] for a, b in wins]
     out = dict(doc)
@@ -371,7 +371,7 @@ def _cap_durations(doc: dict, cap: float) -> dict:
         f = dict(f)
         for k in ("start", "stop", "start_spread"):
             if k in f:
-                f[k] = f"{_parse_duration(f[k], 'flow.' + k) * scale:.9g}s"
+                f[k] = f"{parse_duration(f[k], 'flow.' + k) * scale:.9g}s"
         flows.append(f)
     if flows:
         out["flow"] = flows
@@ -491,7 +491,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     note = ""
     if quick:
         if "duration" in q:
-            cap = _parse_duration(q["duration"], "quick.duration")
+            cap = parse_duration(q["duration"], "quick.duration")
         note = f"quick mode: at most {quick_reps} repetition(s)" + (f", runs capped at {cap:g} s" if cap else "")
     base = doc.get("base", {})
     exps = []
@@ -527,7 +527,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
             raise StudyError(f"{key}.name: experiments need unique names")
         names.add(name)
         scen = deep_merge(base, e.get("patch", {}))
-        e_cap = _parse_duration(e["quick_duration"], f"{key}.quick_duration") if quick and "quick_duration" in e else cap
+        e_cap = parse_duration(e["quick_duration"], f"{key}.quick_duration") if quick and "quick_duration" in e else cap
         axes = [_axis(a, f"{key}.axis[{j}]") for j, a in enumerate(e.get("axis", []))]
         overrides = []
         for j, o in enumerate(e.get("override", [])):

@@ -125,7 +125,7 @@ def test_state_trace_honours_facet(synth, synth_study):
     assert not any(ax.get_legend() for ax in axes) and len(fig.legends) == 1
     # samples come on change only: every line holds its last value to the run's end
     e = next(e for e in synth_study.experiments for sp in e.figures if sp.get("name") == "sat-state-by-flows")
-    end = plots._run_length(e)
+    end = plots.experiment_length(e)
     assert end is not None
     for ax in axes:
         for ln in ax.lines:

@@ -196,7 +196,7 @@ def test_cdf_resample_keeps_one_sample_per_interval():
 
 
 def test_resample_picks_the_rows_the_per_group_loop_picked():
-    """plots._resample finds the (run, entity) groups once and takes the chosen rows in
+    """plots.resample_rows finds the (run, entity) groups once and takes the chosen rows in
     one go: the same rows in the same order as taking them group by group (ties in t,
     unsorted input, a missing entity, string and categorical keys)."""
     def per_group(df, step):
@@ -214,7 +214,7 @@ def test_resample_picks_the_rows_the_per_group_loop_picked():
                        "t": np.round(rng.random(n) * 30, 1), "value": rng.random(n), "p_qdisc": "codel"})
     for d in (df, df.astype({"entity": "category"}), df[df["entity"].notna()], df.iloc[0:0]):
         for step in (0.2, 1.0, 7.0):
-            pd.testing.assert_frame_equal(plots._resample(d, step), per_group(d, step))
+            pd.testing.assert_frame_equal(plots.resample_rows(d, step), per_group(d, step))
 
 
 def test_timeseries_is_the_pointwise_mean_over_repetitions():

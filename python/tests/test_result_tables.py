@@ -84,9 +84,9 @@ def test_truncated_link_table_is_the_head_of_the_full_one(many_links):
 
 def test_dedup_codes_in_first_appearance_order():
     names = ["b", "a", "b", "c", "a", "a"]
-    cats, codes = R._dedup(names)
+    cats, codes = R.dedup_names(names)
     assert cats == ["b", "a", "c"]
     assert codes.dtype == np.int64 and codes.tolist() == [0, 1, 0, 2, 1, 1]
     assert [cats[c] for c in codes] == names
-    cats, codes = R._dedup([])
+    cats, codes = R.dedup_names([])
     assert cats == [] and len(codes) == 0

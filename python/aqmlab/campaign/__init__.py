@@ -190,12 +190,12 @@ def _cdf(r: Any, queue: str | None) -> dict[str, Any] | None:
     the warm-up), else from per-bin means (the kernel)."""
     import numpy as np
 
-    from aqmlab.crosscheck import _sojourns
+    from aqmlab.crosscheck import sojourn_samples
 
     if queue is None:
         return None
     ps = np.linspace(0, 1, 201)
-    x, how = _sojourns(r, queue)
+    x, how = sojourn_samples(r, queue)
     if how != "per packet":
         h = r.sojourn_hist
         h = h[h["queue"] == queue] if len(h) else h
@@ -230,7 +230,7 @@ def run_cell(job: CellJob) -> dict[str, Any]:
     """Runs one cell: the simulator and the engine on the case with the seed, compared.
     An engine that raises (its process crashed, timed out, wrote nothing) gives a
     ``failed`` cell with the message; so does a simulator that raises."""
-    from aqmlab.crosscheck import _busiest_queue, compare_engines, to_json, verdicts
+    from aqmlab.crosscheck import busiest_queue, compare_engines, to_json, verdicts
     from aqmlab.engines import ENGINES
     from aqmlab.linux.crosscheck import run_sim
 
@@ -243,7 +243,7 @@ def run_cell(job: CellJob) -> dict[str, Any]:
         out.update(status="failed", error=_failure(e), wall_seconds=time.monotonic() - t0)
         return out
     rows = compare_engines(sim, {job.engine: r})
-    q = _busiest_queue(sim)
+    q = busiest_queue(sim)
     info = {
         k: v
         for k, v in (r.engine_info or {}).items()
@@ -351,9 +351,9 @@ def run_campaign(
     w = _CellWriter(out, say, len(todo))
     args = [(j,) for j in todo]
     if scheduler is not None:
-        runner._run_dask(scheduler, args, w, w.fail, fn=run_cell)  # type: ignore[arg-type]
+        runner.run_dask(scheduler, args, w, w.fail, fn=run_cell)  # type: ignore[arg-type]
     else:
-        runner._run_local(jobs, args, w, w.fail, fn=run_cell)  # type: ignore[arg-type]
+        runner.run_local(jobs, args, w, w.fail, fn=run_cell)  # type: ignore[arg-type]
     s = CampaignSummary(out, len(cells), len(todo), skipped, w.failed, time.monotonic() - t0)
     if report:
         from aqmlab.campaign.report import write_report

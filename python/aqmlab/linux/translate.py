@@ -487,7 +487,7 @@ def _tcp_settings(tcp: dict, where: str) -> dict[str, Any]:
     return out
 
 
-def _link_qdisc_tables(sc: dict, links: list[dict]) -> dict[str, tuple[dict, str, dict | None]]:
+def link_qdisc_tables(sc: dict, links: list[dict]) -> dict[str, tuple[dict, str, dict | None]]:
     """Link name → (qdisc table, its dotted path, shaper table or None)."""
     out: dict[str, tuple[dict, str, dict | None]] = {}
     db = sc.get("dumbbell")
@@ -554,7 +554,7 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
     for ln in links:
         if ln["lower"] != "wire" and ln["lower"] not in ("shaper", "htb", "tbf"):
             raise ScenarioError("", f"link {ln['name']!r}: lower layer {ln['lower']!r} is not supported by the linux engine")
-    qtables = _link_qdisc_tables(sc, links)
+    qtables = link_qdisc_tables(sc, links)
 
     # pair links into duplex veth pairs
     pairs, lone = duplex_pairs(links)

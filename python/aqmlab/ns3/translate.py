@@ -15,7 +15,7 @@ from typing import Any
 
 from aqmlab._topology import duplex_pairs
 from aqmlab.errors import ScenarioError
-from aqmlab.linux.translate import _link_qdisc_tables, parse_duration, parse_rate, parse_size
+from aqmlab.linux.translate import link_qdisc_tables, parse_duration, parse_rate, parse_size
 
 __all__ = ["translate", "qdisc_spec", "tcp_spec", "STACKS"]
 
@@ -509,7 +509,7 @@ def translate(sc: dict, plan: dict) -> dict[str, Any]:
     nodes = [n["name"] for n in plan["nodes"]]
     index = {n: i for i, n in enumerate(nodes)}
     links = plan["links"]
-    qtables = _link_qdisc_tables(sc, links)
+    qtables = link_qdisc_tables(sc, links)
     for ln in links:
         if ln["lower"] != "wire":
             raise _unsupported("", f"link {ln['name']!r}: lower layer {ln['lower']!r}")

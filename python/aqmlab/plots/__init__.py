@@ -43,7 +43,7 @@ from aqmlab.plots.render import (
     render_figures,
 )
 from aqmlab.plots.runview import plot_compare, plot_run
-from aqmlab.plots.select import _resample, _run_length
+from aqmlab.plots.select import experiment_length, resample_rows
 from aqmlab.plots.spec import SERIES_METRICS, FigureSpecError, validate_spec
 
 __all__ = [
@@ -70,6 +70,6 @@ __all__ = [
     "plot_box",
     "plot_run",
     "plot_compare",
-    "_resample",
-    "_run_length",
+    "resample_rows",
+    "experiment_length",
 ]

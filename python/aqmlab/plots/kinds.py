@@ -25,7 +25,7 @@ from aqmlab.plots.select import (
     _per_run_bins,
     _pick_flows,
     _quick_scales,
-    _resample,
+    resample_rows,
 )
 from aqmlab.plots.spec import _LATENCY_WORDS, _MARKERS, SERIES_METRICS, FigureSpecError
 from aqmlab.stats import mean_ci as _mean_ci
@@ -386,7 +386,7 @@ def plot_cdf(store: StoreLike, spec: dict, experiment: Any = None) -> Figure:
 
     def reduce(d: pd.DataFrame) -> pd.DataFrame:  # per chunk of runs, as the samples stream
         d = _minus_base(d, spec.get("minus_base"), metric)
-        return _resample(d, float(spec["resample"])) if spec.get("resample") else d
+        return resample_rows(d, float(spec["resample"])) if spec.get("resample") else d
 
     df = _entity_samples(ctx, "samples", metric, per_run=reduce)
     title = f"{ctx.exp}: CDF of {'induced ' if spec.get('minus_base') else ''}{readable(metric)}" + _window(ctx)

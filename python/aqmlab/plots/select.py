@@ -245,7 +245,7 @@ def _minus_base(df: pd.DataFrame, how: Any, metric: str) -> pd.DataFrame:
 
 
 
-def _resample(df: pd.DataFrame, step: float) -> pd.DataFrame:
+def resample_rows(df: pd.DataFrame, step: float) -> pd.DataFrame:
     """Per (run, entity): the last sample at or before each multiple of `step`. The rows
     come out grouped by (run, entity) in order of first appearance once sorted by time,
     each group in time order (a groupby's order); the groups are found once and only
@@ -320,7 +320,7 @@ def _ctx(store: StoreLike, spec: dict, experiment: Any) -> _Ctx:
     if experiment is not None and not isinstance(experiment, str):
         if name is None or name == experiment.name:
             axes = {a.name: [v.label for v in a.values] for a in experiment.axes}
-            quick, run_length = _quick_note(experiment), _run_length(experiment)
+            quick, run_length = _quick_note(experiment), experiment_length(experiment)
         name = name or experiment.name
     elif isinstance(experiment, str):
         name = name or experiment
@@ -333,27 +333,27 @@ def _ctx(store: StoreLike, spec: dict, experiment: Any) -> _Ctx:
     return _Ctx(store, spec, name, axes, quick, run_length)
 
 
-def _run_length(experiment: Any) -> float | None:
+def experiment_length(experiment: Any) -> float | None:
     """The longest run duration (s) of the experiment's combinations, None if unknown."""
-    from aqmlab.study import _parse_duration
+    from aqmlab.study import parse_duration
 
     try:
-        return max(_parse_duration(experiment.scenario(p).get("run", {}).get("duration", 10.0), "run.duration")
+        return max(parse_duration(experiment.scenario(p).get("run", {}).get("duration", 10.0), "run.duration")
                    for p in experiment.combinations())
     except Exception:  # noqa: BLE001 - only used to word a message
         return None
 
 
-def _quick_lengths(experiment: Any) -> list[tuple[float, float]]:
+def quick_lengths(experiment: Any) -> list[tuple[float, float]]:
     """(quick run duration, full run duration) in seconds of each combination of a
     quick-mode experiment."""
-    from aqmlab.study import _parse_duration
+    from aqmlab.study import parse_duration
 
     full = dataclasses.replace(experiment, cap=None)
     out = []
     for params in experiment.combinations():
-        d = _parse_duration(experiment.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
-        d_full = _parse_duration(full.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
+        d = parse_duration(experiment.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
+        d_full = parse_duration(full.scenario(params).get("run", {}).get("duration", 10.0), "run.duration")
         out.append((d, d_full))
     return out
 
@@ -361,7 +361,7 @@ def _quick_lengths(experiment: Any) -> list[tuple[float, float]]:
 def _quick_scales(experiment: Any) -> tuple[set[float], set[float]]:
     """(run durations, time scale factors) of a quick-mode experiment's runs: quick mode
     caps each run and scales its times by capped / full duration (study._cap_durations)."""
-    lengths = _quick_lengths(experiment)
+    lengths = quick_lengths(experiment)
     return {d for d, _ in lengths}, {d / f for d, f in lengths if f > d}
 
 
@@ -393,7 +393,7 @@ def _quick_note(experiment: Any) -> str | None:
     if getattr(experiment, "cap", None) is None:
         return None
     try:
-        lengths = _quick_lengths(experiment)
+        lengths = quick_lengths(experiment)
     except Exception:  # noqa: BLE001 - a note, never a reason to fail a figure
         return None
     if not lengths:
