@@ -5,7 +5,8 @@
 //! `tests/defaults.rs` checks every documented default against the code.
 
 use crate::params::{ParamDoc, ScenarioError};
-use crate::scenario::access::{DocsisConfig, StationConfig, TierConfig, WifiConfig};
+use crate::scenario::access::{StationConfig, WifiConfig};
+use crate::scenario::docsis::{DocsisConfig, TierConfig};
 use crate::scenario::{DumbbellConfig, LinkConfig};
 
 /// `(name, what it is and where it goes in a scenario file)` of the topology and

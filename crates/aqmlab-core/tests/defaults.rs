@@ -154,7 +154,8 @@ fn table(s: &str) -> toml::Table {
 fn link_docs_match_code_defaults() {
     use aqmlab_core::describe::{link_params, LINK_KINDS};
     use aqmlab_core::link::ShaperConfig;
-    use aqmlab_core::scenario::access::{DocsisConfig, StationConfig, TierConfig, WifiConfig};
+    use aqmlab_core::scenario::access::{StationConfig, WifiConfig};
+    use aqmlab_core::scenario::docsis::{DocsisConfig, TierConfig};
     use aqmlab_core::scenario::{DumbbellConfig, LinkConfig};
     let mut bad = Vec::new();
     for (kind, _) in LINK_KINDS {

@@ -128,6 +128,12 @@ impl Builder {
         kind: NodeKind,
         field: &str,
     ) -> Result<NodeId, ScenarioError> {
+        self.check_new_node(name, field)?;
+        Ok(self.push_node(name, kind))
+    }
+
+    /// Checks that `name` can name a new node: not empty, not taken.
+    pub(super) fn check_new_node(&self, name: &str, field: &str) -> Result<(), ScenarioError> {
         if name.is_empty() {
             return Err(ScenarioError::new(field, "node names must not be empty"));
         }
@@ -137,13 +143,18 @@ impl Builder {
                 format!("node '{name}' is defined twice"),
             ));
         }
+        Ok(())
+    }
+
+    /// Adds a node whose name [`Builder::check_new_node`] accepted.
+    pub(super) fn push_node(&mut self, name: &str, kind: NodeKind) -> NodeId {
         let id = self.nodes.len() as NodeId;
         self.nodes.push(PlanNode {
             name: name.to_string(),
             kind,
         });
         self.by_name.insert(name.to_string(), id);
-        Ok(id)
+        id
     }
 
     pub(super) fn node(&self, name: &str, field: &str) -> Result<NodeId, ScenarioError> {
@@ -174,6 +185,13 @@ impl Builder {
 
     /// Checks a link's framing, MTU, device queue and qdisc, and adds it.
     pub(super) fn link(&mut self, s: LinkSpec, field: &str) -> Result<(), ScenarioError> {
+        Builder::check_link(&s, field)?;
+        self.push_link(s);
+        Ok(())
+    }
+
+    /// Checks a link's framing, MTU, device queue and qdisc (at its rate).
+    pub(super) fn check_link(s: &LinkSpec, field: &str) -> Result<(), ScenarioError> {
         check_range(format!("{field}.mtu"), s.mtu, 68, 65535, "68 to 65535")?;
         check_range(
             format!("{field}.overhead"),
@@ -189,7 +207,11 @@ impl Builder {
             100_000,
             "1 to 100000 packets; 1 = BQL of one packet",
         )?;
-        check_qdisc(&s.qdisc, s.rate, s.mtu, s.overhead, field)?;
+        check_qdisc(&s.qdisc, s.rate, s.mtu, s.overhead, field)
+    }
+
+    /// Adds a link that [`Builder::check_link`] accepted.
+    pub(super) fn push_link(&mut self, s: LinkSpec) {
         let p = LinkParams {
             name: s.name,
             from: s.from,
@@ -207,7 +229,6 @@ impl Builder {
             lower: LowerParams::Wire,
         };
         self.links.push((p, s.qdisc));
-        Ok(())
     }
 
     pub(super) fn dumbbell(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {

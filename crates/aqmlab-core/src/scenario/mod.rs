@@ -22,6 +22,7 @@
 
 pub mod access;
 mod build;
+pub mod docsis;
 pub mod routes;
 mod validate;
 
@@ -548,7 +549,7 @@ pub struct Scenario {
     #[serde(default, rename = "link")]
     pub links: Vec<LinkConfig>,
     /// `[docsis]`: a DOCSIS cable access network (CMTS, cable modems, servers).
-    pub docsis: Option<access::DocsisConfig>,
+    pub docsis: Option<docsis::DocsisConfig>,
     /// `[[wifi]]`: WiFi BSSes joining an access point to stations.
     #[serde(default, rename = "wifi")]
     pub wifi: Vec<access::WifiConfig>,

@@ -4,7 +4,7 @@
 
 use super::build::Builder;
 use super::routes::Routes;
-use super::{NoiseConfig, Plan, PlanFlow, Scenario};
+use super::{FlowConfig, NoiseConfig, Plan, PlanFlow, RunConfig, Scenario};
 use crate::app::AppEnv;
 use crate::params::ScenarioError;
 use crate::rng::Rng;
@@ -35,37 +35,56 @@ impl Scenario {
 
     /// [`Scenario::validate`] with an explicit resource budget
     /// ([`Budget::UNLIMITED`](crate::resources::Budget::UNLIMITED) for `--force`).
-    #[allow(clippy::too_many_lines)] // split in a later step
+    ///
+    /// One step per table, in the order their errors are reported: `[run]`, the
+    /// topology, `[tcp]`, the flow counts, the noise, each `[[flow]]`, the flow names,
+    /// the packet-trace windows, then the resource estimate against `budget`.
     pub fn validate_with(&self, budget: &crate::resources::Budget) -> Result<Plan, ScenarioError> {
-        use crate::resources;
+        check_run(&self.run)?;
+        let b = self.topology(budget)?;
+        let routes = Routes::compute(b.nodes.len(), &b.links);
+        self.tcp.resolve("tcp")?;
+        let env = AppEnv {
+            tcp: self.tcp.clone(),
+        };
+        self.check_flow_counts(&env, budget)?;
+        let noise = NoiseConfig::resolve(&self.run)?;
+        let mut flows = Vec::new();
+        for (gi, f) in self.flows.iter().enumerate() {
+            plan_flow_table(gi, f, &self.run, &b, &routes, &env, &mut flows)?;
+        }
+        check_flow_names(&flows)?;
+        let packet_trace = packet_trace_windows(&self.run)?;
         let run = &self.run;
-        if let Some(e) = run.max_events {
-            if e.is_nan() || e <= 0.0 {
-                return Err(ScenarioError::new(
-                    "run.max_events",
-                    format!("{e} must be a positive number of events"),
-                ));
-            }
-        }
-        if run.duration.0.is_zero() {
-            return Err(ScenarioError::new("run.duration", "must be positive"));
-        }
-        if run.bin.0.is_zero() {
-            return Err(ScenarioError::new("run.bin", "must be positive"));
-        }
-        if run.warmup.0 >= run.duration.0 {
-            return Err(ScenarioError::new(
-                "run.warmup",
-                format!(
-                    "{} must be shorter than run.duration ({})",
-                    run.warmup.0, run.duration.0
-                ),
-            ));
-        }
+        let mut plan = Plan {
+            duration: run.duration.0,
+            warmup: run.warmup.0,
+            bin: run.bin.0,
+            packet_trace,
+            nodes: b.nodes,
+            links: b.links,
+            media: b.media,
+            flows,
+            warnings: b.warnings,
+            env,
+            estimate: crate::resources::Estimate::default(),
+            noise,
+        };
+        let loads = flow_loads(&plan, &routes);
+        plan.estimate =
+            crate::resources::estimate(&plan.shape(), &loads, routes.routers(), run.trace);
+        crate::resources::check(&plan.shape(), &plan.estimate, budget)?;
+        Ok(plan)
+    }
+
+    /// Builds the nodes and links of `[dumbbell]`, `[docsis]`, `[[node]]`, `[[link]]` and
+    /// `[[wifi]]`, refusing a dumbbell too large for `budget` before allocating it.
+    fn topology(&self, budget: &crate::resources::Budget) -> Result<Builder, ScenarioError> {
+        let run = &self.run;
         // The size of the topology before building it: never allocate a huge network
         // only to refuse it afterwards.
         if let Some(d) = &self.dumbbell {
-            resources::check_topology(
+            crate::resources::check_topology(
                 "dumbbell.pairs",
                 2 * d.pairs as u64 + 2,
                 4 * d.pairs as u64 + 2,
@@ -117,18 +136,22 @@ impl Scenario {
                 "no topology: add a [dumbbell] table or [[node]] and [[link]] tables",
             ));
         }
-        let routes = Routes::compute(b.nodes.len(), &b.links);
-        self.tcp.resolve("tcp")?;
-        let env = AppEnv {
-            tcp: self.tcp.clone(),
-        };
-        // Flow counts first: never allocate millions of flows only to refuse them.
+        Ok(b)
+    }
+
+    /// Flow counts first: never allocate millions of flows only to refuse them.
+    fn check_flow_counts(
+        &self,
+        env: &AppEnv,
+        budget: &crate::resources::Budget,
+    ) -> Result<(), ScenarioError> {
+        use crate::resources;
         let groups: Vec<(u64, u64, f64)> = self
             .flows
             .iter()
             .map(|f| {
                 let per = f.app.expand().map(|v| v.len() as u64).unwrap_or(1);
-                let bytes = if f.app.load_profile(&env).fixed_pps.is_none() {
+                let bytes = if f.app.load_profile(env).fixed_pps.is_none() {
                     resources::TCP_FLOW_BYTES
                 } else {
                     resources::UDP_FLOW_BYTES
@@ -136,170 +159,7 @@ impl Scenario {
                 (f.count as u64, per, bytes)
             })
             .collect();
-        resources::check_flow_counts(&groups, budget)?;
-        let end = SimTime::ZERO + run.duration.0;
-        let noise = NoiseConfig::resolve(run)?;
-        let mut flows = Vec::new();
-        for (gi, f) in self.flows.iter().enumerate() {
-            let field = format!("flow[{gi}]");
-            let (f_start, f_spread) = (f.start_at(), f.spread());
-            f.app.validate(&field, &env)?;
-            let stop = match f.stop {
-                Some(s) => SimTime::ZERO + s.0,
-                None => end,
-            };
-            if f_start >= run.duration.0 {
-                return Err(ScenarioError::new(
-                    format!("{field}.start"),
-                    format!(
-                        "{} is not before the end of the run ({})",
-                        f_start, run.duration.0
-                    ),
-                ));
-            }
-            if stop <= SimTime::ZERO + f_start {
-                return Err(ScenarioError::new(
-                    format!("{field}.stop"),
-                    "must be after start",
-                ));
-            }
-            for i in 0..f.count {
-                let from = f.from.replace("{i}", &i.to_string());
-                let to = f.to.replace("{i}", &i.to_string());
-                let src = b.host(&from, &format!("{field}.from"))?;
-                let dst = b.host(&to, &format!("{field}.to"))?;
-                if src == dst {
-                    return Err(ScenarioError::new(
-                        format!("{field}.to"),
-                        format!("'{to}' is the same host as `from`"),
-                    ));
-                }
-                if !routes.reachable(src, dst, &b.links) {
-                    return Err(ScenarioError::new(
-                        format!("{field}.to"),
-                        format!("no route from '{from}' to '{to}'"),
-                    ));
-                }
-                if f.app.needs_reverse_path() && !routes.reachable(dst, src, &b.links) {
-                    return Err(ScenarioError::new(
-                        format!("{field}.from"),
-                        format!("no route back from '{to}' to '{from}' (this kind needs replies)"),
-                    ));
-                }
-                let name = match (&f.name, f.count) {
-                    (Some(n), 1) => n.clone(),
-                    (Some(n), _) => format!("{n}{i}"),
-                    (None, 1) => format!("{}{}", f.app.kind_name(), gi),
-                    (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
-                };
-                let base_rtt =
-                    routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
-                let flow = |name: String, src, dst, app, dscp| PlanFlow {
-                    base_rtt,
-                    name,
-                    src,
-                    dst,
-                    start: SimTime::ZERO + f_start,
-                    stop: stop.min(end),
-                    app,
-                    group: gi as u32,
-                    instance: i,
-                    dscp,
-                };
-                match f.app.expand() {
-                    // A composite (rrul) becomes ordinary flows named `NAME.SUFFIX`.
-                    Some(subs) => {
-                        for sub in subs {
-                            let (s, d) = if sub.reversed { (dst, src) } else { (src, dst) };
-                            let dscp = match (sub.dscp, f.dscp) {
-                                (Some(_), Some(_)) => {
-                                    return Err(ScenarioError::new(
-                                        format!("{field}.dscp"),
-                                        format!(
-                                            "{} marks its own flows (Flent's classes); \
-                                             for one class on every flow use rrul_be with dscp",
-                                            f.app.kind_name()
-                                        ),
-                                    ))
-                                }
-                                (Some(d), None) | (None, Some(d)) => d,
-                                (None, None) => crate::packet::dscp::BE,
-                            };
-                            let name = format!("{name}.{}", sub.suffix);
-                            flows.push(flow(name, s, d, sub.app, dscp));
-                        }
-                    }
-                    None => flows.push(flow(
-                        name,
-                        src,
-                        dst,
-                        f.app.clone(),
-                        f.dscp.unwrap_or(crate::packet::dscp::BE),
-                    )),
-                }
-            }
-            if f_spread > SimDuration::ZERO && f_start + f_spread > run.duration.0 {
-                return Err(ScenarioError::new(
-                    format!("{field}.start_spread"),
-                    "start + start_spread goes past the end of the run",
-                ));
-            }
-        }
-        let mut names: HashMap<&str, usize> = HashMap::new();
-        for (i, f) in flows.iter().enumerate() {
-            if let Some(j) = names.insert(&f.name, i) {
-                return Err(ScenarioError::new(
-                    format!("flow[{}].name", flows[i].group),
-                    format!("'{}' is used twice (also by flow instance {j})", f.name),
-                ));
-            }
-        }
-        let mut packet_trace = Vec::new();
-        for (i, [a, b]) in run.packet_trace.iter().enumerate() {
-            if b.0 <= a.0 {
-                return Err(ScenarioError::new(
-                    format!("run.packet_trace[{i}]"),
-                    "a window is [start, stop] with stop after start",
-                ));
-            }
-            packet_trace.push((SimTime::ZERO + a.0, SimTime::ZERO + b.0));
-        }
-        let mut plan = Plan {
-            duration: run.duration.0,
-            warmup: run.warmup.0,
-            bin: run.bin.0,
-            packet_trace,
-            nodes: b.nodes,
-            links: b.links,
-            media: b.media,
-            flows,
-            warnings: b.warnings,
-            env,
-            estimate: resources::Estimate::default(),
-            noise,
-        };
-        let loads: Vec<resources::FlowLoad> = plan
-            .flows
-            .iter()
-            .map(|f| {
-                let profile = f.app.load_profile(&plan.env);
-                resources::FlowLoad {
-                    group: f.group,
-                    active_secs: f.stop.saturating_since(f.start).as_secs_f64(),
-                    tcp: profile.fixed_pps.is_none(),
-                    profile,
-                    fwd: routes.path(f.src, f.dst, &plan.links),
-                    rev: if profile.reverse_per_pkt > 0.0 {
-                        routes.path(f.dst, f.src, &plan.links)
-                    } else {
-                        Vec::new()
-                    },
-                }
-            })
-            .collect();
-        plan.estimate = resources::estimate(&plan.shape(), &loads, routes.routers(), run.trace);
-        resources::check(&plan.shape(), &plan.estimate, budget)?;
-        Ok(plan)
+        resources::check_flow_counts(&groups, budget)
     }
 
     /// Draws the random start times (from the run seed): flows with `start_spread`, and
@@ -341,4 +201,227 @@ impl Scenario {
             }
         }
     }
+}
+
+/// The `[run]` table's own checks.
+fn check_run(run: &RunConfig) -> Result<(), ScenarioError> {
+    if let Some(e) = run.max_events {
+        if e.is_nan() || e <= 0.0 {
+            return Err(ScenarioError::new(
+                "run.max_events",
+                format!("{e} must be a positive number of events"),
+            ));
+        }
+    }
+    if run.duration.0.is_zero() {
+        return Err(ScenarioError::new("run.duration", "must be positive"));
+    }
+    if run.bin.0.is_zero() {
+        return Err(ScenarioError::new("run.bin", "must be positive"));
+    }
+    if run.warmup.0 >= run.duration.0 {
+        return Err(ScenarioError::new(
+            "run.warmup",
+            format!(
+                "{} must be shorter than run.duration ({})",
+                run.warmup.0, run.duration.0
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the `[[flow]]` table `gi` (its workload, start, stop and spread) and appends
+/// the flows of its instances to `flows`.
+fn plan_flow_table(
+    gi: usize,
+    f: &FlowConfig,
+    run: &RunConfig,
+    b: &Builder,
+    routes: &Routes,
+    env: &AppEnv,
+    flows: &mut Vec<PlanFlow>,
+) -> Result<(), ScenarioError> {
+    let field = format!("flow[{gi}]");
+    let end = SimTime::ZERO + run.duration.0;
+    let (f_start, f_spread) = (f.start_at(), f.spread());
+    f.app.validate(&field, env)?;
+    let stop = match f.stop {
+        Some(s) => SimTime::ZERO + s.0,
+        None => end,
+    };
+    if f_start >= run.duration.0 {
+        return Err(ScenarioError::new(
+            format!("{field}.start"),
+            format!(
+                "{} is not before the end of the run ({})",
+                f_start, run.duration.0
+            ),
+        ));
+    }
+    if stop <= SimTime::ZERO + f_start {
+        return Err(ScenarioError::new(
+            format!("{field}.stop"),
+            "must be after start",
+        ));
+    }
+    let (start, stop) = (SimTime::ZERO + f_start, stop.min(end));
+    for i in 0..f.count {
+        let inst = Instance {
+            gi,
+            i,
+            field: &field,
+            start,
+            stop,
+        };
+        plan_instance(&inst, f, b, routes, flows)?;
+    }
+    if f_spread > SimDuration::ZERO && f_start + f_spread > run.duration.0 {
+        return Err(ScenarioError::new(
+            format!("{field}.start_spread"),
+            "start + start_spread goes past the end of the run",
+        ));
+    }
+    Ok(())
+}
+
+/// One instance `i` of the `[[flow]]` table `gi` (at `field`), active from `start` to
+/// `stop`.
+struct Instance<'a> {
+    gi: usize,
+    i: u32,
+    field: &'a str,
+    start: SimTime,
+    stop: SimTime,
+}
+
+/// Resolves the hosts of one instance, checks its routes and appends its flow (or, for
+/// a composite workload, its sub-flows) to `flows`.
+fn plan_instance(
+    inst: &Instance<'_>,
+    f: &FlowConfig,
+    b: &Builder,
+    routes: &Routes,
+    flows: &mut Vec<PlanFlow>,
+) -> Result<(), ScenarioError> {
+    let (gi, i, field) = (inst.gi, inst.i, inst.field);
+    let from = f.from.replace("{i}", &i.to_string());
+    let to = f.to.replace("{i}", &i.to_string());
+    let src = b.host(&from, &format!("{field}.from"))?;
+    let dst = b.host(&to, &format!("{field}.to"))?;
+    if src == dst {
+        return Err(ScenarioError::new(
+            format!("{field}.to"),
+            format!("'{to}' is the same host as `from`"),
+        ));
+    }
+    if !routes.reachable(src, dst, &b.links) {
+        return Err(ScenarioError::new(
+            format!("{field}.to"),
+            format!("no route from '{from}' to '{to}'"),
+        ));
+    }
+    if f.app.needs_reverse_path() && !routes.reachable(dst, src, &b.links) {
+        return Err(ScenarioError::new(
+            format!("{field}.from"),
+            format!("no route back from '{to}' to '{from}' (this kind needs replies)"),
+        ));
+    }
+    let name = match (&f.name, f.count) {
+        (Some(n), 1) => n.clone(),
+        (Some(n), _) => format!("{n}{i}"),
+        (None, 1) => format!("{}{}", f.app.kind_name(), gi),
+        (None, _) => format!("{}{}.{}", f.app.kind_name(), gi, i),
+    };
+    let base_rtt = routes.path_delay(src, dst, &b.links) + routes.path_delay(dst, src, &b.links);
+    let flow = |name: String, src, dst, app, dscp| PlanFlow {
+        base_rtt,
+        name,
+        src,
+        dst,
+        start: inst.start,
+        stop: inst.stop,
+        app,
+        group: gi as u32,
+        instance: i,
+        dscp,
+    };
+    let Some(subs) = f.app.expand() else {
+        let dscp = f.dscp.unwrap_or(crate::packet::dscp::BE);
+        flows.push(flow(name, src, dst, f.app.clone(), dscp));
+        return Ok(());
+    };
+    // A composite (rrul) becomes ordinary flows named `NAME.SUFFIX`.
+    for sub in subs {
+        let (s, d) = if sub.reversed { (dst, src) } else { (src, dst) };
+        let dscp = match (sub.dscp, f.dscp) {
+            (Some(_), Some(_)) => {
+                return Err(ScenarioError::new(
+                    format!("{field}.dscp"),
+                    format!(
+                        "{} marks its own flows (Flent's classes); \
+                         for one class on every flow use rrul_be with dscp",
+                        f.app.kind_name()
+                    ),
+                ))
+            }
+            (Some(d), None) | (None, Some(d)) => d,
+            (None, None) => crate::packet::dscp::BE,
+        };
+        let name = format!("{name}.{}", sub.suffix);
+        flows.push(flow(name, s, d, sub.app, dscp));
+    }
+    Ok(())
+}
+
+/// Every resolved flow has its own name (the result tables and measures name flows).
+fn check_flow_names(flows: &[PlanFlow]) -> Result<(), ScenarioError> {
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    for (i, f) in flows.iter().enumerate() {
+        if let Some(j) = names.insert(&f.name, i) {
+            return Err(ScenarioError::new(
+                format!("flow[{}].name", flows[i].group),
+                format!("'{}' is used twice (also by flow instance {j})", f.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `run.packet_trace` as `[start, stop)` instants, each window checked.
+fn packet_trace_windows(run: &RunConfig) -> Result<Vec<(SimTime, SimTime)>, ScenarioError> {
+    let mut windows = Vec::new();
+    for (i, [a, b]) in run.packet_trace.iter().enumerate() {
+        if b.0 <= a.0 {
+            return Err(ScenarioError::new(
+                format!("run.packet_trace[{i}]"),
+                "a window is [start, stop] with stop after start",
+            ));
+        }
+        windows.push((SimTime::ZERO + a.0, SimTime::ZERO + b.0));
+    }
+    Ok(windows)
+}
+
+/// What the resource model needs of each resolved flow: its load profile, active time
+/// and routed paths.
+fn flow_loads(plan: &Plan, routes: &Routes) -> Vec<crate::resources::FlowLoad> {
+    plan.flows
+        .iter()
+        .map(|f| {
+            let profile = f.app.load_profile(&plan.env);
+            crate::resources::FlowLoad {
+                group: f.group,
+                active_secs: f.stop.saturating_since(f.start).as_secs_f64(),
+                tcp: profile.fixed_pps.is_none(),
+                profile,
+                fwd: routes.path(f.src, f.dst, &plan.links),
+                rev: if profile.reverse_per_pkt > 0.0 {
+                    routes.path(f.dst, f.src, &plan.links)
+                } else {
+                    Vec::new()
+                },
+            }
+        })
+        .collect()
 }
