@@ -2,13 +2,14 @@
 //! `[dumbbell]` and explicit `[[link]]` tables. Access networks (`[docsis]`, WiFi,
 //! shapers) add to it in [`super::access`].
 
-use super::{DumbbellConfig, LinkConfig, LossPeriodConfig, NodeKind, PlanNode};
+use super::{DirConfig, DumbbellConfig, LinkConfig, LossPeriodConfig, NodeKind, PlanNode};
 use crate::link::{LinkParams, LossPeriod, LowerParams, MediumParams};
 use crate::packet::NodeId;
 use crate::params::{check_prob, check_range, ScenarioError, ScenarioWarning};
 use crate::qdisc::{BuildCtx, QdiscConfig};
 use crate::rng::Rng;
 use crate::time::{Rate, SimDuration, SimTime};
+use crate::units::RateSpec;
 use std::collections::HashMap;
 
 /// Collects nodes, links and media while a scenario's topology tables are resolved.
@@ -240,36 +241,43 @@ impl Builder {
         Ok(())
     }
 
-    #[allow(clippy::too_many_lines)] // split in a later step
+    /// The dumbbell's nodes and links: `router_a`, `router_b`, the two bottleneck
+    /// directions, then per pair `client{i}` and `server{i}` with their access links (or
+    /// the clients' WiFi BSS).
     fn dumbbell_links(&mut self, d: &DumbbellConfig) -> Result<(), ScenarioError> {
         let f = "dumbbell";
-        check_range("dumbbell.pairs", d.pairs, 1, 100_000, "1 to 100000")?;
-        let up_rate = d.up.rate.or(d.rate).ok_or_else(|| {
-            ScenarioError::new(
-                "dumbbell.rate",
-                "missing: give `rate` (both directions) or both `up.rate` and `down.rate`",
-            )
-        })?;
-        let down_rate = d.down.rate.or(d.rate).ok_or_else(|| {
-            ScenarioError::new(
-                "dumbbell.rate",
-                "missing: give `rate` (both directions) or both `up.rate` and `down.rate`",
-            )
-        })?;
-        let n = d.pairs as usize;
-        for (key, v) in [
-            ("client_delays", &d.client_delays),
-            ("server_delays", &d.server_delays),
+        let (up_rate, down_rate) = dumbbell_rates(d)?;
+        self.dumbbell_magnitudes(d);
+        let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| {
+            Rate::from_bps((up_rate.0.max(down_rate.0).saturating_mul(10)).max(1_000_000_000))
+        });
+        let access_q = d.access_qdisc.clone().unwrap_or_default();
+        let ra = self.add_node("router_a", NodeKind::Router, f)?;
+        let rb = self.add_node("router_b", NodeKind::Router, f)?;
+        let base_q = d.qdisc.clone().unwrap_or_default();
+        for (dir, cfg, rate, from, to) in [
+            ("up", &d.up, up_rate, ra, rb),
+            ("down", &d.down, down_rate, rb, ra),
         ] {
-            if let Some(v) = v {
-                if v.len() != n {
-                    return Err(ScenarioError::new(
-                        format!("dumbbell.{key}"),
-                        format!("has {} entries; it needs one per pair ({n})", v.len()),
-                    ));
-                }
-            }
+            self.bottleneck(d, dir, cfg, rate.rate(), (from, to), &base_q)?;
         }
+        for i in 0..d.pairs as usize {
+            self.dumbbell_pair(d, i, (ra, rb), access_rate, &access_q)?;
+        }
+        if let Some(w) = &d.wifi {
+            if w.ap.is_some() || w.stations.is_some() {
+                return Err(ScenarioError::new("dumbbell.wifi", "`ap` and `stations` are fixed in a dumbbell (router_a and the clients); remove them"));
+            }
+            let clients: Vec<NodeId> = (0..d.pairs as usize)
+                .map(|i| self.by_name[&format!("client{i}")])
+                .collect();
+            self.wifi_bss(w, "wifi", ra, &clients, &access_q, "dumbbell.wifi")?;
+        }
+        Ok(())
+    }
+
+    /// Warns about dumbbell rates and delays that look like unit mistakes.
+    fn dumbbell_magnitudes(&mut self, d: &DumbbellConfig) {
         for (key, r) in [
             ("dumbbell.rate", d.rate),
             ("dumbbell.up.rate", d.up.rate),
@@ -290,111 +298,88 @@ impl Builder {
                 self.check_delay_magnitude(&format!("dumbbell.{key}[{i}]"), dl.0);
             }
         }
-        let access_rate = d.access_rate.map(|r| r.rate()).unwrap_or_else(|| {
-            Rate::from_bps((up_rate.0.max(down_rate.0).saturating_mul(10)).max(1_000_000_000))
-        });
-        let access_q = d.access_qdisc.clone().unwrap_or_default();
-        let ra = self.add_node("router_a", NodeKind::Router, f)?;
-        let rb = self.add_node("router_b", NodeKind::Router, f)?;
-        let base_q = d.qdisc.clone().unwrap_or_default();
-        let tr = self.trace;
-        for (dir, cfg, rate, from, to) in [
-            ("up", &d.up, up_rate, ra, rb),
-            ("down", &d.down, down_rate, rb, ra),
+    }
+
+    /// One direction (`dir`: up or down) of the dumbbell's bottleneck, with its
+    /// `[dumbbell.DIR]` overrides of the shared qdisc `base_q`.
+    fn bottleneck(
+        &mut self,
+        d: &DumbbellConfig,
+        dir: &str,
+        cfg: &DirConfig,
+        rate: Rate,
+        (from, to): (NodeId, NodeId),
+        base_q: &QdiscConfig,
+    ) -> Result<(), ScenarioError> {
+        let field = format!("dumbbell.{dir}");
+        let loss = cfg.loss.unwrap_or(0.0);
+        check_prob(loss, &format!("{field}.loss"))?;
+        let lps = loss_periods(&cfg.loss_periods, &format!("{field}.loss_periods"))?;
+        let q = cfg.qdisc.clone().unwrap_or_else(|| base_q.clone());
+        let qfield = if cfg.qdisc.is_some() {
+            field.clone()
+        } else {
+            "dumbbell".to_string()
+        };
+        let name = format!("bottleneck_{dir}");
+        let spec = LinkSpec {
+            overhead: d.overhead,
+            mtu: d.mtu,
+            device_queue: d.device_queue,
+            loss,
+            loss_periods: lps,
+            trace: self.trace,
+            ..LinkSpec::new(name, from, to, rate, d.delay.0, q)
+        };
+        self.link(spec, &qfield)?;
+        if let Some(sh) = &cfg.shaper {
+            self.attach_shaper(self.links.len() - 1, sh, &field)?;
+        }
+        Ok(())
+    }
+
+    /// Pair `i`: hosts `client{i}` and `server{i}`, each joined to its router (`ra`,
+    /// `rb`) by an access link both ways (the client by WiFi instead when the dumbbell
+    /// has one, added after the pairs).
+    fn dumbbell_pair(
+        &mut self,
+        d: &DumbbellConfig,
+        i: usize,
+        (ra, rb): (NodeId, NodeId),
+        access_rate: Rate,
+        access_q: &QdiscConfig,
+    ) -> Result<(), ScenarioError> {
+        let f = "dumbbell";
+        let c = self.add_node(&format!("client{i}"), NodeKind::Host, f)?;
+        let s = self.add_node(&format!("server{i}"), NodeKind::Host, f)?;
+        let cd = d
+            .client_delays
+            .as_ref()
+            .map(|v| v[i].0)
+            .unwrap_or(d.access_delay.0);
+        let sd = d
+            .server_delays
+            .as_ref()
+            .map(|v| v[i].0)
+            .unwrap_or(d.access_delay.0);
+        for (host, router, delay, hname, rname) in [
+            (c, ra, cd, format!("client{i}"), "router_a"),
+            (s, rb, sd, format!("server{i}"), "router_b"),
         ] {
-            let field = format!("dumbbell.{dir}");
-            let loss = cfg.loss.unwrap_or(0.0);
-            check_prob(loss, &format!("{field}.loss"))?;
-            let lps = loss_periods(&cfg.loss_periods, &format!("{field}.loss_periods"))?;
-            let q = cfg.qdisc.clone().unwrap_or_else(|| base_q.clone());
-            let qfield = if cfg.qdisc.is_some() {
-                field.clone()
-            } else {
-                "dumbbell".to_string()
-            };
-            self.link(
-                LinkSpec {
+            if host == c && d.wifi.is_some() {
+                continue; // the client reaches router_a over WiFi
+            }
+            for (name, from, to) in [
+                (format!("{hname}->{rname}"), host, router),
+                (format!("{rname}->{hname}"), router, host),
+            ] {
+                let spec = LinkSpec {
                     overhead: d.overhead,
                     mtu: d.mtu,
-                    device_queue: d.device_queue,
-                    loss,
-                    loss_periods: lps,
-                    trace: tr,
-                    ..LinkSpec::new(
-                        format!("bottleneck_{dir}"),
-                        from,
-                        to,
-                        rate.rate(),
-                        d.delay.0,
-                        q,
-                    )
-                },
-                &qfield,
-            )?;
-            if let Some(sh) = &cfg.shaper {
-                self.attach_shaper(self.links.len() - 1, sh, &field)?;
+                    ..LinkSpec::new(name, from, to, access_rate, delay, access_q.clone())
+                };
+                self.link(spec, "dumbbell.access")?;
             }
-        }
-        for i in 0..n {
-            let c = self.add_node(&format!("client{i}"), NodeKind::Host, f)?;
-            let s = self.add_node(&format!("server{i}"), NodeKind::Host, f)?;
-            let cd = d
-                .client_delays
-                .as_ref()
-                .map(|v| v[i].0)
-                .unwrap_or(d.access_delay.0);
-            let sd = d
-                .server_delays
-                .as_ref()
-                .map(|v| v[i].0)
-                .unwrap_or(d.access_delay.0);
-            for (host, router, delay, hname, rname) in [
-                (c, ra, cd, format!("client{i}"), "router_a"),
-                (s, rb, sd, format!("server{i}"), "router_b"),
-            ] {
-                if host == c && d.wifi.is_some() {
-                    continue; // the client reaches router_a over WiFi (below)
-                }
-                self.link(
-                    LinkSpec {
-                        overhead: d.overhead,
-                        mtu: d.mtu,
-                        ..LinkSpec::new(
-                            format!("{hname}->{rname}"),
-                            host,
-                            router,
-                            access_rate,
-                            delay,
-                            access_q.clone(),
-                        )
-                    },
-                    "dumbbell.access",
-                )?;
-                self.link(
-                    LinkSpec {
-                        overhead: d.overhead,
-                        mtu: d.mtu,
-                        ..LinkSpec::new(
-                            format!("{rname}->{hname}"),
-                            router,
-                            host,
-                            access_rate,
-                            delay,
-                            access_q.clone(),
-                        )
-                    },
-                    "dumbbell.access",
-                )?;
-            }
-        }
-        if let Some(w) = &d.wifi {
-            if w.ap.is_some() || w.stations.is_some() {
-                return Err(ScenarioError::new("dumbbell.wifi", "`ap` and `stations` are fixed in a dumbbell (router_a and the clients); remove them"));
-            }
-            let clients: Vec<NodeId> = (0..n)
-                .map(|i| self.by_name[&format!("client{i}")])
-                .collect();
-            self.wifi_bss(w, "wifi", ra, &clients, &access_q, "dumbbell.wifi")?;
         }
         Ok(())
     }
@@ -469,4 +454,33 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// The dumbbell's bottleneck rates (up, down) and the lengths of its per-pair delay
+/// lists.
+fn dumbbell_rates(d: &DumbbellConfig) -> Result<(RateSpec, RateSpec), ScenarioError> {
+    check_range("dumbbell.pairs", d.pairs, 1, 100_000, "1 to 100000")?;
+    let missing = || {
+        ScenarioError::new(
+            "dumbbell.rate",
+            "missing: give `rate` (both directions) or both `up.rate` and `down.rate`",
+        )
+    };
+    let up_rate = d.up.rate.or(d.rate).ok_or_else(missing)?;
+    let down_rate = d.down.rate.or(d.rate).ok_or_else(missing)?;
+    let n = d.pairs as usize;
+    for (key, v) in [
+        ("client_delays", &d.client_delays),
+        ("server_delays", &d.server_delays),
+    ] {
+        if let Some(v) = v {
+            if v.len() != n {
+                return Err(ScenarioError::new(
+                    format!("dumbbell.{key}"),
+                    format!("has {} entries; it needs one per pair ({n})", v.len()),
+                ));
+            }
+        }
+    }
+    Ok((up_rate, down_rate))
 }
