@@ -269,12 +269,83 @@ fn fls(x: u64) -> u32 {
     64 - x.leading_zeros()
 }
 
+/// red_check_params: Linux keeps the thresholds as 32-bit numbers scaled by 2^wlog.
+fn check_scaled_max(
+    is_ns2: bool,
+    qth_max: u64,
+    wlog: u8,
+    bytes_mode: bool,
+) -> Result<(), ParamError> {
+    if !is_ns2 && fls(qth_max) + wlog as u32 >= 32 {
+        return Err(ParamError::new(
+            "max",
+            show(in_unit(qth_max, bytes_mode)),
+            format!(
+                "below 2^{} with ewma_log {wlog} (Linux keeps max << ewma_log in 32 bits)",
+                31 - wlog as u32
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl RedConfig {
     pub const PARAMS: &'static [ParamDoc] = &RED_PARAMS;
 
-    /// Applies tc's derivations and the kernel's checks.
-    #[allow(clippy::too_many_lines)] // split in a later step
+    /// Applies tc's derivations and the kernel's checks, one step per group of keys in
+    /// tc's order: units, variant-only keys, avpkt, limit, thresholds, EWMA, max_p,
+    /// idle damping (Linux) or ns-2's constants.
     pub fn resolve(&self, ctx: &BuildCtx, adaptive_default: bool) -> Result<RedParams, ParamError> {
+        let bytes_mode = self.bytes_mode()?;
+        let is_ns2 = self.variant == RedVariant::Ns2;
+        self.check_variant_keys(is_ns2)?;
+        let avpkt = self.avpkt(is_ns2)?;
+        let unit_pkt = if bytes_mode { avpkt as u64 } else { 1 };
+        let limit = self.limit(ctx, bytes_mode)?;
+        let (qth_min, qth_max) = self.thresholds(limit, bytes_mode)?;
+        let (burst, wlog) = self.ewma(is_ns2, (qth_min, qth_max), unit_pkt)?;
+        check_scaled_max(is_ns2, qth_max, wlog, bytes_mode)?;
+        let (probability, max_p) = self.max_p(is_ns2)?;
+        let bandwidth = self.bandwidth.map(|r| r.rate()).unwrap_or(ctx.rate);
+        let (scell_log, stab) = if is_ns2 {
+            (0, [0u8; 256])
+        } else {
+            tc_eval_idle_damping(wlog, avpkt, bandwidth.bps() as f64 / 8.0).ok_or_else(|| {
+                ParamError::new(
+                    "bandwidth",
+                    bandwidth,
+                    "a rate for which tc can build the idle-damping table",
+                )
+            })?
+        };
+        let ns2 = if is_ns2 {
+            Some(self.ns2_params(bandwidth, avpkt, probability)?)
+        } else {
+            None
+        };
+        Ok(RedParams {
+            bytes_mode,
+            qth_min,
+            qth_max,
+            limit,
+            avpkt,
+            burst,
+            wlog,
+            max_p,
+            bandwidth,
+            scell_log,
+            stab,
+            ecn: self.ecn,
+            gentle: self.gentle.unwrap_or(ns2.is_some()),
+            harddrop: self.harddrop,
+            adaptive: self.adaptive.unwrap_or(adaptive_default),
+            ns2,
+        })
+    }
+
+    /// Whether the thresholds (and the average) count bytes: the unit of `min`, else
+    /// `max`, else `limit`, else bytes; `min` and `max` must agree.
+    fn bytes_mode(&self) -> Result<bool, ParamError> {
         if let (Some(a), Some(b)) = (self.min, self.max) {
             if unit_of(a) != unit_of(b) {
                 return Err(ParamError::new(
@@ -287,46 +358,57 @@ impl RedConfig {
                 ));
             }
         }
-        let bytes_mode = match (self.min, self.max, self.limit) {
+        Ok(match (self.min, self.max, self.limit) {
             (Some(t), _, _) | (None, Some(t), _) | (None, None, Some(t)) => unit_of(t),
             (None, None, None) => true,
-        };
-        let is_ns2 = self.variant == RedVariant::Ns2;
-        if is_ns2 {
-            // Linux/tc-only keys: ns-2 has a weight, not a burst, and no harddrop.
-            if let Some(w) = self.ewma_log {
-                return Err(ParamError::new(
-                    "ewma_log",
-                    w,
-                    "unset with variant = \"ns2\" (give weight, ns-2's q_weight_)",
-                ));
-            }
-            if let Some(b) = self.burst {
-                return Err(ParamError::new(
-                    "burst",
-                    b,
-                    "unset with variant = \"ns2\" (give weight, ns-2's q_weight_)",
-                ));
-            }
-            if self.harddrop {
-                return Err(ParamError::new(
-                    "harddrop",
-                    true,
-                    "false with variant = \"ns2\" (ns-2 drops above max unless p <= mark_p)",
-                ));
-            }
+        })
+    }
+
+    /// The keys only one variant has: ns-2 takes a weight, Linux/tc ewma_log or burst
+    /// and harddrop.
+    fn check_variant_keys(&self, is_ns2: bool) -> Result<(), ParamError> {
+        if !is_ns2 {
             if let Some(w) = self.weight {
-                if !(w > 0.0 && w < 1.0) {
-                    return Err(ParamError::new("weight", w, "more than 0 and less than 1"));
-                }
+                return Err(ParamError::new(
+                    "weight",
+                    w,
+                    "set only with variant = \"ns2\" (Linux takes ewma_log or burst)",
+                ));
             }
-        } else if let Some(w) = self.weight {
+            return Ok(());
+        }
+        // Linux/tc-only keys: ns-2 has a weight, not a burst, and no harddrop.
+        if let Some(w) = self.ewma_log {
             return Err(ParamError::new(
-                "weight",
+                "ewma_log",
                 w,
-                "set only with variant = \"ns2\" (Linux takes ewma_log or burst)",
+                "unset with variant = \"ns2\" (give weight, ns-2's q_weight_)",
             ));
         }
+        if let Some(b) = self.burst {
+            return Err(ParamError::new(
+                "burst",
+                b,
+                "unset with variant = \"ns2\" (give weight, ns-2's q_weight_)",
+            ));
+        }
+        if self.harddrop {
+            return Err(ParamError::new(
+                "harddrop",
+                true,
+                "false with variant = \"ns2\" (ns-2 drops above max unless p <= mark_p)",
+            ));
+        }
+        if let Some(w) = self.weight {
+            if !(w > 0.0 && w < 1.0) {
+                return Err(ParamError::new("weight", w, "more than 0 and less than 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The average packet size in bytes (tc's default 1000, ns-2's 500).
+    fn avpkt(&self, is_ns2: bool) -> Result<u32, ParamError> {
         let avpkt = self
             .avpkt
             .map(|s| s.0)
@@ -338,8 +420,12 @@ impl RedConfig {
                 "1 to 65535 bytes",
             ));
         }
-        let avpkt = avpkt as u32;
-        let unit_pkt = if bytes_mode { avpkt as u64 } else { 1 };
+        Ok(avpkt as u32)
+    }
+
+    /// The queue limit: given, else 4·max or 12·min (in the thresholds' unit), else
+    /// 1000 MTU-sized packets in bytes; a byte limit holds at least one MTU.
+    fn limit(&self, ctx: &BuildCtx, bytes_mode: bool) -> Result<Limit, ParamError> {
         let limit = match self.limit {
             Some(l) => l,
             None => match (self.max, self.min) {
@@ -349,16 +435,18 @@ impl RedConfig {
             },
         };
         match limit {
-            Limit::Bytes(b) if b < ctx.mtu as u64 => {
-                return Err(ParamError::new(
-                    "limit",
-                    format!("{b}B"),
-                    format!("at least one MTU ({} bytes) or a packet count", ctx.mtu),
-                ))
-            }
-            _ => {}
+            Limit::Bytes(b) if b < ctx.mtu as u64 => Err(ParamError::new(
+                "limit",
+                format!("{b}B"),
+                format!("at least one MTU ({} bytes) or a packet count", ctx.mtu),
+            )),
+            _ => Ok(limit),
         }
-        // tc: max = min ? 3·min : limit/4 (limit in the thresholds' unit); min = max/3.
+    }
+
+    /// (min, max) in the thresholds' unit. tc: max = min ? 3·min : limit/4 (limit in the
+    /// thresholds' unit); min = max/3.
+    fn thresholds(&self, limit: Limit, bytes_mode: bool) -> Result<(u64, u64), ParamError> {
         let qth_max = match (self.max, self.min) {
             (Some(m), _) => amount(m),
             (None, Some(m)) => 3 * amount(m),
@@ -385,6 +473,17 @@ impl RedConfig {
                 ),
             ));
         }
+        Ok((qth_min, qth_max))
+    }
+
+    /// (burst, ewma_log): burst given or tc's (2·min + max) / (3·avpkt); ewma_log given
+    /// or tc's smallest one for that burst (0 for ns-2, which averages in floating point).
+    fn ewma(
+        &self,
+        is_ns2: bool,
+        (qth_min, qth_max): (u64, u64),
+        unit_pkt: u64,
+    ) -> Result<(u32, u8), ParamError> {
         let burst = match self.burst {
             Some(0) => return Err(ParamError::new("burst", 0, "at least 1 packet")),
             Some(b) => b,
@@ -399,18 +498,11 @@ impl RedConfig {
                 ParamError::new("burst", burst, format!("at least {} (burst + 1 − min/avpkt must be ≥ 1; tc: \"burst is too small\")", 1 + qth_min / unit_pkt))
             })?,
         };
-        // red_check_params: the thresholds are kept as 32-bit numbers scaled by 2^wlog.
-        if !is_ns2 && fls(qth_max) + wlog as u32 >= 32 {
-            return Err(ParamError::new(
-                "max",
-                show(in_unit(qth_max, bytes_mode)),
-                format!(
-                    "below 2^{} with ewma_log {wlog} (Linux keeps max << ewma_log in 32 bits)",
-                    31 - wlog as u32
-                ),
-            ));
-        }
-        // tc's default 0.02; ns-2's linterm_ 10
+        Ok((burst, wlog))
+    }
+
+    /// (probability, max_p in Q0.32): tc's default 0.02, ns-2's linterm_ 10.
+    fn max_p(&self, is_ns2: bool) -> Result<(f64, u32), ParamError> {
         let probability = self.probability.unwrap_or(if is_ns2 { 0.1 } else { 0.02 });
         if !(probability > 0.0 && probability <= 1.0) {
             return Err(ParamError::new(
@@ -428,54 +520,31 @@ impl RedConfig {
                 "at least 2^-32",
             ));
         }
-        let bandwidth = self.bandwidth.map(|r| r.rate()).unwrap_or(ctx.rate);
-        let (scell_log, stab) = if is_ns2 {
-            (0, [0u8; 256])
-        } else {
-            tc_eval_idle_damping(wlog, avpkt, bandwidth.bps() as f64 / 8.0).ok_or_else(|| {
-                ParamError::new(
-                    "bandwidth",
-                    bandwidth,
-                    "a rate for which tc can build the idle-damping table",
-                )
-            })?
-        };
-        let ns2 = if is_ns2 {
-            let bps = bandwidth.bps() as f64;
-            if bps <= 0.0 {
-                return Err(ParamError::new(
-                    "bandwidth",
-                    bandwidth,
-                    "a positive rate (ns-2's packet time constant)",
-                ));
-            }
-            let ptc = bps / (8.0 * avpkt as f64);
-            Some(Ns2Params {
-                weight: self.weight.unwrap_or_else(|| 1.0 - (-1.0 / ptc).exp()),
-                ptc,
-                bottom: (80_000.0 / bps).min(0.01),
-                max_p0: probability,
-            })
-        } else {
-            None
-        };
-        Ok(RedParams {
-            bytes_mode,
-            qth_min,
-            qth_max,
-            limit,
-            avpkt,
-            burst,
-            wlog,
-            max_p,
-            bandwidth,
-            scell_log,
-            stab,
-            ecn: self.ecn,
-            gentle: self.gentle.unwrap_or(ns2.is_some()),
-            harddrop: self.harddrop,
-            adaptive: self.adaptive.unwrap_or(adaptive_default),
-            ns2,
+        Ok((probability, max_p))
+    }
+
+    /// ns-2's constants for a link of `bandwidth`: packet time constant, weight (given
+    /// or 1 − e^(−1/ptc)), ARED's bottom and the initial max_p.
+    fn ns2_params(
+        &self,
+        bandwidth: Rate,
+        avpkt: u32,
+        probability: f64,
+    ) -> Result<Ns2Params, ParamError> {
+        let bps = bandwidth.bps() as f64;
+        if bps <= 0.0 {
+            return Err(ParamError::new(
+                "bandwidth",
+                bandwidth,
+                "a positive rate (ns-2's packet time constant)",
+            ));
+        }
+        let ptc = bps / (8.0 * avpkt as f64);
+        Ok(Ns2Params {
+            weight: self.weight.unwrap_or_else(|| 1.0 - (-1.0 / ptc).exp()),
+            ptc,
+            bottom: (80_000.0 / bps).min(0.01),
+            max_p0: probability,
         })
     }
 
