@@ -233,7 +233,6 @@ impl Receiver {
 
     /// Processes the sequence part of an arriving segment. `rto` is the local sender's
     /// current timeout (idle detection for quick-ACK mode); `ce` is the IP CE mark.
-    #[allow(clippy::too_many_lines)] // one pass of tcp_rcv_established's sequence handling; split in a later step
     pub fn on_segment(
         &mut self,
         now: SimTime,
@@ -299,38 +298,13 @@ impl Receiver {
             }
         }
         if start > self.rcv_nxt {
-            let held = self.ooo.iter().any(|&(s, e)| s <= start && end <= e);
-            let dup = self.dsack_on && held;
-            // data already held is dropped without growing the window (tcp_data_queue_ofo)
-            if !held && self.grow_window(h.len) {
-                self.wnd = self.tuned_window();
-            }
-            self.insert_ooo(start, end);
-            if dup {
-                // Out-of-order data already held (Linux tcp_data_queue_ofo).
-                self.report_dsack(start, end);
-            }
+            self.queue_ofo(h.len, start, end);
             out.ack_now = true;
             return out;
         }
         let had_ooo = !self.ooo.is_empty();
         let old = self.rcv_nxt;
-        self.rcv_nxt = end;
-        let mut merged = 0;
-        while merged < self.ooo.len() && self.ooo[merged].0 <= self.rcv_nxt {
-            self.rcv_nxt = self.rcv_nxt.max(self.ooo[merged].1);
-            merged += 1;
-        }
-        self.ooo.drain(..merged);
-        let rcv_nxt = self.rcv_nxt;
-        let mut k = 0;
-        for i in 0..self.n_sacks {
-            if self.sacks[i].end > rcv_nxt {
-                self.sacks[k] = self.sacks[i];
-                k += 1;
-            }
-        }
-        self.n_sacks = k;
+        self.advance_to(end);
         let mut advanced = self.rcv_nxt - old;
         if let Some(f) = self.fin_seq {
             if !self.fin_received && self.rcv_nxt > f {
@@ -373,6 +347,43 @@ impl Receiver {
             self.delack_deadline = now + ato;
         }
         out
+    }
+
+    /// Out-of-order data `[start, end)` (`len` payload bytes) beyond `rcv_nxt`
+    /// (Linux `tcp_data_queue_ofo`): held, and reported as a D-SACK when already held.
+    fn queue_ofo(&mut self, len: u32, start: u64, end: u64) {
+        let held = self.ooo.iter().any(|&(s, e)| s <= start && end <= e);
+        let dup = self.dsack_on && held;
+        // data already held is dropped without growing the window (tcp_data_queue_ofo)
+        if !held && self.grow_window(len) {
+            self.wnd = self.tuned_window();
+        }
+        self.insert_ooo(start, end);
+        if dup {
+            // Out-of-order data already held (Linux tcp_data_queue_ofo).
+            self.report_dsack(start, end);
+        }
+    }
+
+    /// In-order data up to `end`: `rcv_nxt` moves past it and every held range it now
+    /// reaches; SACK blocks below the new `rcv_nxt` are dropped.
+    fn advance_to(&mut self, end: u64) {
+        self.rcv_nxt = end;
+        let mut merged = 0;
+        while merged < self.ooo.len() && self.ooo[merged].0 <= self.rcv_nxt {
+            self.rcv_nxt = self.rcv_nxt.max(self.ooo[merged].1);
+            merged += 1;
+        }
+        self.ooo.drain(..merged);
+        let rcv_nxt = self.rcv_nxt;
+        let mut k = 0;
+        for i in 0..self.n_sacks {
+            if self.sacks[i].end > rcv_nxt {
+                self.sacks[k] = self.sacks[i];
+                k += 1;
+            }
+        }
+        self.n_sacks = k;
     }
 
     /// `tcp_grow_window`; a window that grew is announced at once (`icsk_ack.quick |= 1`).
