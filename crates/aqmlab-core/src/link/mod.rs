@@ -832,6 +832,21 @@ impl Link {
         }
     }
 
+    /// tbf keeps a GSO skb whole when its length fits the bucket: Linux 6.1
+    /// `net/sched/sch_tbf.c` `tbf_enqueue` segments (`tbf_segment` → `skb_gso_segment`,
+    /// each segment enqueued to the child) only an skb whose `qdisc_pkt_len` (its
+    /// segments' frames: IP bytes + `overhead` each) exceeds `max_size`, the bytes the
+    /// burst holds at the rate (`tbf_change`: `psched_ns_t2l(&rate, buffer)`); a smaller
+    /// one is queued, charged and sent whole (the device segments it).
+    fn tbf_takes_whole(&self, pkt: &Packet) -> bool {
+        match &self.lower {
+            Lower::Shaper(s) if s.p.kind == ShaperKind::Tbf => {
+                (pkt.size + pkt.segs() * self.p.overhead) as u64 <= s.p.burst
+            }
+            _ => false,
+        }
+    }
+
     /// `enqueue` for the lower layers other than the wire (kept out of line: the wire's
     /// path stays as small as it was). DOCSIS: the packet meets its service flow's
     /// regulator before the qdisc.
@@ -851,9 +866,10 @@ impl Link {
             }
             pkt.gso_segs = 0;
         }
-        if pkt.gso_segs > 1 {
+        if pkt.gso_segs > 1 && !self.tbf_takes_whole(&pkt) {
             // Lower layers other than the wire take GSO skbs as their segments, before
-            // the qdisc (a modelling choice: their pulls and airtime count packets).
+            // the qdisc (a modelling choice: their pulls and airtime count packets);
+            // tbf segments only an skb above its burst (`tbf_takes_whole`).
             for i in 0..pkt.segs() {
                 self.enqueue_lower(pkt.segment(i), now, ev);
             }
@@ -1324,6 +1340,105 @@ mod tests {
         );
         // held in the link (and counted there) until flushed
         assert_eq!(held, vec![4, 3, 1, 0, 0]);
+    }
+
+    /// tbf and GSO skbs (Linux 6.1 `sch_tbf.c` `tbf_enqueue`: an skb whose
+    /// `qdisc_pkt_len` exceeds `max_size`, the burst's bytes, goes to `tbf_segment`; a
+    /// smaller one is queued whole). 8 Mbit/s shaper (1 µs per byte), 5,000-byte burst,
+    /// 80 Mbit/s line (151.4 µs per 1,514-byte frame), 1 ms delay; at t = 0: a 1,500-byte
+    /// packet (charged 1,514: 3,486 tokens left), skb A of 3 segments (3 × 1,514 = 4,542
+    /// ≤ 5,000: one packet in the child FIFO) and skb B of 4 (6,056 > 5,000: four
+    /// packets), behind the first packet in the device. A leaves when the bucket holds
+    /// 4,542 (1,056 µs later) and its segments cross back to back: arrivals at 2.2074,
+    /// 2.3588, 2.5102 ms; B's segments follow one per 1,514 µs of tokens: 2.570 ms +
+    /// 0.1514 + 1 = 3.7214 ms, then 5.2354, 6.7494, 8.2634 ms.
+    #[test]
+    fn tbf_segments_only_gso_skbs_above_its_burst() {
+        let table: toml::Table = toml::from_str("kind = 'fifo'").unwrap();
+        let q = QdiscConfig::try_from(table).unwrap();
+        let shaper = ShaperParams {
+            rate: Rate::from_bps(8_000_000),
+            burst: 5000,
+            kind: ShaperKind::Tbf,
+        };
+        let p = LinkParams {
+            name: "tbf".into(),
+            from: 0,
+            to: 1,
+            peers: Vec::new(),
+            rate: Rate::from_bps(80_000_000),
+            delay: SimDuration::from_millis(1),
+            overhead: 14,
+            mtu: 1500,
+            device_queue: 1,
+            loss: 0.0,
+            loss_periods: Vec::new(),
+            trace: false,
+            gro: false,
+            lower: LowerParams::Shaper(shaper.clone()),
+        };
+        let qd = q.build(BuildCtx {
+            rate: shaper.rate,
+            mtu: 1500,
+            overhead: 14,
+            rng: Rng::stream(1, "qdisc", 0),
+        });
+        let mut link = Link::new(
+            0,
+            p,
+            qd,
+            Rng::stream(1, "link", 0),
+            SimTime::ZERO,
+            SimDuration::from_millis(10),
+        );
+        let tcp = |seq: u64, segs: u8| {
+            let mut pk =
+                crate::qdisc::testutil::pkt(1, 1500 * segs.max(1) as u32, seq, SimTime::ZERO);
+            pk.src = 5; // another node's packets: no TX completions here
+            pk.kind = crate::packet::PacketKind::Tcp;
+            pk.gso_segs = segs;
+            pk.tcp.seq = seq;
+            pk.tcp.len = 1448 * segs.max(1) as u32;
+            pk
+        };
+        let mut ev = EventQueue::new();
+        link.enqueue(tcp(1, 0), SimTime::ZERO, &mut ev);
+        link.enqueue(tcp(1449, 3), SimTime::ZERO, &mut ev);
+        link.enqueue(tcp(1449 + 3 * 1448, 4), SimTime::ZERO, &mut ev);
+        let Lower::Shaper(s) = &link.lower else {
+            unreachable!()
+        };
+        assert_eq!(
+            (link.qdisc.len(), s.held()),
+            (5, 0),
+            "A whole, B in segments"
+        );
+        let mut arrivals = Vec::new();
+        while let Some((now, e)) = ev.pop_due(SimTime::from_nanos(1_000_000_000)) {
+            match e {
+                Event::TxDone(_) => link.tx_done(now, &mut ev),
+                Event::LinkTimer { kind, .. } => link.on_timer(kind, now, &mut ev),
+                Event::Arrive(_) => {
+                    let pk = link.arrive(now, &mut ev);
+                    arrivals.push((now.as_nanos(), pk.tcp.seq, pk.size, pk.segs()));
+                }
+                _ => unreachable!(),
+            }
+        }
+        let seg = |i: u64| 1 + 1448 * i;
+        assert_eq!(
+            arrivals,
+            vec![
+                (1_151_400, seg(0), 1500, 1),
+                (2_207_400, seg(1), 1500, 1),
+                (2_358_800, seg(2), 1500, 1),
+                (2_510_200, seg(3), 1500, 1),
+                (3_721_400, seg(4), 1500, 1),
+                (5_235_400, seg(5), 1500, 1),
+                (6_749_400, seg(6), 1500, 1),
+                (8_263_400, seg(7), 1500, 1),
+            ]
+        );
     }
 
     /// One tbf-shaped link (80 Mbit/s line, 8 Mbit/s shaper: 100 ns and 1 us per byte)

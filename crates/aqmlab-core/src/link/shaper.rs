@@ -272,15 +272,22 @@ impl Shaper {
                         }
                     }
                     let Some(head) = &self.stash else { break };
-                    let bytes = (head.size + overhead) as u64;
+                    // a GSO skb (kept whole below the burst, `Link::tbf_takes_whole`)
+                    // is charged its segments' frames and reaches the device as them
+                    let gso = head.gso_segs > 1;
+                    let bytes = (head.size + head.segs() * overhead) as u64;
                     if self.tb.conforms(now, bytes) {
                         self.tb.charge(bytes);
                         if let Some(p) = self.stash.take() {
-                            device.push_back(p);
+                            if gso {
+                                device.extend((0..p.segs()).map(|i| p.segment(i)));
+                            } else {
+                                device.push_back(p);
+                            }
                         }
                     } else {
                         let at = self.tb.ready_at(now, bytes);
-                        if self.lazy_wake {
+                        if self.lazy_wake && !gso {
                             // the wake-up would be (re-)armed for `at` (module doc)
                             self.throttled += 1;
                             if !self.waiting {
