@@ -141,21 +141,9 @@ def _file_stem(s: str) -> str:
 
 
 def _select(runs: pd.DataFrame, exp: str | None, where: dict | None) -> pd.DataFrame:
-    if runs.empty:
-        return runs
-    if exp is not None:
-        from aqmlab.store import drop_foreign_axes
+    from aqmlab.store import select_where
 
-        runs = drop_foreign_axes(runs[runs["experiment"] == exp])
-    for axis, val in (where or {}).items():
-        col = f"p_{axis}"
-        if col not in runs.columns:
-            if runs.empty:
-                continue
-            raise TableSpecError(f"where.{axis}: no such axis in experiment {exp!r}")
-        vals = val if isinstance(val, list) else [val]
-        runs = runs[runs[col].astype(str).isin([str(v) for v in vals])]
-    return runs
+    return select_where(runs, exp, where, TableSpecError)
 
 
 def _order(values: pd.Series, order: list[str] | None) -> list[str]:

@@ -329,3 +329,21 @@ def test_parquet_bytes_are_those_of_pandas_to_parquet():
         assert got == buf.getvalue()
         back = pd.read_parquet(io.BytesIO(got))
         assert list(back.dtypes) == list(pd.read_parquet(io.BytesIO(buf.getvalue())).dtypes)
+
+
+def test_select_where_keeps_matching_rows_of_one_experiment_and_names_a_missing_axis():
+    """The selection figures and tables share: the experiment's rows (other experiments'
+    axis columns dropped), axis values compared as text (labels are stored as text), an
+    unknown axis raised as the caller's error naming the axes there are."""
+
+    class SpecError(Exception):
+        pass
+
+    df = pd.DataFrame({"run_id": ["r1", "r2", "r3", "r4"], "experiment": ["a", "a", "a", "b"],
+                       "p_flows": ["1", "4", "16", None], "p_rate": [None, None, None, "10"]})
+    out = store.select_where(df, "a", {"flows": ["4", 16]}, SpecError)
+    assert list(out["run_id"]) == ["r2", "r3"] and "p_rate" not in out.columns
+    assert list(store.select_where(df, "a", {"flows": 1}, SpecError)["run_id"]) == ["r1"]
+    assert len(store.select_where(df, None, None, SpecError)) == 4
+    with pytest.raises(SpecError, match=r"where\.rate: no such axis in experiment 'a' \(axes: \['flows'\]\)"):
+        store.select_where(df, "a", {"rate": "10"}, SpecError)

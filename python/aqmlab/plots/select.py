@@ -15,7 +15,7 @@ from aqmlab import store as store_data
 from aqmlab._fmt import natural_key, unit_for
 from aqmlab._naming import direction
 from aqmlab.plots.spec import FigureSpecError
-from aqmlab.store import StoreLike, drop_foreign_axes
+from aqmlab.store import StoreLike, drop_foreign_axes, select_where
 
 # ---------------------------------------------------------------------------------
 # data selection helpers
@@ -48,19 +48,7 @@ class _Ctx:
 
     def select(self, df: pd.DataFrame) -> pd.DataFrame:
         """Rows of this experiment that match `where`."""
-        if df.empty:
-            return df
-        if self.exp is not None and "experiment" in df.columns:
-            df = drop_foreign_axes(df[df["experiment"] == self.exp])
-        for axis, val in (self.get("where") or {}).items():
-            col = f"p_{axis}"
-            if col not in df.columns:
-                if df.empty:
-                    continue
-                raise FigureSpecError(f"where.{axis}: no such axis in experiment {self.exp!r} (axes: {self.axis_names(df)})")
-            vals = val if isinstance(val, list) else [val]
-            df = df[df[col].astype(str).isin([str(v) for v in vals])]
-        return df
+        return select_where(df, self.exp, self.get("where"), FigureSpecError)
 
     def runs(self) -> pd.DataFrame:
         """This experiment's runs that match `where` (the runs table is small)."""

@@ -79,6 +79,7 @@ from aqmlab.store.read import (
     open,
     runs_of,
     scan,
+    select_where,
 )
 from aqmlab.store.write import encode_run, write_encoded, write_run
 
@@ -91,6 +92,7 @@ __all__ = [
     "iter_chunks",
     "runs_of",
     "drop_foreign_axes",
+    "select_where",
     "Filter",
     "StoreLike",
     "StoreArg",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import os
 import pathlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from aqmlab.store.integrity import check_files, damage_message
@@ -28,6 +28,7 @@ __all__ = [
     "open",
     "runs_of",
     "scan",
+    "select_where",
 ]
 
 
@@ -455,6 +456,27 @@ def drop_foreign_axes(df: Any) -> Any:
     experiment the other experiments' ``p_*`` columns are all missing: drop them."""
     gone = [c for c in df.columns if c.startswith("p_") and df[c].isna().all()]
     return df.drop(columns=gone) if gone else df
+
+
+def select_where(df: Any, experiment: str | None, where: dict | None, error: Callable[[str], Exception]) -> Any:
+    """The rows of `df` of `experiment` (every row when None; the other experiments' axis
+    columns dropped) whose axis columns ``p_AXIS`` hold one of the values `where` gives
+    each axis (a value or a list of them, compared as text). An axis the rows lack raises
+    ``error(message)``, the message naming it and the axes there are."""
+    if df.empty:
+        return df
+    if experiment is not None and "experiment" in df.columns:
+        df = drop_foreign_axes(df[df["experiment"] == experiment])
+    for axis, val in (where or {}).items():
+        col = f"p_{axis}"
+        if col not in df.columns:
+            if df.empty:
+                continue
+            axes = [c[2:] for c in df.columns if c.startswith("p_")]
+            raise error(f"where.{axis}: no such axis in experiment {experiment!r} (axes: {axes})")
+        vals = val if isinstance(val, list) else [val]
+        df = df[df[col].astype(str).isin([str(v) for v in vals])]
+    return df
 
 
 def runs_of(store: StoreLike) -> Any:
