@@ -217,6 +217,20 @@ def test_dumbbell_translation():
     assert f"-i 0.1 -c {int((10 - ping.start) / 0.1)}" in tr.script
 
 
+def test_gso_on_leaves_the_veths_offloads_on():
+    # [tcp] gso = "on" is the simulator's GSO sender; the kernel's counterpart is a host
+    # with its offloads on (TSO/GSO/GRO at every veth), so its qdiscs see skbs
+    tr, _ = _tr(HEADLINE.replace("[tcp]", '[tcp]\ngso = "on"'))
+    assert "tso on gso on gro on" in tr.script and "tso off" not in tr.script
+    tr, _ = _tr(HEADLINE.replace("[tcp]", '[tcp]\ngso = "off"'))
+    assert "tso off gso off gro off" in tr.script
+    # per flow: the offloads are per interface, not per socket
+    text = HEADLINE.replace('start_spread = "1s"', 'start_spread = "1s"\ntcp = { gso = "on" }', 1)
+    with pytest.raises(ScenarioError) as e:
+        _tr(text)
+    assert e.value.field.endswith("tcp.gso")
+
+
 def test_flows_start_when_the_simulators_do():
     # start_spread draws (and the start jitter) depend on the seed: the kernel's flows
     # must start at the simulator's instants, not all at the nominal start

@@ -475,6 +475,16 @@ def _tcp_settings(tcp: dict, where: str) -> dict[str, Any]:
             # every segment acknowledged at once: the route metric RTAX_QUICKACK, which
             # tcp_in_quickack_mode() (tcp_input.c) reads for every ACK decision
             out["quickack"] = True
+        elif k == "gso":
+            # the simulator's GSO super-packets <-> the veths' offloads: with "on" the engine
+            # leaves TSO, GSO and GRO on (ethtool's defaults of a host), so qdiscs see and
+            # drop skbs; "off" (the default) switches them off, so qdiscs see segments
+            if v not in ("on", "off"):
+                raise ScenarioError(f, f"{v!r} is not allowed (\"on\" or \"off\")")
+            out["gso"] = v == "on"
+        elif k == "tsq":
+            if v is not True:
+                raise ScenarioError(f, "the kernel always runs TCP Small Queues; the linux engine supports only true")
         elif k == "trace":
             # an output request (cwnd/ssthresh/srtt samples), no dynamics: the kernel's
             # sockets are not traced, which translate() notes
@@ -693,7 +703,7 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
             ftcp = dict(tab.get("tcp", {}))
             fset = _tcp_settings(ftcp, f"{where}.tcp")
             for key in fset:
-                if key not in _PER_FLOW and fset[key] != tcp.get(key, fset[key] if key not in ("ecn",) else False):
+                if key not in _PER_FLOW and fset[key] != tcp.get(key, fset[key] if key not in ("ecn", "gso") else False):
                     raise ScenarioError(f"{where}.tcp.{key}", f"per-flow values other than {', '.join(_PER_FLOW)} are not supported by the linux engine (set it in [tcp])")
             fm.cc = fset.get("cc", tcp.get("cc", "cubic"))
             tcp_flows.append(_TcpFlow(f["name"], f["src"], f["dst"], where, fset, tcp))
@@ -886,7 +896,8 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
         devs = sorted({c.split()[2] for c in cs if c.startswith("link set ") and c.split()[2] not in ("lo", "br0")})
         sets = "; ".join(f"echo {v} > /proc/sys/{k.replace('.', '/')}" for k, v in {**sysctl, **(ns_sysctl or {}).get(ns, {})}.items())
         fwd = "echo 1 > /proc/sys/net/ipv4/ip_forward"
-        eth = "; ".join(f"{BIN['ethtool']} -K {d} tso off gso off gro off 2>/dev/null" for d in devs)
+        offl = "on" if tcp.get("gso") else "off"
+        eth = "; ".join(f"{BIN['ethtool']} -K {d} tso {offl} gso {offl} gro {offl} 2>/dev/null" for d in devs)
         L.append(f"{ip} netns exec {ns} sh -c {shlex.quote('; '.join(x for x in (sets, fwd, eth) if x))}")
     # servers
     for f in tr.flows:
