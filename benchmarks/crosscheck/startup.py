@@ -77,7 +77,15 @@ def main() -> None:
             cells = [f"{res[t][q]:.0f} ({ratio(res[t][q], k)})" for t in a.tune]
             cells += [f"{at[t][q]:.0f} ({ratio(at[t][q], k)})" if t in at else "" for t in a.tune]
             print(f"| {p.stem} | {q} | {k:.0f} | {' | '.join(cells)} |", flush=True)
-            out.append({"case": p.stem, "queue": q, "kernel": k, "sim": {t: res[t][q] for t in a.tune}, "at_kernel_starts": {t: at[t][q] for t in at}})
+            out.append(
+                {
+                    "case": p.stem,
+                    "queue": q,
+                    "kernel": k,
+                    "sim": {t: res[t][q] for t in a.tune},
+                    "at_kernel_starts": {t: at[t][q] for t in at},
+                }
+            )
     if a.json:
         a.json.write_text(json.dumps(out, indent=1) + "\n")
 

@@ -298,7 +298,9 @@ def sojourn_samples(r: Any, queue: str) -> tuple[Any, str]:
     return m["value"].dropna().to_numpy(), "per-bin means"
 
 
-def figures(sim: Any, results: dict[str, Any], out: str | Path, title: str = "", *, sim_label: str = "sim", twins: dict[str, Any] | None = None) -> list[Path]:
+def figures(
+    sim: Any, results: dict[str, Any], out: str | Path, title: str = "", *, sim_label: str = "sim", twins: dict[str, Any] | None = None
+) -> list[Path]:
     """``sojourn_cdf.png``: the sojourn CDF of the busiest queue on every engine;
     ``goodput.png``: the goodput of all flows summed, per bin, on every engine; each
     other simulator twin (``twins``: label → result) drawn beside ``sim`` (``sim_label``).

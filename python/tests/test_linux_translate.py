@@ -88,7 +88,13 @@ def test_modules_resolved_dependencies_first():
     assert missing == ["sch_fq_codel"]  # built in: not a module
     assert len(order) == len(set(order)) == 9
     pos = {p.rsplit("/", 1)[1]: i for i, p in enumerate(order)}
-    for mod, deps in (("sch_fq_pie.ko", ["sch_pie.ko"]), ("9p.ko", ["9pnet.ko", "fscache.ko", "netfs.ko"]), ("fscache.ko", ["netfs.ko"]), ("bridge.ko", ["stp.ko", "llc.ko"]), ("stp.ko", ["llc.ko"])):
+    for mod, deps in (
+        ("sch_fq_pie.ko", ["sch_pie.ko"]),
+        ("9p.ko", ["9pnet.ko", "fscache.ko", "netfs.ko"]),
+        ("fscache.ko", ["netfs.ko"]),
+        ("bridge.ko", ["stp.ko", "llc.ko"]),
+        ("stp.ko", ["llc.ko"]),
+    ):
         for d in deps:
             assert pos[d] < pos[mod], (d, mod)
 
@@ -111,12 +117,28 @@ def test_qdisc_arguments():
     assert tc_qdisc_args({"kind": "fifo", "limit": 127}, "q") == ["pfifo", "limit", "127"]
     assert tc_qdisc_args({"kind": "fifo", "limit": "250KB"}, "q") == ["bfifo", "limit", "250000"]
     assert tc_qdisc_args({"kind": "fifo"}, "q") == ["pfifo", "limit", "1000"]
-    assert tc_qdisc_args({"kind": "codel", "target": "5ms", "interval": "100ms"}, "q") == ["codel", "target", "5000us", "interval", "100000us", "noecn"]
+    assert tc_qdisc_args({"kind": "codel", "target": "5ms", "interval": "100ms"}, "q") == [
+        "codel",
+        "target",
+        "5000us",
+        "interval",
+        "100000us",
+        "noecn",
+    ]
     assert tc_qdisc_args({"kind": "fq_codel"}, "q") == ["fq_codel", "ecn"]  # fq_codel's ECN is on by default
     assert tc_qdisc_args({"kind": "fq_codel", "ecn": False, "quantum": 300}, "q") == ["fq_codel", "quantum", "300", "noecn"]
     assert tc_qdisc_args({"kind": "fq_codel", "backlog_rule": "linux"}, "q") == ["fq_codel", "ecn"]
     # tc's PIE alpha/beta are sixteenths: 0.125 -> 2, 1.25 -> 20
-    assert tc_qdisc_args({"kind": "pie", "alpha": 0.125, "beta": 1.25, "target": "15ms"}, "q") == ["pie", "target", "15000us", "alpha", "2", "beta", "20", "noecn"]
+    assert tc_qdisc_args({"kind": "pie", "alpha": 0.125, "beta": 1.25, "target": "15ms"}, "q") == [
+        "pie",
+        "target",
+        "15000us",
+        "alpha",
+        "2",
+        "beta",
+        "20",
+        "noecn",
+    ]
     assert tc_qdisc_args({"kind": "fq_pie", "ecn_prob": 0.1, "ecn": True}, "q") == ["fq_pie", "ecn_prob", "10", "ecn"]
     notes: list[str] = []
     # sch_codel counts packets: 250 KB of 1514-byte frames is 166 packets, and a note says so
@@ -197,7 +219,9 @@ def test_dumbbell_translation():
     assert up.ns == ns["router_a"] and up.rate_bps == 10e6 and up.tc[0] == "codel"
     ra = tr.commands[ns["router_a"]]
     assert f"tc qdisc replace dev {up.dev} root handle 1: stab overhead 24 linklayer ethernet htb default 1 direct_qlen 1000" in ra
-    assert any(c.startswith(f"tc class add dev {up.dev} parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit burst 1538 ") for c in ra)
+    assert any(
+        c.startswith(f"tc class add dev {up.dev} parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit burst 1538 ") for c in ra
+    )
     assert f"tc qdisc replace dev {up.dev} parent 1:1 handle 10: codel noecn" in ra
     # routes: client0 reaches server0 through its access link (the only one), with its own source address
     c0 = tr.commands[ns["client0"]]
@@ -267,7 +291,10 @@ def test_capture_is_opt_in():
     assert "echo real $(adjtimex" in cap.script and "kill -INT $CAPP" in cap.script
     # everything else is the plain script
     extra = [ln for ln in cap.script.splitlines() if ln not in plain.script.splitlines()]
-    assert all("tcpdump" in ln or "CAPP" in ln or ln.startswith(("echo real", "echo 0 > /proc/sys/net/core/netdev_tstamp_prequeue", "sleep 1")) for ln in extra)
+    assert all(
+        "tcpdump" in ln or "CAPP" in ln or ln.startswith(("echo real", "echo 0 > /proc/sys/net/core/netdev_tstamp_prequeue", "sleep 1"))
+        for ln in extra
+    )
     with pytest.raises(ScenarioError):
         translate(sc.to_dict(), sc.validate(), capture=["nope"])
 
@@ -388,9 +415,17 @@ def test_per_flow_tcp_options_on_routes_and_hosts():
     assert len(to_c1) == 1 and to_c1[0].endswith(" initcwnd 2 features ecn")
     others = [c for n, cs in routes.items() for c in cs if c not in to_c1]
     assert others and not any("initcwnd" in c or "features" in c for c in others)
-    assert _sysctls(tr, "client1")["tcp_ecn"] == "2" and _sysctls(tr, "server1")["tcp_ecn"] == "0" and _sysctls(tr, "client0")["tcp_ecn"] == "0"
+    assert (
+        _sysctls(tr, "client1")["tcp_ecn"] == "2"
+        and _sysctls(tr, "server1")["tcp_ecn"] == "0"
+        and _sysctls(tr, "client0")["tcp_ecn"] == "0"
+    )
     # pair 2 carries only the flow without SACK
-    assert _sysctls(tr, "server2")["tcp_sack"] == "0" and _sysctls(tr, "client2")["tcp_sack"] == "0" and _sysctls(tr, "client1")["tcp_sack"] == "1"
+    assert (
+        _sysctls(tr, "server2")["tcp_sack"] == "0"
+        and _sysctls(tr, "client2")["tcp_sack"] == "0"
+        and _sysctls(tr, "client1")["tcp_sack"] == "1"
+    )
     assert " -C reno " in next(x for x in tr.script.splitlines() if "-p 5203 " in x and "iperf3 -c" in x)
     assert any("tcp.trace" in n and "no cwnd" in n for n in tr.notes)
 
@@ -407,7 +442,9 @@ def test_per_flow_tcp_options_on_routes_and_hosts():
     ],
 )
 def test_per_flow_tcp_options_the_kernel_cannot_set_alone(old, new, field, words):
-    text = PER_FLOW.replace(old, new, 1).replace("ecn = true, init_cwnd", "ecn = false, init_cwnd" if "ecn = true\n" in new else "ecn = true, init_cwnd")
+    text = PER_FLOW.replace(old, new, 1).replace(
+        "ecn = true, init_cwnd", "ecn = false, init_cwnd" if "ecn = true\n" in new else "ecn = true, init_cwnd"
+    )
     with pytest.raises(ScenarioError) as e:
         _tr(text)
     assert e.value.field == field and all(w in str(e.value) for w in words), str(e.value)
@@ -557,7 +594,8 @@ def test_vm_console_is_streamed_line_by_line(monkeypatch, tmp_path):
     from aqmlab.linux import vm
 
     # stands in for qemu: the console on stdout, qemu's own messages on stderr
-    script = "printf 'boot\\r\\naqmlab-vm: progress 2.5 1.0 5\\r\\n'; sleep 0.2; echo 'qemu: note' >&2; printf 'aqmlab-vm: progress 7.0 1.0 5\\r\\naqmlab-vm: job exit 0\\r\\n'"
+    script = ("printf 'boot\\r\\naqmlab-vm: progress 2.5 1.0 5\\r\\n'; sleep 0.2; echo 'qemu: note' >&2; printf 'aqmlab-vm: progress 7.0 "
+              "1.0 5\\r\\naqmlab-vm: job exit 0\\r\\n'")
     monkeypatch.setattr(vm, "qemu_command", lambda *a, **k: ["sh", "-c", script])
     seen: list[str] = []
     run = vm.run_job(tmp_path, timeout=30, image=_fake_image(), on_line=seen.append)
@@ -607,7 +645,8 @@ def test_cli_vm_progress_lines_when_stderr_is_not_a_terminal(capsys):
 
 
 def test_parse_ping_and_tc_samples_and_cpu():
-    text = "PING 10.255.0.4 (10.255.0.4) 56(84) bytes of data.\n[1.0] 64 bytes from 10.255.0.4: icmp_seq=1 ttl=62 time=40.2 ms\n[1.2] 64 bytes from 10.255.0.4: icmp_seq=3 ttl=62 time=20.0 ms\n\n--- x ---\n4 packets transmitted, 2 received, 50% packet loss\n"
+    text = ("PING 10.255.0.4 (10.255.0.4) 56(84) bytes of data.\n[1.0] 64 bytes from 10.255.0.4: icmp_seq=1 ttl=62 time=40.2 ms\n[1.2] 64 "
+            "bytes from 10.255.0.4: icmp_seq=3 ttl=62 time=20.0 ms\n\n--- x ---\n4 packets transmitted, 2 received, 50% packet loss\n")
     sent, rtts = parse_ping(text)
     assert sent == 4 and rtts == {1: pytest.approx(0.0402), 3: pytest.approx(0.02)}
     entries = [{"kind": "codel", "handle": "10:", "dev": "e0a", "bytes": 100, "packets": 1, "drops": 0, "backlog": 3028, "qlen": 2}]
@@ -619,7 +658,10 @@ def test_parse_ping_and_tc_samples_and_cpu():
 
 
 def _red_samples(probs, adaptive=True):
-    return [(float(i), [{"kind": "red", "handle": "10:", "dev": "e0a", "options": {"adaptive": adaptive, "probability": p}}]) for i, p in enumerate(probs)]
+    return [
+        (float(i), [{"kind": "red", "handle": "10:", "dev": "e0a", "options": {"adaptive": adaptive, "probability": p}}])
+        for i, p in enumerate(probs)
+    ]
 
 
 def test_red_flagged_adaptive_with_a_constant_max_p_is_reported():
@@ -636,8 +678,17 @@ def test_red_flagged_adaptive_with_a_constant_max_p_is_reported():
 def test_iperf_goodput_counts_receiver_bytes_after_warmup_in_bins():
     import numpy as np
 
-    srv = {"intervals": [{"sum": {"start": 0.0, "end": 1.0, "bytes": 1_000_000}}, {"sum": {"start": 1.0, "end": 2.0, "bytes": 1_250_000}}, {"sum": {"start": 2.0, "end": 3.0, "bytes": 1_250_000}}]}
-    cli = {"end": {"streams": [{"sender": {"bytes": 3_600_000, "retransmits": 7, "mean_rtt": 30000, "min_rtt": 10000}}]}, "intervals": [{"streams": [{"snd_cwnd": 1000}]}, {"streams": [{"snd_cwnd": 3000}]}]}
+    srv = {
+        "intervals": [
+            {"sum": {"start": 0.0, "end": 1.0, "bytes": 1_000_000}},
+            {"sum": {"start": 1.0, "end": 2.0, "bytes": 1_250_000}},
+            {"sum": {"start": 2.0, "end": 3.0, "bytes": 1_250_000}},
+        ]
+    }
+    cli = {
+        "end": {"streams": [{"sender": {"bytes": 3_600_000, "retransmits": 7, "mean_rtt": 30000, "min_rtt": 10000}}]},
+        "intervals": [{"streams": [{"snd_cwnd": 1000}]}, {"streams": [{"snd_cwnd": 3000}]}],
+    }
     import tempfile
     from pathlib import Path
 
@@ -702,7 +753,11 @@ def test_iperf_intervals_count_from_the_tests_start_not_the_launch(tmp_path):
 def test_simulator_at_the_kernels_start_times():
     from aqmlab.linux.crosscheck import kernel_start_rows, run_sim, with_kernel_starts
 
-    bulk_only = HEADLINE.split("[[flow]]\nkind = \"ping\"")[0].replace('duration = "10s"', 'duration = "4s"').replace('warmup = "2s"', 'warmup = "1s"')
+    bulk_only = (
+        HEADLINE.split('[[flow]]\nkind = "ping"')[0]
+        .replace('duration = "10s"', 'duration = "4s"')
+        .replace('warmup = "2s"', 'warmup = "1s"')
+    )
     sc = aqmlab.load_scenario(bulk_only)
     plan = sc.validate(seed=3, spread=True)
     names = [f["name"] for f in plan["flows"]]
@@ -715,13 +770,18 @@ def test_simulator_at_the_kernels_start_times():
     moved = with_kernel_starts(bulk_only, 3, {names[0]: 0.75, names[1]: 0.0})
     assert moved is not None
     starts = {f["name"]: f["start"] for f in aqmlab.load_scenario(moved).validate(seed=3, spread=True)["flows"]}
-    assert starts[names[0]] == pytest.approx(plan["flows"][0]["start"] + 0.75) and starts[names[1]] == pytest.approx(plan["flows"][1]["start"])
+    assert starts[names[0]] == pytest.approx(plan["flows"][0]["start"] + 0.75) and starts[names[1]] == pytest.approx(
+        plan["flows"][1]["start"]
+    )
     # the extra rows are labelled and carry no verdict
     rows = kernel_start_rows(run_sim(moved, seed=3), a)
     assert rows and all(r.metric.endswith("sim at the kernel's starts") and r.verdict == "" for r in rows)
     # what the rewrite would lose is refused: a ping flow, a per-flow cc, a missing lag
     assert with_kernel_starts(HEADLINE, 3, dict.fromkeys(names, 0.0)) is None
-    assert with_kernel_starts(bulk_only.replace('start_spread = "1s"', 'start_spread = "1s"\ncc = "cubic"'), 3, dict.fromkeys(names, 0.0)) is None
+    assert (
+        with_kernel_starts(bulk_only.replace('start_spread = "1s"', 'start_spread = "1s"\ncc = "cubic"'), 3, dict.fromkeys(names, 0.0))
+        is None
+    )
     assert with_kernel_starts(bulk_only, 3, {names[0]: 0.1}) is None
 
 
@@ -837,7 +897,9 @@ def test_crosscheck_per_group_goodput_shares():
     from aqmlab.linux.crosscheck import compare
 
     text = HEADLINE.replace("count = 2\nfrom = \"client{i}\"\nto = \"server{i}\"", "from = \"client0\"\nto = \"server0\"")
-    text = text.replace("[[flow]]\nkind = \"ping\"", "[[flow]]\nkind = \"bulk\"\ncount = 2\nfrom = \"client1\"\nto = \"server1\"\n[[flow]]\nkind = \"ping\"")
+    text = text.replace(
+        '[[flow]]\nkind = "ping"', '[[flow]]\nkind = "bulk"\ncount = 2\nfrom = "client1"\nto = "server1"\n[[flow]]\nkind = "ping"'
+    )
     r = aqmlab.run(text)
     f = r.flows.set_index("name")
     assert sorted(f[f["kind"] == "bulk"]["group"].tolist()) == [0, 1, 1]
@@ -883,7 +945,18 @@ def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
     from aqmlab.linux.translate import QueueMap
 
     def entry(pk, drops, over=0):
-        return {"kind": "codel", "handle": "10:", "dev": "e0a", "bytes": pk * 1514, "packets": pk, "drops": drops, "drop_overlimit": over, "ecn_mark": 0, "backlog": 30000, "qlen": 20}
+        return {
+            "kind": "codel",
+            "handle": "10:",
+            "dev": "e0a",
+            "bytes": pk * 1514,
+            "packets": pk,
+            "drops": drops,
+            "drop_overlimit": over,
+            "ecn_mark": 0,
+            "backlog": 30000,
+            "qlen": 20,
+        }
 
     (tmp_path / "warm.n0").write_text(f"T 11.0\n{json.dumps([entry(500, 50)])}\n")
     (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([entry(1500, 250, 10)])}\n")
@@ -948,12 +1021,19 @@ def test_kernel_ldelay_samples_of_codel_and_fq_codel(tmp_path):
 
     assert ldelay_sample("codel", {"ldelay": 4200}, None) == pytest.approx(0.0042)
     assert ldelay_sample("codel", {}, None) != ldelay_sample("codel", {}, None)  # NaN
-    busy = [{"class": "fq_codel", "handle": "10:3", "qlen": 3, "ldelay": 6000}, {"class": "fq_codel", "handle": "10:9", "qlen": 1, "ldelay": 2000}, {"class": "fq_codel", "handle": "10:a", "qlen": 0, "ldelay": 100}]
+    busy = [
+        {"class": "fq_codel", "handle": "10:3", "qlen": 3, "ldelay": 6000},
+        {"class": "fq_codel", "handle": "10:9", "qlen": 1, "ldelay": 2000},
+        {"class": "fq_codel", "handle": "10:a", "qlen": 0, "ldelay": 100},
+    ]
     assert ldelay_sample("fq_codel", None, busy) == pytest.approx(0.004)
     idle = [dict(c, qlen=0) for c in busy]
     assert ldelay_sample("fq_codel", None, idle) == pytest.approx((6000 + 2000 + 100) / 3 * 1e-6)
 
-    text = "".join(f"T {10.0 + 0.5 * k:.1f} e0a\n{json.dumps([dict(busy[0], ldelay=1000 * (k + 1))])}\n\n" for k in range(5)) + "T 12.6 e0a\n[{\"cut"
+    text = (
+        "".join(f"T {10.0 + 0.5 * k:.1f} e0a\n{json.dumps([dict(busy[0], ldelay=1000 * (k + 1))])}\n\n" for k in range(5))
+        + 'T 12.6 e0a\n[{"cut'
+    )
     cls = parse_class_samples(text)
     assert [t for t, _, _ in cls] == [10.0, 10.5, 11.0, 11.5, 12.0] and all(d == "e0a" for _, d, _ in cls)
     qm = QueueMap("bottleneck_up", "router_a", "router_b", "n0", "e0a", 10e6, 0.005, "fq_codel", ["fq_codel"], "htb", 14, 1500)
@@ -976,7 +1056,8 @@ def test_kernel_tcp_counters_from_the_senders_mib():
         assert f"netns exec {tr.node_ns[c]} cat /proc/net/netstat /proc/net/snmp > /tmp/out/final.mib.{tr.node_ns[c]}" in tr.script
     assert f"/tmp/out/final.mib.{tr.node_ns['server0']}" not in tr.script  # receivers only
     text = (
-        "TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes TCPLossProbeRecovery TCPSackRecovery TCPRenoRecovery TCPDSACKUndo TCPSpuriousRTOs\n"
+        "TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes TCPLossProbeRecovery TCPSackRecovery TCPRenoRecovery TCPDSACKUndo "
+        "TCPSpuriousRTOs\n"
         "TcpExt: 0 7 31 4 12 0 2 1\n"
         "IpExt: InNoRoutes InOctets\n"
         "IpExt: 0 123456\n"
@@ -988,7 +1069,15 @@ def test_kernel_tcp_counters_from_the_senders_mib():
     m = parse_mib(text)
     assert m["TcpExt.TCPTimeouts"] == 7 and m["IpExt.InOctets"] == 123456 and m["Tcp.RetransSegs"] == 57
     c = tcp_counters(m)
-    assert (c["rtos"], c["fast_recoveries"], c["loss_probes"], c["loss_probe_recoveries"], c["retransmits"], c["undos"], c["spurious_rtos"]) == (7, 12, 31, 4, 57, 2, 1)
+    assert (
+        c["rtos"],
+        c["fast_recoveries"],
+        c["loss_probes"],
+        c["loss_probe_recoveries"],
+        c["retransmits"],
+        c["undos"],
+        c["spurious_rtos"],
+    ) == (7, 12, 31, 4, 57, 2, 1)
     # per-flow undo columns: TCPLossUndo (absent here: NaN) and Full + Partial + DSACK undos
     assert c["recovery_undos"] == 2 and c["rto_undos"] != c["rto_undos"]
     assert tcp_counters({})["rtos"] != tcp_counters({})["rtos"]  # NaN: no counter
@@ -1000,13 +1089,54 @@ def test_cake_translation_to_tc_keywords():
     rtt / 20), so only that target is accepted."""
     assert tc_qdisc_args({"kind": "cake"}, "q") == ["cake"]
     a = tc_qdisc_args(
-        {"kind": "cake", "bandwidth": "10Mbit", "rtt": "50ms", "target": "2500us", "diffserv": "diffserv4", "isolation": "triple-isolate", "nat": False,
-         "wash": True, "ingress": True, "ack_filter": "aggressive", "overhead": 18, "mpu": 64, "atm": "noatm", "ether_vlan": 2, "memlimit": "4MiB"},
+        {
+            "kind": "cake",
+            "bandwidth": "10Mbit",
+            "rtt": "50ms",
+            "target": "2500us",
+            "diffserv": "diffserv4",
+            "isolation": "triple-isolate",
+            "nat": False,
+            "wash": True,
+            "ingress": True,
+            "ack_filter": "aggressive",
+            "overhead": 18,
+            "mpu": 64,
+            "atm": "noatm",
+            "ether_vlan": 2,
+            "memlimit": "4MiB",
+        },
         "dumbbell.qdisc",
     )
-    assert a == ["cake", "bandwidth", "10000000bit", "rtt", "50000us", "diffserv4", "triple-isolate", "nonat", "wash", "ingress", "ack-filter-aggressive",
-                 "overhead", "18", "mpu", "64", "noatm", "ether-vlan", "ether-vlan", "memlimit", str(4 * 1024 * 1024)]
-    assert tc_qdisc_args({"kind": "cake", "rtt": "metro", "isolation": "dual-srchost", "preset": "docsis", "ack_filter": "off"}, "q") == ["cake", "metro", "dual-srchost", "docsis", "no-ack-filter"]
+    assert a == [
+        "cake",
+        "bandwidth",
+        "10000000bit",
+        "rtt",
+        "50000us",
+        "diffserv4",
+        "triple-isolate",
+        "nonat",
+        "wash",
+        "ingress",
+        "ack-filter-aggressive",
+        "overhead",
+        "18",
+        "mpu",
+        "64",
+        "noatm",
+        "ether-vlan",
+        "ether-vlan",
+        "memlimit",
+        str(4 * 1024 * 1024),
+    ]
+    assert tc_qdisc_args({"kind": "cake", "rtt": "metro", "isolation": "dual-srchost", "preset": "docsis", "ack_filter": "off"}, "q") == [
+        "cake",
+        "metro",
+        "dual-srchost",
+        "docsis",
+        "no-ack-filter",
+    ]
     for q, field in (
         ({"kind": "cake", "target": "3ms"}, "q.target"),  # internet: 100 ms / 20 = 5 ms
         ({"kind": "cake", "rtt": "metro", "target": "5ms"}, "q.target"),
@@ -1033,7 +1163,17 @@ def test_cake_queue_counters_and_delay_sample(tmp_path):
     def entry(pk, drops, backlog=15140):
         tins = [{"sent_bytes": 100, "drops": 1, "ecn_mark": 2, "ack_drops": 0, "avg_delay_us": 900},
                 {"sent_bytes": pk * 1514, "drops": drops - 1, "ecn_mark": 5, "ack_drops": 3, "avg_delay_us": 7000}]
-        return {"kind": "cake", "handle": "10:", "dev": "e0a", "bytes": pk * 1514, "packets": pk, "drops": drops, "backlog": backlog, "qlen": 10, "tins": tins}
+        return {
+            "kind": "cake",
+            "handle": "10:",
+            "dev": "e0a",
+            "bytes": pk * 1514,
+            "packets": pk,
+            "drops": drops,
+            "backlog": backlog,
+            "qlen": 10,
+            "tins": tins,
+        }
 
     (tmp_path / "warm.n0").write_text(f"T 11.0\n{json.dumps([entry(500, 40)])}\n")
     (tmp_path / "final.n0").write_text(f"T 12.0\n{json.dumps([entry(1500, 140)])}\n")
@@ -1061,13 +1201,44 @@ def test_cake_tins_in_the_simulators_numbering_after_the_warm_up(tmp_path):
     def dump(bulk_pk, be_pk, voice_pk, drops=(0, 0, 0)):
         # dump order: bulk (1), best effort (0), video (2), voice (3); 1514-byte frames
         tins = [
-            {"threshold_rate": 62500, "sent_bytes": 1514 * bulk_pk, "sent_packets": bulk_pk, "drops": drops[0], "ecn_mark": 1, "ack_drops": 0},
-            {"threshold_rate": 1000000, "sent_bytes": 1514 * be_pk, "sent_packets": be_pk, "drops": drops[1], "ecn_mark": 0, "ack_drops": 4},
+            {
+                "threshold_rate": 62500,
+                "sent_bytes": 1514 * bulk_pk,
+                "sent_packets": bulk_pk,
+                "drops": drops[0],
+                "ecn_mark": 1,
+                "ack_drops": 0,
+            },
+            {
+                "threshold_rate": 1000000,
+                "sent_bytes": 1514 * be_pk,
+                "sent_packets": be_pk,
+                "drops": drops[1],
+                "ecn_mark": 0,
+                "ack_drops": 4,
+            },
             {"threshold_rate": 500000, "sent_bytes": 0, "sent_packets": 0, "drops": 0, "ecn_mark": 0, "ack_drops": 0},
-            {"threshold_rate": 250000, "sent_bytes": 1514 * voice_pk, "sent_packets": voice_pk, "drops": drops[2], "ecn_mark": 0, "ack_drops": 0},
+            {
+                "threshold_rate": 250000,
+                "sent_bytes": 1514 * voice_pk,
+                "sent_packets": voice_pk,
+                "drops": drops[2],
+                "ecn_mark": 0,
+                "ack_drops": 0,
+            },
         ]
-        return {"kind": "cake", "handle": "10:", "dev": "e0a", "options": {"diffserv": "diffserv4"}, "bytes": 1514 * (bulk_pk + be_pk + voice_pk),
-                "packets": bulk_pk + be_pk + voice_pk, "drops": sum(drops), "backlog": 0, "qlen": 0, "tins": tins}
+        return {
+            "kind": "cake",
+            "handle": "10:",
+            "dev": "e0a",
+            "options": {"diffserv": "diffserv4"},
+            "bytes": 1514 * (bulk_pk + be_pk + voice_pk),
+            "packets": bulk_pk + be_pk + voice_pk,
+            "drops": sum(drops),
+            "backlog": 0,
+            "qlen": 0,
+            "tins": tins,
+        }
 
     tins = cake_tins(dump(10, 100, 20), 14)
     assert tins["tin1_sent_bytes"] == 10 * 1500 and tins["tin0_sent_bytes"] == 100 * 1500 and tins["tin3_sent_bytes"] == 20 * 1500
@@ -1135,10 +1306,13 @@ def test_fq_codel_class_dump_in_tc_text_format():
 
     text = (
         "T 3.63 e0a\n\nT 4.09 e0a\n"
-        "class fq_codel 10:68 parent 10: \n (dropped 0, overlimits 0 requeues 0) \n backlog 7570b 5p requeues 0\n  deficit 0 count 0 lastcount 0 ldelay 20.6ms\n"
-        "class fq_codel 10:31b parent 10: \n (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n  deficit 1448 count 0 lastcount 0 ldelay 716us\n"
+        "class fq_codel 10:68 parent 10: \n (dropped 0, overlimits 0 requeues 0) \n backlog 7570b 5p requeues 0\n  deficit 0 count 0 "
+        "lastcount 0 ldelay 20.6ms\n"
+        "class fq_codel 10:31b parent 10: \n (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n  deficit 1448 count 0 "
+        "lastcount 0 ldelay 716us\n"
         "class fq_codel 10:398 parent 10: \n backlog 66b 1p requeues 0\n  deficit 1514 count 0 lastcount 0 ldelay 0us\n"
-        "T 4.30 e0a\nclass fq_codel 10:5 parent 10: \n backlog 0b 0p requeues 0\n  deficit 1514 count 2 lastcount 1 ldelay 1.2s dropping drop_next 3.0ms\n"
+        "T 4.30 e0a\nclass fq_codel 10:5 parent 10: \n backlog 0b 0p requeues 0\n  deficit 1514 count 2 lastcount 1 ldelay 1.2s dropping "
+        "drop_next 3.0ms\n"
     )
     s = parse_class_samples(text)
     assert [(t, d, len(c)) for t, d, c in s] == [(3.63, "e0a", 0), (4.09, "e0a", 3), (4.3, "e0a", 1)]

@@ -110,7 +110,17 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         ld = ldelay_series(qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), classes.get(qm.ns), series, j)
         if ld:
             ldelay[qm.name] = ld
-        row.update(id=j, name=qm.name, **{"from": qm.src}, to=qm.dst, qdisc=qm.qdisc, rate_bps=int(qm.rate_bps), delay=qm.delay, trace_vars="", lower="wire")
+        row.update(
+            id=j,
+            name=qm.name,
+            **{"from": qm.src},
+            to=qm.dst,
+            qdisc=qm.qdisc,
+            rate_bps=int(qm.rate_bps),
+            delay=qm.delay,
+            trace_vars="",
+            lower="wire",
+        )
         for c in qcols:
             q[c].append(row.get(c, NAN))
         # cake's per-tin counters: extra columns, as the simulator's table has them
@@ -154,9 +164,12 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         )
     if late is not None and lags[late] > START_LAG_NOTE:
         lag_note = (
-            f"iperf3 clients began their tests up to {lags[late]:.2f} s after their scheduled starts ({late}; mean {info['start_lag']['mean']:.2f} s): "
-            "iperf3's control messages and its data connection's SYN cross the bottleneck, where a loss costs a retransmission timeout (1 s for a SYN), "
-            "and a busy guest CPU delays them further, so the kernel's start-up differs from the simulator's; goodput is measured from each test's own start"
+            f"iperf3 clients began their tests up to {lags[late]:.2f} s after their scheduled starts ({late}; mean "
+            f"{info['start_lag']['mean']:.2f} s): "
+            "iperf3's control messages and its data connection's SYN cross the bottleneck, where a loss costs a retransmission timeout (1 "
+            "s for a SYN), "
+            "and a busy guest CPU delays them further, so the kernel's start-up differs from the simulator's; goodput is measured from "
+            "each test's own start"
         )
         info["notes"].append(lag_note)
         warnings.append(f"linux engine: {lag_note}")
@@ -168,8 +181,10 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     if after and info["cpu_busy_max"] > CPU_SATURATED:
         hot = sum(1 for b in after if b > CPU_SATURATED)
         warnings.append(
-            f"linux engine: the VM's CPU was saturated ({hot} of {len(after)} bins above {CPU_SATURATED:.0%} busy, peak {info['cpu_busy_max']:.0%}): "
-            "the kernel could not keep up, so results reflect the emulated CPU and not only the network; use fewer flows or a larger icount shift"
+            f"linux engine: the VM's CPU was saturated ({hot} of {len(after)} bins above {CPU_SATURATED:.0%} busy, peak "
+            f"{info['cpu_busy_max']:.0%}): "
+            "the kernel could not keep up, so results reflect the emulated CPU and not only the network; use fewer flows or a larger "
+            "icount shift"
         )
     raw = schema.raw_result(
         version=_version(),

@@ -105,7 +105,14 @@ def with_kernel_starts(scenario: Any, seed: int | None, lags: dict[str, float]) 
     if any(f["name"] not in lags for f in plan["flows"]):
         return None
     d["flow"] = [
-        {"kind": "bulk", "name": f["name"], "from": f["src"], "to": f["dst"], "start": f"{f['start'] + lags[f['name']]:.9f}s", "stop": f"{f['stop']:.9f}s"}
+        {
+            "kind": "bulk",
+            "name": f["name"],
+            "from": f["src"],
+            "to": f["dst"],
+            "start": f"{f['start'] + lags[f['name']]:.9f}s",
+            "stop": f"{f['stop']:.9f}s",
+        }
         for f in plan["flows"]
     ]
     return d
@@ -113,7 +120,14 @@ def with_kernel_starts(scenario: Any, seed: int | None, lags: dict[str, float]) 
 
 #: rows worth repeating with the simulator at the kernel's start times (whole-run counts
 #: and queue statistics that a start-up can move)
-KERNEL_START_METRICS = ("sojourn mean ms", "drops after warm-up /s", "dropped (whole run)", "retransmitted segments (whole run)", "fast recoveries (whole run)", "lost retransmissions (whole run)")
+KERNEL_START_METRICS = (
+    "sojourn mean ms",
+    "drops after warm-up /s",
+    "dropped (whole run)",
+    "retransmitted segments (whole run)",
+    "fast recoveries (whole run)",
+    "lost retransmissions (whole run)",
+)
 
 
 def kernel_start_rows(sim_at_kernel_starts, lin) -> list[Row]:
@@ -267,7 +281,13 @@ def compare(sim, lin, *, rel_tol: float = REL_TOL, util_points: float = UTIL_POI
     # retransmissions) against the simulator's per-flow counts
     tcp = (getattr(lin, "engine_info", None) or {}).get("tcp") or {}
     if len(bulk) and tcp:
-        for col, label in (("retransmits", "retransmitted segments (whole run)"), ("rtos", "RTOs (whole run)"), ("fast_recoveries", "fast recoveries (whole run)"), ("loss_probes", "tail loss probes (whole run)"), ("lost_retransmits", "lost retransmissions (whole run)")):
+        for col, label in (
+            ("retransmits", "retransmitted segments (whole run)"),
+            ("rtos", "RTOs (whole run)"),
+            ("fast_recoveries", "fast recoveries (whole run)"),
+            ("loss_probes", "tail loss probes (whole run)"),
+            ("lost_retransmits", "lost retransmissions (whole run)"),
+        ):
             va = sum(_f(sf.loc[n, col]) for n in bulk) if col in sf.columns else math.nan
             vb = _f(tcp.get(col))
             rows.append(Row("flow", f"all {len(bulk)} bulk", label, va, vb, _ratio(va, vb), ""))

@@ -79,7 +79,9 @@ def run_linux(
     say = log or (lambda m: None)
     image = vm.build_image(log=say)
     if tr.captures and "tcpdump" not in image.manifest.get("binaries", {}):
-        raise LinuxEngineError("a packet capture needs tcpdump in the VM image: install the Debian package tcpdump (AQMLAB_VM_OPTIONAL=1 aqmlab setup linux)")
+        raise LinuxEngineError(
+            "a packet capture needs tcpdump in the VM image: install the Debian package tcpdump (AQMLAB_VM_OPTIONAL=1 aqmlab setup linux)"
+        )
     say(f"linux engine: booting the VM (kernel {image.version}, TCG with -icount: minutes, not seconds)")
     job = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="aqmlab-vm-"))
     job.mkdir(parents=True, exist_ok=True)
@@ -89,7 +91,11 @@ def run_linux(
     (job / "run.sh").write_text(tr.script)
     t = time.monotonic()
     # generous: the emulation overhead under TCG is 5-30x depending on host load
-    limit = timeout if timeout is not None else float(os.environ.get("AQMLAB_VM_TIMEOUT", str(600 + 60 * tr.duration * max(1, len(tr.flows) / 4))))
+    limit = (
+        timeout
+        if timeout is not None
+        else float(os.environ.get("AQMLAB_VM_TIMEOUT", str(600 + 60 * tr.duration * max(1, len(tr.flows) / 4))))
+    )
     try:
         on_line: Callable[[str], None] | None = None
         if progress is not None:

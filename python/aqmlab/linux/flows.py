@@ -62,7 +62,9 @@ def data_start(launched: float, ended: float | None, cli: dict) -> float:
     return max(launched, ended - secs)
 
 
-def iperf_flow(out: Path, f: FlowMap, st: float, warm: float, dur: float, binw: float, bins: np.ndarray, row: dict, ended: float | None = None) -> float | None:
+def iperf_flow(
+    out: Path, f: FlowMap, st: float, warm: float, dur: float, binw: float, bins: np.ndarray, row: dict, ended: float | None = None
+) -> float | None:
     """Fills a bulk or UDP flow's row and goodput bins from iperf3's JSON; returns when
     its test began (:func:`data_start`), or None when iperf3 left no result."""
     srv = read_json(out, f"srv.{f.port}.json") or {}
@@ -133,7 +135,16 @@ def ping_flow(out: Path, f: FlowMap, st: float, warm: float, row: dict, samples:
     sent_warm = sum(1 for s in range(1, sent + 1) if st + (s - 1) * f.interval >= warm)
     got_warm = sum(1 for s in rtts if 1 <= s <= sent and st + (s - 1) * f.interval >= warm)
     s = stats(keep)
-    row.update(probes_sent=float(sent), loss_rate=(1 - got_warm / sent_warm) if sent_warm else NAN, rtt_mean=s["mean"], rtt_p50=s["p50"], rtt_p90=s["p90"], rtt_p99=s["p99"], rtt_min=s["min"], rtt_max=s["max"])
+    row.update(
+        probes_sent=float(sent),
+        loss_rate=(1 - got_warm / sent_warm) if sent_warm else NAN,
+        rtt_mean=s["mean"],
+        rtt_p50=s["p50"],
+        rtt_p90=s["p90"],
+        rtt_p99=s["p99"],
+        rtt_min=s["min"],
+        rtt_max=s["max"],
+    )
     row["sent_pkts"] = float(sent)
     row["delivered_pkts"] = float(len(rtts))
 
@@ -164,4 +175,13 @@ def irtt_flow(out: Path, f: FlowMap, st: float, warm: float, row: dict, samples:
     s = stats(keep)
     sent = len(rts)
     lost = sum(1 for rt in rts if "rtt" not in (rt.get("delay") or {}))
-    row.update(probes_sent=float(sent), loss_rate=lost / sent if sent else NAN, rtt_mean=s["mean"], rtt_p50=s["p50"], rtt_p90=s["p90"], rtt_p99=s["p99"], rtt_min=s["min"], rtt_max=s["max"])
+    row.update(
+        probes_sent=float(sent),
+        loss_rate=lost / sent if sent else NAN,
+        rtt_mean=s["mean"],
+        rtt_p50=s["p50"],
+        rtt_p90=s["p90"],
+        rtt_p99=s["p99"],
+        rtt_min=s["min"],
+        rtt_max=s["max"],
+    )

@@ -72,7 +72,18 @@ def red_adaptation_note(name: str, dev: str, samples: list | None) -> str | None
     )
 
 
-def ldelay_series(qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins: int, samples: list | None, classes: list | None, series: LongTable, j: int) -> dict[str, float]:
+def ldelay_series(
+    qm: QueueMap,
+    t0: float,
+    warm: float,
+    dur: float,
+    binw: float,
+    nbins: int,
+    samples: list | None,
+    classes: list | None,
+    series: LongTable,
+    j: int,
+) -> dict[str, float]:
     """Statistics of the kernel's ``ldelay`` samples of a codel or fq_codel queue after the
     warm-up (seconds; ``n`` samples), and its per-bin mean as the ``ldelay`` series."""
     pts: list[tuple[float, float]] = []
@@ -139,14 +150,27 @@ def cake_tins(qdisc: dict | None, overhead: int) -> dict[str, float]:
     return out
 
 
-def queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins: int, samples: list | None, series: LongTable, j: int) -> dict:
+def queue_row(
+    out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins: int, samples: list | None, series: LongTable, j: int
+) -> dict:
     fin_s = parse_tc_samples(read_text(out, f"final.{qm.ns}"))
     fin = child(fin_s[0][1], qm.dev) if fin_s else None
     if warm > 0:
         w_s = parse_tc_samples(read_text(out, f"warm.{qm.ns}"))
         w = child(w_s[0][1], qm.dev) if w_s else None
     else:
-        w = {"bytes": 0, "packets": 0, "drops": 0, "qlen": 0, "ecn_mark": 0, "drop_overlimit": 0, "dropped": 0, "overlimit": 0, "drop_overmemory": 0, "marked": 0}
+        w = {
+            "bytes": 0,
+            "packets": 0,
+            "drops": 0,
+            "qlen": 0,
+            "ecn_mark": 0,
+            "drop_overlimit": 0,
+            "dropped": 0,
+            "overlimit": 0,
+            "drop_overmemory": 0,
+            "marked": 0,
+        }
     row: dict[str, Any] = {}
 
     # As in the simulator: the qdisc's counters (arrivals, dequeued, dropped, marked and
@@ -269,5 +293,12 @@ def queue_row(out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw:
     leave = (tx_pk + (head if head == head else 0.0)) / span if span > 0 and tx_pk == tx_pk else NAN
     if qlens and leave == leave and leave > 0 and all(x == x for x in qlens):
         s["mean"] = float(np.mean(qlens)) / leave
-    row.update(sojourn_n=float(len(est)) if samples else NAN, sojourn_mean=s["mean"], sojourn_p50=s["p50"], sojourn_p90=s["p90"], sojourn_p99=s["p99"], sojourn_max=s["max"])
+    row.update(
+        sojourn_n=float(len(est)) if samples else NAN,
+        sojourn_mean=s["mean"],
+        sojourn_p50=s["p50"],
+        sojourn_p90=s["p90"],
+        sojourn_p99=s["p99"],
+        sojourn_max=s["max"],
+    )
     return row

@@ -36,11 +36,30 @@ from typing import Any
 from aqmlab._topology import duplex_pairs
 from aqmlab.errors import ScenarioError
 
-__all__ = ["Translation", "CaptureMap", "translate", "parse_progress", "PROGRESS_TAG", "parse_duration", "parse_rate", "parse_size", "tc_qdisc_args", "BIN"]
+__all__ = [
+    "Translation",
+    "CaptureMap",
+    "translate",
+    "parse_progress",
+    "PROGRESS_TAG",
+    "parse_duration",
+    "parse_rate",
+    "parse_size",
+    "tc_qdisc_args",
+    "BIN",
+]
 
 #: Absolute paths of the guest's programs: busybox's shell prefers its own applets
 #: (a reduced ``ip``) over PATH, so the real ones are named in full.
-BIN = {"ip": "/usr/bin/ip", "tc": "/usr/bin/tc", "iperf3": "/usr/bin/iperf3", "ping": "/usr/bin/ping", "ethtool": "/usr/bin/ethtool", "irtt": "/usr/bin/irtt", "tcpdump": "/usr/bin/tcpdump"}
+BIN = {
+    "ip": "/usr/bin/ip",
+    "tc": "/usr/bin/tc",
+    "iperf3": "/usr/bin/iperf3",
+    "ping": "/usr/bin/ping",
+    "ethtool": "/usr/bin/ethtool",
+    "irtt": "/usr/bin/irtt",
+    "tcpdump": "/usr/bin/tcpdump",
+}
 
 #: Bytes of each packet a capture keeps (``tcpdump -s``): Ethernet, IPv4 and TCP headers
 #: with options (SACK blocks), nothing of the payload.
@@ -114,13 +133,18 @@ def _flag(q: dict, key: str, on: str, off: str | None, default: bool) -> list[st
 
 def _only_default(q: dict, where: str, key: str, allowed: tuple, why: str) -> None:
     if key in q and q[key] not in allowed:
-        raise ScenarioError(f"{where}.{key}", f"{q[key]!r} is not supported by the linux engine ({why}); allowed: {', '.join(repr(a) for a in allowed)}")
+        raise ScenarioError(
+            f"{where}.{key}", f"{q[key]!r} is not supported by the linux engine ({why}); allowed: {', '.join(repr(a) for a in allowed)}"
+        )
 
 
 def _unknown(q: dict, where: str, known: set[str]) -> None:
     for k in q:
         if k != "kind" and k not in known:
-            raise ScenarioError(f"{where}.{k}", f"not supported by the linux engine for qdisc kind {q['kind']!r} (supported keys: {', '.join(sorted(known)) or 'none'})")
+            raise ScenarioError(
+                f"{where}.{k}",
+                f"not supported by the linux engine for qdisc kind {q['kind']!r} (supported keys: {', '.join(sorted(known)) or 'none'})",
+            )
 
 
 def _sixteenths(q: dict, where: str, key: str) -> list[str]:
@@ -142,7 +166,10 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
     if kind == "pfifo_fast":
         _unknown(q, where, {"limit"})
         if q.get("limit", 1000) != 1000:
-            raise ScenarioError(f"{where}.limit", "the linux engine keeps the veth txqueuelen of 1000 that pfifo_fast takes as its per-band limit (only 1000 is allowed)")
+            raise ScenarioError(
+                f"{where}.limit",
+                "the linux engine keeps the veth txqueuelen of 1000 that pfifo_fast takes as its per-band limit (only 1000 is allowed)",
+            )
         return ["pfifo_fast"]
     if kind in ("fifo", "pfifo", "bfifo"):
         _unknown(q, where, {"limit"})
@@ -167,7 +194,23 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["ce_threshold", _us(parse_duration(q["ce_threshold"], f"{where}.ce_threshold"))]
         return a + _flag(q, "ecn", "ecn", "noecn", False)
     if kind == "fq_codel":
-        _unknown(q, where, {"limit", "flows", "quantum", "target", "interval", "ecn", "ce_threshold", "memory_limit", "drop_batch", "variant", "backlog_rule"})
+        _unknown(
+            q,
+            where,
+            {
+                "limit",
+                "flows",
+                "quantum",
+                "target",
+                "interval",
+                "ecn",
+                "ce_threshold",
+                "memory_limit",
+                "drop_batch",
+                "variant",
+                "backlog_rule",
+            },
+        )
         _only_default(q, where, "variant", ("linux",), "the kernel runs Linux sch_fq_codel")
         _only_default(q, where, "backlog_rule", ("linux",), "the kernel runs Linux sch_fq_codel")
         a = ["fq_codel"]
@@ -188,7 +231,26 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["memory_limit", str(int(parse_size(q["memory_limit"], f"{where}.memory_limit")))]
         return a + _flag(q, "ecn", "ecn", "noecn", True)
     if kind == "pie":
-        _unknown(q, where, {"variant", "target", "tupdate", "limit", "alpha", "beta", "max_burst", "ecn", "ecn_prob", "bytemode", "estimator", "dq_threshold", "mean_pktsize", "derandomize"})
+        _unknown(
+            q,
+            where,
+            {
+                "variant",
+                "target",
+                "tupdate",
+                "limit",
+                "alpha",
+                "beta",
+                "max_burst",
+                "ecn",
+                "ecn_prob",
+                "bytemode",
+                "estimator",
+                "dq_threshold",
+                "mean_pktsize",
+                "derandomize",
+            },
+        )
         _only_default(q, where, "variant", ("linux",), "the kernel runs today's Linux sch_pie")
         _only_default(q, where, "max_burst", ("150ms", 0.15), "fixed at 150 ms in sch_pie")
         _only_default(q, where, "ecn_prob", (0.1,), "fixed at 10 % in sch_pie")
@@ -209,7 +271,25 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["dq_rate_estimator"]
         return a
     if kind == "fq_pie":
-        _unknown(q, where, {"limit", "flows", "target", "tupdate", "alpha", "beta", "quantum", "memory_limit", "ecn", "ecn_prob", "bytemode", "dq_rate_estimator", "backlog_rule"})
+        _unknown(
+            q,
+            where,
+            {
+                "limit",
+                "flows",
+                "target",
+                "tupdate",
+                "alpha",
+                "beta",
+                "quantum",
+                "memory_limit",
+                "ecn",
+                "ecn_prob",
+                "bytemode",
+                "dq_rate_estimator",
+                "backlog_rule",
+            },
+        )
         _only_default(q, where, "backlog_rule", ("linux",), "the kernel runs Linux sch_fq_pie")
         a = ["fq_pie"]
         lim = _limit_packets(q, where, frame, notes)
@@ -244,13 +324,33 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             a += ["perturb", str(max(1, round(parse_duration(q["perturb"], f"{where}.perturb"))))]
         return a + _flag(q, "headdrop", "headdrop", None, False)
     if kind in ("red", "ared"):
-        _unknown(q, where, {"limit", "min", "max", "avpkt", "burst", "probability", "bandwidth", "adaptive", "ecn", "harddrop", "gentle", "ewma_log", "variant"})
+        _unknown(
+            q,
+            where,
+            {
+                "limit",
+                "min",
+                "max",
+                "avpkt",
+                "burst",
+                "probability",
+                "bandwidth",
+                "adaptive",
+                "ecn",
+                "harddrop",
+                "gentle",
+                "ewma_log",
+                "variant",
+            },
+        )
         _only_default(q, where, "variant", ("linux",), "the kernel runs Linux sch_red, not ns-2's RED")
         _only_default(q, where, "gentle", (False,), "gentle RED is not in Linux sch_red")
         _only_default(q, where, "ewma_log", (), "tc sets ewma_log from burst; give burst")
         for k in ("min", "max", "limit"):
             if k in q and isinstance(q[k], int):
-                raise ScenarioError(f"{where}.{k}", f"{q[k]!r}: packet thresholds are not supported by the linux engine; give bytes (\"12500B\")")
+                raise ScenarioError(
+                    f"{where}.{k}", f'{q[k]!r}: packet thresholds are not supported by the linux engine; give bytes ("12500B")'
+                )
         if "max" not in q and "min" not in q:
             raise ScenarioError(f"{where}.max", "the linux engine needs explicit RED thresholds (min and/or max in bytes)")
         mx = parse_size(q["max"], f"{where}.max") if "max" in q else 3 * parse_size(q["min"], f"{where}.min")
@@ -269,7 +369,10 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
         return a
     if kind == "cake":
         return _cake_args(q, where)
-    raise ScenarioError(f"{where}.kind", f"qdisc kind {kind!r} is not supported by the linux engine (supported: fifo, codel, fq_codel, pie, fq_pie, sfq, red, ared, cake)")
+    raise ScenarioError(
+        f"{where}.kind",
+        f"qdisc kind {kind!r} is not supported by the linux engine (supported: fifo, codel, fq_codel, pie, fq_pie, sfq, red, ared, cake)",
+    )
 
 
 #: tc-cake's keywords (iproute2 q_cake.c) for the simulator's cake settings.
@@ -297,7 +400,27 @@ def _cake_args(q: dict, where: str) -> list[str]:
     is passed, so the kernel's defaults (unlimited, internet, diffserv3, triple-isolate,
     nonat, nowash, egress, no-ack-filter) apply where the simulator's do. tc has no target
     keyword: sch_cake derives target = rtt / 20, so an explicit target must be that."""
-    _unknown(q, where, {"bandwidth", "rtt", "target", "diffserv", "isolation", "nat", "wash", "ingress", "ack_filter", "preset", "overhead", "mpu", "atm", "ether_vlan", "memlimit"})
+    _unknown(
+        q,
+        where,
+        {
+            "bandwidth",
+            "rtt",
+            "target",
+            "diffserv",
+            "isolation",
+            "nat",
+            "wash",
+            "ingress",
+            "ack_filter",
+            "preset",
+            "overhead",
+            "mpu",
+            "atm",
+            "ether_vlan",
+            "memlimit",
+        },
+    )
     a = ["cake"]
     if "bandwidth" in q:
         bw = q["bandwidth"]
@@ -307,7 +430,16 @@ def _cake_args(q: dict, where: str) -> list[str]:
         r = q["rtt"]
         if r in CAKE_RTT_PRESETS:
             a.append(str(r))
-            rtt_us = {"datacentre": 100, "lan": 1_000, "metro": 10_000, "regional": 30_000, "internet": 100_000, "oceanic": 300_000, "satellite": 1_000_000, "interplanetary": 1_000_000_000}[r]
+            rtt_us = {
+                "datacentre": 100,
+                "lan": 1_000,
+                "metro": 10_000,
+                "regional": 30_000,
+                "internet": 100_000,
+                "oceanic": 300_000,
+                "satellite": 1_000_000,
+                "interplanetary": 1_000_000_000,
+            }[r]
         else:
             try:
                 d = parse_duration(r, f"{where}.rtt")
@@ -319,7 +451,11 @@ def _cake_args(q: dict, where: str) -> list[str]:
         t = round(parse_duration(q["target"], f"{where}.target") * 1e6)
         implied = max(1, int(rtt_us) // 20)
         if t != implied:
-            raise ScenarioError(f"{where}.target", f"{q['target']!r} is not supported by the linux engine: tc-cake has no target keyword, sch_cake uses rtt / 20 = {implied}us; set rtt instead")
+            raise ScenarioError(
+                f"{where}.target",
+                f"{q['target']!r} is not supported by the linux engine: tc-cake has no target keyword, sch_cake uses rtt / 20 = "
+                f"{implied}us; set rtt instead",
+            )
     for key, allowed in (("diffserv", CAKE_DIFFSERV), ("isolation", CAKE_ISOLATION), ("preset", CAKE_OVERHEAD_PRESETS)):
         v = _choice(q, where, key, allowed)
         if v:
@@ -445,8 +581,29 @@ _CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr", "dctcp
 
 # [tcp] keys: supported, or only at their Linux default
 _TCP_DEFAULTS = {
-    "stack": "linux", "mss": 1448, "delayed_ack": "linux", "prr": True, "recovery": "prr", "rto_floor": "variance",
-    "ss_growth": "segments", "ca_growth": "segments", "reno_halves": "cwnd", "rtt_timing": "ack", "timestamps": True, "rto_undo": True, "undo": "linux", "loss_detection": "rack", "tlp": "linux", "dsack": True, "hz": 250, "early_retransmit": False, "trace": False, "max_window": None, "rcv_window": "3MiB", "rcv_autotune": "linux", "bbr_version": "linux",
+    "stack": "linux",
+    "mss": 1448,
+    "delayed_ack": "linux",
+    "prr": True,
+    "recovery": "prr",
+    "rto_floor": "variance",
+    "ss_growth": "segments",
+    "ca_growth": "segments",
+    "reno_halves": "cwnd",
+    "rtt_timing": "ack",
+    "timestamps": True,
+    "rto_undo": True,
+    "undo": "linux",
+    "loss_detection": "rack",
+    "tlp": "linux",
+    "dsack": True,
+    "hz": 250,
+    "early_retransmit": False,
+    "trace": False,
+    "max_window": None,
+    "rcv_window": "3MiB",
+    "rcv_autotune": "linux",
+    "bbr_version": "linux",
 }
 
 
@@ -491,7 +648,11 @@ def _tcp_settings(tcp: dict, where: str) -> dict[str, Any]:
             out["trace"] = bool(v)
         elif k in _TCP_DEFAULTS:
             if v != _TCP_DEFAULTS[k]:
-                raise ScenarioError(f, f"{v!r} is not supported by the linux engine (only the Linux default {_TCP_DEFAULTS[k]!r}; the kernel has no per-connection knob the engine sets)")
+                raise ScenarioError(
+                    f,
+                    f"{v!r} is not supported by the linux engine (only the Linux default {_TCP_DEFAULTS[k]!r}; the kernel has no "
+                    "per-connection knob the engine sets)",
+                )
         else:
             raise ScenarioError(f, "not supported by the linux engine")
     return out
@@ -531,7 +692,10 @@ def _check_supported(sc: dict) -> None:
         if db.get(d, {}).get("loss_periods"):
             raise ScenarioError(f"dumbbell.{d}.loss_periods", "not supported by the linux engine (constant loss only)")
     if db.get("device_queue", 1) != 1:
-        raise ScenarioError("dumbbell.device_queue", "the linux engine models only device_queue = 1 (veth has no device queue below the qdisc, like BQL at one packet)")
+        raise ScenarioError(
+            "dumbbell.device_queue",
+            "the linux engine models only device_queue = 1 (veth has no device queue below the qdisc, like BQL at one packet)",
+        )
     for i, lk in enumerate(sc.get("link", [])):
         if lk.get("loss_periods"):
             raise ScenarioError(f"link[{i}].loss_periods", "not supported by the linux engine (constant loss only)")
@@ -547,7 +711,9 @@ def _check_supported(sc: dict) -> None:
 SUPPORTED_FLOWS = ("bulk", "cbr", "ping", "udp_rr", "rrul", "rrul_be")
 
 
-def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_port: int = 5201, capture: list[str] | tuple[str, ...] = ()) -> Translation:
+def translate(
+    sc: dict, plan: dict, *, sample_period: float | None = None, base_port: int = 5201, capture: list[str] | tuple[str, ...] = ()
+) -> Translation:
     """Translates a validated scenario (``sc``: the parsed TOML; ``plan``: what
     ``Scenario.validate()`` resolved) into the guest script.
 
@@ -622,7 +788,10 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
                 if "burst" in shaper:
                     sburst = int(parse_size(shaper["burst"], f"{path.rsplit('.', 1)[0]}.shaper.burst"))
                 if rate < ln["rate_bps"]:
-                    notes.append(f"link {ln['name']}: the {skind} shaper at {rate / 1e6:g} Mbit/s is the kernel's rate limit; the faster wire under it ({ln['rate_bps'] / 1e6:g} Mbit/s) is not modelled")
+                    notes.append(
+                        f"link {ln['name']}: the {skind} shaper at {rate / 1e6:g} Mbit/s is the kernel's rate limit; the faster wire "
+                        f"under it ({ln['rate_bps'] / 1e6:g} Mbit/s) is not modelled"
+                    )
                 rate = min(rate, ln["rate_bps"])
             frame = ln["mtu"] + ln["overhead"]
             # One frame, or 100 us of the rate on fast links (access links at 1 Gbit/s would
@@ -638,10 +807,26 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
             else:
                 cmds[iface.ns] += [
                     f"tc qdisc replace dev {dev} root handle 1:{stab} htb default 1 direct_qlen 1000",
-                    f"tc class add dev {dev} parent 1: classid 1:1 htb rate {int(rate)}bit ceil {int(rate)}bit burst {burst} cburst {burst} quantum {frame}",
+                    f"tc class add dev {dev} parent 1: classid 1:1 htb rate {int(rate)}bit ceil {int(rate)}bit burst {burst} cburst "
+                    f"{burst} quantum {frame}",
                     f"tc qdisc replace dev {dev} parent 1:1 handle 10: " + " ".join(child),
                 ]
-            queues.append(QueueMap(ln["name"], ln["from"], ln["to"], iface.ns, dev, rate, ln["delay"], q.get("kind", "fifo"), child, skind, ln["overhead"], ln["mtu"]))
+            queues.append(
+                QueueMap(
+                    ln["name"],
+                    ln["from"],
+                    ln["to"],
+                    iface.ns,
+                    dev,
+                    rate,
+                    ln["delay"],
+                    q.get("kind", "fifo"),
+                    child,
+                    skind,
+                    ln["overhead"],
+                    ln["mtu"],
+                )
+            )
 
     # addresses on loopback, routes by BFS (hosts do not forward)
     for n in nodes:
@@ -694,7 +879,9 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
         kind = f["kind"]
         where = f"flow[{g}]"
         if tab.get("kind") not in SUPPORTED_FLOWS:
-            raise ScenarioError(f"{where}.kind", f"{tab.get('kind')!r} is not supported by the linux engine (supported: {', '.join(SUPPORTED_FLOWS)})")
+            raise ScenarioError(
+                f"{where}.kind", f"{tab.get('kind')!r} is not supported by the linux engine (supported: {', '.join(SUPPORTED_FLOWS)})"
+            )
         fm = FlowMap(f["name"], kind, f["src"], f["dst"], f["start"], min(f["stop"], duration), base_port + i, "iperf3")
         # the plan's DSCP (a flow's `dscp` key, or rrul's per-sub-flow marks) as the TOS byte
         # of IP_TOS, which each tool sets on both ends (the clients in _script)
@@ -704,13 +891,18 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
             fset = _tcp_settings(ftcp, f"{where}.tcp")
             for key in fset:
                 if key not in _PER_FLOW and fset[key] != tcp.get(key, fset[key] if key not in ("ecn", "gso") else False):
-                    raise ScenarioError(f"{where}.tcp.{key}", f"per-flow values other than {', '.join(_PER_FLOW)} are not supported by the linux engine (set it in [tcp])")
+                    raise ScenarioError(
+                        f"{where}.tcp.{key}",
+                        f"per-flow values other than {', '.join(_PER_FLOW)} are not supported by the linux engine (set it in [tcp])",
+                    )
             fm.cc = fset.get("cc", tcp.get("cc", "cubic"))
             tcp_flows.append(_TcpFlow(f["name"], f["src"], f["dst"], where, fset, tcp))
             if "bytes" in tab:
                 fm.bytes = int(parse_size(tab["bytes"], f"{where}.bytes"))
-                note = (f"{where}.bytes: iperf3 -n ends the test once the client has written the bytes into its socket, and the server counts "
-                        "what arrived by then: the kernel's goodput of a finite transfer is a lower bound (docs/validation.md, tcp_bulk)")
+                note = (
+                    f"{where}.bytes: iperf3 -n ends the test once the client has written the bytes into its socket, and the server counts "
+                    "what arrived by then: the kernel's goodput of a finite transfer is a lower bound (docs/validation.md, tcp_bulk)"
+                )
                 if note not in notes:
                     notes.append(note)
         elif kind == "cbr":
@@ -731,14 +923,31 @@ def translate(sc: dict, plan: dict, *, sample_period: float | None = None, base_
 
     ns_sysctl = _per_flow_tcp(tcp_flows, tcp, cmds, node_ns, node_addr, notes)
     if tcp.get("trace") or any(t.own.get("trace") for t in tcp_flows):
-        notes.append("tcp.trace: the linux engine records no cwnd/ssthresh/srtt samples of the kernel's sockets (an output request; the run is the same)")
+        notes.append(
+            "tcp.trace: the linux engine records no cwnd/ssthresh/srtt samples of the kernel's sockets (an output request; the run is the "
+            "same)"
+        )
 
     routers = [node_ns[n] for n in nodes if kinds[n] == "router"]
     sampled = routers or [node_ns[n] for n in nodes]
     # the qdisc samplers' mean gap: half a bin, so that with the jitter below (gaps uniform
     # in [0.5, 1.5) x the mean) every bin gets at least one sample
     period = sample_period if sample_period is not None else plan["bin"] / 2
-    tr = Translation(duration, plan["warmup"], plan["bin"], period, node_ns, node_addr, sampled, queues, flows, "", notes, cmds, {f["name"]: f["group"] for f in plan["flows"]})
+    tr = Translation(
+        duration,
+        plan["warmup"],
+        plan["bin"],
+        period,
+        node_ns,
+        node_addr,
+        sampled,
+        queues,
+        flows,
+        "",
+        notes,
+        cmds,
+        {f["name"]: f["group"] for f in plan["flows"]},
+    )
     for name in capture:
         qm = next((q for q in queues if q.name == name), None)
         if qm is None:
@@ -770,8 +979,14 @@ class _TcpFlow:
         return f"{self.where}.tcp.{key}" if key in self.own else f"tcp.{key}"
 
 
-def _per_flow_tcp(flows: list[_TcpFlow], tcp: dict[str, Any], cmds: dict[str, list[str]], node_ns: dict[str, str], node_addr: dict[str, str],
-                  notes: list[str]) -> dict[str, dict[str, str]]:
+def _per_flow_tcp(
+    flows: list[_TcpFlow],
+    tcp: dict[str, Any],
+    cmds: dict[str, list[str]],
+    node_ns: dict[str, str],
+    node_addr: dict[str, str],
+    notes: list[str],
+) -> dict[str, dict[str, str]]:
     """Sets the per-flow ``init_cwnd``, ``ecn`` and ``sack`` of the TCP flows on the
     kernel, or refuses (naming the key) what it cannot set for one flow alone:
 
@@ -797,8 +1012,12 @@ def _per_flow_tcp(flows: list[_TcpFlow], tcp: dict[str, Any], cmds: dict[str, li
             other = per_route.setdefault((t.src, t.dst), t)
             if other.value(key, None) != t.value(key, None):
                 a, b = (t, other) if key in t.own else (other, t)
-                raise ScenarioError(a.key_path(key), f"{a.value(key, None)!r} for {a.name} but {b.value(key, None)!r} for {b.name}, from the same host to the same destination: "
-                                    f"the linux engine sets {key} on the route from {a.src} to {a.dst}")
+                raise ScenarioError(
+                    a.key_path(key),
+                    f"{a.value(key, None)!r} for {a.name} but {b.value(key, None)!r} for {b.name}, from the same host to the same "
+                    "destination: "
+                    f"the linux engine sets {key} on the route from {a.src} to {a.dst}",
+                )
         for (src, dst), t in per_route.items():
             if key not in t.own:
                 continue
@@ -806,7 +1025,11 @@ def _per_flow_tcp(flows: list[_TcpFlow], tcp: dict[str, Any], cmds: dict[str, li
             if key == "ecn":
                 if not v:
                     if tcp.get("ecn"):
-                        raise ScenarioError(t.key_path(key), "false under [tcp] ecn = true is not supported by the linux engine (a route can turn ECN on for a destination, not off)")
+                        raise ScenarioError(
+                            t.key_path(key),
+                            "false under [tcp] ecn = true is not supported by the linux engine (a route can turn ECN on for a "
+                            "destination, not off)",
+                        )
                     continue
                 opt = " features ecn"
                 if not tcp.get("ecn"):
@@ -830,15 +1053,24 @@ def _per_flow_tcp(flows: list[_TcpFlow], tcp: dict[str, Any], cmds: dict[str, li
         for t in flows:
             want = bool(t.value("sack", default))
             if (host[t.src] and host[t.dst]) != want:
-                others = sorted({o.name for o in flows if o is not t and {o.src, o.dst} & {t.src, t.dst} and bool(o.value("sack", default)) != want})
-                raise ScenarioError(t.key_path("sack"), f"{want!r} for {t.name} is not supported by the linux engine here: the kernel negotiates SACK per host (net.ipv4.tcp_sack) "
-                                    f"and {t.src} or {t.dst} also carries {', '.join(others)} with sack = {not want!r}; give such flows hosts of their own")
+                others = sorted(
+                    {o.name for o in flows if o is not t and {o.src, o.dst} & {t.src, t.dst} and bool(o.value("sack", default)) != want}
+                )
+                raise ScenarioError(
+                    t.key_path("sack"),
+                    f"{want!r} for {t.name} is not supported by the linux engine here: the kernel negotiates SACK per host "
+                    "(net.ipv4.tcp_sack) "
+                    f"and {t.src} or {t.dst} also carries {', '.join(others)} with sack = {not want!r}; give such flows hosts of their own",
+                )
         for h, v in host.items():
             if v != default:
                 ns_sysctl.setdefault(node_ns[h], {})["net.ipv4.tcp_sack"] = "1" if v else "0"
     if ns_sysctl:
         name = {ns: n for n, ns in node_ns.items()}
-        notes.append("per-flow TCP options set per host: " + "; ".join(f"{name[ns]}: " + ", ".join(f"{k} = {v}" for k, v in d.items()) for ns, d in sorted(ns_sysctl.items())))
+        notes.append(
+            "per-flow TCP options set per host: "
+            + "; ".join(f"{name[ns]}: " + ", ".join(f"{k} = {v}" for k, v in d.items()) for ns, d in sorted(ns_sysctl.items()))
+        )
     return ns_sysctl
 
 
@@ -872,7 +1104,14 @@ def _jittered_sleep(mean: float) -> str:
     return f"ms={ms}; sleep $((ms / 1000)).$((ms % 1000 / 100))$((ms % 100 / 10))$((ms % 10))"
 
 
-def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl: dict[str, str], tcp: dict, ns_sysctl: dict[str, dict[str, str]] | None = None) -> str:
+def _script(
+    tr: Translation,
+    top: list[str],
+    cmds: dict[str, list[str]],
+    sysctl: dict[str, str],
+    tcp: dict,
+    ns_sysctl: dict[str, dict[str, str]] | None = None,
+) -> str:
     ip, tc = BIN["ip"], BIN["tc"]
     L: list[str] = [
         "# generated by aqmlab.linux.translate: do not edit",
@@ -919,7 +1158,8 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
             if qm.ns == ns and qm.qdisc == "fq_codel"
         )
         L.append(
-            f"( while [ ! -e {stop} ]; do echo \"T $(up)\"; {tc} -n {ns} -s -d -j qdisc show; echo; {cls}{_jittered_sleep(tr.sample_period)}; done > $O/tc.{ns} ) &"
+            f'( while [ ! -e {stop} ]; do echo "T $(up)"; {tc} -n {ns} -s -d -j qdisc show; echo; '
+            f'{cls}{_jittered_sleep(tr.sample_period)}; done > $O/tc.{ns} ) &'
         )
     L.append(f"( while [ ! -e {stop} ]; do echo \"T $(up) $(head -1 /proc/stat)\"; sleep {tr.bin:g}; done > $O/cpu ) &")
     if tr.captures:
@@ -940,7 +1180,10 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
     L.append("P=; T0=$(up); echo t0 $T0 >> $O/times")
     # progress for the host (parse_progress): the guest's uptime once per virtual second on
     # the serial console, beside the job's t0 and length. Shell builtins but the sleep.
-    L.append(f"( while [ ! -e {stop} ]; do read u _ < /proc/uptime; echo \"{PROGRESS_TAG} $u $T0 {tr.duration:g}\" > /dev/console; sleep 1; done ) &")
+    L.append(
+        f'( while [ ! -e {stop} ]; do read u _ < /proc/uptime; echo "{PROGRESS_TAG} $u $T0 {tr.duration:g}" > /dev/console; sleep 1; done '
+        ') &'
+    )
     if tr.captures:
         L.append("echo real $(adjtimex | awk '/tv_sec/ {s=$2} /tv_usec/ {u=$2} END {printf \"%d.%06d\", s, u}') $(up) >> $O/times")
     # clients
@@ -966,21 +1209,26 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
                 what = f"-n {f.bytes}" if f.bytes else f"-t {secs}"
                 cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} {what} -C {f.cc}{tos} -J -i {tr.bin:g} -l 128K"
             else:
-                cmd = f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(rate * (size - 28) / size)} -l {size - 28} -t {secs}{tos} -J -i {tr.bin:g}"
+                cmd = (f"{BIN['iperf3']} -c {daddr} -p {f.port} -u -b {int(rate * (size - 28) / size)} -l {size - 28} -t {secs}{tos} -J "
+                       f"-i {tr.bin:g}")
             run = f"{ip} netns exec {sns} {cmd} > $O/cli.{f.port}.json 2> $O/cli.{f.port}.err"
         elif f.tool == "ping":
             n = max(1, int(dur / interval))
             tos = f" -Q {f.tos}" if f.tos else ""
-            run = f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(size - 28, 0)} -W 5{tos} {daddr} > $O/ping.{f.port} 2>&1"
+            run = (f"{ip} netns exec {sns} {BIN['ping']} -n -D -i {f.interval:g} -c {n} -s {max(size - 28, 0)} -W 5{tos} {daddr} > "
+                   f"$O/ping.{f.port} 2>&1")
         else:
             tos = f" --dscp={f.tos}" if f.tos else ""
-            run = f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(interval)} -d {_us(dur)} -l {max(size - 28, 60)}{tos} -o $O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1"
+            run = (f"{ip} netns exec {sns} {BIN['irtt']} client -Q -i {_us(interval)} -d {_us(dur)} -l {max(size - 28, 60)}{tos} -o "
+                   f"$O/irtt.{f.port}.json {daddr}:{f.port} > /dev/null 2>&1")
         # the end time dates the data start of a timed iperf3 test (its duration is in
         # its JSON): the engine places the test's intervals from it (engine.data_start)
         L.append(f"( sleep {f.start:.6f}; echo {f.port} $(up) >> $O/starts; {run}; echo {f.port} $(up) >> $O/ends ) & P=\"$P $!\"")
     def snap(tag: str) -> str:
         # self-contained (no shell functions or variables): it may run in a child shell
-        qd = "; ".join(f"( echo T $(cut -d' ' -f1 /proc/uptime); {tc} -n {ns} -s -j qdisc show ) > /tmp/out/{tag}.{ns}" for ns in tr.node_ns.values())
+        qd = "; ".join(
+            f"( echo T $(cut -d' ' -f1 /proc/uptime); {tc} -n {ns} -s -j qdisc show ) > /tmp/out/{tag}.{ns}" for ns in tr.node_ns.values()
+        )
         # the TCP senders' MIB counters (per network namespace: RTOs, loss probes, recoveries)
         mib = "".join(f"; {ip} netns exec {ns} cat /proc/net/netstat /proc/net/snmp > /tmp/out/{tag}.mib.{ns}" for ns in senders)
         return qd + mib
@@ -991,7 +1239,10 @@ def _script(tr: Translation, top: list[str], cmds: dict[str, list[str]], sysctl:
     L.append("echo end $(up) >> $O/times")
     L.append(snap("final"))
     # let the clients finish (iperf3 exchanges its results after the test), at most 30 s
-    L.append("n=0; while [ $n -lt 60 ]; do alive=0; for p in $P; do kill -0 $p 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep 0.5; n=$((n+1)); done")
+    L.append(
+        "n=0; while [ $n -lt 60 ]; do alive=0; for p in $P; do kill -0 $p 2>/dev/null && alive=1; done; [ $alive = 0 ] && break; sleep "
+        "0.5; n=$((n+1)); done"
+    )
     if tr.captures:
         L.append("kill -INT $CAPP; for p in $CAPP; do wait $p; done")
     L.append(f"touch {stop}; sleep {tr.sample_period * 2 + 0.5:g}")

@@ -137,7 +137,10 @@ def find_kernel() -> tuple[Path, Path]:
             if best is None or _kernel_version(ver) > _kernel_version(best[0]):
                 best = (ver, k, mods)
     if best is None:
-        raise VmError("no kernel found: need /boot/vmlinuz-VERSION and /lib/modules/VERSION/modules.dep (run aqmlab setup linux, which installs linux-image-amd64)")
+        raise VmError(
+            "no kernel found: need /boot/vmlinuz-VERSION and /lib/modules/VERSION/modules.dep (run aqmlab setup linux, which installs "
+            "linux-image-amd64)"
+        )
     return best[1], best[2]
 
 
@@ -220,7 +223,9 @@ def build_image(force: bool = False, log=print) -> VmImage:
             binaries[b] = os.path.realpath(p)
     dep = parse_modules_dep((mods / "modules.dep").read_text())
     order, builtin = resolve_modules(MODULES, dep)
-    key = hashlib.sha256(json.dumps([version, INIT, order, sorted(binaries.items()), [os.stat(p).st_mtime_ns for p in binaries.values()]]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        json.dumps([version, INIT, order, sorted(binaries.items()), [os.stat(p).st_mtime_ns for p in binaries.values()]]).encode()
+    ).hexdigest()[:16]
     out = cache_dir() / version
     manifest_path = out / "manifest.json"
     if not force and manifest_path.is_file():
@@ -342,7 +347,9 @@ def run_job(
         p.kill()
         p.wait()
         reader.join(5)
-        raise VmError(f"the VM did not finish within {timeout:.0f} s wall time (console tail: {b''.join(chunks)[-500:].decode(errors='replace')!r})") from None
+        raise VmError(
+            f"the VM did not finish within {timeout:.0f} s wall time (console tail: {b''.join(chunks)[-500:].decode(errors='replace')!r})"
+        ) from None
     reader.join()
     wall = time.monotonic() - t0
     console = b"".join(chunks).decode(errors="replace")
@@ -365,7 +372,9 @@ def main() -> None:
         sys.exit(1)
     m = img.manifest
     print(f"kernel {img.version}: {img.kernel}")
-    print(f"initramfs {img.initramfs} ({m['initramfs_bytes'] / 1e6:.1f} MB): {len(m['modules'])} modules, {', '.join(sorted(m['binaries']))}")
+    print(
+        f"initramfs {img.initramfs} ({m['initramfs_bytes'] / 1e6:.1f} MB): {len(m['modules'])} modules, {', '.join(sorted(m['binaries']))}"
+    )
 
 
 if __name__ == "__main__":
