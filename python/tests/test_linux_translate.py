@@ -940,7 +940,7 @@ def test_queue_counters_utilisation_and_littles_law_sojourn(tmp_path):
     second = 16.8 ms (head-dropped packets leave the queue too); the percentiles are the
     drain time 30000*8/10e6 = 24 ms divided by 1 + 190/1000; the qdisc counters are
     whole-run."""
-    from aqmlab.linux.longtable import LongTable
+    from aqmlab._longtable import LongTable
     from aqmlab.linux.queues import queue_row
     from aqmlab.linux.translate import QueueMap
 
@@ -1008,7 +1008,7 @@ def test_kernel_ldelay_samples_of_codel_and_fq_codel(tmp_path):
     class statistics carry ``ldelay`` (µs), the sojourn of the packet dequeued last. The
     sampler dumps fq_codel's classes (only for fq_codel queues); a sample is the mean over
     the listed flows with backlog, or over all listed flows when none has any."""
-    from aqmlab.linux.longtable import LongTable
+    from aqmlab._longtable import LongTable
     from aqmlab.linux.parse import parse_class_samples
     from aqmlab.linux.queues import ldelay_sample, ldelay_series
     from aqmlab.linux.translate import QueueMap
@@ -1156,7 +1156,7 @@ def test_cake_queue_counters_and_delay_sample(tmp_path):
     """sch_cake: whole-run drops (COBALT/overflow not told apart: NaN reasons), the ACK
     filter's drops and ECN marks summed over tins; the delay sample is the busiest tin's
     avg_delay_us; COBALT's drops count as head drops in the Little's-law estimate."""
-    from aqmlab.linux.longtable import LongTable
+    from aqmlab._longtable import LongTable
     from aqmlab.linux.queues import ldelay_sample, queue_row
     from aqmlab.linux.translate import QueueMap
 
@@ -1194,7 +1194,7 @@ def test_cake_tins_in_the_simulators_numbering_after_the_warm_up(tmp_path):
     the simulator's tinN_* columns number them, with IP bytes (each packet's 14 bytes of
     framing off), the ACK filter's drops apart, the threshold in bit/s, and the counters
     taken after the warm-up as the simulator's are."""
-    from aqmlab.linux.longtable import LongTable
+    from aqmlab._longtable import LongTable
     from aqmlab.linux.queues import cake_tins, queue_row
     from aqmlab.linux.translate import QueueMap
 

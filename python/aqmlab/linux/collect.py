@@ -13,8 +13,8 @@ import numpy as np
 
 import aqmlab.linux.vm as vm
 from aqmlab import schema
+from aqmlab._longtable import LongTable
 from aqmlab.linux.flows import TCP_MIB, iperf_flow, irtt_flow, ping_flow, tcp_counters
-from aqmlab.linux.longtable import LongTable
 from aqmlab.linux.parse import cpu_busy, parse_class_samples, parse_mib, parse_tc_samples, port_times, read_text
 from aqmlab.linux.queues import ldelay_series, queue_row, red_adaptation_note
 from aqmlab.linux.translate import Translation

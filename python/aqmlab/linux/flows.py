@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aqmlab.linux.longtable import LongTable, stats
+from aqmlab._longtable import LongTable, probe_summary
 from aqmlab.linux.parse import parse_ping, read_json, read_text
 from aqmlab.linux.translate import FlowMap
 
@@ -134,17 +134,7 @@ def ping_flow(out: Path, f: FlowMap, st: float, warm: float, row: dict, samples:
             keep.append(rtt)
     sent_warm = sum(1 for s in range(1, sent + 1) if st + (s - 1) * f.interval >= warm)
     got_warm = sum(1 for s in rtts if 1 <= s <= sent and st + (s - 1) * f.interval >= warm)
-    s = stats(keep)
-    row.update(
-        probes_sent=float(sent),
-        loss_rate=(1 - got_warm / sent_warm) if sent_warm else NAN,
-        rtt_mean=s["mean"],
-        rtt_p50=s["p50"],
-        rtt_p90=s["p90"],
-        rtt_p99=s["p99"],
-        rtt_min=s["min"],
-        rtt_max=s["max"],
-    )
+    row.update(probe_summary(sent, (1 - got_warm / sent_warm) if sent_warm else NAN, keep))
     row["sent_pkts"] = float(sent)
     row["delivered_pkts"] = float(len(rtts))
 
@@ -172,16 +162,6 @@ def irtt_flow(out: Path, f: FlowMap, st: float, warm: float, row: dict, samples:
             samples.push(0, i, "owd_rev", t_send + rtt, dl["receive"] * 1e-9)
         if t_send >= warm:
             keep.append(rtt)
-    s = stats(keep)
     sent = len(rts)
     lost = sum(1 for rt in rts if "rtt" not in (rt.get("delay") or {}))
-    row.update(
-        probes_sent=float(sent),
-        loss_rate=lost / sent if sent else NAN,
-        rtt_mean=s["mean"],
-        rtt_p50=s["p50"],
-        rtt_p90=s["p90"],
-        rtt_p99=s["p99"],
-        rtt_min=s["min"],
-        rtt_max=s["max"],
-    )
+    row.update(probe_summary(sent, lost / sent if sent else NAN, keep))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from aqmlab import schema
-from aqmlab.linux.longtable import LongTable, stats
+from aqmlab._longtable import LongTable, stats
 from aqmlab.linux.parse import child, parse_tc_samples, read_text
 from aqmlab.linux.translate import QueueMap
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from aqmlab._longtable import LongTable, probe_summary, stats
 from aqmlab.errors import AqmlabError, ScenarioError
 from aqmlab.ns3.translate import translate
 from aqmlab.result import Result
@@ -78,41 +79,6 @@ def check(scenario: Any) -> list[str]:
 # the result
 
 
-class _Long:
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.rows: list[tuple[int, int, int, float, float]] = []
-
-    def push(self, kind: int, entity: int, metric: str, t: float, v: float) -> None:
-        if metric not in self.names:
-            self.names.append(metric)
-        self.rows.append((kind, entity, self.names.index(metric), t, v))
-
-    def arrays(self, names: list[str]) -> dict[str, np.ndarray]:
-        rows = [(k, e, names.index(self.names[m]), t, v) for k, e, m, t, v in self.rows]
-        a = np.array(rows, dtype=float).reshape(-1, 5)
-        return {
-            "kind": a[:, 0].astype(np.uint8),
-            "entity": a[:, 1].astype(np.uint32),
-            "metric": a[:, 2].astype(np.uint16),
-            "t": a[:, 3],
-            "value": a[:, 4],
-        }
-
-
-def _stats(xs: np.ndarray) -> dict[str, float]:
-    if len(xs) == 0:
-        return {"mean": NAN, "p50": NAN, "p90": NAN, "p99": NAN, "min": NAN, "max": NAN}
-    return {
-        "mean": float(xs.mean()),
-        "p50": float(np.quantile(xs, 0.5)),
-        "p90": float(np.quantile(xs, 0.9)),
-        "p99": float(np.quantile(xs, 0.99)),
-        "min": float(xs.min()),
-        "max": float(xs.max()),
-    }
-
-
 def _reasons(st: dict) -> tuple[dict[str, float], dict[str, float]]:
     """ns-3's drop and mark reason strings → the simulator's drop and mark reasons."""
     drops: dict[str, float] = {}
@@ -155,7 +121,7 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
     dur, warm, binw = job["duration"], job["warmup"], job["bin"]
     nbins = max(1, math.ceil(dur / binw - 1e-9))
     span = dur - warm
-    series, samples = _Long(), _Long()
+    series, samples = LongTable(), LongTable()
 
     # -- flows
     kinds: list[str] = []
@@ -214,17 +180,7 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
                     keep.append(rtt)
                     got_warm += 1
             sent_warm = sum(1 for t in sent if t >= warm)
-            s = _stats(np.asarray(keep, dtype=float))
-            row.update(
-                probes_sent=float(len(sent)),
-                loss_rate=(1 - got_warm / sent_warm) if sent_warm else NAN,
-                rtt_mean=s["mean"],
-                rtt_p50=s["p50"],
-                rtt_p90=s["p90"],
-                rtt_p99=s["p99"],
-                rtt_min=s["min"],
-                rtt_max=s["max"],
-            )
+            row.update(probe_summary(len(sent), (1 - got_warm / sent_warm) if sent_warm else NAN, keep))
             row["sent_pkts"] = float(len(sent))
             row["delivered_pkts"] = float(r["rx_pkts"])
         for c in cols:
@@ -276,7 +232,7 @@ def collect(out: Path, job: dict, *, seed: int, wall_seconds: float, build: str)
         for mr in mark_reasons():
             row[f"marks_{mr}"] = marks.get(mr, 0.0)
         soj = np.fromfile(out / f"sojourn.{j}.f64", dtype="<f8") if (out / f"sojourn.{j}.f64").exists() else np.zeros(0)
-        s = _stats(soj)
+        s = stats(soj)
         row.update(
             sojourn_n=float(len(soj)),
             sojourn_mean=s["mean"],
