@@ -7,8 +7,11 @@
 //!   plus one at the source (the benchmarks in `benchmarks/README.md` measure 3.5–4.5
 //!   events per bottleneck packet on a 3-hop dumbbell with ACKs). A source with its own
 //!   clock (CBR, ping, udp_rr, voip) sends `1/interval` packets per second; a TCP-based
-//!   workload at most what the narrowest link of its path carries at full-sized packets,
-//!   plus an ACK per second segment on the way back. A link carries at most its rate:
+//!   workload at most what the narrowest link of its data path carries at full-sized
+//!   packets, plus an ACK per second segment on the way back. Downloads (web, web_users,
+//!   wrt, has) send their data from `to` to `from`, with their requests, handshakes and
+//!   lookups as small packets back; those fetching pages or objects at most a page per
+//!   its round trips, transfer and think time ([`Units`]). A link carries at most its rate:
 //!   flows that together offer it more bytes get their share of it.
 //! - **memory** (peak of the run plus its results, as the Python layer holds them):
 //!   fixed per flow, link and node; the routing tables (per router, one entry per node);
@@ -22,7 +25,9 @@
 //! naming the field that dominates the estimate (e.g. `run.bin`, `run.duration`,
 //! `flow[0].count`) and the estimate itself. The default budget is half of the smallest
 //! of physical memory, `RLIMIT_AS` and the cgroup memory limit ([`MemoryLimits`]),
-//! divided among a sweep's parallel jobs (`AQMLAB_JOBS`), and 10¹¹ events (about 6 hours at the benchmarks' 5 M events/s);
+//! divided among a sweep's parallel jobs (`AQMLAB_JOBS`: its local worker processes, or
+//! the threads of a Dask worker, whose memory limit `AQMLAB_WORKER_MEMORY` is one more
+//! bound), and 10¹¹ events (about 6 hours at the benchmarks' 5 M events/s);
 //! `run.max_memory` / `run.max_events` raise it per scenario and `--force` (Python:
 //! `force=True`) lifts it.
 //!
@@ -129,17 +134,27 @@ pub struct MemoryLimits {
     pub rlimit_as: Option<f64>,
     /// The cgroup memory limit, bytes, and the file it was read from, if limited.
     pub cgroup: Option<(f64, String)>,
+    /// The memory limit of the Dask worker this process is, bytes (the environment
+    /// variable `AQMLAB_WORKER_MEMORY`, set by the sweep runner on its workers).
+    pub worker: Option<f64>,
 }
 
 impl MemoryLimits {
-    /// The limits of this process: `/proc/meminfo`, `/proc/self/limits` and the first
-    /// readable file of [`CGROUP_MEMORY_FILES`].
+    /// The limits of this process: `/proc/meminfo`, `/proc/self/limits`, the first
+    /// readable file of [`CGROUP_MEMORY_FILES`] and `AQMLAB_WORKER_MEMORY`.
     pub fn read() -> MemoryLimits {
-        MemoryLimits::read_from(
-            std::path::Path::new("/proc/meminfo"),
-            std::path::Path::new("/proc/self/limits"),
-            &CGROUP_MEMORY_FILES.map(std::path::Path::new),
-        )
+        MemoryLimits {
+            worker: std::env::var("AQMLAB_WORKER_MEMORY")
+                .ok()
+                .and_then(|v| crate::units::parse_size(v.trim()).ok())
+                .filter(|&b| b > 0)
+                .map(|b| b as f64),
+            ..MemoryLimits::read_from(
+                std::path::Path::new("/proc/meminfo"),
+                std::path::Path::new("/proc/self/limits"),
+                &CGROUP_MEMORY_FILES.map(std::path::Path::new),
+            )
+        }
     }
 
     /// [`MemoryLimits::read`] from the given files (a missing or unreadable file, "max"
@@ -176,6 +191,7 @@ impl MemoryLimits {
             physical,
             rlimit_as,
             cgroup,
+            worker: None,
         }
     }
 
@@ -201,6 +217,14 @@ impl MemoryLimits {
                 best = (
                     *c,
                     format!("the cgroup memory limit of {} ({path})", fmt_bytes(*c)),
+                );
+            }
+        }
+        if let Some(w) = self.worker {
+            if w < best.0 {
+                best = (
+                    w,
+                    format!("the Dask worker's memory limit of {}", fmt_bytes(w)),
                 );
             }
         }
@@ -372,16 +396,43 @@ pub struct LoadProfile {
     /// Packets per second the source sends on its own clock (CBR, probes, VoIP), or None
     /// for TCP-based kinds, which send at most what their path carries.
     pub fixed_pps: Option<f64>,
-    /// Packets back from `to` per forward packet (probe replies 1, TCP ACKs 1/2: Linux
-    /// acknowledges every second full-sized segment, `tcp_input.c: __tcp_ack_snd_check`).
+    /// Packets back per data packet: probe replies 1, TCP ACKs 1/2 (Linux acknowledges
+    /// every second full-sized segment, `tcp_input.c: __tcp_ack_snd_check`), plus the
+    /// small packets a workload sends per object or connection (requests, handshakes,
+    /// FINs, name lookups) spread over its data packets.
     pub reverse_per_pkt: f64,
     /// Samples recorded per forward packet (probe RTT/OWDs, CBR/VoIP OWD, TCP traces).
     pub samples_per_pkt: f64,
-    /// IP bytes of a forward packet (None: TCP, full-sized segments of the path's MTU)
+    /// IP bytes of a data packet (None: TCP, full-sized segments of the path's MTU)
     /// and of a reverse one.
     pub fwd_bytes: Option<f64>,
     pub rev_bytes: f64,
+    /// The data flows from `to` back to `from` (downloads: web pages, video segments,
+    /// responses): the data travels the `to → from` path, requests and ACKs the other.
+    pub download: bool,
+    /// A TCP-based workload that fetches in units (pages, objects) with pauses or round
+    /// trips between them; None: it sends as much as its path carries.
+    pub units: Option<Units>,
 }
+
+/// The units a request-response workload fetches: each of `bytes` (mean) takes at least
+/// `rounds` round trips (lookups, handshakes, one request per object and connection:
+/// HTTP/1.1 without pipelining) besides its transfer at the path's rate, and is followed
+/// by `think` seconds of pause. Its data rate is at most
+/// `bytes / (think + rounds × RTT + bytes / rate)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Units {
+    pub bytes: f64,
+    pub rounds: f64,
+    pub think: f64,
+}
+
+/// Payload bytes of a full-sized TCP segment on a 1500-byte path (with timestamps), to
+/// turn a workload's objects into data packets.
+pub const TCP_SEGMENT_PAYLOAD: f64 = 1448.0;
+/// Small packets of one short TCP connection besides its data and ACKs: SYN, SYN-ACK,
+/// the handshake's ACK, a FIN each way and their ACKs.
+pub const CONNECTION_PACKETS: f64 = 7.0;
 
 impl LoadProfile {
     /// A TCP-based workload: full-sized segments, an ACK (with timestamps) per two
@@ -394,6 +445,26 @@ impl LoadProfile {
             samples_per_pkt: if trace { 1.5 } else { 0.0 },
             fwd_bytes: None,
             rev_bytes: 52.0, // an ACK with the timestamp option
+            download: false,
+            units: None,
+        }
+    }
+
+    /// This TCP workload as a download of objects of `object_bytes` (mean) each, with
+    /// `small_per_object` small packets (request, handshake, lookups...) per object,
+    /// fetched in `units` (None: back to back at the path's rate).
+    pub fn download(
+        self,
+        object_bytes: f64,
+        small_per_object: f64,
+        units: Option<Units>,
+    ) -> LoadProfile {
+        let data_pkts = (object_bytes / TCP_SEGMENT_PAYLOAD).ceil().max(1.0);
+        LoadProfile {
+            reverse_per_pkt: self.reverse_per_pkt + small_per_object / data_pkts,
+            download: true,
+            units: units.filter(|u| u.bytes > 0.0 && u.bytes.is_finite()),
+            ..self
         }
     }
 
@@ -407,25 +478,18 @@ impl LoadProfile {
 pub struct FlowLoad {
     pub group: u32,
     pub active_secs: f64,
+    /// The flow's base round-trip time, seconds.
+    pub rtt_secs: f64,
     pub tcp: bool,
     pub profile: LoadProfile,
-    /// Links from `src` to `dst` and back.
+    /// Links the data crosses (from `src` to `dst`, or back for a download) and the
+    /// links of the way back.
     pub fwd: Vec<u32>,
     pub rev: Vec<u32>,
 }
 
-/// Estimates events and memory. `routers` is the number of nodes with a routing table.
-///
-/// Two passes: the first adds up the bytes every flow would offer each link of its path
-/// at its nominal rate (a TCP flow: the narrowest link of its path, in MTU-sized
-/// packets); a link carries at most `rate × duration`, so each link gets a fraction
-/// `min(1, capacity / offered)`. The second pass scales each flow by the smallest
-/// fraction on its path (flows sharing a bottleneck share it) and counts one event per
-/// packet per link crossed, plus the source's own send (for a fixed-rate source, every
-/// packet it sends, even those dropped at the first queue). The total is multiplied by
-/// [`EVENT_MARGIN`] for timers (delayed ACKs, RTOs, pacing) the packets do not count.
-/// What the resource model reads of a validated scenario (`scenario::Plan::shape`), so
-/// that this module does not depend on the scenario module that calls it.
+/// What a validated scenario looks like to the resource model (`scenario::Plan::shape`),
+/// so that this module does not depend on the scenario module that calls it.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape<'a> {
     pub duration: SimDuration,
@@ -438,29 +502,29 @@ pub struct Shape<'a> {
     pub flows: usize,
 }
 
-#[allow(clippy::too_many_lines)] // split by its owner (issue 40)
-pub fn estimate(
-    plan: &Shape<'_>,
-    flows: &[FlowLoad],
-    routers: usize,
-    qdisc_trace: bool,
-) -> Estimate {
-    let dur = plan.duration.as_secs_f64();
-    let bins = (plan.duration.as_nanos() as f64 / plan.bin.as_nanos().max(1) as f64).ceil();
+/// Packets per second each flow offers, and the bytes and packets it offers each link.
+struct Offered {
+    /// Per flow: its packets per second, and what the narrowest link of its path carries.
+    pps: Vec<f64>,
+    narrowest: Vec<f64>,
+    /// Per link: bytes and packets offered over the run, the smallest packet (IP bytes).
+    bytes: Vec<f64>,
+    pkts: Vec<f64>,
+    min_pkt: Vec<f64>,
+}
+
+/// Step 1: what each flow offers. A fixed-rate source its own rate; a TCP-based one
+/// what the narrowest link of its data path carries in full-sized packets, or what its
+/// units' round trips and pauses let through if less ([`Units`]).
+fn offer(plan: &Shape<'_>, flows: &[FlowLoad]) -> Offered {
     let nl = plan.links.len();
-    let cap_bytes: Vec<f64> = plan
-        .links
-        .iter()
-        .map(|(p, q)| drain_bps(p, q) / 8.0 * dur)
-        .collect();
-    struct F {
-        pps: f64,
-        narrowest: f64,
-    }
-    let mut offered = vec![0.0f64; nl];
-    // the smallest packet that crosses each link (IP bytes), for memory limits in bytes
-    let mut min_pkt = vec![f64::INFINITY; nl];
-    let mut fs = Vec::with_capacity(flows.len());
+    let mut o = Offered {
+        pps: Vec::with_capacity(flows.len()),
+        narrowest: Vec::with_capacity(flows.len()),
+        bytes: vec![0.0; nl],
+        pkts: vec![0.0; nl],
+        min_pkt: vec![f64::INFINITY; nl],
+    };
     for f in flows {
         let mtu = f
             .fwd
@@ -485,112 +549,203 @@ pub fn estimate(
         } else {
             0.0
         };
-        let pps = f.profile.fixed_pps.unwrap_or(narrowest);
+        let pps = match (f.profile.fixed_pps, f.profile.units) {
+            (Some(p), _) => p,
+            (None, Some(u)) if narrowest > 0.0 => {
+                let secs = u.think + u.rounds * f.rtt_secs + u.bytes / (narrowest * fwd_b);
+                narrowest.min(u.bytes / secs / fwd_b)
+            }
+            (None, _) => narrowest,
+        };
         for &l in &f.fwd {
-            offered[l as usize] += pps * f.active_secs * fwd_b;
-            min_pkt[l as usize] = min_pkt[l as usize].min(fwd_b);
+            o.bytes[l as usize] += pps * f.active_secs * fwd_b;
+            o.pkts[l as usize] += pps * f.active_secs;
+            o.min_pkt[l as usize] = o.min_pkt[l as usize].min(fwd_b);
         }
+        let back = pps * f.active_secs * f.profile.reverse_per_pkt;
         for &l in &f.rev {
-            offered[l as usize] +=
-                pps * f.active_secs * f.profile.reverse_per_pkt * f.profile.rev_bytes;
+            o.bytes[l as usize] += back * f.profile.rev_bytes;
+            o.pkts[l as usize] += back;
             if f.profile.reverse_per_pkt > 0.0 {
-                min_pkt[l as usize] = min_pkt[l as usize].min(f.profile.rev_bytes.max(1.0));
+                o.min_pkt[l as usize] = o.min_pkt[l as usize].min(f.profile.rev_bytes.max(1.0));
             }
         }
-        fs.push(F { pps, narrowest });
+        o.pps.push(pps);
+        o.narrowest.push(narrowest);
     }
-    let frac: Vec<f64> = (0..nl)
-        .map(|l| {
-            if offered[l] > cap_bytes[l] {
-                cap_bytes[l] / offered[l]
+    o
+}
+
+/// Step 2: the fraction of what is offered each link carries: a link carries at most
+/// `rate × duration` bytes (its drain rate, [`drain_bps`]).
+fn carried_fractions(plan: &Shape<'_>, offered: &Offered, dur: f64) -> Vec<f64> {
+    plan.links
+        .iter()
+        .zip(&offered.bytes)
+        .map(|((p, q), &b)| {
+            let cap = drain_bps(p, q) / 8.0 * dur;
+            if b > cap {
+                cap / b
             } else {
                 1.0
             }
         })
-        .collect();
-    let mut carried = vec![0.0f64; nl]; // packets
-    let mut events = 0.0;
-    let mut samples = 0.0;
-    let mut flow_mem = 0.0;
-    let mut per_group_events: Vec<f64> = Vec::new();
-    let mut per_group_mem: Vec<f64> = Vec::new();
-    for (f, x) in flows.iter().zip(&fs) {
+        .collect()
+}
+
+/// What the flows do with their share: events, samples, their memory, packets per link.
+#[derive(Default)]
+struct Traffic {
+    events: f64,
+    samples: f64,
+    flow_mem: f64,
+    per_group_events: Vec<f64>,
+    per_group_mem: Vec<f64>,
+    /// Packets each link carries over the run.
+    carried: Vec<f64>,
+}
+
+/// Step 3: each flow gets the smallest fraction on its data path (flows sharing a
+/// bottleneck share it); one event per packet per link crossed, plus the source's own
+/// send (a fixed-rate source: every packet it sends, even those dropped at the first
+/// queue).
+fn traffic(flows: &[FlowLoad], offered: &Offered, frac: &[f64], dur: f64, bins: f64) -> Traffic {
+    let mut t = Traffic {
+        carried: vec![0.0; frac.len()],
+        ..Traffic::default()
+    };
+    for (i, f) in flows.iter().enumerate() {
         let share = f
             .fwd
             .iter()
             .map(|&l| frac[l as usize])
             .fold(1.0f64, f64::min);
-        let eff = x.pps * share; // packets per second that get through
+        let eff = offered.pps[i] * share; // packets per second that get through
         let sent = if f.profile.fixed_pps.is_some() {
-            x.pps
+            offered.pps[i]
         } else {
             eff
         } * f.active_secs;
         let through = eff * f.active_secs;
         let back = through * f.profile.reverse_per_pkt;
         for &l in &f.fwd {
-            carried[l as usize] += through;
+            t.carried[l as usize] += through;
         }
         for &l in &f.rev {
-            carried[l as usize] += back;
+            t.carried[l as usize] += back;
         }
         let ev = sent + through * f.fwd.len() as f64 + back * (1 + f.rev.len()) as f64;
-        events += ev;
-        samples += eff.min(x.narrowest.max(1.0 / dur)) * f.active_secs * f.profile.samples_per_pkt;
+        t.events += ev;
+        t.samples += eff.min(offered.narrowest[i].max(1.0 / dur))
+            * f.active_secs
+            * f.profile.samples_per_pkt;
         let g = f.group as usize;
-        if per_group_events.len() <= g {
-            per_group_events.resize(g + 1, 0.0);
-            per_group_mem.resize(g + 1, 0.0);
+        if t.per_group_events.len() <= g {
+            t.per_group_events.resize(g + 1, 0.0);
+            t.per_group_mem.resize(g + 1, 0.0);
         }
-        per_group_events[g] += ev;
+        t.per_group_events[g] += ev;
         let fixed = if f.tcp {
             TCP_FLOW_BYTES
         } else {
             UDP_FLOW_BYTES
         };
-        per_group_mem[g] += fixed + bins * SERIES_ROW_BYTES;
-        flow_mem += fixed;
+        t.per_group_mem[g] += fixed + bins * SERIES_ROW_BYTES;
+        t.flow_mem += fixed;
     }
-    let events = events * EVENT_MARGIN;
-    let mut queued = 0.0;
-    let mut top_queue: Option<(usize, f64, bool)> = None;
-    let mut traced = 0.0;
+    t
+}
+
+/// The packets that can wait in the queues and the packet-trace records.
+struct Queues {
+    packets: f64,
+    /// The link holding the most, those packets, and whether its qdisc's limit bounds them.
+    top: Option<(u32, f64, bool)>,
+    traced: f64,
+}
+
+/// Step 4: each link's queue holds at most its qdisc's bound ([`qdisc_limit`]) or what
+/// arrives, plus its device queue; a measured queue inside a `run.packet_trace` window
+/// records two entries per arrival, a traced qdisc (`trace = true`) two per arrival.
+fn queues(
+    plan: &Shape<'_>,
+    offered: &Offered,
+    frac: &[f64],
+    carried: &[f64],
+    qdisc_trace: bool,
+) -> Queues {
+    let dur = plan.duration.as_secs_f64();
     let windows: f64 = plan
         .packet_trace
         .iter()
         .map(|(a, b)| (b.as_nanos().saturating_sub(a.as_nanos())) as f64 * 1e-9)
         .sum();
-    for (l, (p, q)) in plan.links.iter().enumerate() {
+    let mut q = Queues {
+        packets: 0.0,
+        top: None,
+        traced: 0.0,
+    };
+    for (l, (p, qd)) in plan.links.iter().enumerate() {
         let arrivals = if frac[l] < 1.0 {
             carried[l] / frac[l]
         } else {
             carried[l]
         };
-        let smallest = if min_pkt[l].is_finite() {
-            min_pkt[l].max(MIN_IP_PACKET_BYTES)
+        let smallest = if offered.min_pkt[l].is_finite() {
+            offered.min_pkt[l].max(MIN_IP_PACKET_BYTES)
         } else {
             MIN_IP_PACKET_BYTES
         };
-        let limit = qdisc_limit(q, p, smallest).unwrap_or(f64::INFINITY);
-        // the qdisc's bound (or what arrives) and the device queue below it
+        // the mean packet of the mix that arrives (a memory limit fills with that mix)
+        let mean = if offered.pkts[l] > 0.0 {
+            (offered.bytes[l] / offered.pkts[l]).max(smallest)
+        } else {
+            1500.0
+        };
+        let limit = qdisc_limit(qd, p, smallest, mean).unwrap_or(f64::INFINITY);
         let here = limit.min(arrivals) + p.device_queue as f64;
-        queued += here;
-        if top_queue.is_none_or(|(_, b, _)| here > b) {
-            top_queue = Some((l, here, limit < arrivals));
+        q.packets += here;
+        if q.top.is_none_or(|(_, b, _)| here > b) {
+            q.top = Some((l as u32, here, limit < arrivals));
         }
         if p.packet_traced() {
             // per arrival inside a window: the queue length it finds, then its sojourn
             // or its drop
             let rate = if dur > 0.0 { arrivals / dur } else { 0.0 };
-            traced += PACKET_TRACE_RECORDS * rate * windows.min(dur);
+            q.traced += PACKET_TRACE_RECORDS * rate * windows.min(dur);
         }
         if p.trace && qdisc_trace {
-            traced += 2.0 * arrivals;
+            q.traced += 2.0 * arrivals;
         }
     }
+    q
+}
+
+/// Estimates events and memory. `routers` is the number of nodes with a routing table.
+///
+/// In steps: what every flow offers each link of its path at its nominal rate
+/// ([`offer`]: a TCP flow the narrowest link of its data path in MTU-sized packets, or
+/// less if its round trips and pauses limit it); the fraction of that each link carries ([`carried_fractions`]); the
+/// events, samples and flow memory of each flow scaled by the smallest fraction on its
+/// path ([`traffic`]); the packets the queues can hold ([`queues`]). The events are
+/// multiplied by [`EVENT_MARGIN`] for timers (delayed ACKs, RTOs, pacing) the packets do
+/// not count.
+pub fn estimate(
+    plan: &Shape<'_>,
+    flows: &[FlowLoad],
+    routers: usize,
+    qdisc_trace: bool,
+) -> Estimate {
+    let dur = plan.duration.as_secs_f64();
+    let bins = (plan.duration.as_nanos() as f64 / plan.bin.as_nanos().max(1) as f64).ceil();
+    let nl = plan.links.len();
+    let offered = offer(plan, flows);
+    let frac = carried_fractions(plan, &offered, dur);
+    let t = traffic(flows, &offered, &frac, dur, bins);
+    let q = queues(plan, &offered, &frac, &t.carried, qdisc_trace);
     let route_entries = routers as f64 * plan.nodes as f64;
     let parts = vec![
-        ("flows", flow_mem),
+        ("flows", t.flow_mem),
         ("links", nl as f64 * LINK_BYTES),
         ("nodes", plan.nodes as f64 * NODE_BYTES),
         ("routes", route_entries * ROUTE_ENTRY_BYTES),
@@ -598,8 +753,8 @@ pub fn estimate(
             "series",
             bins * (flows.len() as f64 + LINK_SERIES * nl as f64) * SERIES_ROW_BYTES,
         ),
-        ("samples", (samples + traced) * SAMPLE_BYTES),
-        ("queues", queued * QUEUED_PACKET_BYTES),
+        ("samples", (t.samples + q.traced) * SAMPLE_BYTES),
+        ("queues", q.packets * QUEUED_PACKET_BYTES),
     ];
     let memory = parts.iter().map(|(_, v)| v).sum();
     let top = |v: &[f64]| {
@@ -609,13 +764,13 @@ pub fn estimate(
             .map(|(g, &e)| (g as u32, e * EVENT_MARGIN))
     };
     Estimate {
-        events,
+        events: t.events * EVENT_MARGIN,
         memory,
         parts,
         bins,
-        top_flow_events: top(&per_group_events),
-        top_flow_memory: top(&per_group_mem),
-        top_queue: top_queue.map(|(l, n, bounded)| (l as u32, n, bounded)),
+        top_flow_events: top(&t.per_group_events),
+        top_flow_memory: top(&t.per_group_mem),
+        top_queue: q.top,
     }
 }
 
@@ -636,18 +791,17 @@ fn drain_bps(p: &LinkParams, q: &QdiscConfig) -> f64 {
     }
 }
 
-/// Packets in CAKE's memory limit when none is given: Linux `cake_reconfigure` caps it at
-/// 10240 packets of MTU + link header (the shaped default, max(4 MiB, 4 × rate ×
-/// interval), is never above that cap).
-const CAKE_MEMLIMIT_PACKETS: f64 = 10240.0;
-
 /// A qdisc's packet bound, if it has one: its `limit` key (packets, or bytes divided by
 /// the smallest packet), else the limit its kind takes by default (the `limit` entry of
 /// its parameter documentation; RED's tc default is 4 × max, with max = 3 × min, or
-/// 1000 MTU-sized packets' worth of bytes when neither is given); a `memlimit` (CAKE,
-/// DualPI2; CAKE's default 10240 × (MTU + header) bytes) bounds it too, divided by
-/// `smallest`, the smallest packet that crosses the link.
-fn qdisc_limit(q: &crate::qdisc::QdiscConfig, link: &LinkParams, smallest: f64) -> Option<f64> {
+/// 1000 MTU-sized packets' worth of bytes when neither is given); a memory limit bounds
+/// it too: DualPI2's `memlimit` divided by `smallest`, the smallest packet that crosses
+/// the link, and CAKE's ([`crate::qdisc::cake::CakeConfig::buffer_limit`]: its `memlimit`, or
+/// shaped max(4 MiB, 4 × bandwidth × interval), unshaped 10240 frames of MTU + header)
+/// divided by the frame of `mean`, the mean packet of what arrives (CAKE charges frames:
+/// size + link overhead; over its limit it drops from its longest queue, so it fills
+/// with the mix that arrives).
+fn qdisc_limit(q: &QdiscConfig, link: &LinkParams, smallest: f64, mean: f64) -> Option<f64> {
     use serde::Deserialize;
     let toml::Value::Table(t) = toml::Value::try_from(q).ok()? else {
         return None;
@@ -659,13 +813,13 @@ fn qdisc_limit(q: &crate::qdisc::QdiscConfig, link: &LinkParams, smallest: f64) 
         }
     };
     let docs = crate::qdisc::qdisc_params(q.kind_name()).unwrap_or(&[]);
-    let memlimit = if let Some(v) = t.get("memlimit") {
+    let memlimit = if let QdiscConfig::Cake(c) = q {
+        let frame = (link.mtu + link.overhead) as u64; // as the qdisc is built
+        Some(c.buffer_limit(frame) as f64 / (mean + link.overhead as f64).max(1.0))
+    } else if let Some(v) = t.get("memlimit") {
         crate::units::SizeSpec::deserialize(v.clone())
             .ok()
             .map(|m| m.0 as f64 / smallest)
-    } else if q.kind_name() == "cake" {
-        let frame = (link.mtu + link.overhead.max(14)) as f64;
-        Some(CAKE_MEMLIMIT_PACKETS * frame / smallest)
     } else {
         None
     };

@@ -475,6 +475,7 @@ mod memory_limits {
             physical: 8e9,
             rlimit_as: None,
             cgroup: None,
+            worker: None,
         };
         let (b, what) = default_memory_budget(&l, 4, None);
         assert_eq!(b, 1e9);
@@ -528,10 +529,10 @@ fn device_queue_packets_are_counted() {
 #[test]
 fn queue_refusal_names_no_missing_key() {
     let tiny = Budget {
-        max_memory: 3e6,
+        max_memory: 2e6,
         max_events: 1e11,
     };
-    for (dur, field) in [("\"10s\"", "run.duration"), ("\"140s\"", "run.max_memory")] {
+    for (dur, field) in [("\"1s\"", "run.duration"), ("\"140s\"", "run.max_memory")] {
         let text = BASE.replace("\"10s\"", dur).replace(
             "rate = \"10Mbit\"",
             "rate = \"100Mbit\"\nqdisc = { kind = \"cake\" }",
@@ -541,7 +542,10 @@ fn queue_refusal_names_no_missing_key() {
             .validate_with(&tiny)
             .unwrap_err();
         assert_eq!(e.field, field, "{e}");
-        assert!(e.message.contains("bottleneck_down (cake qdisc"), "{e}");
+        assert!(
+            e.message.contains("at link bottleneck_") && e.message.contains("(cake qdisc"),
+            "{e}"
+        );
         assert!(!e.to_string().contains("qdisc.limit"), "{e}");
     }
 }
@@ -585,4 +589,112 @@ fn cake_bandwidth_bounds_the_events_estimate() {
     let unshaped = events("{ kind = \"cake\" }");
     let r = shaped / unshaped;
     assert!((0.15..0.25).contains(&r), "{shaped} / {unshaped} = {r}");
+}
+
+/// A Dask worker's memory limit (`AQMLAB_WORKER_MEMORY`) is one more bound, shared by
+/// its threads (`AQMLAB_JOBS`), and the budget's source names it.
+#[test]
+fn a_dask_workers_memory_limit_bounds_the_budget() {
+    use aqmlab_core::resources::{default_memory_budget, MemoryLimits};
+    let l = MemoryLimits {
+        physical: 8e9,
+        rlimit_as: None,
+        cgroup: None,
+        worker: Some(2e9),
+    };
+    let (b, what) = default_memory_budget(&l, 4, None);
+    assert_eq!(b, 2.5e8);
+    assert!(
+        what.contains("Dask worker") && what.contains("4 parallel jobs"),
+        "{what}"
+    );
+    // a worker limit above physical memory changes nothing
+    let big = MemoryLimits {
+        worker: Some(1e12),
+        ..l
+    };
+    assert_eq!(default_memory_budget(&big, 1, None).0, 4e9);
+}
+
+/// Estimated and measured events of a short run.
+fn events(text: &str) -> (f64, f64) {
+    let plan = validate(text).unwrap_or_else(|e| panic!("refused: {e}"));
+    let mut sim = Simulator::new(&Scenario::from_toml_str(text).unwrap(), 1).unwrap();
+    sim.run_until(sim.end);
+    (plan.estimate.events, sim.results().events as f64)
+}
+
+/// A download-shaped workload (`web`: the page comes from `to`) is estimated on the path
+/// its data takes: behind a 1 Mbit/s uplink and a 20 Mbit/s downlink a page load is
+/// bounded by the downlink and its round trips (lookups, handshakes, a request per object
+/// and connection), with its small packets counted. The estimate is within 2x of the run
+/// (it was 0.1x when the page was counted on the uplink).
+#[test]
+fn web_pages_are_estimated_as_downloads() {
+    let text = r#"
+[run]
+duration = "4s"
+[dumbbell]
+delay = "20ms"
+down = { rate = "20Mbit" }
+up = { rate = "1Mbit" }
+[[flow]]
+kind = "web"
+from = "client0"
+to = "server0"
+page = "heavy"
+"#;
+    let (est, ran) = events(text);
+    assert!(
+        est / ran > 0.5 && est / ran < 2.0,
+        "estimate {est} vs {ran} events"
+    );
+}
+
+/// A workload paced by its own clock (`wrt`: a 20 KB object, then 1 s of think time,
+/// each on a new connection) offers far less than the path carries: the estimate
+/// follows its round trips and pauses (it was counted at the path's full rate).
+#[test]
+fn think_times_bound_the_estimate() {
+    let text = r#"
+[run]
+duration = "10s"
+[dumbbell]
+rate = "50Mbit"
+delay = "10ms"
+[[flow]]
+kind = "wrt"
+from = "client0"
+to = "server0"
+size = "20KB"
+think = "1s"
+"#;
+    let (est, ran) = events(text);
+    assert!(
+        est / ran > 0.5 && est / ran < 2.0,
+        "estimate {est} vs {ran} events"
+    );
+}
+
+/// CAKE's shaped memory limit is Linux's max(4 MiB, 4 x bandwidth x interval), not the
+/// unshaped 10240 frames, and it fills with the mix of packets that arrives (here
+/// full-sized data), not with the smallest packets: 4 MiB of 1514-byte frames is 2,770
+/// packets (the estimate was every packet of the run, 100,000, before).
+#[test]
+fn cake_memory_is_its_shaped_limit_over_the_arriving_mix() {
+    let with = |data_qdisc: &str| {
+        queue_memory(&BASE.replace("\"10s\"", "\"60s\"").replace(
+            "rate = \"10Mbit\"",
+            &format!("rate = \"100Mbit\"\nup = {{ qdisc = {data_qdisc} }}"),
+        ))
+    };
+    let per = aqmlab_core::resources::QUEUED_PACKET_BYTES;
+    let cake = with("{ kind = \"cake\", bandwidth = \"20Mbit\" }");
+    let one = with("{ kind = \"fifo\", limit = 1 }");
+    let packets = (cake - one) / per + 1.0;
+    let expect = (4u64 << 20) as f64 / 1514.0;
+    assert!(
+        (packets / expect - 1.0).abs() < 0.02,
+        "{packets} vs {expect}"
+    );
 }

@@ -40,6 +40,8 @@ impl CbrConfig {
             samples_per_pkt: if self.record_delay { 1.0 } else { 0.0 },
             fwd_bytes: Some(self.size as f64),
             rev_bytes: 0.0,
+            download: false,
+            units: None,
         }
     }
     pub const PARAMS: &'static [crate::params::ParamDoc] = &[

@@ -122,9 +122,13 @@ pub struct HasConfig {
 }
 
 impl HasConfig {
-    /// Load on the network, for the resource model: TCP.
+    /// Load on the network, for the resource model: a TCP download of segments (as
+    /// much as the path carries: the player fills its buffer at the path's rate), a
+    /// request each.
     pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
-        env.tcp_load(&self.tcp)
+        let top = self.bitrates.iter().map(|r| r.0).max().unwrap_or(0) as f64;
+        let segment = top / 8.0 * self.segment.0.as_secs_f64();
+        env.tcp_load(&self.tcp).download(segment, 1.0, None)
     }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {

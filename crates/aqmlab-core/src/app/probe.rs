@@ -44,6 +44,8 @@ macro_rules! probe_config {
                     samples_per_pkt: 3.0,
                     fwd_bytes: Some(self.size as f64),
                     rev_bytes: self.size as f64,
+                    download: false,
+                    units: None,
                 }
             }
             pub const PARAMS: &'static [crate::params::ParamDoc] = &[

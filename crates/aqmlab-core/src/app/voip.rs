@@ -72,6 +72,8 @@ impl VoipConfig {
             samples_per_pkt: 1.0,
             fwd_bytes: Some(self.size as f64),
             rev_bytes: 0.0,
+            download: false,
+            units: None,
         }
     }
     pub const PARAMS: &'static [ParamDoc] = &[

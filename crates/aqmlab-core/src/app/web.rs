@@ -117,9 +117,42 @@ pub struct WebConfig {
 }
 
 impl WebConfig {
-    /// Load on the network, for the resource model: TCP.
+    /// Load on the network, for the resource model: a TCP download of the page's
+    /// objects, with per page a lookup (query and answer) per host, a request per
+    /// object and the handshake and FINs of every connection. A page takes at least the
+    /// round trips of its first host (lookup, handshake, the main document, then its
+    /// other objects `connections` at a time), and `think` after it.
     pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
-        env.tcp_load(&self.tcp)
+        use crate::resources::CONNECTION_PACKETS;
+        let tcp = env.tcp_load(&self.tcp);
+        let page = match &self.objects {
+            Some(o) => Some(PageModel {
+                hosts: vec![o.iter().map(|s| s.0).collect()],
+            }),
+            None => PageModel::builtin(self.page.as_deref().unwrap_or("small")),
+        };
+        let Some(page) = page else {
+            return tcp; // refused by `validate`
+        };
+        let objects = page.hosts.iter().map(Vec::len).sum::<usize>().max(1) as f64;
+        let bytes = page.bytes() as f64;
+        let lookups = if self.lookup {
+            2.0 * page.lookups() as f64
+        } else {
+            0.0
+        };
+        let small =
+            CONNECTION_PACKETS * page.connections(self.connections) as f64 + objects + lookups;
+        let first = page.hosts.first().map_or(1, Vec::len).max(1);
+        let rounds = f64::from(u8::from(self.lookup))
+            + 2.0
+            + ((first - 1) as f64 / self.connections.max(1) as f64).ceil();
+        let units = crate::resources::Units {
+            bytes,
+            rounds,
+            think: self.think.map_or(0.0, |t| t.0.as_secs_f64()),
+        };
+        tcp.download(bytes / objects, small / objects, Some(units))
     }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {

@@ -103,9 +103,21 @@ pub struct WebUsersConfig {
 }
 
 impl WebUsersConfig {
-    /// Load on the network, for the resource model: TCP.
+    /// Load on the network, for the resource model: a TCP download of `object_size`
+    /// objects, each on a new connection (handshake, request, FINs): pages of at most
+    /// `objects_per_page` + 1 (the rounding up) objects, two round trips (handshake,
+    /// request), then `page_interval`.
     pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
+        use crate::resources::CONNECTION_PACKETS;
+        let size = self.object_size.0 as f64;
+        let interval = self.page_interval.0.as_secs_f64();
+        let units = crate::resources::Units {
+            bytes: (self.objects_per_page + 1.0) * size,
+            rounds: 2.0,
+            think: interval,
+        };
         env.tcp_load(&self.tcp)
+            .download(size, CONNECTION_PACKETS + 1.0, Some(units))
     }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {

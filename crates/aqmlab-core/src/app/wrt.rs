@@ -61,9 +61,24 @@ pub struct WrtConfig {
 }
 
 impl WrtConfig {
-    /// Load on the network, for the resource model: TCP.
+    /// Load on the network, for the resource model: a TCP download of `size` bytes,
+    /// then `think`; a request each (one round trip), and a new connection's handshake
+    /// (another) and FINs unless `persistent`.
     pub fn load_profile(&self, env: &AppEnv) -> super::LoadProfile {
-        env.tcp_load(&self.tcp)
+        use crate::resources::CONNECTION_PACKETS;
+        let size = self.size.0 as f64;
+        let think = self.think.0.as_secs_f64();
+        let small = if self.persistent {
+            1.0
+        } else {
+            1.0 + CONNECTION_PACKETS
+        };
+        let units = crate::resources::Units {
+            bytes: size,
+            rounds: if self.persistent { 1.0 } else { 2.0 },
+            think,
+        };
+        env.tcp_load(&self.tcp).download(size, small, Some(units))
     }
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc {

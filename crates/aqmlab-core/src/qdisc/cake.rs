@@ -262,6 +262,26 @@ fn rtt_of(s: &str) -> Result<(u64, u64), String> {
 }
 
 impl CakeConfig {
+    /// The memory limit in bytes of frames (Linux `cake_reconfigure`) on a link whose
+    /// frames are at most `mtu` bytes (MTU + hard header): `memlimit` if given; else,
+    /// shaped (`bandwidth`), max(4 MiB, 4 × rate × interval) and at most 10240 × `mtu`;
+    /// unshaped, 10240 × `mtu`.
+    pub fn buffer_limit(&self, mtu: u64) -> u64 {
+        let cap = 10240 * mtu;
+        // tc bandwidth is stored in bytes per second, the interval in µs
+        let rate = self.bandwidth.map(|r| r.0 / 8).unwrap_or(0);
+        match self.memlimit {
+            Some(m) => m.0.min(cap.max(m.0)),
+            None if rate > 0 => {
+                let (_, interval) =
+                    rtt_of(self.rtt.as_deref().unwrap_or("internet")).expect("validated rtt");
+                let t = rate * (interval / 1000) / 250_000;
+                t.max(4 << 20).min(cap)
+            }
+            None => cap,
+        }
+    }
+
     pub const PARAMS: &'static [ParamDoc] = &[
         ParamDoc { name: "bandwidth", default: "unlimited", doc: "deficit-mode shaper rate (tc-cake `bandwidth`); absent, \"unlimited\" or 0 = no shaper, tins then share by weighted DRR" },
         ParamDoc { name: "rtt", default: "internet", doc: "datacentre, lan, metro, regional, internet, oceanic, satellite, interplanetary (iproute2 presets, e.g. internet = 5ms/100ms) or a duration: interval = rtt, target = rtt/20" },
@@ -642,16 +662,7 @@ impl Cake {
             })
             .collect();
         let (rate_ns, rate_shft) = (tins[0].rate_ns, tins[0].rate_shft);
-        // Linux cake_reconfigure (interval in µs there).
-        let cap = 10240 * mtu;
-        let buffer_limit = match c.memlimit {
-            Some(m) => m.0.min(cap.max(m.0)),
-            None if rate > 0 => {
-                let t = rate * (interval / 1000) / 250_000;
-                t.max(4 << 20).min(cap)
-            }
-            None => cap,
-        };
+        let buffer_limit = c.buffer_limit(mtu);
         let preset = c
             .preset
             .as_deref()

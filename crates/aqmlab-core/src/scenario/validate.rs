@@ -410,14 +410,21 @@ fn flow_loads(plan: &Plan, routes: &Routes) -> Vec<crate::resources::FlowLoad> {
         .iter()
         .map(|f| {
             let profile = f.app.load_profile(&plan.env);
+            // a download's data travels from `to` back to `from`
+            let (a, b) = if profile.download {
+                (f.dst, f.src)
+            } else {
+                (f.src, f.dst)
+            };
             crate::resources::FlowLoad {
                 group: f.group,
                 active_secs: f.stop.saturating_since(f.start).as_secs_f64(),
+                rtt_secs: f.base_rtt.as_secs_f64(),
                 tcp: profile.fixed_pps.is_none(),
                 profile,
-                fwd: routes.path(f.src, f.dst, &plan.links),
+                fwd: routes.path(a, b, &plan.links),
                 rev: if profile.reverse_per_pkt > 0.0 {
-                    routes.path(f.dst, f.src, &plan.links)
+                    routes.path(b, a, &plan.links)
                 } else {
                     Vec::new()
                 },
