@@ -712,6 +712,7 @@ def _run_batch(batch: list[tuple], fn: Callable[..., Any] | None = None) -> list
     (True, its files) or (False, the exception it raised), so that one raising run does
     not lose the others."""
     fn = fn or _encoded_run
+    _worker_budget_env()
     out: list[tuple[bool, Any]] = []
     for a in batch:
         try:
@@ -719,6 +720,26 @@ def _run_batch(batch: list[tuple], fn: Callable[..., Any] | None = None) -> list
         except Exception as e:
             out.append((False, e))
     return out
+
+
+def _worker_budget_env() -> None:
+    """On a Dask worker, shares the default memory budget among the tasks the worker runs
+    at once: ``AQMLAB_JOBS`` = its threads, and ``AQMLAB_WORKER_MEMORY`` = its memory
+    limit (one more bound besides physical memory, ``RLIMIT_AS`` and the cgroup limit).
+    Every task of the worker sets the same values. Outside a worker: nothing."""
+    try:
+        from distributed import get_worker
+
+        w = get_worker()
+    except (ImportError, ValueError):
+        return
+    threads = getattr(getattr(w, "state", None), "nthreads", None) or getattr(w, "nthreads", None) or 1
+    os.environ["AQMLAB_JOBS"] = str(max(1, int(threads)))
+    limit = getattr(getattr(w, "memory_manager", None), "memory_limit", None)
+    if limit:
+        os.environ["AQMLAB_WORKER_MEMORY"] = str(int(limit))
+    else:
+        os.environ.pop("AQMLAB_WORKER_MEMORY", None)
 
 
 def _dask_batch_size(runs: int, workers: int) -> int:
