@@ -282,6 +282,12 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// The link whose queues can hold the most packets: its index, those packets, and
+    /// whether its qdisc's bound (not what arrives) limits them.
+    pub fn largest_queue(&self) -> Option<(u32, f64, bool)> {
+        self.top_queue
+    }
+
     pub fn part(&self, name: &str) -> f64 {
         self.parts
             .iter()
@@ -603,6 +609,8 @@ struct Traffic {
     per_group_mem: Vec<f64>,
     /// Packets each link carries over the run.
     carried: Vec<f64>,
+    /// Packets per second of each flow that get through.
+    eff: Vec<f64>,
 }
 
 /// Step 3: each flow gets the smallest fraction on its data path (flows sharing a
@@ -621,6 +629,7 @@ fn traffic(flows: &[FlowLoad], offered: &Offered, frac: &[f64], dur: f64, bins: 
             .map(|&l| frac[l as usize])
             .fold(1.0f64, f64::min);
         let eff = offered.pps[i] * share; // packets per second that get through
+        t.eff.push(eff);
         let sent = if f.profile.fixed_pps.is_some() {
             offered.pps[i]
         } else {
@@ -664,14 +673,66 @@ struct Queues {
     traced: f64,
 }
 
-/// Step 4: each link's queue holds at most its qdisc's bound ([`qdisc_limit`]) or what
-/// arrives, plus its device queue; a measured queue inside a `run.packet_trace` window
-/// records two entries per arrival, a traced qdisc (`trace = true`) two per arrival.
+/// The packets a TCP flow can have in the network at once: what its bottleneck (the
+/// link of its data path with the smallest carried fraction, else its slowest) carries
+/// of it in a base round trip, plus its share of that link's queue bound. Summed per link
+/// over the flows crossing it (their ACKs: that times ACKs per packet), this bounds the
+/// queue of a link no flow overloads (a host's access link holds at most the windows
+/// its flows send in a burst, not every packet of the run). A flow without TCP does not
+/// bound it (infinite).
+fn window_bound(
+    plan: &Shape<'_>,
+    flows: &[FlowLoad],
+    frac: &[f64],
+    t: &Traffic,
+    bound: &[f64],
+) -> Vec<f64> {
+    let mut w = vec![0.0f64; plan.links.len()];
+    for (f, &eff) in flows.iter().zip(&t.eff) {
+        if !f.tcp {
+            for &l in f.fwd.iter().chain(&f.rev) {
+                w[l as usize] = f64::INFINITY;
+            }
+            continue;
+        }
+        let key = |l: u32| {
+            let (p, q) = &plan.links[l as usize];
+            (frac[l as usize], drain_bps(p, q))
+        };
+        let Some(b) = f.fwd.iter().copied().min_by(|&x, &y| {
+            key(x)
+                .partial_cmp(&key(y))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        }) else {
+            continue;
+        };
+        let through = eff * f.active_secs;
+        let share = if t.carried[b as usize] > 0.0 {
+            (through / t.carried[b as usize]).min(1.0)
+        } else {
+            0.0
+        };
+        let window = eff * f.rtt_secs + share * bound[b as usize];
+        for &l in &f.fwd {
+            w[l as usize] += window;
+        }
+        for &l in &f.rev {
+            w[l as usize] += window * f.profile.reverse_per_pkt;
+        }
+    }
+    w
+}
+
+/// Step 4: each link's queue holds at most its qdisc's bound ([`qdisc_limit`]), what
+/// arrives, and the windows of the flows crossing it ([`window_bound`]), plus its device
+/// queue; a measured queue inside a `run.packet_trace` window records two entries per
+/// arrival, a traced qdisc (`trace = true`) two per arrival.
 fn queues(
     plan: &Shape<'_>,
+    flows: &[FlowLoad],
     offered: &Offered,
     frac: &[f64],
-    carried: &[f64],
+    t: &Traffic,
     qdisc_trace: bool,
 ) -> Queues {
     let dur = plan.duration.as_secs_f64();
@@ -685,24 +746,30 @@ fn queues(
         top: None,
         traced: 0.0,
     };
-    for (l, (p, qd)) in plan.links.iter().enumerate() {
-        let arrivals = if frac[l] < 1.0 {
-            carried[l] / frac[l]
-        } else {
-            carried[l]
-        };
-        let smallest = if offered.min_pkt[l].is_finite() {
-            offered.min_pkt[l].max(MIN_IP_PACKET_BYTES)
-        } else {
-            MIN_IP_PACKET_BYTES
-        };
-        // the mean packet of the mix that arrives (a memory limit fills with that mix)
-        let mean = if offered.pkts[l] > 0.0 {
-            (offered.bytes[l] / offered.pkts[l]).max(smallest)
-        } else {
-            1500.0
-        };
-        let limit = qdisc_limit(qd, p, smallest, mean).unwrap_or(f64::INFINITY);
+    let arrivals: Vec<f64> = (0..plan.links.len())
+        .map(|l| {
+            if frac[l] < 1.0 {
+                t.carried[l] / frac[l]
+            } else {
+                t.carried[l]
+            }
+        })
+        .collect();
+    let limits: Vec<f64> = plan
+        .links
+        .iter()
+        .enumerate()
+        .map(|(l, (p, qd))| link_limit(offered, l, p, qd))
+        .collect();
+    let bound: Vec<f64> = limits
+        .iter()
+        .zip(&arrivals)
+        .map(|(a, b)| a.min(*b))
+        .collect();
+    let inflight = window_bound(plan, flows, frac, t, &bound);
+    for (l, (p, _)) in plan.links.iter().enumerate() {
+        let arrivals = arrivals[l];
+        let limit = limits[l].min(inflight[l]);
         let here = limit.min(arrivals) + p.device_queue as f64;
         q.packets += here;
         if q.top.is_none_or(|(_, b, _)| here > b) {
@@ -719,6 +786,25 @@ fn queues(
         }
     }
     q
+}
+
+/// A link's qdisc bound in packets ([`qdisc_limit`]; infinite without one), given the
+/// smallest and the mean packet offered to it.
+fn link_limit(offered: &Offered, l: usize, p: &LinkParams, qd: &QdiscConfig) -> f64 {
+    {
+        let smallest = if offered.min_pkt[l].is_finite() {
+            offered.min_pkt[l].max(MIN_IP_PACKET_BYTES)
+        } else {
+            MIN_IP_PACKET_BYTES
+        };
+        // the mean packet of the mix that arrives (a memory limit fills with that mix)
+        let mean = if offered.pkts[l] > 0.0 {
+            (offered.bytes[l] / offered.pkts[l]).max(smallest)
+        } else {
+            1500.0
+        };
+        qdisc_limit(qd, p, smallest, mean).unwrap_or(f64::INFINITY)
+    }
 }
 
 /// Estimates events and memory. `routers` is the number of nodes with a routing table.
@@ -742,7 +828,7 @@ pub fn estimate(
     let offered = offer(plan, flows);
     let frac = carried_fractions(plan, &offered, dur);
     let t = traffic(flows, &offered, &frac, dur, bins);
-    let q = queues(plan, &offered, &frac, &t.carried, qdisc_trace);
+    let q = queues(plan, flows, &offered, &frac, &t, qdisc_trace);
     let route_entries = routers as f64 * plan.nodes as f64;
     let parts = vec![
         ("flows", t.flow_mem),

@@ -682,19 +682,46 @@ think = "1s"
 /// packets (the estimate was every packet of the run, 100,000, before).
 #[test]
 fn cake_memory_is_its_shaped_limit_over_the_arriving_mix() {
-    let with = |data_qdisc: &str| {
-        queue_memory(&BASE.replace("\"10s\"", "\"60s\"").replace(
-            "rate = \"10Mbit\"",
-            &format!("rate = \"100Mbit\"\nup = {{ qdisc = {data_qdisc} }}"),
-        ))
-    };
-    let per = aqmlab_core::resources::QUEUED_PACKET_BYTES;
-    let cake = with("{ kind = \"cake\", bandwidth = \"20Mbit\" }");
-    let one = with("{ kind = \"fifo\", limit = 1 }");
-    let packets = (cake - one) / per + 1.0;
-    let expect = (4u64 << 20) as f64 / 1514.0;
+    let text = BASE.replace("\"10s\"", "\"60s\"").replace(
+        "rate = \"10Mbit\"",
+        "rate = \"100Mbit\"\nup = { qdisc = { kind = \"cake\", bandwidth = \"20Mbit\" } }",
+    );
+    let plan = validate(&text).unwrap_or_else(|e| panic!("refused: {e}"));
+    let (link, packets, bounded) = plan.estimate.largest_queue().expect("queues");
+    assert_eq!(plan.links[link as usize].0.name, "bottleneck_up");
+    let expect = (4u64 << 20) as f64 / 1514.0 + 1.0; // and the device queue's one
     assert!(
-        (packets / expect - 1.0).abs() < 0.02,
+        bounded && (packets / expect - 1.0).abs() < 0.02,
+        "{packets} vs {expect}"
+    );
+}
+
+/// A host's access link that no flow overloads holds at most the windows of the flows
+/// crossing it (their share of the bottleneck's pipe and queue), not every packet that
+/// crosses it: 200 bulk flows through a 100 Mbit/s fq_codel bottleneck, 5 s. The queue
+/// estimate is within 2x of the bottleneck's two qdisc limits (fq_codel 10240 packets each
+/// way) plus ~60 packets per flow on its access links; it counted every packet crossing
+/// the 800 access links before (~125,000).
+#[test]
+fn unsaturated_links_hold_at_most_the_windows_of_their_flows() {
+    let text = r#"
+[run]
+duration = "5s"
+[dumbbell]
+pairs = 200
+rate = "100Mbit"
+delay = "10ms"
+qdisc = { kind = "fq_codel" }
+[[flow]]
+kind = "bulk"
+count = 200
+from = "client{i}"
+to = "server{i}"
+"#;
+    let packets = queue_memory(text) / aqmlab_core::resources::QUEUED_PACKET_BYTES;
+    let expect = 2.0 * 10240.0 + 200.0 * 60.0;
+    assert!(
+        packets < 2.0 * expect && packets > expect / 2.0,
         "{packets} vs {expect}"
     );
 }
