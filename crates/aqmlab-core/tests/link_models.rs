@@ -581,6 +581,11 @@ fn validation_errors_name_the_field() {
         ("[[node]]\nname = \"a\"\nkind = \"host\"\n[[wifi]]\nstations = [\"a\"]\n", "wifi[0].ap", "access point"),
         ("[[node]]\nname = \"a\"\nkind = \"host\"\n[[wifi]]\nap = \"a\"\nstations = [\"a\"]\n", "wifi[0].stations[0]", "access point"),
         ("[[node]]\nname = \"a\"\nkind = \"host\"\n[[wifi]]\nap = \"a\"\n", "wifi[0].stations", "missing"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nac = { video = { aifsn = 2 } }\n", "dumbbell.wifi.ac.video", "allowed: vo, vi, be, bk"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nap_ac = { vi = { txop = \"3ms\" } }\n", "dumbbell.wifi.ap_ac.vi.txop", "multiples of 32us"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nac = { vo = { txop = \"3s\" } }\n", "dumbbell.wifi.ac.vo.txop", "0 to 2097120us"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nac = { bk = { aifsn = 0 } }\n", "dumbbell.wifi.ac.bk.aifsn", "1 to 15"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nwmm = false\nac = { vi = { cwmin = 3 } }\n", "dumbbell.wifi.ac", "wmm = true"),
     ];
     for (toml, field, msg) in cases {
         let e = validate_err(toml);
@@ -739,7 +744,46 @@ fn link_model_tables_round_trip_through_toml() {
         again.validate().unwrap().media
     );
     let m = &sc.validate().unwrap().media[0];
-    assert_eq!(m.members[0].1.cwmin, 7);
-    assert_eq!(m.members[2].1.aifsn, 7);
-    assert_eq!(m.members[1].1.aifsn, 3);
+    assert_eq!(m.members[0].1[2].cwmin, 7);
+    assert_eq!(m.members[2].1[2].aifsn, 7);
+    assert_eq!(m.members[1].1[2].aifsn, 3);
+    // WMM defaults per access category (VO, VI, BE, BK): the AP's hostapd queue
+    // parameters, the stations' 802.11-2012 Table 8-105; overrides by category name
+    assert_eq!(
+        m.members[0].1.map(|a| (a.aifsn, a.cwmin, a.cwmax)),
+        [(1, 3, 7), (1, 7, 15), (3, 7, 63), (7, 15, 1023)]
+    );
+    assert_eq!(
+        m.members[1]
+            .1
+            .map(|a| (a.aifsn, a.cwmin, a.cwmax, a.txop.as_nanos() / 1000)),
+        [
+            (2, 3, 7, 1504),
+            (2, 7, 15, 3008),
+            (3, 15, 1023, 0),
+            (7, 15, 1023, 0)
+        ]
+    );
+    let text = "[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nap_ac = { vi = { aifsn = 2, txop = \"0us\" } }\nac = { bk = { cwmin = 31 } }\n";
+    let m = &Scenario::from_toml_str(text)
+        .unwrap()
+        .validate()
+        .unwrap()
+        .media[0];
+    assert_eq!(
+        (m.members[0].1[1].aifsn, m.members[0].1[1].txop.as_nanos()),
+        (2, 0)
+    );
+    assert_eq!(m.members[1].1[3].cwmin, 31);
+    // without WMM every category carries the best-effort parameters (one queue)
+    let text = "[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nwmm = false\n";
+    let m = &Scenario::from_toml_str(text)
+        .unwrap()
+        .validate()
+        .unwrap()
+        .media[0];
+    assert!(m.members[0]
+        .1
+        .iter()
+        .all(|a| (a.aifsn, a.cwmin, a.cwmax) == (3, 15, 1023)));
 }

@@ -594,9 +594,9 @@ impl Link {
         if matches!(self.lower, Lower::Wire) {
             self.kick(now, ev);
         } else {
-            let was_ready = self.wifi().is_some_and(|w| w.ready());
+            let was_ready = self.wifi().map_or(0, |w| w.ready_mask());
             self.kick_lower(now, ev);
-            if !was_ready && self.wifi().is_some_and(|w| w.ready()) {
+            if self.wifi().map_or(0, |w| w.ready_mask()) & !was_ready != 0 {
                 ev.push(
                     now,
                     Event::LinkTimer {
@@ -891,11 +891,12 @@ impl Link {
         } else {
             to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
         }
-        let was_ready = self.wifi().is_some_and(|w| w.ready());
+        let was_ready = self.wifi().map_or(0, |w| w.ready_mask());
         self.kick_lower(now, ev);
-        if !was_ready && self.wifi().is_some_and(|w| w.ready()) {
-            // the interface has its first aggregate ready: it joins the contention (the
-            // medium is shared state the link cannot reach; the simulator pokes it)
+        if self.wifi().map_or(0, |w| w.ready_mask()) & !was_ready != 0 {
+            // an access category of the interface has its first aggregate ready: it joins
+            // the contention (the medium is shared state the link cannot reach; the
+            // simulator pokes it)
             ev.push(
                 now,
                 Event::LinkTimer {
@@ -1229,6 +1230,15 @@ impl Link {
                 out.push(("retry_drops", s.dropped as f64));
                 out.push(("driver_max_frames", s.max_pending as f64));
                 out.push(("driver_stops", s.stops as f64));
+                if w.p.wmm {
+                    out.push(("internal_collisions", s.internal_collisions as f64));
+                    for (k, n) in ["txops_vo", "txops_vi", "txops_be", "txops_bk"]
+                        .into_iter()
+                        .zip(s.ac_txops)
+                    {
+                        out.push((k, n as f64));
+                    }
+                }
                 out.push((
                     "below_qdisc_mean",
                     if s.below_qdisc_n > 0 {

@@ -224,6 +224,27 @@ pub fn saturated_throughput(
     (n * size as u64 * 8) as f64 / cycle
 }
 
+/// Access categories in mac80211's queue order (`IEEE80211_AC_VO` = 0 … `AC_BK` = 3).
+pub const AC_VO: usize = 0;
+pub const AC_VI: usize = 1;
+pub const AC_BE: usize = 2;
+pub const AC_BK: usize = 3;
+/// Names of the access categories, index = AC (the keys of `ac` / `ap_ac`).
+pub const AC_NAMES: [&str; 4] = ["vo", "vi", "be", "bk"];
+
+/// 802.1D user priority → access category: mac80211's `ieee802_1d_to_ac` (IEEE
+/// 802.11-2012 Table 9-1): UP 1, 2 → BK; 0, 3 → BE; 4, 5 → VI; 6, 7 → VO.
+pub const UP_TO_AC: [usize; 8] = [AC_BE, AC_BK, AC_BK, AC_BE, AC_VI, AC_VI, AC_VO, AC_VO];
+
+/// The access category of a packet with this DSCP on a WMM link: Linux 3.14's
+/// `cfg80211_classify8021d` takes the user priority from the top three bits of the DS
+/// field (`(tos & 0xfc) >> 5`, i.e. DSCP >> 3, the class selector), then
+/// [`UP_TO_AC`]. So CS1 (8) → UP 1 → BK; CS5 (40) and EF (46) → UP 5 → VI; CS0 → BE.
+#[inline]
+pub fn ac_of_dscp(dscp: u8) -> usize {
+    UP_TO_AC[((dscp & 0x3f) >> 3) as usize]
+}
+
 /// Resolved parameters of one WiFi interface.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WifiPortParams {
@@ -233,9 +254,9 @@ pub struct WifiPortParams {
     pub peer_mode: Vec<PhyMode>,
     /// Subframe error rate towards each peer.
     pub peer_fer: Vec<f64>,
-    /// Frames in the driver at which it stops the qdisc (mac80211 queue stop).
+    /// Frames in one access category's driver queue at which it stops (mac80211 queue stop).
     pub driver_queue: u32,
-    /// Frames at or below which a stopped driver wakes the qdisc again.
+    /// Frames at or below which a stopped access category wakes again.
     pub driver_wake: u32,
     /// Block-ack window of the receivers (frames, at most 64).
     pub ba_window: u64,
@@ -245,22 +266,33 @@ pub struct WifiPortParams {
     pub max_airtime: SimDuration,
     pub retry_limit: u32,
     pub phy: WifiPhy,
+    /// WMM: packets go to the access category of their DSCP ([`ac_of_dscp`]); without
+    /// it every packet is best effort.
+    pub wmm: bool,
+    /// TXOP limit of each access category (index = AC; zero: one frame exchange per
+    /// access); an A-MPDU's PPDU + SIFS + block ack stays within it.
+    pub txop: [SimDuration; 4],
+    /// Whether voice frames are aggregated (a block-ack session on VO TIDs).
+    pub aggregate_vo: bool,
 }
 
-/// EDCA access parameters of one node.
+/// EDCA access parameters of one access category of one node.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Access {
     pub aifsn: u32,
     pub cwmin: u32,
     pub cwmax: u32,
+    /// TXOP limit (zero: one frame exchange per channel access).
+    pub txop: SimDuration,
 }
 
 /// Resolved parameters of a BSS: its member interfaces and their access parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MediumParams {
     pub name: String,
-    /// `(link, access)`; the first member is the AP's interface.
-    pub members: Vec<(LinkId, Access)>,
+    /// `(link, access per AC)`; the first member is the AP's interface. Each access
+    /// category of each member contends on its own (EDCA).
+    pub members: Vec<(LinkId, [Access; 4])>,
     pub phy: WifiPhy,
 }
 
@@ -287,7 +319,7 @@ enum Slot {
     Gone,
 }
 
-/// Receiver-side reorder buffer of one (transmitter, receiver) pair.
+/// Receiver-side reorder buffer of one (transmitter, receiver, TID).
 #[derive(Debug, Default)]
 struct Reorder {
     /// Oldest sequence number not yet handed up or given up.
@@ -337,6 +369,9 @@ pub struct WifiStats {
     pub txops: u64,
     /// PPDUs lost to a collision.
     pub collisions: u64,
+    /// Access categories of this interface that lost an internal collision to a
+    /// higher one (their backoff restarted with a doubled window).
+    pub internal_collisions: u64,
     /// Subframes sent, first transmissions and retries.
     pub subframes: u64,
     /// Subframe retransmissions.
@@ -354,12 +389,13 @@ pub struct WifiStats {
     pub below_qdisc_n: u64,
     /// Times the driver stopped the qdisc.
     pub stops: u64,
+    /// Channel accesses won per access category (VO, VI, BE, BK).
+    pub ac_txops: [u64; 4],
 }
 
-/// One WiFi interface's driver, hardware queue and the reorder state of its receivers.
+/// The driver and hardware queues of one access category.
 #[derive(Debug)]
-pub struct WifiPort {
-    pub p: WifiPortParams,
+struct AcQueue {
     /// Per-peer driver (TID) queues, each sorted by sequence number.
     sw: Vec<VecDeque<Mpdu>>,
     next_seq: Vec<u64>,
@@ -369,8 +405,39 @@ pub struct WifiPort {
     hw_aggs: VecDeque<Agg>,
     /// Frames in `sw` + `hw_frames`.
     pending: u32,
-    /// The driver has stopped the qdisc (until `pending <= driver_wake`).
+    /// This queue is stopped (until `pending <= driver_wake`).
     stopped: bool,
+    /// Subframes per A-MPDU and PPDU duration limit of this AC.
+    max_frames: u32,
+    max_airtime: SimDuration,
+}
+
+impl AcQueue {
+    fn new(n: usize, max_frames: u32, max_airtime: SimDuration, cap: usize) -> Self {
+        AcQueue {
+            sw: (0..n).map(|_| VecDeque::new()).collect(),
+            next_seq: vec![0; n],
+            rx: (0..n).map(|_| Reorder::default()).collect(),
+            rr: 0,
+            hw_frames: VecDeque::with_capacity(2 * max_frames as usize),
+            hw_aggs: VecDeque::with_capacity(cap),
+            pending: 0,
+            stopped: false,
+            max_frames,
+            max_airtime,
+        }
+    }
+}
+
+/// One WiFi interface's driver, hardware queues (one per access category) and the
+/// reorder state of its receivers.
+#[derive(Debug)]
+pub struct WifiPort {
+    pub p: WifiPortParams,
+    acs: Vec<AcQueue>,
+    /// A packet taken from the qdisc whose access category was stopped: it blocks the
+    /// qdisc until that category wakes (the requeue of Linux's `sch_direct_xmit`).
+    requeued: Option<(Packet, usize, SimTime)>,
     scratch: Vec<Mpdu>,
     pub stats: WifiStats,
 }
@@ -378,119 +445,187 @@ pub struct WifiPort {
 impl WifiPort {
     pub fn new(p: WifiPortParams) -> Self {
         let n = p.peer_mode.len();
+        let acs = (0..4)
+            .map(|a| {
+                let frames = if a == AC_VO && p.wmm && !p.aggregate_vo {
+                    1
+                } else {
+                    p.max_frames
+                };
+                let air = if p.txop[a] > SimDuration::ZERO {
+                    let exch = p.phy.sifs + p.phy.block_ack_time();
+                    p.max_airtime.min(
+                        p.txop[a]
+                            .saturating_sub(exch)
+                            .max(SimDuration::from_micros(1)),
+                    )
+                } else {
+                    p.max_airtime
+                };
+                AcQueue::new(n, frames, air, p.hw_aggregates as usize)
+            })
+            .collect();
         WifiPort {
-            sw: (0..n).map(|_| VecDeque::new()).collect(),
-            next_seq: vec![0; n],
-            rx: (0..n).map(|_| Reorder::default()).collect(),
-            rr: 0,
-            hw_frames: VecDeque::with_capacity(2 * p.max_frames as usize),
-            hw_aggs: VecDeque::with_capacity(p.hw_aggregates as usize),
-            pending: 0,
-            stopped: false,
+            acs,
+            requeued: None,
             scratch: Vec::with_capacity(p.max_frames as usize),
             stats: WifiStats::default(),
             p,
         }
     }
 
-    /// Frames in the driver and hardware queues.
+    /// Frames in the driver and hardware queues (all access categories).
     pub fn pending(&self) -> u32 {
-        self.pending
+        self.acs.iter().map(|q| q.pending).sum()
     }
 
     /// Packets held anywhere in this port (driver, hardware, receivers' reorder buffers).
     pub fn held(&self) -> usize {
-        self.pending as usize + self.rx.iter().map(|r| r.held).sum::<usize>()
+        self.pending() as usize
+            + self.requeued.is_some() as usize
+            + self
+                .acs
+                .iter()
+                .flat_map(|q| q.rx.iter())
+                .map(|r| r.held)
+                .sum::<usize>()
     }
 
-    /// Whether the driver accepts another packet from the qdisc: not while it has
-    /// stopped the queue (from reaching `driver_queue` frames until it is back at
-    /// `driver_wake`).
+    /// The access category of a packet on this interface.
+    #[inline]
+    pub fn ac_of(&self, pkt: &Packet) -> usize {
+        if self.p.wmm {
+            ac_of_dscp(pkt.dscp)
+        } else {
+            AC_BE
+        }
+    }
+
+    /// Whether the driver accepts another packet from the qdisc: not while a packet
+    /// waits for its stopped access category; without WMM not while the (single)
+    /// best-effort queue is stopped (from reaching `driver_queue` frames until it is
+    /// back at `driver_wake`).
     #[inline]
     pub fn has_room(&self) -> bool {
-        !self.stopped && self.pending < self.p.driver_queue
+        self.requeued.is_none() && (self.p.wmm || !self.acs[AC_BE].stopped)
     }
 
-    /// Whether an aggregate waits in the hardware queue (the node contends).
+    /// Bit `a` set: access category `a` has an aggregate waiting in hardware (contends).
+    #[inline]
+    pub fn ready_mask(&self) -> u8 {
+        let mut m = 0;
+        for (a, q) in self.acs.iter().enumerate() {
+            if !q.hw_aggs.is_empty() {
+                m |= 1 << a;
+            }
+        }
+        m
+    }
+
+    /// Whether access category `ac` has an aggregate waiting in hardware.
+    #[inline]
+    pub fn ready_ac(&self, ac: usize) -> bool {
+        !self.acs[ac].hw_aggs.is_empty()
+    }
+
+    /// Whether any aggregate waits in hardware (the node contends).
     #[inline]
     pub fn ready(&self) -> bool {
-        !self.hw_aggs.is_empty()
+        self.ready_mask() != 0
     }
 
-    /// Airtime of the PPDU at the head of the hardware queue.
-    pub fn head_airtime(&self) -> SimDuration {
-        self.hw_aggs
+    /// Airtime of the PPDU at the head of `ac`'s hardware queue.
+    pub fn head_airtime(&self, ac: usize) -> SimDuration {
+        self.acs[ac]
+            .hw_aggs
             .front()
             .map(|a| a.airtime)
             .unwrap_or(SimDuration::ZERO)
     }
 
-    /// A packet from the qdisc enters the driver queue of `peer`.
+    /// A packet from the qdisc enters the driver queue of `peer` in its access
+    /// category, or waits as the requeued packet if that category is stopped.
     #[inline]
     pub fn accept(&mut self, pkt: Packet, peer: usize, now: SimTime) {
-        let seq = self.next_seq[peer];
-        self.next_seq[peer] += 1;
-        self.sw[peer].push_back(Mpdu {
+        let ac = self.ac_of(&pkt);
+        if self.p.wmm && self.acs[ac].stopped {
+            debug_assert!(self.requeued.is_none());
+            self.requeued = Some((pkt, peer, now));
+            return;
+        }
+        self.enqueue(ac, pkt, peer, now);
+    }
+
+    fn enqueue(&mut self, ac: usize, pkt: Packet, peer: usize, now: SimTime) {
+        let q = &mut self.acs[ac];
+        let seq = q.next_seq[peer];
+        q.next_seq[peer] += 1;
+        q.sw[peer].push_back(Mpdu {
             pkt,
             seq,
             tries: 0,
             at: now,
         });
-        self.pending += 1;
-        self.stats.max_pending = self.stats.max_pending.max(self.pending);
-        if self.pending >= self.p.driver_queue && !self.stopped {
-            self.stopped = true;
+        q.pending += 1;
+        if q.pending >= self.p.driver_queue && !q.stopped {
+            q.stopped = true;
             self.stats.stops += 1;
         }
+        let total = self.pending();
+        self.stats.max_pending = self.stats.max_pending.max(total);
     }
 
-    /// Builds aggregates into the hardware queue while it has room.
+    /// Builds aggregates into each access category's hardware queue while it has room.
     pub fn fill_hw(&mut self) {
-        let np = self.sw.len();
-        while self.hw_aggs.len() < self.p.hw_aggregates as usize {
-            let mut chosen = None;
-            for k in 0..np {
-                let peer = (self.rr + k) % np;
-                if let Some(h) = self.sw[peer].front() {
-                    if h.seq < self.rx[peer].next + self.p.ba_window {
-                        chosen = Some(peer);
-                        break;
+        let (ba_window, max_bytes) = (self.p.ba_window, self.p.max_bytes);
+        for q in self.acs.iter_mut() {
+            let np = q.sw.len();
+            while q.hw_aggs.len() < self.p.hw_aggregates as usize {
+                let mut chosen = None;
+                for k in 0..np {
+                    let peer = (q.rr + k) % np;
+                    if let Some(h) = q.sw[peer].front() {
+                        if h.seq < q.rx[peer].next + ba_window {
+                            chosen = Some(peer);
+                            break;
+                        }
                     }
                 }
-            }
-            let Some(peer) = chosen else { break };
-            self.rr = (peer + 1) % np;
-            let mode = self.p.peer_mode[peer];
-            let limit = self.rx[peer].next + self.p.ba_window;
-            let (mut n, mut bytes) = (0u32, 0u64);
-            while let Some(h) = self.sw[peer].front() {
-                if n >= self.p.max_frames || h.seq >= limit {
-                    break;
+                let Some(peer) = chosen else { break };
+                q.rr = (peer + 1) % np;
+                let mode = self.p.peer_mode[peer];
+                let limit = q.rx[peer].next + ba_window;
+                let (mut n, mut bytes) = (0u32, 0u64);
+                while let Some(h) = q.sw[peer].front() {
+                    if n >= q.max_frames || h.seq >= limit {
+                        break;
+                    }
+                    let b = bytes + subframe_bytes(h.pkt.size);
+                    if n > 0 && (b > max_bytes || mode.ppdu_time(b) > q.max_airtime) {
+                        break;
+                    }
+                    bytes = b;
+                    n += 1;
+                    let m = q.sw[peer].pop_front().expect("head");
+                    q.hw_frames.push_back(m);
                 }
-                let b = bytes + subframe_bytes(h.pkt.size);
-                if n > 0 && (b > self.p.max_bytes || mode.ppdu_time(b) > self.p.max_airtime) {
-                    break;
-                }
-                bytes = b;
-                n += 1;
-                let m = self.sw[peer].pop_front().expect("head");
-                self.hw_frames.push_back(m);
+                q.hw_aggs.push_back(Agg {
+                    peer: peer as u32,
+                    n,
+                    airtime: mode.ppdu_time(bytes),
+                });
             }
-            self.hw_aggs.push_back(Agg {
-                peer: peer as u32,
-                n,
-                airtime: mode.ppdu_time(bytes),
-            });
         }
     }
 
-    /// The head aggregate's PPDU ended: if `ok` (no collision) each subframe survives
-    /// with probability `1 - fer`; survivors go through the reorder buffer to `wire`
-    /// (arriving at `arrive_at`), failures back to the driver queue or, past the retry
-    /// limit, to `out.drops`.
+    /// The head aggregate of `ac`'s PPDU ended: if `ok` (no collision) each subframe
+    /// survives with probability `1 - fer`; survivors go through the reorder buffer to
+    /// `wire` (arriving at `arrive_at`), failures back to the driver queue or, past the
+    /// retry limit, to `out.drops`.
     #[allow(clippy::too_many_arguments)]
     fn complete_head(
         &mut self,
+        ac: usize,
         ok: bool,
         now: SimTime,
         arrive_at: SimTime,
@@ -499,7 +634,8 @@ impl WifiPort {
         out: &mut QdiscOut,
         stats: &mut LinkStats,
     ) {
-        let agg = self
+        let q = &mut self.acs[ac];
+        let agg = q
             .hw_aggs
             .pop_front()
             .expect("completion without an aggregate");
@@ -507,14 +643,14 @@ impl WifiPort {
         let fer = self.p.peer_fer[peer];
         let warm = now >= stats.warmup;
         for _ in 0..agg.n {
-            let mut m = self.hw_frames.pop_front().expect("aggregate frames");
+            let mut m = q.hw_frames.pop_front().expect("aggregate frames");
             self.stats.subframes += 1;
             if m.tries > 0 {
                 self.stats.retries += 1;
             }
             let good = ok && !rng.bernoulli(fer);
             if good {
-                self.pending -= 1;
+                q.pending -= 1;
                 self.stats.acked += 1;
                 if warm {
                     stats.tx_pkts += 1;
@@ -523,15 +659,15 @@ impl WifiPort {
                     self.stats.below_qdisc_n += 1;
                 }
                 stats.series.tx(now, m.pkt.size);
-                self.rx[peer].put(m.seq, Some(m.pkt), |p| wire.push_back((arrive_at, p)));
+                q.rx[peer].put(m.seq, Some(m.pkt), |p| wire.push_back((arrive_at, p)));
             } else {
                 m.tries += 1;
                 if m.tries > self.p.retry_limit {
-                    self.pending -= 1;
+                    q.pending -= 1;
                     self.stats.dropped += 1;
                     stats.lower_drops += 1;
                     out.drops.push((m.pkt, DropReason::LowerLayer));
-                    self.rx[peer].put(m.seq, None, |p| wire.push_back((arrive_at, p)));
+                    q.rx[peer].put(m.seq, None, |p| wire.push_back((arrive_at, p)));
                 } else {
                     self.scratch.push(m);
                 }
@@ -539,13 +675,18 @@ impl WifiPort {
         }
         // Failed frames go back in sequence order ahead of newer frames (the driver
         // queue stays sorted: retries are older than anything not yet aggregated).
-        let q = &mut self.sw[peer];
+        let sw = &mut q.sw[peer];
         while let Some(m) = self.scratch.pop() {
-            let pos = q.iter().position(|x| x.seq > m.seq).unwrap_or(q.len());
-            q.insert(pos, m);
+            let pos = sw.iter().position(|x| x.seq > m.seq).unwrap_or(sw.len());
+            sw.insert(pos, m);
         }
-        if self.stopped && self.pending <= self.p.driver_wake {
-            self.stopped = false;
+        if q.stopped && q.pending <= self.p.driver_wake {
+            q.stopped = false;
+            // the packet that waited for this category goes in; the qdisc runs again
+            if self.requeued.is_some_and(|(p, _, _)| self.ac_of(&p) == ac) {
+                let (p, peer, at) = self.requeued.take().expect("requeued");
+                self.enqueue(ac, p, peer, at);
+            }
         }
     }
 }
@@ -555,11 +696,12 @@ struct MemberState {
     cw: u32,
     /// Remaining backoff slots; `None` = not contending.
     backoff: Option<u32>,
-    /// Grid slot from which this member counts its backoff.
+    /// Grid slot from which this contender counts its backoff.
     start: u64,
 }
 
-/// The shared medium of one BSS: who transmits when.
+/// The shared medium of one BSS: who transmits when. The contenders are the access
+/// categories of the members: contender `4 · member + ac`.
 #[derive(Debug)]
 pub struct WifiMedium {
     pub p: MediumParams,
@@ -572,6 +714,7 @@ pub struct WifiMedium {
     access_at: SimTime,
     in_txop: bool,
     collided: bool,
+    /// Contenders transmitting in the current busy period.
     tx: Vec<usize>,
     ba: SimDuration,
     rng: Rng,
@@ -585,7 +728,8 @@ impl WifiMedium {
         let st = p
             .members
             .iter()
-            .map(|(_, a)| MemberState {
+            .flat_map(|(_, acc)| acc.iter())
+            .map(|a| MemberState {
                 cw: a.cwmin,
                 backoff: None,
                 start: 0,
@@ -612,35 +756,42 @@ impl WifiMedium {
         self.idle_from + self.p.phy.sifs + self.p.phy.slot * k
     }
 
-    /// Lets members that have an aggregate ready join the contention and schedules the
-    /// next access. Call after anything may have made a member ready.
+    /// Lets access categories that have an aggregate ready join the contention and
+    /// schedules the next access. Call after anything may have made one ready.
     pub fn poke(&mut self, links: &mut [Link], now: SimTime, ev: &mut EventQueue) {
         let origin = self.idle_from + self.p.phy.sifs;
-        for (i, (l, a)) in self.p.members.iter().enumerate() {
-            if self.in_txop && self.tx.contains(&i) {
-                continue; // a transmitter draws its next backoff when its PPDU is over
+        for (i, (l, acc)) in self.p.members.iter().enumerate() {
+            let mask = links[*l as usize].wifi().map_or(0, |w| w.ready_mask());
+            if mask == 0 {
+                continue;
             }
-            let s = &mut self.st[i];
-            if s.backoff.is_none() && links[*l as usize].wifi().is_some_and(|w| w.ready()) {
-                // The backoff counts from the member's AIFS after the medium went idle, as a
-                // post-backoff would have; if that count has already run out (the medium
-                // has been idle longer), the member transmits at the next slot boundary
-                // (the standard's immediate access after an idle AIFS).
-                let b = self.rng.below(s.cw as u64 + 1);
-                let now_slot = if now <= origin {
-                    0
-                } else {
-                    (now - origin)
-                        .as_nanos()
-                        .div_ceil(self.p.phy.slot.as_nanos())
-                };
-                let aifs = a.aifsn as u64;
-                if aifs + b >= now_slot {
-                    s.start = aifs;
-                    s.backoff = Some(b as u32);
-                } else {
-                    s.start = now_slot;
-                    s.backoff = Some(0);
+            for (ac, a) in acc.iter().enumerate() {
+                let c = 4 * i + ac;
+                if mask & (1 << ac) == 0 || (self.in_txop && self.tx.contains(&c)) {
+                    continue; // a transmitter draws its next backoff when its PPDU is over
+                }
+                let s = &mut self.st[c];
+                if s.backoff.is_none() {
+                    // The backoff counts from the AIFS after the medium went idle, as a
+                    // post-backoff would have; if that count has already run out (the
+                    // medium has been idle longer), the category transmits at the next
+                    // slot boundary (the standard's immediate access after an idle AIFS).
+                    let b = self.rng.below(s.cw as u64 + 1);
+                    let now_slot = if now <= origin {
+                        0
+                    } else {
+                        (now - origin)
+                            .as_nanos()
+                            .div_ceil(self.p.phy.slot.as_nanos())
+                    };
+                    let aifs = a.aifsn as u64;
+                    if aifs + b >= now_slot {
+                        s.start = aifs;
+                        s.backoff = Some(b as u32);
+                    } else {
+                        s.start = now_slot;
+                        s.backoff = Some(0);
+                    }
                 }
             }
         }
@@ -672,7 +823,10 @@ impl WifiMedium {
         }
     }
 
-    /// The access timer fired: the member(s) whose backoff ends now transmit.
+    /// The access timer fired: the contender(s) whose backoff ends now transmit. Two
+    /// categories of one node ending in the same slot collide internally: the higher
+    /// one (lower AC index) transmits, the other doubles its window and draws a new
+    /// backoff as after a collision, without losing a frame (802.11-2012 9.19.2.3).
     pub fn on_access(&mut self, links: &mut [Link], now: SimTime, ev: &mut EventQueue) {
         if now != self.access_at || self.in_txop {
             return; // stale
@@ -681,14 +835,26 @@ impl WifiMedium {
         let Some(k) = self.best_slot() else { return };
         debug_assert_eq!(self.slot_time(k), now);
         self.tx.clear();
-        for (i, s) in self.st.iter_mut().enumerate() {
+        for c in 0..self.st.len() {
+            let s = &mut self.st[c];
             if let Some(b) = s.backoff {
                 if s.start + b as u64 == k {
                     s.backoff = None;
-                    self.tx.push(i);
+                    let member = c / 4;
+                    if self.tx.last().is_some_and(|&t| t / 4 == member) {
+                        // a higher category of this node already won the slot
+                        let a = self.p.members[member].1[c % 4];
+                        s.cw = (2 * s.cw + 1).min(a.cwmax);
+                        let l = self.p.members[member].0 as usize;
+                        if let Some(w) = links[l].wifi_mut() {
+                            w.stats.internal_collisions += 1;
+                        }
+                    } else {
+                        self.tx.push(c);
+                    }
                 } else {
                     // freeze: the idle slots it counted are gone from its backoff
-                    // (a member still in its AIFS at slot k has counted nothing)
+                    // (a contender still in its AIFS at slot k has counted nothing)
                     let counted = k.saturating_sub(s.start) as u32;
                     debug_assert!(s.start + b as u64 > k);
                     s.backoff = Some(b - counted);
@@ -702,12 +868,13 @@ impl WifiMedium {
             self.collisions += 1;
         }
         let mut longest = SimDuration::ZERO;
-        for &i in &self.tx {
-            let link = &mut links[self.p.members[i].0 as usize];
+        for &c in &self.tx {
+            let link = &mut links[self.p.members[c / 4].0 as usize];
             let warm = now >= link.stats.warmup;
             let w = link.wifi_mut().expect("wifi member");
-            let air = w.head_airtime();
+            let air = w.head_airtime(c % 4);
             w.stats.txops += 1;
+            w.stats.ac_txops[c % 4] += 1;
             if self.collided {
                 w.stats.collisions += 1;
             }
@@ -733,10 +900,11 @@ impl WifiMedium {
         debug_assert!(self.in_txop);
         self.in_txop = false;
         for t in 0..self.tx.len() {
-            let i = self.tx[t];
-            let (l, a) = self.p.members[i];
-            links[l as usize].wifi_complete(!self.collided, now, ev);
-            let s = &mut self.st[i];
+            let c = self.tx[t];
+            let (l, acc) = self.p.members[c / 4];
+            let a = acc[c % 4];
+            links[l as usize].wifi_complete(c % 4, !self.collided, now, ev);
+            let s = &mut self.st[c];
             s.cw = if self.collided {
                 (2 * s.cw + 1).min(a.cwmax)
             } else {
@@ -744,8 +912,10 @@ impl WifiMedium {
             };
         }
         // everyone who still counts resumes after AIFS from the end of this busy period
-        for (i, (_, a)) in self.p.members.iter().enumerate() {
-            self.st[i].start = a.aifsn as u64;
+        for (i, (_, acc)) in self.p.members.iter().enumerate() {
+            for (ac, a) in acc.iter().enumerate() {
+                self.st[4 * i + ac].start = a.aifsn as u64;
+            }
         }
         self.poke(links, now, ev);
     }
@@ -773,13 +943,14 @@ impl Link {
 
     /// The head aggregate's PPDU ended (see [`WifiPort::complete_head`]); then refills
     /// the driver from the qdisc.
-    fn wifi_complete(&mut self, ok: bool, now: SimTime, ev: &mut EventQueue) {
+    fn wifi_complete(&mut self, ac: usize, ok: bool, now: SimTime, ev: &mut EventQueue) {
         let arrive_at = now + self.p.delay;
         let was_empty = self.wire.is_empty();
         let Lower::Wifi(w) = &mut self.lower else {
             unreachable!("wifi member without a wifi port")
         };
         w.complete_head(
+            ac,
             ok,
             now,
             arrive_at,
@@ -866,6 +1037,9 @@ mod tests {
             max_airtime: SimDuration::from_millis(4),
             retry_limit: 2,
             phy: phy(),
+            wmm: false,
+            txop: [SimDuration::ZERO; 4],
+            aggregate_vo: true,
         })
     }
 
@@ -893,12 +1067,18 @@ mod tests {
             );
         }
         w.fill_hw();
-        assert_eq!(w.hw_aggs.len(), 2);
+        assert_eq!(w.acs[AC_BE].hw_aggs.len(), 2);
         // peer 0 at 130 Mbit/s: 32 frames (3.08 ms < 4 ms, 49408 B < 65535)
-        assert_eq!((w.hw_aggs[0].peer, w.hw_aggs[0].n), (0, 32));
+        assert_eq!(
+            (w.acs[AC_BE].hw_aggs[0].peer, w.acs[AC_BE].hw_aggs[0].n),
+            (0, 32)
+        );
         // peer 1 at 6.5 Mbit/s (N_DBPS 26): 4 ms leaves (4000-40)/4 = 990 symbols; 2 subframes
         // of 1544 B need ceil(24726/26) = 951, 3 need 1427
-        assert_eq!((w.hw_aggs[1].peer, w.hw_aggs[1].n), (1, 2));
+        assert_eq!(
+            (w.acs[AC_BE].hw_aggs[1].peer, w.acs[AC_BE].hw_aggs[1].n),
+            (1, 2)
+        );
         assert_eq!(w.pending(), 200);
         // with the airtime limit relaxed, the 65535-byte limit binds
         let mut w = port(64);
@@ -913,9 +1093,9 @@ mod tests {
                 SimTime::ZERO,
             );
         }
-        w.p.max_airtime = SimDuration::from_millis(10);
+        w.acs[AC_BE].max_airtime = SimDuration::from_millis(10);
         w.fill_hw();
-        assert_eq!(w.hw_aggs[0].n, 42); // 42 x 1544 = 64848 <= 65535 < 43 x 1544
+        assert_eq!(w.acs[AC_BE].hw_aggs[0].n, 42); // 42 x 1544 = 64848 <= 65535 < 43 x 1544
     }
 
     #[test]
@@ -939,19 +1119,19 @@ mod tests {
         let mut st = LinkStats::new(SimTime::ZERO, SimDuration::from_millis(100));
         let t = SimTime::ZERO;
         // collision: all four frames back to the driver queue, in order
-        w.complete_head(false, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        w.complete_head(AC_BE, false, t, t, &mut rng, &mut wire, &mut out, &mut st);
         assert!(wire.is_empty());
-        let seqs: Vec<u64> = w.sw[0].iter().map(|m| m.seq).collect();
+        let seqs: Vec<u64> = w.acs[AC_BE].sw[0].iter().map(|m| m.seq).collect();
         assert_eq!(seqs, vec![0, 1, 2, 3]);
         w.fill_hw(); // hw: [4..8), [0..4)
                      // the second aggregate (4..8) gets through but is held for 0..3
-        w.complete_head(true, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        w.complete_head(AC_BE, true, t, t, &mut rng, &mut wire, &mut out, &mut st);
         assert!(wire.is_empty());
         assert_eq!(w.held(), 8);
         // 0..4 fail twice more -> dropped (retry_limit 2), releasing 4..8
-        w.complete_head(false, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        w.complete_head(AC_BE, false, t, t, &mut rng, &mut wire, &mut out, &mut st);
         w.fill_hw();
-        w.complete_head(false, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        w.complete_head(AC_BE, false, t, t, &mut rng, &mut wire, &mut out, &mut st);
         assert_eq!(out.drops.len(), 4);
         assert_eq!(
             wire.iter().map(|(_, p)| p.uid).collect::<Vec<_>>(),
@@ -1020,6 +1200,9 @@ mod tests {
             max_airtime: SimDuration::from_millis(4),
             retry_limit: 16,
             phy: phy(),
+            wmm: false,
+            txop: [SimDuration::ZERO; 4],
+            aggregate_vo: true,
         });
         for i in 0..224 {
             assert!(w.has_room(), "room at {i}");
@@ -1036,18 +1219,18 @@ mod tests {
         assert!(!w.has_room());
         assert_eq!(w.stats.stops, 1);
         w.fill_hw();
-        assert_eq!(w.hw_aggs[0].n, 20);
+        assert_eq!(w.acs[AC_BE].hw_aggs[0].n, 20);
         let mut rng = Rng::stream(1, "t", 0);
         let mut wire = VecDeque::new();
         let mut out = QdiscOut::new(false);
         let mut st = LinkStats::new(SimTime::ZERO, SimDuration::from_millis(100));
         let t = SimTime::from_nanos(1000 * (4000));
-        w.complete_head(true, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        w.complete_head(AC_BE, true, t, t, &mut rng, &mut wire, &mut out, &mut st);
         // 204 frames left: below the stop mark but above the wake mark, still stopped
         assert_eq!(w.pending(), 204);
         assert!(!w.has_room());
         w.fill_hw();
-        w.complete_head(true, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        w.complete_head(AC_BE, true, t, t, &mut rng, &mut wire, &mut out, &mut st);
         assert_eq!(w.pending(), 184);
         assert!(w.has_room());
         assert_eq!(wire.len(), 40);
@@ -1059,6 +1242,16 @@ mod tests {
     /// An AP interface (link 0, peer: the station) and a station interface (link 1) on
     /// one medium, both with fifo qdiscs and no propagation delay.
     fn bss(ap: Access, sta: Access, retry_limit: u32) -> (Vec<Link>, WifiMedium) {
+        bss_acs([ap; 4], [sta; 4], retry_limit, false)
+    }
+
+    /// As [`bss`] with per-AC access parameters and WMM on or off.
+    fn bss_acs(
+        ap: [Access; 4],
+        sta: [Access; 4],
+        retry_limit: u32,
+        wmm: bool,
+    ) -> (Vec<Link>, WifiMedium) {
         use crate::link::{LinkParams, LowerParams};
         use crate::qdisc::{BuildCtx, QdiscConfig};
         let mk = |id: u32, mode: PhyMode, driver_queue: u32, max_frames: u32| {
@@ -1089,6 +1282,9 @@ mod tests {
                     max_airtime: SimDuration::from_millis(4),
                     retry_limit,
                     phy: phy(),
+                    wmm,
+                    txop: [SimDuration::ZERO; 4],
+                    aggregate_vo: true,
                 }),
             };
             let q = QdiscConfig::default().build(BuildCtx {
@@ -1168,6 +1364,7 @@ mod tests {
             aifsn: 3,
             cwmin: 0,
             cwmax: 0,
+            txop: SimDuration::ZERO,
         };
         let (mut links, mut m) = bss(a, a, 30);
         let mut ev = EventQueue::new();
@@ -1208,6 +1405,7 @@ mod tests {
             aifsn: 2,
             cwmin: 0,
             cwmax: 0,
+            txop: SimDuration::ZERO,
         };
         let (mut links, mut m) = bss(a, a, 1);
         let mut ev = EventQueue::new();
@@ -1248,6 +1446,7 @@ mod tests {
             aifsn: 2,
             cwmin: 0,
             cwmax: 0,
+            txop: SimDuration::ZERO,
         };
         let sta = Access { aifsn: 3, ..ap };
         let (mut links, mut m) = bss(ap, sta, 1);
@@ -1269,5 +1468,176 @@ mod tests {
         assert_eq!(links[0].wire.len(), 2);
         assert_eq!(links[1].wire.len(), 1);
         assert_eq!(links[1].wire[0].0, SimTime::from_nanos(1000 * (585)));
+    }
+
+    #[test]
+    fn dscp_to_access_category_as_mac80211() {
+        use crate::packet::dscp;
+        // cfg80211_classify8021d (3.14): UP = DSCP >> 3; ieee802_1d_to_ac
+        let table = [
+            (dscp::BE, AC_BE),  // CS0 -> UP 0
+            (dscp::CS1, AC_BK), // 8 -> UP 1
+            (16, AC_BK),        // CS2 -> UP 2
+            (24, AC_BE),        // CS3 -> UP 3
+            (32, AC_VI),        // CS4 -> UP 4
+            (dscp::CS5, AC_VI), // 40 -> UP 5
+            (dscp::EF, AC_VI),  // 46 -> UP 5
+            (48, AC_VO),        // CS6 -> UP 6
+            (56, AC_VO),        // CS7 -> UP 7
+            (10, AC_BK),        // AF11 -> UP 1
+            (34, AC_VI),        // AF41 -> UP 4
+        ];
+        for (d, ac) in table {
+            assert_eq!(ac_of_dscp(d), ac, "dscp {d}");
+        }
+        // without WMM everything is best effort
+        let mut w = port(32);
+        let ef = Packet {
+            dscp: dscp::EF,
+            ..Default::default()
+        };
+        assert_eq!(w.ac_of(&ef), AC_BE);
+        w.p.wmm = true;
+        assert_eq!(w.ac_of(&ef), AC_VI);
+    }
+
+    fn wmm_port(driver_queue: u32, txop_vi: SimDuration) -> WifiPort {
+        let mut txop = [SimDuration::ZERO; 4];
+        txop[AC_VI] = txop_vi;
+        WifiPort::new(WifiPortParams {
+            medium: 0,
+            peer_mode: vec![PhyMode::ht(15, 20, false)],
+            peer_fer: vec![0.0],
+            driver_queue,
+            driver_wake: driver_queue - 1,
+            ba_window: 64,
+            hw_aggregates: 1,
+            max_frames: 32,
+            max_bytes: 65535,
+            max_airtime: SimDuration::from_millis(4),
+            retry_limit: 2,
+            phy: phy(),
+            wmm: true,
+            txop,
+            aggregate_vo: false,
+        })
+    }
+
+    fn pkt(uid: u64, dscp: u8) -> Packet {
+        Packet {
+            uid,
+            size: 1500,
+            dscp,
+            ..Default::default()
+        }
+    }
+
+    /// Per-AC queues: VO unaggregated, VI's A-MPDU within its TXOP limit, and a packet
+    /// for a stopped category blocks the qdisc until that category wakes.
+    #[test]
+    fn access_categories_queue_aggregate_and_stop_separately() {
+        use crate::packet::dscp;
+        // VI TXOP 1504 us leaves 1504 - 16 - 32 = 1456 us of PPDU. At MCS 15 (520 bits
+        // per symbol): 14 x 1544 B = 22 + 172928 bits -> 333 symbols, 40 + 1332 = 1372 us;
+        // 15 need 357 symbols, 1468 us.
+        let mut w = wmm_port(100, SimDuration::from_micros(1504));
+        for i in 0..40 {
+            w.accept(pkt(i, dscp::EF), 0, SimTime::ZERO);
+            w.accept(pkt(100 + i, 48), 0, SimTime::ZERO); // CS6: voice
+            w.accept(pkt(200 + i, dscp::BE), 0, SimTime::ZERO);
+        }
+        w.fill_hw();
+        assert_eq!(w.acs[AC_VI].hw_aggs[0].n, 14);
+        assert_eq!(w.acs[AC_VO].hw_aggs[0].n, 1); // no block-ack session for voice
+        assert_eq!(w.acs[AC_BE].hw_aggs[0].n, 32); // 32 x 1544 B: 3084 us < 4 ms
+        assert_eq!(w.ready_mask(), 0b0111);
+        assert_eq!(w.pending(), 120);
+
+        // stop and wake: BK stops at 3 frames; the next BK packet waits as the requeued
+        // packet and blocks the qdisc; the block ack of BK's aggregate wakes it.
+        let mut w = wmm_port(3, SimDuration::ZERO);
+        for i in 0..3 {
+            assert!(w.has_room());
+            w.accept(pkt(i, dscp::CS1), 0, SimTime::ZERO);
+        }
+        assert!(w.has_room()); // other categories still take packets
+        w.accept(pkt(9, dscp::BE), 0, SimTime::ZERO);
+        w.accept(pkt(3, dscp::CS1), 0, SimTime::ZERO);
+        assert!(!w.has_room());
+        assert_eq!(w.held(), 5);
+        assert_eq!(w.stats.stops, 1);
+        w.fill_hw();
+        let mut rng = Rng::stream(1, "t", 0);
+        let mut wire = VecDeque::new();
+        let mut out = QdiscOut::new(false);
+        let mut st = LinkStats::new(SimTime::ZERO, SimDuration::from_millis(100));
+        let t = SimTime::from_nanos(1_000_000);
+        w.complete_head(AC_BK, true, t, t, &mut rng, &mut wire, &mut out, &mut st);
+        assert_eq!(wire.len(), 3);
+        assert!(w.has_room());
+        assert_eq!(w.acs[AC_BK].pending, 1); // the requeued packet went in
+        assert_eq!(w.pending(), 2);
+    }
+
+    /// Two access categories of the AP and the station's best effort, by hand (CW 0
+    /// everywhere, so every backoff is 0 slots). At t = 0 the AP has 2 EF packets (VI:
+    /// AIFSN 2) and 2 best-effort ones (BE: AIFSN 2), the station one best-effort
+    /// packet (AIFSN 3). Slots count from SIFS after idle (t = 0): the AP's VI and BE
+    /// both end their count at slot 2 (16 + 2 × 9 = 34 µs): an internal collision,
+    /// which VI (the higher category) wins; BE redraws with its window doubled (capped
+    /// at CWmax 0) and loses no frame. The station, at slot 3, froze. VI's 2 × 1544 B
+    /// at MCS 15: ⌈(22 + 24704) / 520⌉ = 48 symbols, 40 + 192 = 232 µs: ends at 266 µs,
+    /// idle from 266 + 16 + 32 = 314 µs. Then AP BE (slot 2: 348 µs) beats the station
+    /// (slot 3: 357 µs): its PPDU ends at 580 µs, idle from 628 µs; the station sends at
+    /// 628 + 43 = 671 µs, 36 + ⌈(22 + 12352) / 260⌉ × 4 = 228 µs, ending at 899 µs.
+    #[test]
+    fn two_access_categories_contend_by_hand() {
+        use crate::packet::dscp;
+        let a = |aifsn| Access {
+            aifsn,
+            cwmin: 0,
+            cwmax: 0,
+            txop: SimDuration::ZERO,
+        };
+        let ap = [a(2), a(2), a(2), a(7)];
+        let sta = [a(2), a(2), a(3), a(7)];
+        let (mut links, mut m) = bss_acs(ap, sta, 4, true);
+        let mut ev = EventQueue::new();
+        {
+            let w = links[0].wifi_mut().unwrap();
+            for (u, d) in [(0, dscp::EF), (1, dscp::EF), (2, dscp::BE), (3, dscp::BE)] {
+                w.accept(pkt(u, d), 0, SimTime::ZERO);
+            }
+            w.fill_hw();
+            let w = links[1].wifi_mut().unwrap();
+            w.accept(pkt(10, dscp::BE), 0, SimTime::ZERO);
+            w.fill_hw();
+        }
+        m.poke(&mut links, SimTime::ZERO, &mut ev);
+        let seen = drive(&mut links, &mut m, &mut ev);
+        assert_eq!(
+            seen,
+            vec![
+                (34, timer::MEDIUM_ACCESS),
+                (266, timer::MEDIUM_END),
+                (348, timer::MEDIUM_ACCESS),
+                (580, timer::MEDIUM_END),
+                (671, timer::MEDIUM_ACCESS),
+                (899, timer::MEDIUM_END),
+            ]
+        );
+        assert_eq!(m.collisions, 0);
+        let w = links[0].wifi().unwrap();
+        assert_eq!(w.stats.internal_collisions, 1);
+        assert_eq!(w.stats.ac_txops, [0, 1, 1, 0]);
+        assert_eq!(w.stats.retries, 0);
+        let got: Vec<(u64, u64)> = links[0]
+            .wire
+            .iter()
+            .map(|(t, p)| (t.as_nanos() / 1000, p.uid))
+            .collect();
+        assert_eq!(got, vec![(266, 0), (266, 1), (580, 2), (580, 3)]);
+        assert_eq!(links[1].wifi().unwrap().stats.ac_txops, [0, 0, 1, 0]);
+        assert_eq!(links[1].wire[0].0, SimTime::from_nanos(899_000));
     }
 }

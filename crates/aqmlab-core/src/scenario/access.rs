@@ -16,9 +16,10 @@
 //! ```
 
 use super::build::{check_qdisc, Builder};
-use super::{d_mtu, d_zero, ScenarioError, ScenarioWarning};
+use super::{d_mtu, d_true, d_zero, ScenarioError, ScenarioWarning};
 use crate::link::wifi::{
-    max_mcs, Access, MediumParams, PhyMode, WifiPhy, WifiPortParams, SUBFRAME_OVERHEAD,
+    max_mcs, Access, MediumParams, PhyMode, WifiPhy, WifiPortParams, AC_BE, AC_NAMES,
+    SUBFRAME_OVERHEAD,
 };
 use crate::link::{LinkParams, LowerParams, ShaperConfig};
 use crate::packet::NodeId;
@@ -30,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// EDCA access parameters; any key left out falls back to the next level (`access`,
-/// then the 802.11 best-effort defaults AIFSN 3, CWmin 15, CWmax 1023).
+/// then the 802.11 defaults of the access category: see [`STA_EDCA`] / [`AP_EDCA`]).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessConfig {
@@ -40,6 +41,9 @@ pub struct AccessConfig {
     pub cwmin: Option<u32>,
     /// Largest contention window, 2^k − 1, ≥ cwmin.
     pub cwmax: Option<u32>,
+    /// TXOP limit: 0 (one frame exchange per access) up to 65535 × 32 µs, a multiple
+    /// of 32 µs (the unit of the EDCA parameter set's TXOP Limit field).
+    pub txop: Option<DurationSpec>,
 }
 
 impl AccessConfig {
@@ -48,6 +52,7 @@ impl AccessConfig {
             aifsn: self.aifsn.unwrap_or(base.aifsn),
             cwmin: self.cwmin.unwrap_or(base.cwmin),
             cwmax: self.cwmax.unwrap_or(base.cwmax),
+            txop: self.txop.map_or(base.txop, |t| t.0),
         }
     }
 }
@@ -101,6 +106,8 @@ pub struct DriverDefaults {
     pub max_airtime: SimDuration,
     /// Retransmissions of a subframe before it is dropped.
     pub retry_limit: u32,
+    /// Whether voice (AC_VO) frames are aggregated.
+    pub aggregate_vo: bool,
 }
 
 impl WifiDriver {
@@ -110,7 +117,9 @@ impl WifiDriver {
             // ath9k: txq_max_pending = ATH_MAX_QDEPTH = 512 / 4 - 5 = 123 per access
             // category, woken as soon as fewer are pending; ATH_AGGR_MIN_QDEPTH 2 aggregates
             // in hardware; ATH_AMPDU_SUBFRAME_DEFAULT 32; 4 ms aggregates;
-            // ATH_MAX_SW_RETRIES 30.
+            // ATH_MAX_SW_RETRIES 30. Its rate control, mac80211's minstrel_ht, starts no
+            // block-ack session for a VO frame (`minstrel_aggr_check`), so voice goes
+            // unaggregated.
             WifiDriver::Ath9k => DriverDefaults {
                 queue: 123,
                 wake: 122,
@@ -118,6 +127,7 @@ impl WifiDriver {
                 max_frames: 32,
                 max_airtime: SimDuration::from_millis(4),
                 retry_limit: 30,
+                aggregate_vo: false,
             },
             // iwlwifi (pcie/tx.c, Linux 3.14): a 256-slot TFD ring per queue, 255 usable;
             // stopped when fewer than high_mark = 256 / 8 = 32 slots are free (224 frames),
@@ -125,7 +135,9 @@ impl WifiDriver {
             // stay in the ring until the block ack reclaims them. The firmware aggregates
             // from the ring when it transmits (one aggregate at a time), at most
             // LINK_QUAL_AGG_FRAME_LIMIT_DEF = 63 frames and LINK_QUAL_AGG_TIME_LIMIT_DEF =
-            // 4 ms; LINK_QUAL_MAX_RETRY_NUM = 16 tries.
+            // 4 ms; LINK_QUAL_MAX_RETRY_NUM = 16 tries. Each access category has its own
+            // ring with these marks. Its rate scaling (dvm/rs.c) turns aggregation on for
+            // every TID in `tx_agg_tid_en` = IWL_AGG_ALL_TID, voice included.
             WifiDriver::Iwlwifi => DriverDefaults {
                 queue: 224,
                 wake: 190,
@@ -133,6 +145,7 @@ impl WifiDriver {
                 max_frames: 63,
                 max_airtime: SimDuration::from_millis(4),
                 retry_limit: 16,
+                aggregate_vo: true,
             },
         }
     }
@@ -228,12 +241,24 @@ pub struct WifiConfig {
     pub qdisc: Option<QdiscConfig>,
     /// Qdisc on the AP's interface (over `qdisc`).
     pub ap_qdisc: Option<QdiscConfig>,
-    /// Access parameters of every node. Default AIFSN 3, CWmin 15, CWmax 1023 (EDCA best effort).
+    /// WMM (802.11e QoS): packets go to the access category of their DSCP, each with
+    /// its own queues and EDCA parameters. Default true (as the testbed's hardware).
+    #[serde(default = "d_true")]
+    pub wmm: bool,
+    /// Best-effort access parameters of every node (with `wmm = false`: of all traffic).
+    /// Default AIFSN 3, CWmin 15, CWmax 1023 (the AP with WMM: CWmax 63).
     #[serde(default)]
     pub access: AccessConfig,
-    /// The AP's access parameters (over `access`).
+    /// The AP's best-effort access parameters (over `access`).
     #[serde(default)]
     pub ap_access: AccessConfig,
+    /// The stations' access parameters per access category (`vo`, `vi`, `be`, `bk`;
+    /// over the 802.11 defaults and, for `be`, `access`). Needs `wmm`.
+    #[serde(default)]
+    pub ac: BTreeMap<String, AccessConfig>,
+    /// The AP's access parameters per access category (over the AP defaults).
+    #[serde(default)]
+    pub ap_ac: BTreeMap<String, AccessConfig>,
     /// The AP's driver. Default ath9k.
     #[serde(default = "d_ap_driver")]
     pub ap_driver: WifiDriver,
@@ -318,7 +343,7 @@ impl StationConfig {
         ParamDoc::new(
             "access",
             "{}",
-            "this station's EDCA parameters aifsn, cwmin, cwmax (each over the BSS's access)",
+            "this station's best-effort EDCA parameters aifsn, cwmin, cwmax, txop (each over the BSS's access)",
         ),
         ParamDoc::new(
             "qdisc",
@@ -345,8 +370,11 @@ impl WifiConfig {
         ParamDoc::new("delay", "0ms", "one-way propagation delay"),
         ParamDoc::new("qdisc", "fifo 1000 (dumbbell: access_qdisc)", "qdisc on every WiFi interface"),
         ParamDoc::new("ap_qdisc", "qdisc", "qdisc on the AP's interface"),
-        ParamDoc::new("access", "{}", "EDCA parameters of every node: aifsn (1 to 15), cwmin, cwmax (2^k - 1); unset keys are 802.11 best effort: 3, 15, 1023"),
-        ParamDoc::new("ap_access", "{}", "the AP's EDCA parameters (over access)"),
+        ParamDoc::new("wmm", "true", "WMM QoS: packets go to the access category of their DSCP (CS1 -> bk, CS5/EF -> vi, CS6/CS7 -> vo, others be), each with its own driver queue and EDCA parameters; false: all best effort"),
+        ParamDoc::new("access", "{}", "best-effort EDCA parameters of every node: aifsn (1 to 15), cwmin, cwmax (2^k - 1), txop (0 to 2097120us, a multiple of 32us); unset keys are 802.11 best effort: 3, 15, 1023, 0 (the AP with wmm: cwmax 63)"),
+        ParamDoc::new("ap_access", "{}", "the AP's best-effort EDCA parameters (over access)"),
+        ParamDoc::new("ac", "{}", "the stations' EDCA parameters per access category vo, vi, be, bk (802.11-2012 Table 8-105: vo 2/3/7/1504us, vi 2/7/15/3008us, be 3/15/1023/0, bk 7/15/1023/0); needs wmm"),
+        ParamDoc::new("ap_ac", "{}", "the AP's EDCA parameters per access category (hostapd's defaults: vo 1/3/7/1504us, vi 1/7/15/3008us, be 3/15/63/0, bk 7/15/1023/0); needs wmm"),
         ParamDoc::new("ap_driver", "ath9k", "the AP's driver: ath9k (123-frame queue, 32-frame A-MPDUs) or iwlwifi"),
         ParamDoc::new("station_driver", "iwlwifi", "every station's driver: iwlwifi (224-frame ring, woken at 190; 63-frame A-MPDUs) or ath9k"),
         ParamDoc::new("driver_queue", "the driver's", "frames below the qdisc at which every driver stops the qdisc"),
@@ -367,12 +395,62 @@ impl WifiConfig {
     ];
 }
 
+const fn edca(aifsn: u32, cwmin: u32, cwmax: u32, txop_us: u64) -> Access {
+    Access {
+        aifsn,
+        cwmin,
+        cwmax,
+        txop: SimDuration::from_micros(txop_us),
+    }
+}
+
 /// 802.11 best-effort EDCA defaults (AIFSN 3, CWmin 15, CWmax 1023).
-const BE: Access = Access {
-    aifsn: 3,
-    cwmin: 15,
-    cwmax: 1023,
-};
+const BE: Access = edca(3, 15, 1023, 0);
+
+/// A station's EDCA parameters per access category (VO, VI, BE, BK): IEEE 802.11-2012
+/// Table 8-105 with aCWmin 15, aCWmax 1023 (OFDM), as an AP advertises them in its
+/// EDCA/WMM parameter set (hostapd's `wmm_ac_*` defaults): TXOP limits 47 and 94 × 32 µs.
+pub const STA_EDCA: [Access; 4] = [
+    edca(2, 3, 7, 1504),
+    edca(2, 7, 15, 3008),
+    BE,
+    edca(7, 15, 1023, 0),
+];
+
+/// The AP's own EDCA parameters per access category (VO, VI, BE, BK): hostapd's
+/// `tx_queue_data*` defaults (`hostapd_config_defaults`, the dot11QAPEDCATable values
+/// of IEEE 802.11-2012 Annex C): AIFSN 1 for VO and VI, BE's CWmax 4 × (15 + 1) − 1 =
+/// 63, bursts of 1.5 and 3.0 ms, which the nl80211 driver interface hands to
+/// mac80211 in 32-µs units rounded to nearest (`(burst × 100 + 16) / 32`): 47 and 94,
+/// the same 1504 and 3008 µs as the stations'.
+pub const AP_EDCA: [Access; 4] = [
+    edca(1, 3, 7, 1504),
+    edca(1, 7, 15, 3008),
+    edca(3, 15, 63, 0),
+    edca(7, 15, 1023, 0),
+];
+
+/// Resolves `ac` / `ap_ac` tables over `base` (index = AC), naming a bad key.
+fn ac_table(
+    base: [Access; 4],
+    t: &BTreeMap<String, AccessConfig>,
+    field: &str,
+) -> Result<[Access; 4], ScenarioError> {
+    let mut out = base;
+    for (k, c) in t {
+        let Some(a) = AC_NAMES.iter().position(|n| n == k) else {
+            return Err(ScenarioError::new(
+                format!("{field}.{k}"),
+                format!("'{k}' is not an access category (allowed: vo, vi, be, bk)"),
+            ));
+        };
+        out[a] = c.over(out[a]);
+    }
+    for (a, acc) in out.iter().enumerate() {
+        check_access(*acc, &format!("{field}.{}", AC_NAMES[a]))?;
+    }
+    Ok(out)
+}
 
 fn check_access(a: Access, field: &str) -> Result<(), ScenarioError> {
     if !(1..=15).contains(&a.aifsn) {
@@ -393,6 +471,16 @@ fn check_access(a: Access, field: &str) -> Result<(), ScenarioError> {
         return Err(ScenarioError::new(
             format!("{field}.cwmax"),
             format!("{} is below cwmin {}", a.cwmax, a.cwmin),
+        ));
+    }
+    let unit = SimDuration::from_micros(32);
+    if a.txop > unit * 65535 || a.txop.as_nanos() % unit.as_nanos() != 0 {
+        return Err(ScenarioError::new(
+            format!("{field}.txop"),
+            format!(
+                "{} us is not allowed (0 to 2097120us in multiples of 32us)",
+                a.txop.as_nanos() as f64 / 1e3
+            ),
         ));
     }
     Ok(())
@@ -668,6 +756,27 @@ impl Builder {
         check_access(base, &format!("{field}.access"))?;
         let ap_access = w.ap_access.over(base);
         check_access(ap_access, &format!("{field}.ap_access"))?;
+        // per access category: without WMM everything is best effort (one queue)
+        let (sta_acs, ap_acs) = if w.wmm {
+            let mut sta = STA_EDCA;
+            sta[AC_BE] = base;
+            let mut ap = AP_EDCA;
+            ap[AC_BE] = w.ap_access.over(w.access.over(AP_EDCA[AC_BE]));
+            (
+                ac_table(sta, &w.ac, &format!("{field}.ac"))?,
+                ac_table(ap, &w.ap_ac, &format!("{field}.ap_ac"))?,
+            )
+        } else {
+            for (k, t) in [("ac", &w.ac), ("ap_ac", &w.ap_ac)] {
+                if !t.is_empty() {
+                    return Err(err(
+                        k,
+                        "per-access-category parameters need wmm = true".to_string(),
+                    ));
+                }
+            }
+            ([base; 4], [ap_access; 4])
+        };
         let phy = WifiPhy {
             slot: w.slot.0,
             sifs: w.sifs.0,
@@ -685,7 +794,7 @@ impl Builder {
                 m
             }
         };
-        let port = |driver: WifiDriver, df: &str, peer_mode, peer_fer| {
+        let port = |driver: WifiDriver, df: &str, peer_mode, peer_fer, acs: &[Access; 4]| {
             let d = driver.defaults();
             let queue = w.driver_queue.unwrap_or(d.queue);
             let wake = w.driver_wake.unwrap_or(if w.driver_queue.is_some() {
@@ -717,6 +826,9 @@ impl Builder {
                 max_airtime: w.max_airtime.map_or(d.max_airtime, |m| m.0),
                 retry_limit: w.retry_limit.unwrap_or(d.retry_limit),
                 phy: phy.clone(),
+                wmm: w.wmm,
+                txop: acs.map(|a| a.txop),
+                aggregate_vo: d.aggregate_vo,
             })
         };
         let base_q = w.qdisc.clone().unwrap_or_else(|| default_qdisc.clone());
@@ -733,8 +845,9 @@ impl Builder {
                     format!("{fer} is not allowed (0 <= fer < 1)"),
                 ));
             }
-            let a = sc.access.over(base);
-            check_access(a, &format!("{sf}.access"))?;
+            let mut a = sta_acs;
+            a[AC_BE] = sc.access.over(sta_acs[AC_BE]);
+            check_access(a[AC_BE], &format!("{sf}.access"))?;
             let streams = sc.streams.unwrap_or(w.streams);
             check_streams(streams, &format!("{sf}.streams"))?;
             let (mcs, mcs_key) = match sc.mcs {
@@ -775,7 +888,7 @@ impl Builder {
                 rate,
                 access: a,
                 qdisc: q,
-                port: port(driver, &dkey, vec![up], vec![fer])?,
+                port: port(driver, &dkey, vec![up], vec![fer], &a)?,
             });
         }
         if w.phy_rate.is_some() && (w.ap_mcs != d_ap_mcs() || w.mcs != d_mcs()) {
@@ -801,9 +914,15 @@ impl Builder {
             node: ap,
             name: format!("{name}_{ap_name}"),
             rate: ap_rate,
-            access: ap_access,
+            access: ap_acs,
             qdisc: ap_q,
-            port: port(w.ap_driver, &format!("{field}.ap_driver"), down, fers)?,
+            port: port(
+                w.ap_driver,
+                &format!("{field}.ap_driver"),
+                down,
+                fers,
+                &ap_acs,
+            )?,
         };
         Ok(ResolvedBss {
             name,
@@ -864,7 +983,7 @@ struct ResolvedMember {
     node: NodeId,
     name: String,
     rate: Rate,
-    access: Access,
+    access: [Access; 4],
     qdisc: QdiscConfig,
     port: WifiPortParams,
 }
