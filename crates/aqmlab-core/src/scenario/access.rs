@@ -474,7 +474,7 @@ fn check_access(a: Access, field: &str) -> Result<(), ScenarioError> {
         ));
     }
     let unit = SimDuration::from_micros(32);
-    if a.txop > unit * 65535 || a.txop.as_nanos() % unit.as_nanos() != 0 {
+    if a.txop > unit * 65535 || !a.txop.as_nanos().is_multiple_of(unit.as_nanos()) {
         return Err(ScenarioError::new(
             format!("{field}.txop"),
             format!(
