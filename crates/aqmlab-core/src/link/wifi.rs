@@ -43,9 +43,24 @@
 //! - After the PPDU: SIFS (16 µs) + a 32-byte compressed block ack at the legacy
 //!   `control_rate` (default 24 Mbit/s: 20 µs legacy preamble + 3 symbols = 32 µs).
 //! - Before a transmission: AIFS = SIFS + AIFSN × slot (slot 9 µs) and a backoff of
-//!   `b` slots, `b` uniform in `0..=CW`; defaults are EDCA best effort (AIFSN 3,
-//!   CWmin 15, CWmax 1023) for the AP and the stations. Per-node `access` parameters
-//!   and per-direction PHY rates let airtime unfairness emerge.
+//!   `b` slots, `b` uniform in `0..=CW`, with the parameters of the access category
+//!   (below). Per-node access parameters and per-direction PHY rates let airtime
+//!   unfairness emerge.
+//!
+//! ## Access categories (WMM)
+//! With `wmm` each packet goes to the access category (AC) of its DSCP as Linux 3.14's
+//! mac80211 picks it ([`ac_of_dscp`]: user priority = DSCP >> 3, then
+//! `ieee802_1d_to_ac`); without it everything is best effort. Every AC of every
+//! interface has its own driver queue (with its own `driver_queue` / `driver_wake`
+//! marks: ath9k's per-AC `txq_max_pending`, iwlwifi's per-AC ring), hardware queue,
+//! sequence numbers and block-ack state, and contends on its own with its own AIFSN,
+//! CWmin, CWmax and TXOP limit (an A-MPDU's PPDU + SIFS + block ack stays within a
+//! non-zero TXOP limit). Two ACs of one node that end their count in the same slot
+//! collide internally: the higher AC transmits, the lower one doubles its CW and draws
+//! again without losing a frame. The qdisc above is one queue for the interface: a
+//! packet taken from it for a stopped AC waits as the requeued packet and blocks the
+//! qdisc until that AC wakes (Linux's `dev_requeue_skb`). VO frames are not aggregated
+//! where the rate control starts no block-ack session for them (`aggregate_vo`).
 //!
 //! ## Contention (event-driven DCF/EDCA)
 //! Slots are counted on a grid that starts SIFS after the medium went idle. A node with
@@ -56,7 +71,7 @@
 //! others freeze their remaining count and resume after the next AIFS. Two nodes ending
 //! in the same slot collide: both PPDUs are lost entirely, each doubles its CW
 //! (`2·CW + 1`, capped at CWmax); a success resets CW to CWmin. One A-MPDU per channel
-//! access (the best-effort TXOP limit is 0).
+//! access (also within a non-zero TXOP limit: no bursts of several A-MPDUs).
 //!
 //! ## Errors and retransmission
 //! Each subframe is lost independently with the receiving station's frame error rate
@@ -86,6 +101,9 @@
 //!   block-ack time as an ack timeout.
 //! - Frames are delivered to one next hop per station; the station's interface has a
 //!   single peer (the AP).
+//! - One TID per AC and station (the two TIDs of an AC share its queue and sequence
+//!   space); a TXOP carries one A-MPDU, not a burst; an internal collision costs the
+//!   lower AC a doubled window but no retry count.
 
 use super::{timer, Link, LinkStats, Lower};
 use crate::event::{Event, EventQueue};
