@@ -70,6 +70,7 @@ driver_queue = 500            # ns-3 WifiMacQueue MaxSize 500p, on both sides
 hw_aggregates = 1             # ns-3 builds the A-MPDU when it gains the medium
 max_frames = 64
 max_airtime = "5484us"        # aPPDUMaxTime (ns-3's HT PPDU limit)
+wmm = false                   # every frame best effort with one EDCA set on both sides, as wifi.cc gives ns-3
 {flows}
 [[flow]]
 kind = "ping"
