@@ -8,8 +8,11 @@
 # comparison should be against ns-3 as a user who wants speed builds it; compare.py uses
 # the release binary when it exists and says which one it timed.
 #
-# Source: $NS3_SRC (an ns-3.44 source tree) if set, else a shallow clone of the ns-3.44 tag
-# from gitlab.com/nsnam/ns-3-dev into src/ns-3.44. Needs cmake and ninja: taken from
+# Source: $NS3_SRC (an ns-3.44 source tree) if set; else src/ns-3.44, extracted there from
+# $NS3_GIT (a local clone or mirror of ns-3-dev that has the ns-3.44 tag; only the
+# top-level files and the modules built are taken, so a partial mirror without the
+# large data files of other modules will do) or, without NS3_GIT, a shallow clone of
+# the ns-3.44 tag from gitlab.com/nsnam/ns-3-dev. Needs cmake and ninja: taken from
 # benchmarks/ns3/.venv (setup.sh) and installed there with pip if missing.
 # Takes ~6 min on 2 cores (8 of ns-3's modules: core, network, internet, point-to-point,
 # traffic-control, applications, stats, bridge). Idempotent: an existing build is reused.
@@ -22,17 +25,26 @@ if ! [ -x "$VENV/bin/cmake" ] || ! [ -x "$VENV/bin/ninja" ]; then
 fi
 export PATH="$VENV/bin:$PATH"
 
+MODULES="core network internet point-to-point traffic-control applications stats bridge"
 SRC="${NS3_SRC:-$HERE/src/ns-3.44}"
 if ! [ -f "$SRC/CMakeLists.txt" ]; then
-  mkdir -p "$(dirname "$SRC")"
-  git clone -q --depth 1 --branch ns-3.44 https://gitlab.com/nsnam/ns-3-dev.git "$SRC"
+  mkdir -p "$SRC"
+  if [ -n "${NS3_GIT:-}" ]; then
+    top=$(git --git-dir="$NS3_GIT" ls-tree --name-only ns-3.44 | grep -v '^src$')
+    # shellcheck disable=SC2086  # word splitting of the path lists is intended
+    git --git-dir="$NS3_GIT" archive ns-3.44 $top src/CMakeLists.txt $(printf 'src/%s ' $MODULES) \
+      | tar -x -C "$SRC"
+  elif ! git clone -q --depth 1 --branch ns-3.44 https://gitlab.com/nsnam/ns-3-dev.git "$SRC"; then
+    echo "build-release.sh: cannot clone ns-3.44; set NS3_SRC to an ns-3.44 source tree or NS3_GIT to a local ns-3-dev clone with the ns-3.44 tag" >&2
+    exit 1
+  fi
 fi
 grep -q '^3\.44' "$SRC/VERSION" || { echo "build-release.sh: $SRC is not ns-3.44 (VERSION: $(cat "$SRC/VERSION"))" >&2; exit 1; }
 
 B="$SRC/build-release"
 if ! [ -f "$B/build.ninja" ]; then
   cmake -S "$SRC" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=release \
-    -DNS3_ENABLED_MODULES="core;network;internet;point-to-point;traffic-control;applications;stats;bridge" \
+    -DNS3_ENABLED_MODULES="$(echo $MODULES | tr ' ' ';')" \
     -DNS3_EXAMPLES=OFF -DNS3_TESTS=OFF -DNS3_PYTHON_BINDINGS=OFF >/dev/null
 fi
 grep -q '^NS3_ASSERT:BOOL=OFF' "$B/CMakeCache.txt" && grep -q '^NS3_LOG:BOOL=OFF' "$B/CMakeCache.txt" \
@@ -41,7 +53,7 @@ ninja -C "$B" -j "$(nproc)"
 
 LIBDIR="$(dirname "$(ls "$SRC"/build/lib/libns3.44-core*.so | head -1)")"
 LIBS=""
-for m in core network internet point-to-point traffic-control applications stats bridge; do
+for m in $MODULES; do
   lib="$(ls "$LIBDIR"/libns3.44-"$m"*.so | head -1)"
   LIBS="$LIBS -l:$(basename "$lib")"
 done

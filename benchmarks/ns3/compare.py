@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Runs aqmlab and ns-3 on the headline scenario (16 NewReno flows, CoDel, 10 Mbit/s,
-10 ms RTT, 100 s) in one invocation and prints wall times, the packets/s ratio and the
-two simulators' bottleneck utilisation and mean/p99 CoDel sojourn side by side.
+10 ms RTT, 100 s) in one invocation and prints CPU times (user + sys of each child
+process), the ratio of bottleneck packets per CPU-second and the two simulators'
+bottleneck utilisation and mean/p99 CoDel sojourn side by side. By default both run the
+same TCP (`--stack ns3`: aqmlab's `ns3` profile with ns-3's framing and device queue, as
+`--sojourn` below, against TcpNewReno + TcpClassicRecovery); `--stack own` runs aqmlab's
+`tcp16_codel.toml` against the program's defaults.
 
-    benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh      # once
-    python3 benchmarks/ns3/compare.py [--flows 16] [--duration 100] [--repeat 3] [--json out.json]
+    benchmarks/ns3/build-release.sh                         # once (or setup.sh && build.sh: the wheel)
+    python3 benchmarks/ns3/compare.py [--flows 16] [--duration 100] [--repeat 3] [--binary BENCH] [--json out.json]
 
     python3 benchmarks/ns3/compare.py --sojourn [--flows 1,4,16,64] [--aqm codel,pie,fq_codel,fq_codel-ns3,fq_pie,fq_pie-ns3,fifo,ared]
 
@@ -154,11 +158,35 @@ NS3_EXTRA = {k: ["--ns3::FqPieQueueDisc::UseDerandomization=true"] for k in ("fq
 BENCH = ROOT / "target" / "release" / "aqmlab-bench"
 
 
+def _run_cpu(cmd: list[str], env: dict | None = None) -> tuple[list[str], float]:
+    """Runs a child to completion: its stdout lines and its CPU time (user + sys, from
+    wait4: unlike wall time it does not grow with other load on a shared machine)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = proc.communicate()
+    # the child is reaped by communicate(); its usage is in the children's totals
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err.strip()[-500:]}")
+    return out.strip().splitlines(), _children_cpu()
+
+
+_CPU_SEEN = 0.0
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the children reaped since the previous call."""
+    global _CPU_SEEN
+    r = os.times()
+    total = r.children_user + r.children_system
+    d, _CPU_SEEN = total - _CPU_SEEN, total
+    return d
+
+
 def _bench_file(path: str) -> dict:
-    """One aqmlab-bench run of a scenario file: its speed line and its queue summary."""
-    out = subprocess.run([str(BENCH), path, "--summary"],
-                         capture_output=True, text=True, check=True).stdout.strip().splitlines()
-    return {**json.loads(out[0]), **json.loads(out[-1])}
+    """One aqmlab-bench run of a scenario file: its speed line and its queue summary, and
+    the process's CPU time (`cpu_seconds`)."""
+    _children_cpu()
+    out, cpu = _run_cpu([str(BENCH), path, "--summary"])
+    return {**json.loads(out[0]), **json.loads(out[-1]), "cpu_seconds": cpu}
 
 
 def _bench(text: str) -> dict:
@@ -290,6 +318,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ns3", choices=["auto", "release", "wheel"], default="auto",
                     help="which ns-3 build to run: release (build-release.sh: -O3, asserts and logging compiled out), "
                     "wheel (the PyPI wheel of setup.sh/build.sh: asserts and logging compiled in), auto (release if built)")
+    ap.add_argument("--stack", choices=["ns3", "own"], default="ns3",
+                    help="headline TCP: ns3 = the same TCP on both sides (aqmlab stack = \"ns3\" with ns-3's framing, "
+                    "ns-3 TcpClassicRecovery), own = each side's default (aqmlab's tcp16_codel.toml)")
+    ap.add_argument("--binary", type=pathlib.Path, help="time this aqmlab-bench instead of building one")
     ap.add_argument("--cc", choices=["bbr"], help="congestion-control cross-check: aqmlab bbr vs ns-3 TcpBbr "
                     "(default --flows-list 1,4, --aqm fifo,codel)")
     a = ap.parse_args(argv)
@@ -303,13 +335,22 @@ def main(argv=None) -> int:
         how = "benchmarks/ns3/build-release.sh" if ns3 == release else "benchmarks/ns3/setup.sh && benchmarks/ns3/build.sh"
         raise SystemExit(f"build the ns-3 program first: {how}")
     global BENCH
-    BENCH = build_bench(a.pgo)
+    if a.binary is not None and not a.binary.is_file():
+        ap.error(f"--binary: no such file {a.binary}")
+    BENCH = a.binary or build_bench(a.pgo)
     if a.sojourn:
         return sojourn(a, ns3)
     if a.cc == "bbr":
         return bbr(a, ns3)
-    text = SCEN.read_text().replace('duration = "100s"', f'duration = "{a.duration:g}s"')
-    text = text.replace("pairs = 16", f"pairs = {a.flows}").replace("count = 16", f"count = {a.flows}")
+    if a.stack == "ns3":
+        # the same TCP on both sides: aqmlab's ns3 profile against TcpNewReno with
+        # TcpClassicRecovery, ns-3's framing and device queue (as --sojourn)
+        text = FIDELITY.format(duration=f"{a.duration:g}", warmup=10, flows=a.flows, qdisc=QDISCS["codel"], seed=1)
+        ns3_args = ["--recovery=classic", "--seed=1"]
+    else:
+        text = SCEN.read_text().replace('duration = "100s"', f'duration = "{a.duration:g}s"')
+        text = text.replace("pairs = 16", f"pairs = {a.flows}").replace("count = 16", f"count = {a.flows}")
+        ns3_args = []
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
         f.write(text)
     # --repeat N: both simulators N times, alternating, each one's fastest run kept (on a
@@ -318,14 +359,18 @@ def main(argv=None) -> int:
     ns: dict = {}
     for _ in range(a.repeat):
         run = _bench_file(f.name)
-        if not aq or run["wall_seconds"] < aq["wall_seconds"]:
+        if not aq or run["cpu_seconds"] < aq["cpu_seconds"]:
             aq = run
-        out = subprocess.run([str(ns3), f"--flows={a.flows}", f"--duration={a.duration:g}", "--warmup=10"],
-                             capture_output=True, text=True, check=True, env=_ns3_env(ns3)).stdout.strip().splitlines()
-        run = json.loads(out[-1])
-        if not ns or run["wall_seconds"] < ns["wall_seconds"]:
+        out, cpu = _run_cpu([str(ns3), f"--flows={a.flows}", f"--duration={a.duration:g}", "--warmup=10", *ns3_args],
+                            env=_ns3_env(ns3))
+        run = {**json.loads(out[-1]), "cpu_seconds": cpu}
+        if not ns or run["cpu_seconds"] < ns["cpu_seconds"]:
             ns = run
+    for r in (aq, ns):
+        r["packets_per_cpu_second"] = r["bottleneck_packets"] / max(r["cpu_seconds"], 1e-9)
     rows = [
+        ("CPU seconds (process)", "cpu_seconds", "{:.3f}"),
+        ("bottleneck packets / CPU s", "packets_per_cpu_second", "{:,.0f}"),
         ("wall seconds", "wall_seconds", "{:.3f}"),
         ("bottleneck packets", "bottleneck_packets", "{:,d}"),
         ("bottleneck packets / wall s", "packets_per_second", "{:,.0f}"),
@@ -333,8 +378,10 @@ def main(argv=None) -> int:
         ("sojourn mean (ms)", "sojourn_mean", "{:.2f}"),
         ("sojourn p99 (ms)", "sojourn_p99", "{:.2f}"),
     ]
-    best = f", fastest of {a.repeat} runs each" if a.repeat > 1 else ""
-    print(f"headline: {a.flows} NewReno flows, CoDel, 10 Mbit/s, 10 ms RTT, {a.duration:g} s simulated{best}\n")
+    best = f", least CPU of {a.repeat} runs each" if a.repeat > 1 else ""
+    tcp = ("the same TCP: aqmlab stack = \"ns3\", ns-3 TcpNewReno + TcpClassicRecovery" if a.stack == "ns3"
+           else "each side's own TCP")
+    print(f"headline: {a.flows} NewReno flows, CoDel, 10 Mbit/s, 10 ms RTT, {a.duration:g} s simulated, {tcp}{best}\n")
     build = "release build" if _is_release(ns3) else "PyPI wheel, asserts and logging on"
     print(f"ns-3.44: {ns3.name} ({build})\n")
     print(f"{'':30} {'aqmlab':>14} {'ns-3.44':>14}")
@@ -343,10 +390,12 @@ def main(argv=None) -> int:
         if "ms" in label:
             va, vn = va * 1e3, vn * 1e3
         print(f"{label:30} {fmt.format(va):>14} {fmt.format(vn):>14}")
-    ratio = aq["packets_per_second"] / ns["packets_per_second"]
-    print(f"\npackets/s ratio aqmlab / ns-3: {ratio:,.0f}x")
+    ratio = aq["packets_per_cpu_second"] / ns["packets_per_cpu_second"]
+    wall_ratio = aq["packets_per_second"] / ns["packets_per_second"]
+    print(f"\npackets per CPU-second ratio aqmlab / ns-3: {ratio:,.1f}x (per wall-second: {wall_ratio:,.1f}x)")
     if a.json:
-        a.json.write_text(json.dumps({"aqmlab": aq, "ns3": ns, "ratio": ratio}, indent=2))
+        a.json.write_text(json.dumps({"aqmlab": aq, "ns3": ns, "ratio": ratio, "wall_ratio": wall_ratio,
+                                      "stack": a.stack, "ns3_program": ns3.name}, indent=2))
     return 0
 
 
