@@ -74,6 +74,7 @@ fn main() {
     // CPU time of the event loop: unlike wall time it does not grow when other processes
     // share the cores (NaN where /proc/thread-self/schedstat is missing)
     let loop_cpu = thread_cpu_seconds() - cpu0;
+    print_event_stats();
     let bottleneck: u64 = sim
         .net
         .links
@@ -151,6 +152,19 @@ fn main() {
         loop_cpu,
         bottleneck as f64 / loop_cpu.max(1e-9)
     );
+}
+
+/// With `--features event-stats`: the events by kind and the TCP timers' outcomes, one
+/// JSON line on stderr.
+fn print_event_stats() {
+    #[cfg(feature = "event-stats")]
+    {
+        let parts: Vec<String> = aqmlab_core::event::stats::snapshot()
+            .iter()
+            .map(|(n, c)| format!("\"{n}\":{c}"))
+            .collect();
+        eprintln!("{{\"event_stats\":{{{}}}}}", parts.join(","));
+    }
 }
 
 /// CPU time this thread has run, from the scheduler's nanosecond account (Linux

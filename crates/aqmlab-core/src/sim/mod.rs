@@ -212,6 +212,8 @@ impl Simulator {
             debug_assert!(et >= self.net.now, "time travel");
             self.net.now = et;
             self.events_processed += 1;
+            #[cfg(feature = "event-stats")]
+            crate::event::stats::count(crate::event::stats::index(&ev));
             self.dispatch(ev);
             if !self.net.pending_drops.is_empty() {
                 self.attribute_drops();

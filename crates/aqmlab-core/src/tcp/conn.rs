@@ -144,6 +144,22 @@ impl Timer {
     /// The event scheduled for this timer fired: true if the deadline has come.
     fn fire<H: TcpHost>(&mut self, h: &mut H, kind: u32) -> bool {
         let now = h.now();
+        #[cfg(feature = "event-stats")]
+        {
+            use crate::event::stats::count;
+            if now != self.scheduled {
+                count(10);
+            } else if self.deadline == SimTime::NEVER || self.deadline > now {
+                count(11);
+            } else {
+                count(12);
+                match decode_timer(kind).map(|d| d.2) {
+                    Some(TimerType::Rto) => count(13),
+                    Some(TimerType::DelAck) => count(14),
+                    _ => count(15),
+                }
+            }
+        }
         if now != self.scheduled {
             return false; // superseded by an earlier event
         }
