@@ -11,7 +11,7 @@ use crate::time::SimTime;
 pub mod stats {
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     /// Names of the counters, in index order.
-    pub const NAMES: [&str; 16] = [
+    pub const NAMES: [&str; 17] = [
         "tx_done",
         "arrive",
         "flow_timer",
@@ -28,8 +28,9 @@ pub mod stats {
         "tcp_rto_fired",
         "tcp_delack_fired",
         "tcp_pace_fired",
+        "tx_complete",
     ];
-    pub static COUNTS: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+    pub static COUNTS: [AtomicU64; 17] = [const { AtomicU64::new(0) }; 17];
     #[inline(always)]
     pub fn count(i: usize) {
         COUNTS[i].fetch_add(1, Relaxed);
@@ -49,6 +50,7 @@ pub mod stats {
             Arrive(_) => 1,
             FlowTimer { .. } => 2,
             FlowStart(_) => 3,
+            TxComplete { .. } => 16,
             LinkTimer { kind, .. } => match kind >> 28 {
                 1 => 4,
                 2 => 5,
