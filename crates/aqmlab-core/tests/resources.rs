@@ -698,10 +698,12 @@ fn cake_memory_is_its_shaped_limit_over_the_arriving_mix() {
 
 /// A host's access link that no flow overloads holds at most the windows of the flows
 /// crossing it (their share of the bottleneck's pipe and queue), not every packet that
-/// crosses it: 200 bulk flows through a 100 Mbit/s fq_codel bottleneck, 5 s. The queue
-/// estimate is within 2x of the bottleneck's two qdisc limits (fq_codel 10240 packets each
-/// way) plus ~60 packets per flow on its access links; it counted every packet crossing
-/// the 800 access links before (~125,000).
+/// crosses it: 200 bulk flows through a 100 Mbit/s fq_codel bottleneck, 5 s. Each flow's
+/// window is its 41.7 packets/s x 20 ms plus its 1/200 of fq_codel's 10240 packets, ~52;
+/// the queues hold the data link's 10240, and per flow a window on each of its two data
+/// access links and half of one (ACKs) on the ACK link and its two access links: 46,640
+/// in all, plus one device-queue packet per link (802). The estimate counted every packet
+/// crossing the 800 access links before (~140,000).
 #[test]
 fn unsaturated_links_hold_at_most_the_windows_of_their_flows() {
     let text = r#"
@@ -719,9 +721,9 @@ from = "client{i}"
 to = "server{i}"
 "#;
     let packets = queue_memory(text) / aqmlab_core::resources::QUEUED_PACKET_BYTES;
-    let expect = 2.0 * 10240.0 + 200.0 * 60.0;
+    let expect = 10240.0 + 200.0 * (2.0 * 52.0 + 3.0 * 26.0) + 802.0;
     assert!(
-        packets < 2.0 * expect && packets > expect / 2.0,
+        (packets / expect - 1.0).abs() < 0.1,
         "{packets} vs {expect}"
     );
 }
