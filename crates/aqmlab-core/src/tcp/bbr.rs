@@ -182,6 +182,30 @@ pub fn rate_bytes(bw: f64, gain: f64, mtu: u32) -> f64 {
     bw * mtu as f64 * gain * (1.0 - PACING_MARGIN)
 }
 
+/// The pacing rate before the first bandwidth sample (`bbr_init_pacing_rate_from_rtt`):
+/// the window `cwnd` over the handshake RTT `srtt` (1 ms without one) at `gain`.
+pub fn initial_pacing_rate(cwnd: u32, srtt: SimDuration, gain: f64, mtu: u32) -> f64 {
+    let rtt = if srtt.is_zero() {
+        1e-3
+    } else {
+        srtt.as_secs_f64()
+    };
+    rate_bytes(cwnd as f64 / rtt, gain, mtu)
+}
+
+/// The plateau test of `bbr_check_full_bw_reached` (v1 and v3): a max bandwidth at least
+/// [`FULL_BW_THRESH`] × `full_bw` records itself and restarts the count (false);
+/// otherwise one more round without growth, true once there have been [`FULL_BW_CNT`].
+pub fn bw_plateaued(max_bw: f64, full_bw: &mut f64, cnt: &mut u32) -> bool {
+    if max_bw >= *full_bw * FULL_BW_THRESH {
+        *full_bw = max_bw;
+        *cnt = 0;
+        return false;
+    }
+    *cnt += 1;
+    *cnt >= FULL_BW_CNT
+}
+
 /// Linux `bbr_tso_segs_goal`: segments per send quantum at this pacing rate (one
 /// millisecond of data, `sk_pacing_shift` = 10, at least 2 — 1 below 1.2 Mbit/s — at
 /// most 127).
@@ -603,13 +627,8 @@ impl Bbr {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        if self.max_bw() >= self.full_bw * FULL_BW_THRESH {
-            self.full_bw = self.max_bw();
-            self.full_bw_cnt = 0;
-            return;
-        }
-        self.full_bw_cnt += 1;
-        self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
+        let max_bw = self.max_bw();
+        self.full_bw_reached = bw_plateaued(max_bw, &mut self.full_bw, &mut self.full_bw_cnt);
     }
 
     /// `bbr_check_drain`.
@@ -821,12 +840,7 @@ impl CongestionControl for Bbr {
             return Some(self.pacing);
         }
         // Before the first ACK: the initial window over the handshake RTT at high gain.
-        let rtt = if srtt.is_zero() {
-            1e-3
-        } else {
-            srtt.as_secs_f64()
-        };
-        Some(rate_bytes(w.cwnd as f64 / rtt, HIGH_GAIN, mtu))
+        Some(initial_pacing_rate(w.cwnd, srtt, HIGH_GAIN, mtu))
     }
 }
 

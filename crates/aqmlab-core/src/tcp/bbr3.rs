@@ -33,7 +33,7 @@
 //! auto-sizing beyond the 3-quanta budget, and undo. Rates and bounds use `f64`
 //! segments (the kernel: fixed point).
 
-use super::bbr::{rate_bytes, tso_segs_goal};
+use super::bbr::{bw_plateaued, initial_pacing_rate, rate_bytes, tso_segs_goal};
 use super::cc::CaState;
 use super::cc::{AckSample, CcBuild, CcParams, CongestionControl, RateSample, Window};
 use crate::rng::Rng;
@@ -71,8 +71,6 @@ pub const MIN_CWND: u32 = 4;
 const BW_PROBE_MAX_ROUNDS: u32 = 63;
 const BW_PROBE_BASE: SimDuration = SimDuration::from_secs(2);
 const BW_PROBE_RAND_NS: u64 = 1_000_000_000;
-const FULL_BW_THRESH: f64 = 1.25;
-const FULL_BW_CNT: u32 = 3;
 const INIT_CWND: u32 = 10;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -495,13 +493,8 @@ impl Bbr3 {
         if self.full_bw_now || !self.round_start || rs.is_app_limited {
             return;
         }
-        if self.max_bw() >= self.full_bw * FULL_BW_THRESH {
-            self.full_bw = self.max_bw();
-            self.full_bw_cnt = 0;
-            return;
-        }
-        self.full_bw_cnt += 1;
-        self.full_bw_now = self.full_bw_cnt >= FULL_BW_CNT;
+        let max_bw = self.max_bw();
+        self.full_bw_now = bw_plateaued(max_bw, &mut self.full_bw, &mut self.full_bw_cnt);
         if self.full_bw_now {
             self.full_bw_reached = true;
         }
@@ -787,12 +780,7 @@ impl CongestionControl for Bbr3 {
         if self.pacing > 0.0 {
             return Some(self.pacing);
         }
-        let rtt = if srtt.is_zero() {
-            1e-3
-        } else {
-            srtt.as_secs_f64()
-        };
-        Some(rate_bytes(w.cwnd as f64 / rtt, STARTUP_PACING_GAIN, mtu))
+        Some(initial_pacing_rate(w.cwnd, srtt, STARTUP_PACING_GAIN, mtu))
     }
 }
 
