@@ -23,7 +23,7 @@ use crate::link::wifi::{
 };
 use crate::link::{LinkParams, LowerParams, ShaperConfig};
 use crate::packet::NodeId;
-use crate::params::ParamDoc;
+use crate::params::{check_range, ParamDoc};
 use crate::qdisc::QdiscConfig;
 use crate::time::{Rate, SimDuration};
 use crate::units::{DurationSpec, RateSpec, SizeSpec};
@@ -602,7 +602,6 @@ impl Builder {
     }
 
     /// Checks a BSS's keys and resolves every interface's parameters; builds nothing.
-    #[allow(clippy::too_many_lines)] // the BSS resolution, being reworked for WMM (issue 39)
     fn resolve_bss(
         &self,
         w: &WifiConfig,
@@ -614,223 +613,21 @@ impl Builder {
     ) -> Result<ResolvedBss, ScenarioError> {
         let err = |key: &str, msg: String| ScenarioError::new(format!("{field}.{key}"), msg);
         let name = w.name.clone().unwrap_or_else(|| default_name.to_string());
-        if !(0.0..1.0).contains(&w.fer) {
-            return Err(err(
-                "fer",
-                format!("{} is not allowed (0 <= fer < 1)", w.fer),
-            ));
-        }
-        if w.mtu < 68 || w.mtu > 65535 {
-            return Err(err(
-                "mtu",
-                format!("{} is not allowed (68 to 65535)", w.mtu),
-            ));
-        }
-        if w.overhead > 1000 {
-            return Err(err(
-                "overhead",
-                format!("{} is not allowed (0 to 1000 bytes)", w.overhead),
-            ));
-        }
-        if w.width != 20 && w.width != 40 {
-            return Err(err(
-                "width",
-                format!("{} is not allowed (20 or 40 MHz)", w.width),
-            ));
-        }
-        let gi = w.guard_interval.0;
-        if gi != SimDuration::from_nanos(800) && gi != SimDuration::from_nanos(400) {
-            return Err(err(
-                "guard_interval",
-                format!("{gi} is not allowed (800ns or 400ns)"),
-            ));
-        }
-        let short_gi = gi == SimDuration::from_nanos(400);
-        if !(1..=64).contains(&w.ba_window) {
-            return Err(err(
-                "ba_window",
-                format!(
-                    "{} is not allowed (1 to 64 frames: the 802.11n block-ack window)",
-                    w.ba_window
-                ),
-            ));
-        }
-        if let Some(q) = w.driver_queue {
-            if !(1..=100_000).contains(&q) {
-                return Err(err(
-                    "driver_queue",
-                    format!("{q} is not allowed (1 to 100000 frames)"),
-                ));
-            }
-        }
-        if let Some(h) = w.hw_aggregates {
-            if !(1..=64).contains(&h) {
-                return Err(err(
-                    "hw_aggregates",
-                    format!("{h} is not allowed (1 to 64 aggregates)"),
-                ));
-            }
-        }
-        if let Some(m) = w.max_frames {
-            if m < 1 || m > w.ba_window {
-                return Err(err(
-                    "max_frames",
-                    format!(
-                        "{m} is not allowed (1 to {}: the block-ack window)",
-                        w.ba_window
-                    ),
-                ));
-            }
-        }
-        let min_bytes = (w.mtu + SUBFRAME_OVERHEAD + 3) as u64 & !3;
-        if w.max_bytes.0 < min_bytes || w.max_bytes.0 > 1_048_575 {
-            return Err(err(
-                "max_bytes",
-                format!(
-                    "{} is not allowed ({min_bytes} = one full-size subframe, to 1048575 bytes)",
-                    w.max_bytes.0
-                ),
-            ));
-        }
-        if let Some(ms) = w.max_airtime {
-            if ms.0.is_zero() || ms.0 > SimDuration::from_millis(10) {
-                return Err(err(
-                    "max_airtime",
-                    format!("{} is not allowed (above 0, at most 10ms)", ms.0),
-                ));
-            }
-        }
-        if let Some(r) = w.retry_limit {
-            if r > 1000 {
-                return Err(err(
-                    "retry_limit",
-                    format!("{r} is not allowed (0 to 1000)"),
-                ));
-            }
-        }
-        if w.slot.0.is_zero() || w.slot.0 > SimDuration::from_millis(1) {
-            return Err(err(
-                "slot",
-                format!("{} is not allowed (above 0, at most 1ms)", w.slot.0),
-            ));
-        }
-        if w.sifs.0 > SimDuration::from_millis(1) {
-            return Err(err(
-                "sifs",
-                format!("{} is not allowed (at most 1ms)", w.sifs.0),
-            ));
-        }
-        if let Some(p) = w.preamble {
-            if p.0 > SimDuration::from_millis(1) {
-                return Err(err(
-                    "preamble",
-                    format!("{} is not allowed (at most 1ms)", p.0),
-                ));
-            }
-        }
-        check_streams(w.ap_streams, &format!("{field}.ap_streams"))?;
-        check_streams(w.streams, &format!("{field}.streams"))?;
-        check_mcs(
-            w.ap_mcs,
-            w.ap_streams,
-            &format!("{field}.ap_mcs"),
-            "ap_streams",
-        )?;
-        check_mcs(w.mcs, w.streams, &format!("{field}.mcs"), "streams")?;
+        check_bss_keys(w, field)?;
+        let short_gi = w.guard_interval.0 == SimDuration::from_nanos(400);
         let st_names: Vec<String> = stations
             .iter()
             .map(|&s| self.nodes[s as usize].name.clone())
             .collect();
-        for k in w.station.keys() {
-            if !st_names.contains(k) {
-                return Err(ScenarioError::new(
-                    format!("{field}.station.{k}"),
-                    format!(
-                        "'{k}' is not a station of this BSS (stations: {})",
-                        st_names.join(", ")
-                    ),
-                ));
-            }
-        }
-        let base = w.access.over(BE);
-        check_access(base, &format!("{field}.access"))?;
-        let ap_access = w.ap_access.over(base);
-        check_access(ap_access, &format!("{field}.ap_access"))?;
-        // per access category: without WMM everything is best effort (one queue)
-        let (sta_acs, ap_acs) = if w.wmm {
-            let mut sta = STA_EDCA;
-            sta[AC_BE] = base;
-            let mut ap = AP_EDCA;
-            ap[AC_BE] = w.ap_access.over(w.access.over(AP_EDCA[AC_BE]));
-            (
-                ac_table(sta, &w.ac, &format!("{field}.ac"))?,
-                ac_table(ap, &w.ap_ac, &format!("{field}.ap_ac"))?,
-            )
-        } else {
-            for (k, t) in [("ac", &w.ac), ("ap_ac", &w.ap_ac)] {
-                if !t.is_empty() {
-                    return Err(err(
-                        k,
-                        "per-access-category parameters need wmm = true".to_string(),
-                    ));
-                }
-            }
-            ([base; 4], [ap_access; 4])
-        };
+        check_station_keys(w, &st_names, field)?;
+        let (sta_acs, ap_acs) = bss_access(w, field)?;
         let phy = WifiPhy {
             slot: w.slot.0,
             sifs: w.sifs.0,
             preamble: w.preamble.map_or(SimDuration::from_micros(40), |p| p.0),
             control_rate: w.control_rate.rate(),
         };
-        // a fixed rate (phy_rate) or an HT MCS; an explicit preamble replaces the HT one
-        let mode = |rate: Option<RateSpec>, mcs: u32| match rate {
-            Some(r) => PhyMode::from_rate(r.rate(), phy.preamble),
-            None => {
-                let mut m = PhyMode::ht(mcs, w.width, short_gi);
-                if let Some(p) = w.preamble {
-                    m.preamble = p.0;
-                }
-                m
-            }
-        };
-        let port = |driver: WifiDriver, df: &str, peer_mode, peer_fer, acs: &[Access; 4]| {
-            let d = driver.defaults();
-            let queue = w.driver_queue.unwrap_or(d.queue);
-            let wake = w.driver_wake.unwrap_or(if w.driver_queue.is_some() {
-                queue - 1
-            } else {
-                d.wake
-            });
-            if wake >= queue {
-                return Err(ScenarioError::new(
-                    format!("{field}.driver_wake"),
-                    format!(
-                        "{wake} is not allowed (0 to driver_queue - 1 = {}; {df} is {})",
-                        queue - 1,
-                        driver.name()
-                    ),
-                ));
-            }
-            let max_frames = w.max_frames.unwrap_or(d.max_frames).min(w.ba_window);
-            Ok(WifiPortParams {
-                medium: 0,
-                peer_mode,
-                peer_fer,
-                driver_queue: queue,
-                driver_wake: wake,
-                ba_window: w.ba_window as u64,
-                hw_aggregates: w.hw_aggregates.unwrap_or(d.hw_aggregates),
-                max_frames,
-                max_bytes: w.max_bytes.0,
-                max_airtime: w.max_airtime.map_or(d.max_airtime, |m| m.0),
-                retry_limit: w.retry_limit.unwrap_or(d.retry_limit),
-                phy: phy.clone(),
-                wmm: w.wmm,
-                txop: acs.map(|a| a.txop),
-                aggregate_vo: d.aggregate_vo,
-            })
-        };
+        let mode = |rate: Option<RateSpec>, mcs: u32| phy_mode(w, &phy, short_gi, rate, mcs);
         let base_q = w.qdisc.clone().unwrap_or_else(|| default_qdisc.clone());
         let mut down = Vec::with_capacity(stations.len());
         let mut fers = Vec::with_capacity(stations.len());
@@ -888,7 +685,7 @@ impl Builder {
                 rate,
                 access: a,
                 qdisc: q,
-                port: port(driver, &dkey, vec![up], vec![fer], &a)?,
+                port: port_params(w, &phy, field, (driver, &dkey), (vec![up], vec![fer]), &a)?,
             });
         }
         if w.phy_rate.is_some() && (w.ap_mcs != d_ap_mcs() || w.mcs != d_mcs()) {
@@ -916,11 +713,12 @@ impl Builder {
             rate: ap_rate,
             access: ap_acs,
             qdisc: ap_q,
-            port: port(
-                w.ap_driver,
-                &format!("{field}.ap_driver"),
-                down,
-                fers,
+            port: port_params(
+                w,
+                &phy,
+                field,
+                (w.ap_driver, &format!("{field}.ap_driver")),
+                (down, fers),
                 &ap_acs,
             )?,
         };
@@ -997,6 +795,222 @@ struct ResolvedBss {
     overhead: u32,
     mtu: u32,
     phy: WifiPhy,
+}
+
+/// One interface's driver, aggregation and timing parameters: `driver` with the key that
+/// chose it (for messages), the peers' PHY modes and frame error rates, its EDCA table.
+fn port_params(
+    w: &WifiConfig,
+    phy: &WifiPhy,
+    field: &str,
+    (driver, df): (WifiDriver, &str),
+    (peer_mode, peer_fer): (Vec<PhyMode>, Vec<f64>),
+    acs: &[Access; 4],
+) -> Result<WifiPortParams, ScenarioError> {
+    let d = driver.defaults();
+    let queue = w.driver_queue.unwrap_or(d.queue);
+    let wake = w.driver_wake.unwrap_or(if w.driver_queue.is_some() {
+        queue - 1
+    } else {
+        d.wake
+    });
+    if wake >= queue {
+        return Err(ScenarioError::new(
+            format!("{field}.driver_wake"),
+            format!(
+                "{wake} is not allowed (0 to driver_queue - 1 = {}; {df} is {})",
+                queue - 1,
+                driver.name()
+            ),
+        ));
+    }
+    let max_frames = w.max_frames.unwrap_or(d.max_frames).min(w.ba_window);
+    Ok(WifiPortParams {
+        medium: 0,
+        peer_mode,
+        peer_fer,
+        driver_queue: queue,
+        driver_wake: wake,
+        ba_window: w.ba_window as u64,
+        hw_aggregates: w.hw_aggregates.unwrap_or(d.hw_aggregates),
+        max_frames,
+        max_bytes: w.max_bytes.0,
+        max_airtime: w.max_airtime.map_or(d.max_airtime, |m| m.0),
+        retry_limit: w.retry_limit.unwrap_or(d.retry_limit),
+        phy: phy.clone(),
+        wmm: w.wmm,
+        txop: acs.map(|a| a.txop),
+        aggregate_vo: d.aggregate_vo,
+    })
+}
+
+/// The PHY mode of one direction: a fixed rate (`phy_rate`) or an HT MCS; an explicit
+/// `preamble` replaces the HT one.
+fn phy_mode(
+    w: &WifiConfig,
+    phy: &WifiPhy,
+    short_gi: bool,
+    rate: Option<RateSpec>,
+    mcs: u32,
+) -> PhyMode {
+    match rate {
+        Some(r) => PhyMode::from_rate(r.rate(), phy.preamble),
+        None => {
+            let mut m = PhyMode::ht(mcs, w.width, short_gi);
+            if let Some(p) = w.preamble {
+                m.preamble = p.0;
+            }
+            m
+        }
+    }
+}
+
+/// Every `station.NAME` table names a station of the BSS.
+fn check_station_keys(
+    w: &WifiConfig,
+    st_names: &[String],
+    field: &str,
+) -> Result<(), ScenarioError> {
+    for k in w.station.keys() {
+        if !st_names.contains(k) {
+            return Err(ScenarioError::new(
+                format!("{field}.station.{k}"),
+                format!(
+                    "'{k}' is not a station of this BSS (stations: {})",
+                    st_names.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a BSS's scalar keys (timing, sizes, limits, streams and MCS) against their
+/// allowed ranges.
+fn check_bss_keys(w: &WifiConfig, field: &str) -> Result<(), ScenarioError> {
+    let err = |key: &str, msg: String| ScenarioError::new(format!("{field}.{key}"), msg);
+    if !(0.0..1.0).contains(&w.fer) {
+        return Err(err(
+            "fer",
+            format!("{} is not allowed (0 <= fer < 1)", w.fer),
+        ));
+    }
+    let key = |k: &str| format!("{field}.{k}");
+    check_range(key("mtu"), w.mtu, 68, 65535, "68 to 65535")?;
+    check_range(key("overhead"), w.overhead, 0, 1000, "0 to 1000 bytes")?;
+    if w.width != 20 && w.width != 40 {
+        return Err(err(
+            "width",
+            format!("{} is not allowed (20 or 40 MHz)", w.width),
+        ));
+    }
+    let gi = w.guard_interval.0;
+    if gi != SimDuration::from_nanos(800) && gi != SimDuration::from_nanos(400) {
+        return Err(err(
+            "guard_interval",
+            format!("{gi} is not allowed (800ns or 400ns)"),
+        ));
+    }
+    let ba = w.ba_window;
+    check_range(
+        key("ba_window"),
+        ba,
+        1,
+        64,
+        "1 to 64 frames: the 802.11n block-ack window",
+    )?;
+    if let Some(q) = w.driver_queue {
+        check_range(key("driver_queue"), q, 1, 100_000, "1 to 100000 frames")?;
+    }
+    if let Some(h) = w.hw_aggregates {
+        check_range(key("hw_aggregates"), h, 1, 64, "1 to 64 aggregates")?;
+    }
+    if let Some(m) = w.max_frames {
+        let allowed = format!("1 to {ba}: the block-ack window");
+        check_range(key("max_frames"), m, 1, ba, &allowed)?;
+    }
+    let min_bytes = (w.mtu + SUBFRAME_OVERHEAD + 3) as u64 & !3;
+    if w.max_bytes.0 < min_bytes || w.max_bytes.0 > 1_048_575 {
+        return Err(err(
+            "max_bytes",
+            format!(
+                "{} is not allowed ({min_bytes} = one full-size subframe, to 1048575 bytes)",
+                w.max_bytes.0
+            ),
+        ));
+    }
+    if let Some(ms) = w.max_airtime {
+        if ms.0.is_zero() || ms.0 > SimDuration::from_millis(10) {
+            return Err(err(
+                "max_airtime",
+                format!("{} is not allowed (above 0, at most 10ms)", ms.0),
+            ));
+        }
+    }
+    if let Some(r) = w.retry_limit {
+        check_range(key("retry_limit"), r, 0, 1000, "0 to 1000")?;
+    }
+    if w.slot.0.is_zero() || w.slot.0 > SimDuration::from_millis(1) {
+        return Err(err(
+            "slot",
+            format!("{} is not allowed (above 0, at most 1ms)", w.slot.0),
+        ));
+    }
+    if w.sifs.0 > SimDuration::from_millis(1) {
+        return Err(err(
+            "sifs",
+            format!("{} is not allowed (at most 1ms)", w.sifs.0),
+        ));
+    }
+    if let Some(p) = w.preamble {
+        if p.0 > SimDuration::from_millis(1) {
+            return Err(err(
+                "preamble",
+                format!("{} is not allowed (at most 1ms)", p.0),
+            ));
+        }
+    }
+    check_streams(w.ap_streams, &format!("{field}.ap_streams"))?;
+    check_streams(w.streams, &format!("{field}.streams"))?;
+    check_mcs(
+        w.ap_mcs,
+        w.ap_streams,
+        &format!("{field}.ap_mcs"),
+        "ap_streams",
+    )?;
+    check_mcs(w.mcs, w.streams, &format!("{field}.mcs"), "streams")?;
+    Ok(())
+}
+
+/// The EDCA parameters per access category of the stations and of the AP: the
+/// standard's and hostapd's tables under the BSS's overrides with WMM, one best-effort
+/// set for every category without.
+fn bss_access(w: &WifiConfig, field: &str) -> Result<([Access; 4], [Access; 4]), ScenarioError> {
+    let base = w.access.over(BE);
+    check_access(base, &format!("{field}.access"))?;
+    let ap_access = w.ap_access.over(base);
+    check_access(ap_access, &format!("{field}.ap_access"))?;
+    // per access category: without WMM everything is best effort (one queue)
+    if w.wmm {
+        let mut sta = STA_EDCA;
+        sta[AC_BE] = base;
+        let mut ap = AP_EDCA;
+        ap[AC_BE] = w.ap_access.over(w.access.over(AP_EDCA[AC_BE]));
+        Ok((
+            ac_table(sta, &w.ac, &format!("{field}.ac"))?,
+            ac_table(ap, &w.ap_ac, &format!("{field}.ap_ac"))?,
+        ))
+    } else {
+        for (k, t) in [("ac", &w.ac), ("ap_ac", &w.ap_ac)] {
+            if !t.is_empty() {
+                return Err(ScenarioError::new(
+                    format!("{field}.{k}"),
+                    "per-access-category parameters need wmm = true".to_string(),
+                ));
+            }
+        }
+        Ok(([base; 4], [ap_access; 4]))
+    }
 }
 
 fn check_streams(n: u32, field: &str) -> Result<(), ScenarioError> {
