@@ -1352,27 +1352,18 @@ mod tests {
         assert_eq!(held, vec![4, 3, 1, 0, 0]);
     }
 
-    /// tbf and GSO skbs (Linux 6.1 `sch_tbf.c` `tbf_enqueue`: an skb whose
-    /// `qdisc_pkt_len` exceeds `max_size`, the burst's bytes, goes to `tbf_segment`; a
-    /// smaller one is queued whole). 8 Mbit/s shaper (1 µs per byte), 5,000-byte burst,
-    /// 80 Mbit/s line (151.4 µs per 1,514-byte frame), 1 ms delay; at t = 0: a 1,500-byte
-    /// packet (charged 1,514: 3,486 tokens left), skb A of 3 segments (3 × 1,514 = 4,542
-    /// ≤ 5,000: one packet in the child FIFO) and skb B of 4 (6,056 > 5,000: four
-    /// packets), behind the first packet in the device. A leaves when the bucket holds
-    /// 4,542 (1,056 µs later) and its segments cross back to back: arrivals at 2.2074,
-    /// 2.3588, 2.5102 ms; B's segments follow one per 1,514 µs of tokens: 2.570 ms +
-    /// 0.1514 + 1 = 3.7214 ms, then 5.2354, 6.7494, 8.2634 ms.
-    #[test]
-    fn tbf_segments_only_gso_skbs_above_its_burst() {
-        let table: toml::Table = toml::from_str("kind = 'fifo'").unwrap();
+    /// An 80 Mbit/s link (1 ms, 14 bytes of framing) behind an 8 Mbit/s tbf of `burst`
+    /// bytes, with the qdisc `qdisc` (TOML) under the shaper.
+    fn tbf_link(name: &str, qdisc: &str, burst: u64, seed: u64) -> (LinkParams, AnyQdisc) {
+        let table: toml::Table = toml::from_str(qdisc).unwrap();
         let q = QdiscConfig::try_from(table).unwrap();
         let shaper = ShaperParams {
             rate: Rate::from_bps(8_000_000),
-            burst: 5000,
+            burst,
             kind: ShaperKind::Tbf,
         };
         let p = LinkParams {
-            name: "tbf".into(),
+            name: name.into(),
             from: 0,
             to: 1,
             peers: Vec::new(),
@@ -1391,8 +1382,24 @@ mod tests {
             rate: shaper.rate,
             mtu: 1500,
             overhead: 14,
-            rng: Rng::stream(1, "qdisc", 0),
+            rng: Rng::stream(seed, "qdisc", 0),
         });
+        (p, qd)
+    }
+
+    /// tbf and GSO skbs (Linux 6.1 `sch_tbf.c` `tbf_enqueue`: an skb whose
+    /// `qdisc_pkt_len` exceeds `max_size`, the burst's bytes, goes to `tbf_segment`; a
+    /// smaller one is queued whole). 8 Mbit/s shaper (1 µs per byte), 5,000-byte burst,
+    /// 80 Mbit/s line (151.4 µs per 1,514-byte frame), 1 ms delay; at t = 0: a 1,500-byte
+    /// packet (charged 1,514: 3,486 tokens left), skb A of 3 segments (3 × 1,514 = 4,542
+    /// ≤ 5,000: one packet in the child FIFO) and skb B of 4 (6,056 > 5,000: four
+    /// packets), behind the first packet in the device. A leaves when the bucket holds
+    /// 4,542 (1,056 µs later) and its segments cross back to back: arrivals at 2.2074,
+    /// 2.3588, 2.5102 ms; B's segments follow one per 1,514 µs of tokens: 2.570 ms +
+    /// 0.1514 + 1 = 3.7214 ms, then 5.2354, 6.7494, 8.2634 ms.
+    #[test]
+    fn tbf_segments_only_gso_skbs_above_its_burst() {
+        let (p, qd) = tbf_link("tbf", "kind = 'fifo'", 5000, 1);
         let mut link = Link::new(
             0,
             p,
@@ -1459,35 +1466,7 @@ mod tests {
     /// did (far-end arrivals, drops, statistics, throttled count) and how many arrivals
     /// met the instant a wake-up was due.
     fn drive(qdisc: &str, lazy: bool, seed: u64) -> (String, u32) {
-        let table: toml::Table = toml::from_str(qdisc).unwrap();
-        let q = QdiscConfig::try_from(table).unwrap();
-        let shaper = ShaperParams {
-            rate: Rate::from_bps(8_000_000),
-            burst: 3000,
-            kind: ShaperKind::Tbf,
-        };
-        let p = LinkParams {
-            name: "shaped".into(),
-            from: 0,
-            to: 1,
-            peers: Vec::new(),
-            rate: Rate::from_bps(80_000_000),
-            delay: SimDuration::from_millis(1),
-            overhead: 14,
-            mtu: 1500,
-            device_queue: 1,
-            loss: 0.0,
-            loss_periods: Vec::new(),
-            trace: false,
-            gro: false,
-            lower: LowerParams::Shaper(shaper.clone()),
-        };
-        let qd = q.build(BuildCtx {
-            rate: shaper.rate,
-            mtu: 1500,
-            overhead: 14,
-            rng: Rng::stream(seed, "qdisc", 0),
-        });
+        let (p, qd) = tbf_link("shaped", qdisc, 3000, seed);
         let warmup = SimTime::from_nanos(5_000_000);
         let bin = SimDuration::from_millis(10);
         let mut link = Link::new(0, p, qd, Rng::stream(seed, "link", 0), warmup, bin);
