@@ -255,6 +255,23 @@ def test_gso_on_leaves_the_veths_offloads_on():
     assert e.value.field.endswith("tcp.gso")
 
 
+def test_offloads_switch_the_mean_sojourn_to_the_drain_time():
+    # with offloads on the qdisc's length counts skbs and its packet counters segments:
+    # 20 skbs of 2 segments queued on average, 1000 segments/s leaving -> Little's law in
+    # packets would say 20 ms where each segment waits ~40 ms; the drain time is kept
+    from aqmlab.linux.queues import littles_mean
+
+    assert littles_mean(0.040, [20.0, 20.0], 1000.0, offloads=False) == pytest.approx(0.020)
+    assert littles_mean(0.040, [20.0, 20.0], 1000.0, offloads=True) == 0.040
+    # no samples or no departures: the drain time
+    assert littles_mean(0.040, [], 1000.0, offloads=False) == 0.040
+    assert littles_mean(0.040, [20.0], 0.0, offloads=False) == 0.040
+    tr, _ = _tr(HEADLINE.replace("[tcp]", '[tcp]\ngso = "on"'))
+    assert tr.offloads and any(n.startswith("tcp.gso: with offloads on") for n in tr.notes)
+    tr, _ = _tr(HEADLINE)
+    assert not tr.offloads
+
+
 def test_flows_start_when_the_simulators_do():
     # start_spread draws (and the start jitter) depend on the seed: the kernel's flows
     # must start at the simulator's instants, not all at the nominal start

@@ -106,7 +106,7 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
     qcols = queue_columns()
     q: dict[str, list] = {c: [] for c in qcols}
     for j, qm in enumerate(tr.queues):
-        row = queue_row(out, qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), series, j)
+        row = queue_row(out, qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), series, j, offloads=tr.offloads)
         ld = ldelay_series(qm, t0, warm, dur, binw, nbins, sampled.get(qm.ns), classes.get(qm.ns), series, j)
         if ld:
             ldelay[qm.name] = ld
@@ -142,9 +142,9 @@ def collect(out: Path, tr: Translation, *, seed: int, wall_seconds: float) -> tu
         "wall_seconds": wall_seconds,
         "overhead": wall_seconds / virt if virt > 0 else NAN,
         "notes": list(tr.notes),
-        # mean sojourn by Little's law in packets; drain-time percentiles divided by
-        # 1 + head drops / transmissions (docs/linux-engine.md)
-        "sojourn_estimator": "littles-law-v3",
+        # mean sojourn by Little's law in packets (the drain time with offloads on);
+        # drain-time percentiles divided by 1 + head drops / transmissions (docs/linux-engine.md)
+        "sojourn_estimator": "drain-time" if tr.offloads else "littles-law-v3",
         # CoDel queues: the kernel's own per-packet sojourn (ldelay), sampled every bin
         "ldelay": ldelay,
         # kernel TCP counters of the senders' namespaces, summed (whole run)

@@ -150,8 +150,30 @@ def cake_tins(qdisc: dict | None, overhead: int) -> dict[str, float]:
     return out
 
 
+def littles_mean(drain_mean: float, qlens: list[float], leave: float, offloads: bool) -> float:
+    """The queue's mean sojourn: Little's law in packets (time-average queue length over
+    the rate at which packets leave) where the counters allow it, else ``drain_mean`` (the
+    byte-weighted drain time backlog / rate). With segmentation offloads on, the qdisc's
+    queue length counts skbs while its packet counters count segments (``bstats_update``
+    adds ``gso_segs``), so the ratio would shrink by the mean segments per skb: the drain
+    time is used instead."""
+    if offloads or not qlens or not (leave == leave and leave > 0) or not all(x == x for x in qlens):
+        return drain_mean
+    return float(np.mean(qlens)) / leave
+
+
 def queue_row(
-    out: Path, qm: QueueMap, t0: float, warm: float, dur: float, binw: float, nbins: int, samples: list | None, series: LongTable, j: int
+    out: Path,
+    qm: QueueMap,
+    t0: float,
+    warm: float,
+    dur: float,
+    binw: float,
+    nbins: int,
+    samples: list | None,
+    series: LongTable,
+    j: int,
+    offloads: bool = False,
 ) -> dict:
     fin_s = parse_tc_samples(read_text(out, f"final.{qm.ns}"))
     fin = child(fin_s[0][1], qm.dev) if fin_s else None
@@ -291,8 +313,7 @@ def queue_row(
     # their own sparse queues wait far less than data (RRUL), and on a link that is not
     # always busy the queue does not drain at the link rate.
     leave = (tx_pk + (head if head == head else 0.0)) / span if span > 0 and tx_pk == tx_pk else NAN
-    if qlens and leave == leave and leave > 0 and all(x == x for x in qlens):
-        s["mean"] = float(np.mean(qlens)) / leave
+    s["mean"] = littles_mean(s["mean"], qlens, leave, offloads)
     row.update(
         sojourn_n=float(len(est)) if samples else NAN,
         sojourn_mean=s["mean"],

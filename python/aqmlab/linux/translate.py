@@ -556,6 +556,7 @@ class Translation:
     commands: dict[str, list[str]] = field(default_factory=dict)  # ns -> ip/tc commands (for tests and docs)
     groups: dict[str, int] = field(default_factory=dict)  # flow name -> index of its [[flow]] table
     captures: list[CaptureMap] = field(default_factory=list)  # opt-in packet captures (translate(capture=...))
+    offloads: bool = False  # TSO/GSO/GRO left on at the veths ([tcp] gso = "on")
 
 
 @dataclass
@@ -947,7 +948,13 @@ def translate(
         notes,
         cmds,
         {f["name"]: f["group"] for f in plan["flows"]},
+        offloads=bool(tcp.get("gso")),
     )
+    if tr.offloads:
+        notes.append(
+            "tcp.gso: with offloads on, a queue's mean sojourn is its drain time (backlog / rate, byte-weighted): "
+            "the qdisc counts skbs in its length but segments in its packet counters"
+        )
     for name in capture:
         qm = next((q for q in queues if q.name == name), None)
         if qm is None:
