@@ -540,12 +540,6 @@ impl WifiPort {
         m
     }
 
-    /// Whether access category `ac` has an aggregate waiting in hardware.
-    #[inline]
-    pub fn ready_ac(&self, ac: usize) -> bool {
-        !self.acs[ac].hw_aggs.is_empty()
-    }
-
     /// Whether any aggregate waits in hardware (the node contends).
     #[inline]
     pub fn ready(&self) -> bool {

@@ -11,16 +11,6 @@ impl Sender {
         self.tsq = self.gso;
     }
 
-    /// TSQ is on for this sender.
-    pub fn tsq_on(&self) -> bool {
-        self.tsq.is_some()
-    }
-
-    /// Bytes of this socket's skbs below it (`sk_wmem_alloc`).
-    pub fn wmem(&self) -> u64 {
-        self.wmem
-    }
-
     /// Before the next skb: true if TSQ holds it back (`tcp_small_queue_check` returns
     /// true; the socket is then throttled until a TX completion). The skb's `truesize`
     /// is taken as its IP bytes at the current `tcp_tso_segs`; a lost segment due for
