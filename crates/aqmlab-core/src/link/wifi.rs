@@ -77,8 +77,8 @@
 //! Each subframe is lost independently with the receiving station's frame error rate
 //! `fer`. Lost subframes (and all subframes of a collided PPDU) return to the head of
 //! their station's driver queue in sequence order and go out in a later aggregate;
-//! after `retry_limit` retransmissions (ath9k's `ATH_MAX_SW_RETRIES` 30; iwlwifi's 16-entry
-//! retry table) a frame is dropped (reason `lower_layer`). The receiver hands frames up in sequence
+//! after `retry_limit` retransmissions (ath9k's `ATH_MAX_SW_RETRIES` 30; iwldvm's
+//! `IWLAGN_DEFAULT_TX_RETRY` 15) a frame is dropped (reason `lower_layer`). The receiver hands frames up in sequence
 //! order (802.11n block-ack reordering); a dropped frame releases the frames behind it,
 //! as the block-ack-request that follows a give-up does.
 //!
@@ -1210,7 +1210,7 @@ mod tests {
             max_frames: 63,
             max_bytes: 65535,
             max_airtime: SimDuration::from_millis(4),
-            retry_limit: 16,
+            retry_limit: 15,
             phy: phy(),
             wmm: false,
             txop: [SimDuration::ZERO; 4],

@@ -135,16 +135,20 @@ impl WifiDriver {
             // stay in the ring until the block ack reclaims them. The firmware aggregates
             // from the ring when it transmits (one aggregate at a time), at most
             // LINK_QUAL_AGG_FRAME_LIMIT_DEF = 63 frames and LINK_QUAL_AGG_TIME_LIMIT_DEF =
-            // 4 ms; LINK_QUAL_MAX_RETRY_NUM = 16 tries. Each access category has its own
-            // ring with these marks. Its rate scaling (dvm/rs.c) turns aggregation on for
-            // every TID in `tx_agg_tid_en` = IWL_AGG_ALL_TID, voice included.
+            // 4 ms (dvm/commands.h); a data frame is retried IWLAGN_DEFAULT_TX_RETRY = 15
+            // times (the tx command's data_retry_limit, dvm/tx.c
+            // iwlagn_tx_cmd_build_rate; LINK_QUAL_MAX_RETRY_NUM = 16 is the length of the
+            // rate table those tries walk, not a retry count). Each access category has its
+            // own ring with these marks. Its rate scaling (dvm/rs.c) turns aggregation on
+            // for every TID in `tx_agg_tid_en` = IWL_AGG_ALL_TID, voice included, without
+            // waiting for load (`auto_agg`, on by default).
             WifiDriver::Iwlwifi => DriverDefaults {
                 queue: 224,
                 wake: 190,
                 hw_aggregates: 1,
                 max_frames: 63,
                 max_airtime: SimDuration::from_millis(4),
-                retry_limit: 16,
+                retry_limit: 15,
                 aggregate_vo: true,
             },
         }
