@@ -742,6 +742,21 @@ fn workload_list_and_errors() {
         e.message.contains("unknown field") && e.message.contains("interval"),
         "{e}"
     );
+    // A kind with two keys of its own (serde says "expected `a` or `b`"): its keys and the
+    // common keys are named; a [tcp] key written in the flow points at its tcp table.
+    let e =
+        Scenario::from_toml_str(&format!("{base}kind = \"bulk\"\ncc = \"prague\"")).unwrap_err();
+    assert_eq!(e.field, "flow[0].cc", "{e}");
+    for needle in [
+        "allowed for this kind: `bytes`, `tcp`",
+        "common keys: ",
+        "tcp = { cc = ... }",
+    ] {
+        assert!(e.message.contains(needle), "{needle}: {e}");
+    }
+    // a key that is no TCP setting gets no such hint
+    let e = Scenario::from_toml_str(&format!("{base}kind = \"bulk\"\nspeed = 1")).unwrap_err();
+    assert!(!e.message.contains("TCP setting"), "{e}");
 }
 
 #[test]

@@ -510,19 +510,8 @@ impl<'de> Deserialize<'de> for FlowConfig {
                 "field `count`: {count} is not allowed (1 to 1000000)"
             )));
         }
-        let app = AppConfig::deserialize(toml::Value::Table(t)).map_err(|e| {
-            let m = e.message().trim().to_string();
-            // "unknown field `x`, expected one of `a`, `b`" → name the kind's keys and the common keys.
-            let unknown_key = m.contains("unknown field");
-            let m = m
-                .replace("unknown field", "unknown field for this kind")
-                .replace("expected one of", "allowed for this kind:");
-            de::Error::custom(if unknown_key && m.contains("allowed for this kind:") {
-                format!("{m}; common keys: {}", FLOW_COMMON.join(", "))
-            } else {
-                m
-            })
-        })?;
+        let app = AppConfig::deserialize(toml::Value::Table(t))
+            .map_err(|e| de::Error::custom(flow_key_error(e.message())))?;
         Ok(FlowConfig {
             name,
             from,
@@ -535,6 +524,40 @@ impl<'de> Deserialize<'de> for FlowConfig {
             app,
         })
     }
+}
+
+/// The message for a flow table the workload kind rejects. serde's "unknown field `x`,
+/// expected one of `a`, `b`" (or "expected `a` or `b`", or "there are no fields") becomes
+/// the kind's keys and the keys every flow has; a `[tcp]` key written directly in the flow
+/// (`cc = "prague"`) is pointed at the flow's `tcp = { ... }` table.
+fn flow_key_error(msg: &str) -> String {
+    let m = msg.trim();
+    // the kind's own check may have put the key's path first ("field `cc`: unknown ...")
+    let Some(at) = m.find("unknown field `") else {
+        return m.to_string();
+    };
+    let (prefix, rest) = (&m[..at], &m[at + "unknown field `".len()..]);
+    let key = rest.split('`').next().unwrap_or("");
+    let allowed = m
+        .split_once(", expected one of ")
+        .or_else(|| m.split_once(", expected "))
+        .map_or("none", |(_, a)| a)
+        .replace("` or `", "`, `");
+    let allowed = if allowed.contains("there are no fields") {
+        "none".to_string()
+    } else {
+        allowed
+    };
+    let mut out = format!(
+        "{prefix}unknown field for this kind `{key}`, allowed for this kind: {allowed}; common keys: {}",
+        FLOW_COMMON.join(", ")
+    );
+    if crate::tcp::config::TCP_PARAMS.iter().any(|p| p.name == key) {
+        out.push_str(&format!(
+            "; `{key}` is a TCP setting: give it as tcp = {{ {key} = ... }} in this flow, or in [tcp] for every flow"
+        ));
+    }
+    out
 }
 
 /// A whole scenario file.
