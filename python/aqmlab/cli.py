@@ -30,7 +30,7 @@ EXIT_INTERRUPTED = 130
 
 ENGINE_NAMES = list(ENGINES)
 
-CATEGORIES = ("qdiscs", "cc", "workloads", "links", "studies", "measures")
+CATEGORIES = ("qdiscs", "cc", "workloads", "links", "studies", "measures", "columns")
 
 #: Rows of the flow and link tables `aqmlab validate` prints (--json has all of them).
 TABLE_ROWS = 200
@@ -801,13 +801,15 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
         con.print(f"… and {len(plan['links']) - TABLE_ROWS} more links (--json lists all)", markup=False)
 
 
-@cli.command("list", short_help="List qdiscs, congestion controls, workloads, link models, studies or measures.")
+@cli.command("list", short_help="List qdiscs, congestion controls, workloads, link models, studies, measures or result columns.")
 @click.argument("category", type=click.Choice(CATEGORIES), metavar="{" + "|".join(CATEGORIES) + "}")
 @click.option("--verbose", "-v", is_flag=True, help="Add a one-line description after each name.")
 def list_cmd(category: str, verbose: bool) -> None:
     """List the available queue disciplines, congestion controls, workloads, topology
     and link-model tables (links: [[link]], [dumbbell], shaper/htb/tbf, wifi, docsis),
-    studies, or the run-level measures a study's `measures` can name, one name per line.
+    studies, the run-level measures a study's `measures` can name, or the columns of the
+    flows and queues result tables (what flow:NAME.COL and queue:NAME.COL read), one name
+    per line.
 
     \b
     Examples:
@@ -815,6 +817,7 @@ def list_cmd(category: str, verbose: bool) -> None:
       aqmlab list workloads --verbose
       aqmlab list links -v
       aqmlab list measures -v
+      aqmlab list columns -v
     """
     if category == "studies":
         items = [(name, _study_about(path)) for name, path in find_studies().items()]
@@ -830,6 +833,8 @@ def list_cmd(category: str, verbose: bool) -> None:
             ("induced:SUFFIX", "induced latency of the latency probes named *.SUFFIX (e.g. induced:udp_ef)"),
             ("induced_ratio:A/B", "induced:A over induced:B (below 1 when A is served ahead of B)"),
         ]
+    elif category == "columns":
+        items = _result_columns()
     else:
         import aqmlab
 
@@ -837,6 +842,27 @@ def list_cmd(category: str, verbose: bool) -> None:
     width = max((len(n) for n, _ in items), default=0)
     for name, about in items:
         click.echo(f"{name:<{width}}  {about}" if verbose else name)
+
+
+def _result_columns() -> list[tuple[str, str]]:
+    """(``flows.COL`` / ``queues.COL``, description) for `aqmlab list columns`."""
+    from aqmlab import schema
+
+    sc = schema._schema()
+    items = [(f"flows.{n}", about) for n, _, about in sc["flows"]]
+    by_col: dict[str, list[str]] = {}
+    for kind, cols in schema.FLOW_KIND_COLUMNS.items():
+        for c in cols:
+            by_col.setdefault(c, []).append(kind)
+    items += [(f"flows.{c}", f"summary of {', '.join(kinds)} flows (NaN for other kinds)") for c, kinds in by_col.items()]
+    fixed = {n: about for n, _, about in [*sc["queues"], *sc["queues_tail"]]}
+    def about(c: str) -> str:
+        verb, _, why = c.partition("_")
+        return fixed.get(c, f"packets {'dropped' if verb == 'drops' else 'marked'} for reason {why!r} (whole run)")
+
+    items += [(f"queues.{c}", about(c)) for c in schema.queue_columns()]
+    items += [(f"queues.{c}", f"{src} links only (NaN elsewhere)") for src, cols in schema.QUEUE_EXTRA_COLUMNS.items() for c in cols]
+    return items
 
 
 @cli.command("describe", short_help="Show the parameters and defaults of a qdisc, workload, link model or tcp.")

@@ -31,6 +31,7 @@ DualPI2 measures (NaN on other qdiscs): ``l_delay_mean``/``l_delay_p99`` and
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -318,13 +319,59 @@ def goodput_ratio(res: Result, a: str, b: str) -> float:
     return ga / gb if gb > 0 else math.nan
 
 
+class MeasureColumnError(ValueError):
+    """A generic measure (``flow:NAME.COL``, ``queue:NAME.COL``, ``mean:KIND.COL``,
+    ``sum:KIND.COL``) names a column or flow kind no result table has."""
+
+
+@functools.cache
+def _known_columns() -> tuple[frozenset[str], frozenset[str]]:
+    """Every column the flows and the queues tables can have (fixed and per kind)."""
+    from aqmlab import schema
+
+    flows = frozenset(schema.flow_columns(tuple(schema.FLOW_KIND_COLUMNS)))
+    queues = frozenset(schema.queue_columns()) | {c for cs in schema.QUEUE_EXTRA_COLUMNS.values() for c in cs}
+    return flows, queues
+
+
+def _column_problem(head: str, target: str, col: str) -> str | None:
+    """Why ``HEAD:TARGET.COL`` can never give a number (None if it can)."""
+    import difflib
+
+    from aqmlab import schema
+
+    if head in ("mean", "sum") and target not in schema.FLOW_KIND_COLUMNS:
+        kinds = sorted(schema.FLOW_KIND_COLUMNS)
+        close = difflib.get_close_matches(target, kinds, n=1, cutoff=0.6)
+        hint = f", did you mean {close[0]!r}?" if close else ""
+        return f"no flow kind {target!r}{hint} (kinds in the flows table: {', '.join(kinds)})"
+    flows, queues = _known_columns()
+    if head in ("mean", "sum"):
+        known, table = set(schema.flow_columns((target,))), f"flows table for kind {target!r}"
+    elif head == "flow":
+        known, table = set(flows), "flows table"
+    else:
+        known, table = set(queues), "queues table"
+    if col in known:
+        return None
+    close = difflib.get_close_matches(col, sorted(known), n=1, cutoff=0.6)
+    hint = f", did you mean {close[0]!r}?" if close else ""
+    return f"no column {col!r} in the {table}{hint} (`aqmlab list columns -v` lists them)"
+
+
 def validate(names: list[str]) -> None:
-    """Raises ValueError for a measure name that is neither registered nor generic."""
+    """Raises ValueError for a measure name that is neither registered nor generic, and
+    :class:`MeasureColumnError` for a generic one whose column (or flow kind) no result
+    table has: such a measure would be NaN in every run."""
     for n in names:
         if n in MEASURES:
             continue
         head, sep, rest = n.partition(":")
         if sep and head in ("flow", "queue", "mean", "sum") and "." in rest:
+            target, _, col = rest.rpartition(".")
+            problem = _column_problem(head, target, col)
+            if problem:
+                raise MeasureColumnError(f"measure {n!r}: {problem}")
             continue
         if sep and head == "ratio" and rest.count("/") == 1 and all(rest.split("/")):
             continue
@@ -346,12 +393,13 @@ class MeasureError(RuntimeError):
 def compute(res: Result, names: list[str]) -> dict[str, float]:
     """One number per measure name.
 
-    - An unknown name raises ``ValueError`` (the same check as :func:`validate`, which a
-      study makes when it is loaded).
+    - An unknown name, or a generic one naming a column no result table has, raises
+      ``ValueError`` (the same check as :func:`validate`, which a study makes when it is
+      loaded).
     - Data the run genuinely does not have gives NaN, decided inside each measure: no
-      flow of the kind it reads (``voip_r`` without VoIP flows), no such flow or queue
-      or column (``flow:NAME.COL``; a column the Linux engine does not fill), a DualPI2
-      column on another qdisc, nothing after warm-up.
+      flow of the kind it reads (``voip_r`` without VoIP flows), no such flow or queue,
+      a column of another flow kind or engine (``flow:NAME.COL``; a column the Linux
+      engine does not fill), a DualPI2 column on another qdisc, nothing after warm-up.
     - Any exception from a measure is not turned into NaN: it is raised as
       :class:`MeasureError` naming the measure.
     """

@@ -202,6 +202,8 @@ def validate_outputs(study: Any) -> None:
         for mi, m in enumerate(e.measures):
             try:
                 M.validate([m])
+            except M.MeasureColumnError as ex:
+                problems.append(f"experiment[{i}] ({e.name}).measures[{mi}]: {ex}{_line_of(study, m)}")
             except ValueError:
                 problems.append(f"experiment[{i}] ({e.name}).measures[{mi}]: unknown measure {m!r}{_did_you_mean(m, list(M.MEASURES))} "
                                 f"(`aqmlab list measures` lists them; or a generic form such as flow:NAME.COL){_line_of(study, m)}")

@@ -14,7 +14,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["flow_columns", "queue_columns", "drop_reasons", "mark_reasons", "FLOW_KIND_COLUMNS", "empty_hist", "raw_result", "NAN"]
+__all__ = [
+    "flow_columns",
+    "queue_columns",
+    "drop_reasons",
+    "mark_reasons",
+    "FLOW_KIND_COLUMNS",
+    "QUEUE_EXTRA_COLUMNS",
+    "empty_hist",
+    "raw_result",
+    "NAN",
+]
 
 NAN = math.nan
 
@@ -42,6 +52,78 @@ FLOW_KIND_COLUMNS: dict[str, list[str]] = {
     "ping": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
     "udp_rr": ["probes_sent", "loss_rate", "rtt_mean", "rtt_p50", "rtt_p90", "rtt_p99", "rtt_min", "rtt_max"],
     "cbr": ["datagrams_sent", "loss_rate", "owd_mean", "owd_p99"],
+    "voip": ["packets_sent", "loss_rate", "owd_mean", "owd_p99", "jitter", "mouth_to_ear", "effective_loss", "r_value"],
+    "web": [
+        "pages",
+        "page_time_mean",
+        "page_time_median",
+        "page_time_p90",
+        "page_time_sd",
+        "lookups",
+        "lookup_time_mean",
+        "connections",
+        "connection_failures",
+        "page_bytes",
+        "pages_unfinished",
+    ],
+    "web_users": [
+        "pages",
+        "page_time_mean",
+        "connections",
+        "objects",
+        "object_time_mean",
+        "object_time_median",
+        "object_time_p90",
+        "object_bytes",
+        "objects_unfinished",
+    ],
+    "wrt": ["connections", "responses", "response_time_mean", "response_time_median", "response_time_p90", "response_time_max"],
+    "has": [
+        "video_playback_rate",
+        "adaptation_rate",
+        "rebuffer_time",
+        "startup_delay",
+        "stalls",
+        "segments",
+        "bitrate_mean",
+        "max_bitrate",
+    ],
+}
+
+#: Columns of the queues table that only some links have, by what gives them (the lower
+#: layer below the qdisc, or the qdisc): NaN on the other links' rows.
+QUEUE_EXTRA_COLUMNS: dict[str, list[str]] = {
+    "shaper": ["shaper_rate_bps", "shaper_burst_bytes", "shaper_throttled"],
+    "docsis": ["channels", "regulator_drops", "regulator_held"],
+    "wifi": [
+        "txops",
+        "collisions",
+        "subframes",
+        "retries",
+        "frames_per_ampdu",
+        "retry_drops",
+        "driver_max_frames",
+        "driver_stops",
+        "internal_collisions",
+        "txops_vo",
+        "txops_vi",
+        "txops_be",
+        "txops_bk",
+        "below_qdisc_mean",
+    ],
+    "prio": ["band0_pkts", "band1_pkts", "band2_pkts"],
+    "cake": [f"tin{i}_{c}" for i in range(8) for c in ("sent_bytes", "drops", "marks", "ack_drops", "threshold_bps")],
+    "dualpi2": [
+        "l_pkts",
+        "l_sojourn_mean",
+        "l_sojourn_p99",
+        "l_sojourn_max",
+        "c_pkts",
+        "c_sojourn_mean",
+        "c_sojourn_p99",
+        "c_sojourn_max",
+        "p_prime_mean",
+    ],
 }
 
 

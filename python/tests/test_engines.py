@@ -90,21 +90,52 @@ def test_sim_engine_result_has_the_core_columns():
     assert r.engine_info["engine"] == "sim"
 
 
+ALL_KINDS = "".join(
+    f'[[flow]]\nkind = "{k}"\nfrom = "client0"\nto = "server0"\n' + ('rate = "1Mbit"\n' if k == "cbr" else "")
+    for k in ("bulk", "voip", "web", "wrt", "web_users", "has", "cbr", "ping", "udp_rr")
+)
+
+
 def test_flow_kind_columns_are_the_simulators():
-    """schema.FLOW_KIND_COLUMNS, the per-kind summary columns engines fill, are those the
-    simulator gives each kind (the core declares only the fixed ones)."""
-    r = aqmlab.run(SCENARIO, seed=1)
+    """schema.FLOW_KIND_COLUMNS, the per-kind summary columns engines fill (and that
+    study measures such as flow:NAME.COL are checked against), are those the simulator
+    gives each kind (the core declares only the fixed ones)."""
+    r = aqmlab.run('[run]\nduration = "3s"\n[dumbbell]\nrate = "20Mbit"\ndelay = "10ms"\n' + ALL_KINDS, seed=1)
     fixed = core_columns()[0]
     extra = [c for c in r.flows.columns if c not in fixed]
-    for kind in ("bulk", "ping", "cbr"):
+    assert sorted(r.flows["kind"].unique()) == sorted(schema.FLOW_KIND_COLUMNS)
+    for kind, cols in schema.FLOW_KIND_COLUMNS.items():
         rows = r.flows[r.flows["kind"] == kind]
         have = [c for c in extra if rows[c].notna().any()]
-        # every column the simulator fills for the kind is listed
-        assert set(have) <= set(schema.FLOW_KIND_COLUMNS[kind]), (kind, have)
-    # and every listed column is one the simulator has
-    for kind, cols in schema.FLOW_KIND_COLUMNS.items():
-        if kind in ("bulk", "ping", "cbr"):
-            assert set(cols) <= set(extra), kind
+        # every column the simulator fills for the kind is listed, and every listed one
+        # is a column of the table (completion_time: bulk flows of a given size only)
+        assert set(have) <= set(cols), (kind, set(have) - set(cols))
+        assert set(cols) <= set(extra), (kind, set(cols) - set(extra))
+
+
+def test_queue_extra_columns_are_the_simulators():
+    """schema.QUEUE_EXTRA_COLUMNS lists every queues column beyond the core's fixed ones:
+    runs with each lower layer and each qdisc that adds columns have no other, and every
+    group listed shows up."""
+    import tomllib
+
+    from conftest import EXAMPLES
+
+    known = set(schema.queue_columns()) | {c for cs in schema.QUEUE_EXTRA_COLUMNS.values() for c in cs}
+    scenarios = []
+    for ex in ("cake_sqm", "docsis_tiers", "wifi_residential", "edge_router_shaped"):
+        sc = tomllib.loads((EXAMPLES / f"{ex}.toml").read_text())
+        sc["run"] = {**sc.get("run", {}), "duration": "6s", "warmup": "0s"}
+        scenarios.append(sc)
+    for q in ("dualpi2", "prio"):
+        scenarios.append(f'[run]\nduration = "1s"\n[dumbbell]\nrate = "10Mbit"\nqdisc = {{ kind = "{q}" }}\n' + ALL_KINDS)
+    seen: set[str] = set()
+    for sc in scenarios:
+        seen |= set(aqmlab.run(sc, seed=1).queues.columns)
+    assert seen - known == set()
+    for group, cols in schema.QUEUE_EXTRA_COLUMNS.items():
+        assert cols[0] in seen, group
+
 
 
 def test_linux_result_building_has_the_core_columns(tmp_path):

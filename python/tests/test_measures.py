@@ -118,9 +118,12 @@ def test_compute_unknown_is_an_error_absent_data_nan_bug_raises():
     r = _res([{"name": "b", "kind": "bulk", "src": "client0", "dst": "server0"}])
     with pytest.raises(ValueError, match="unknown measure 'goodput_sideways'"):
         measures.compute(r, ["goodput_sideways"])
-    # data the run does not have: NaN (no VoIP flow, no such flow, no such column)
-    out = measures.compute(r, ["voip_r", "flow:nope.goodput_bps", "flow:b.no_such_col", "queue_delay_mean"])
+    # data the run does not have: NaN (no VoIP flow, no such flow, a column of another kind)
+    out = measures.compute(r, ["voip_r", "flow:nope.goodput_bps", "flow:b.r_value", "queue_delay_mean"])
     assert all(math.isnan(v) for v in out.values()), out
+    # a column no run could have is a typo, not missing data
+    with pytest.raises(measures.MeasureColumnError, match="no column 'no_such_col' in the flows table"):
+        measures.compute(r, ["flow:b.no_such_col"])
     # tables that break a measure are not hidden behind NaN
     broken = SimpleNamespace(flows=pd.DataFrame({"name": ["b"]}), samples=r.samples, warmup=0.0, queues=r.queues)
     with pytest.raises(measures.MeasureError, match="measure 'goodput_up': KeyError"):

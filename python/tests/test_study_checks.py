@@ -105,3 +105,44 @@ def test_list_measures_names_every_registered_and_generic_measure():
     r = run_cli("list", "measures", "-v")
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("goodput_down "))
     assert line.split(None, 1)[1] == "sum of downstream TCP bulk goodput after warm-up (bit/s)"
+
+
+def test_generic_measures_with_a_column_no_table_has_are_refused_before_any_run(tmp_path):
+    """flow:NAME.COL / queue:NAME.COL / mean:KIND.COL naming a column (or kind) that no
+    result table has would be NaN in every run and an empty figure: refused by name."""
+    text = STUDY.replace(
+        'measures = ["goodput_down", "induced_latency"]',
+        'measures = ["goodput_down", "induced_latency", "flow:f.goodput", "mean:bulkk.goodput_bps", "queue:bottleneck_up.sojourn_p9"]',
+    )
+    r = _sweep(tmp_path, text)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "measures[2]: measure 'flow:f.goodput': no column 'goodput' in the flows table, did you mean 'goodput_bps'?" in r.stderr
+    assert "measures[3]: measure 'mean:bulkk.goodput_bps': no flow kind 'bulkk', did you mean 'bulk'?" in r.stderr
+    assert "measures[4]: measure 'queue:bottleneck_up.sojourn_p9': no column 'sojourn_p9' in the queues table" in r.stderr
+    assert "aqmlab list columns -v" in r.stderr and f"(line {_line(text, 'flow:f.goodput')})" in r.stderr
+    assert not (tmp_path / "out").exists(), "nothing ran"
+
+
+def test_generic_measures_accept_every_column_a_run_has():
+    """Every column of a real run's flows (of each kind) and queues tables passes the check,
+    including per-kind summary columns and qdisc/lower-layer ones."""
+    import tomllib
+
+    import aqmlab
+    from aqmlab import measures as M
+
+    sc = tomllib.loads((EXAMPLES / "cake_sqm.toml").read_text())
+    sc["run"] |= {"duration": "6s", "warmup": "1s"}
+    res = aqmlab.run(sc, seed=1)
+    names = [f"flow:x.{c}" for c in res.flows.columns] + [f"queue:x.{c}" for c in res.queues.columns]
+    names += [f"mean:{k}.{c}" for k in res.flows["kind"].unique() for c in res.flows.columns
+              if res.flows.loc[res.flows["kind"] == k, c].notna().any()]
+    M.validate(names)
+
+
+def test_list_columns_names_the_tables_columns():
+    r = run_cli("list", "columns", "-v")
+    assert r.returncode == 0
+    lines = dict(ln.split(None, 1) for ln in r.stdout.splitlines())
+    assert lines["flows.goodput_bps"].strip() and "voip" in lines["flows.r_value"]
+    assert "dualpi2" in lines["queues.l_sojourn_p99"] and "'codel'" in lines["queues.drops_codel"]
