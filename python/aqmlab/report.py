@@ -237,6 +237,7 @@ def validate_outputs(study: Any) -> None:
                     f"{where}.x: {spec['x']!r} is not an axis of {other.name!r}{_did_you_mean(spec['x'], sorted(o_axes))} (axes: "
                     f"{sorted(o_axes)})"
                 )
+            problems += _bar_axis_problems(spec, other, where)
             for k in ("group", "facet"):
                 if (
                     k in spec
@@ -260,6 +261,23 @@ def validate_outputs(study: Any) -> None:
                                 f"{_did_you_mean(spec['value'], e.measures)}")
     if problems:
         raise StudyError("bad output spec(s):\n  " + "\n  ".join(problems))
+
+
+def _bar_axis_problems(spec: dict, exp: Any, where: str) -> list[str]:
+    """A bar figure of run measures averages the repetitions of each bar: an axis of the
+    experiment with several values that the figure neither shows (x, hue, facet) nor fixes
+    (where) would be pooled into one bar, which the drawing refuses — say so before the
+    runs. `group` names the categories only when `x` is absent."""
+    if spec["type"] != "bar" or spec.get("source", "runs") != "runs":
+        return []
+    if "x" in spec and "group" in spec:
+        return [f"{where}.group: a bar figure's categories are its x ({spec['x']!r}); group names them only when x is absent: "
+                f"show {spec['group']!r} as hue = {spec['group']!r} (or facet)"]
+    where_keys = spec.get("where") if isinstance(spec.get("where"), dict) else {}
+    shown = {spec.get("x", spec.get("group", "qdisc")), spec.get("hue"), spec.get("facet"), *where_keys}
+    pooled = [a.name for a in exp.axes if len(a.values) > 1 and a.name not in shown]
+    return [f"{where}: runs of experiment {exp.name!r} differ in axis {a!r}, which this bar figure neither shows (x, hue, facet) "
+            f"nor fixes: add where = {{ {a} = ... }} or show it as x, hue or facet" for a in pooled]
 
 
 def _line_of(study: Any, value: str) -> str:

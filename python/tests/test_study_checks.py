@@ -146,3 +146,31 @@ def test_list_columns_names_the_tables_columns():
     lines = dict(ln.split(None, 1) for ln in r.stdout.splitlines())
     assert lines["flows.goodput_bps"].strip() and "voip" in lines["flows.r_value"]
     assert "dualpi2" in lines["queues.l_sojourn_p99"] and "'codel'" in lines["queues.drops_codel"]
+
+
+def test_a_bar_figure_that_would_pool_an_axis_is_refused_before_any_run(tmp_path):
+    """A bar of run measures over an experiment with two varied axes must show or fix
+    both; `group` beside `x` is not a second axis (it names the categories only when x is
+    absent). Both found before the runs, not as an error figure after them."""
+    two_axes = STUDY.replace(
+        '  [[experiment.figure]]\n  type = "bar"\n  y = "induced_latency"\n',
+        '  [[experiment.axis]]\n  name = "rate"\n  path = "dumbbell.rate"\n  values = ["10Mbit", "20Mbit"]\n\n'
+        '  [[experiment.figure]]\n  type = "bar"\n  y = "induced_latency"\n',
+        1,
+    )
+    r = _sweep(tmp_path, two_axes)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert ("experiment[0] (a).figure[0]: runs of experiment 'a' differ in axis 'rate', which this bar figure neither shows"
+            in r.stderr), r.stderr
+    r = _sweep(tmp_path, two_axes.replace('  y = "induced_latency"\n', '  y = "induced_latency"\n  x = "rate"\n  group = "qdisc"\n', 1))
+    assert r.returncode == 2 and "figure[0].group: a bar figure's categories are its x ('rate')" in r.stderr
+    assert "hue = 'qdisc'" in r.stderr
+    assert not (tmp_path / "out").exists(), "nothing ran"
+    # shown as x and hue (or fixed with where): accepted
+    ok = two_axes.replace('  y = "induced_latency"\n', '  y = "induced_latency"\n  x = "rate"\n  hue = "qdisc"\n', 1)
+    from aqmlab.report import validate_outputs
+    from aqmlab.study import parse_study
+
+    validate_outputs(parse_study(ok))
+    fixed = two_axes.replace('  y = "induced_latency"\n', '  y = "induced_latency"\n  where = { rate = "10Mbit" }\n', 1)
+    validate_outputs(parse_study(fixed))
