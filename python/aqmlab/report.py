@@ -273,7 +273,8 @@ def _bar_axis_problems(spec: dict, exp: Any, where: str) -> list[str]:
     if "x" in spec and "group" in spec:
         return [f"{where}.group: a bar figure's categories are its x ({spec['x']!r}); group names them only when x is absent: "
                 f"show {spec['group']!r} as hue = {spec['group']!r} (or facet)"]
-    where_keys = spec.get("where") if isinstance(spec.get("where"), dict) else {}
+    fixed = spec.get("where")
+    where_keys: list[str] = list(fixed) if isinstance(fixed, dict) else []
     shown = {spec.get("x", spec.get("group", "qdisc")), spec.get("hue"), spec.get("facet"), *where_keys}
     pooled = [a.name for a in exp.axes if len(a.values) > 1 and a.name not in shown]
     return [f"{where}: runs of experiment {exp.name!r} differ in axis {a!r}, which this bar figure neither shows (x, hue, facet) "
