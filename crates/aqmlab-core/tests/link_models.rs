@@ -586,12 +586,29 @@ fn validation_errors_name_the_field() {
         ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nac = { vo = { txop = \"3s\" } }\n", "dumbbell.wifi.ac.vo.txop", "0 to 2097120us"),
         ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nac = { bk = { aifsn = 0 } }\n", "dumbbell.wifi.ac.bk.aifsn", "1 to 15"),
         ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nwmm = false\nac = { vi = { cwmin = 3 } }\n", "dumbbell.wifi.ac", "wmm = true"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\npath_loss = -3.0\n", "dumbbell.wifi.path_loss", "0 to 200 dB"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\ndistance = 0.5\n", "dumbbell.wifi.distance", "1 to 10000 m"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi.station.client0]\nwalls = 21\n", "dumbbell.wifi.station.client0.walls", "0 to 20"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nfrequency = 2412\n", "dumbbell.wifi.frequency", "5150 to 5925"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\ntx_power = 50.0\n", "dumbbell.wifi.tx_power", "-10 to 40 dBm"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\npath_loss = 130.0\n", "dumbbell.wifi.path_loss", "reaches no MCS from the station"),
+        ("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi.station.client0]\ndistance = 2000.0\n", "dumbbell.wifi.station.client0.distance", "below its minimum sensitivity -82 dBm"),
     ];
     for (toml, field, msg) in cases {
         let e = validate_err(toml);
         assert_eq!(e.field, *field, "{toml}\n-> {e}");
         assert!(e.message.contains(msg), "{toml}\n-> {e}");
     }
+    // an unknown rate control is refused at parse time, naming the key and the choices
+    let e = Scenario::from_toml_str(
+        "[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.wifi]\nrate = \"minstrel\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("rate") && e.contains("link_budget") && e.contains("fixed"),
+        "{e}"
+    );
     // unknown keys are rejected at parse time, naming the key
     let e = Scenario::from_toml_str("[dumbbell]\nrate = \"10Mbit\"\n[dumbbell.down]\nshaper = { rate = \"5Mbit\", bust = 3000 }\n").unwrap_err();
     assert!(e.to_string().contains("bust"), "{e}");
@@ -786,4 +803,35 @@ fn link_model_tables_round_trip_through_toml() {
         .1
         .iter()
         .all(|a| (a.aifsn, a.cwmin, a.cwmax) == (3, 15, 1023)));
+}
+
+/// The link budget picks each direction's MCS: at the default geometry (5 m, one wall)
+/// both ends clear their top MCS; at 40 m the laptop's uplink drops to MCS 4 while the
+/// AP, 5–11 dB louder with its panel, keeps MCS 15 (hand-worked in `link::wifi_budget`).
+#[test]
+fn wifi_link_budget_sets_each_direction() {
+    let rates = |wifi: &str| {
+        let plan = Scenario::from_toml_str(&wifi_dumbbell(wifi, "", "1s"))
+            .unwrap()
+            .validate()
+            .unwrap();
+        let r = |n: &str| {
+            let l = plan.links.iter().find(|l| l.0.name == n).unwrap();
+            l.0.rate.bps() / 1_000_000
+        };
+        (r("wifi_router_a"), r("wifi_client0"))
+    };
+    assert_eq!(rates(""), (130, 65));
+    assert_eq!(rates("rate = \"fixed\""), (130, 65));
+    // PL = 40.05 + 6.68 + 13.98 + 35·log10(8) = 31.61 + 5 = 97.32 dB: uplink 16 + 14.6 −
+    // 97.32 = −66.7 dBm (MCS 4 needs −70, MCS 5 −66); downlink at MCS 7/15: 21 + 14.6 −
+    // 97.32 = −61.7 dBm against −64
+    assert_eq!(rates("distance = 40.0"), (130, 39));
+    assert_eq!(rates("rate = \"fixed\"\ndistance = 40.0"), (130, 65));
+    // an explicit key wins for its direction only
+    assert_eq!(rates("distance = 40.0\nap_mcs = 12"), (78, 39));
+    // a dB value replaces the geometry: 16 + 14.6 − 109 = −78.4 dBm up: MCS 1 (−79),
+    // not 2 (−77); down, the AP's 26 dBm at row 4: −68.4 dBm against −70: MCS 12, and
+    // 24 dBm at row 5: −70.4 against −66
+    assert_eq!(rates("path_loss = 109.0"), (78, 13));
 }

@@ -40,6 +40,7 @@ pub mod docsis;
 pub mod shaper;
 pub mod token_bucket;
 pub mod wifi;
+pub mod wifi_budget;
 
 use crate::event::{Event, EventQueue};
 use crate::metrics::{Histogram, LinkSeries};

@@ -91,7 +91,8 @@
 //! (91 % of the PHY rate).
 //!
 //! ## Simplifications (each a deliberate deviation)
-//! - Fixed MCS per direction (no rate control such as minstrel); no RTS/CTS, no EIFS
+//! - One MCS per direction for the whole run (a key, or the link budget of
+//!   [`super::wifi_budget`]; no rate control such as minstrel reacting to losses); no RTS/CTS, no EIFS
 //!   after a collision, no capture effect, no beacons or management traffic.
 //! - Post-backoff: a node that runs dry after a transmission draws its next backoff when
 //!   it next has an aggregate ready, counted as if it had started at the end of the busy

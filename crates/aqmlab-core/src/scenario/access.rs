@@ -21,6 +21,9 @@ use crate::link::wifi::{
     max_mcs, Access, MediumParams, PhyMode, WifiPhy, WifiPortParams, AC_BE, AC_NAMES,
     SUBFRAME_OVERHEAD,
 };
+use crate::link::wifi_budget::{
+    best_mcs, residential_path_loss, Radio, INTEL_5100, NANOSTATION_M5,
+};
 use crate::link::{LinkParams, LowerParams, ShaperConfig};
 use crate::packet::NodeId;
 use crate::params::{check_range, ParamDoc};
@@ -73,6 +76,14 @@ pub struct StationConfig {
     pub driver: Option<WifiDriver>,
     /// Subframe error rate between this station and the AP (both directions).
     pub fer: Option<f64>,
+    /// Path loss between this station and the AP in dB (over the BSS's geometry).
+    pub path_loss: Option<f64>,
+    /// This station's distance from the AP in metres.
+    pub distance: Option<f64>,
+    /// Walls between this station and the AP.
+    pub walls: Option<u32>,
+    /// Floors between this station and the AP.
+    pub floors: Option<u32>,
     /// This station's access parameters (over the BSS's `access`).
     #[serde(default)]
     pub access: AccessConfig,
@@ -161,6 +172,29 @@ impl WifiDriver {
     }
 }
 
+/// How each direction's MCS is chosen where no `mcs` / `ap_mcs` key gives it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateControl {
+    /// The fastest MCS whose minimum receiver sensitivity the received power meets
+    /// (`link::wifi_budget`).
+    #[default]
+    LinkBudget,
+    /// MCS 15 from the AP, MCS 7 from each station (the top MCS of a 2×2 AP and of a
+    /// one-stream client).
+    Fixed,
+}
+
+fn d_distance() -> f64 {
+    5.0
+}
+fn d_walls() -> u32 {
+    1
+}
+fn d_frequency() -> u32 {
+    5180
+}
+
 fn d_ap_driver() -> WifiDriver {
     WifiDriver::Ath9k
 }
@@ -214,15 +248,19 @@ pub struct WifiConfig {
     pub ap: Option<String>,
     /// Station nodes (`[[wifi]]` only; a dumbbell uses its clients).
     pub stations: Option<Vec<String>>,
-    /// The AP's transmit MCS (downlink), 0 to 8 × ap_streams − 1. Default 15.
-    #[serde(default = "d_ap_mcs")]
-    pub ap_mcs: u32,
+    /// How the MCS of a direction without an `mcs` / `ap_mcs` key is chosen. Default
+    /// `link_budget`.
+    #[serde(default)]
+    pub rate: RateControl,
+    /// The AP's transmit MCS (downlink), 0 to 8 × ap_streams − 1. Default: from `rate`
+    /// (15 with `rate = "fixed"`).
+    pub ap_mcs: Option<u32>,
     /// The AP's transmit spatial streams (1 to 4). Default 2 (a 2×2 AP).
     #[serde(default = "d_ap_streams")]
     pub ap_streams: u32,
-    /// Every station's transmit MCS (uplink), 0 to 8 × streams − 1. Default 7.
-    #[serde(default = "d_mcs")]
-    pub mcs: u32,
+    /// Every station's transmit MCS (uplink), 0 to 8 × streams − 1. Default: from
+    /// `rate` (7 with `rate = "fixed"`).
+    pub mcs: Option<u32>,
     /// Every station's transmit spatial streams (1 to 4). Default 1 (Intel 5100: one
     /// transmit chain).
     #[serde(default = "d_streams")]
@@ -238,6 +276,31 @@ pub struct WifiConfig {
     /// Subframe error rate, 0 ≤ fer < 1. Default 0.
     #[serde(default)]
     pub fer: f64,
+    /// Path loss between the AP and each station in dB, 0 to 200 (instead of the
+    /// geometry's).
+    pub path_loss: Option<f64>,
+    /// Distance between the AP and each station in metres, 1 to 10000. Default 5.
+    #[serde(default = "d_distance")]
+    pub distance: f64,
+    /// Walls between the AP and each station (0 to 20). Default 1.
+    #[serde(default = "d_walls")]
+    pub walls: u32,
+    /// Floors between the AP and each station (0 to 10). Default 0.
+    #[serde(default)]
+    pub floors: u32,
+    /// Centre frequency in MHz, 5150 to 5925. Default 5180 (channel 36).
+    #[serde(default = "d_frequency")]
+    pub frequency: u32,
+    /// The AP's conducted transmit power in dBm at every MCS (-10 to 40). Default: the
+    /// Nanostation M5's per MCS.
+    pub ap_tx_power: Option<f64>,
+    /// The AP's antenna gain in dBi (-20 to 40). Default: the Nanostation M5's 14.6.
+    pub ap_antenna_gain: Option<f64>,
+    /// Every station's conducted transmit power in dBm (-10 to 40). Default: the Intel
+    /// 5100's 16.
+    pub tx_power: Option<f64>,
+    /// Every station's antenna gain in dBi (-20 to 40). Default 0.
+    pub antenna_gain: Option<f64>,
     /// One-way propagation delay. Default 0.
     #[serde(default = "d_zero")]
     pub delay: DurationSpec,
@@ -345,6 +408,14 @@ impl StationConfig {
             "subframe error rate between this station and the AP (both directions)",
         ),
         ParamDoc::new(
+            "path_loss",
+            "the BSS's",
+            "path loss between this station and the AP in dB (0 to 200), instead of its geometry's",
+        ),
+        ParamDoc::new("distance", "the BSS's", "this station's distance from the AP in metres"),
+        ParamDoc::new("walls", "the BSS's", "walls between this station and the AP"),
+        ParamDoc::new("floors", "the BSS's", "floors between this station and the AP"),
+        ParamDoc::new(
             "access",
             "{}",
             "this station's best-effort EDCA parameters aifsn, cwmin, cwmax, txop (each over the BSS's access)",
@@ -363,14 +434,24 @@ impl WifiConfig {
         ParamDoc::new("name", "wifi{k} (dumbbell: wifi)", "BSS name; its interface links are named NAME_NODE"),
         ParamDoc::new("ap", "required in [[wifi]]", "the access point node ([dumbbell.wifi] uses router_a)"),
         ParamDoc::new("stations", "required in [[wifi]]", "station nodes ([dumbbell.wifi] uses the clients)"),
-        ParamDoc::new("ap_mcs", "15", "the AP's transmit MCS (downlink), 0 to 8 x ap_streams - 1 (802.11n MCS table; 15 = 64-QAM 5/6 on two streams)"),
+        ParamDoc::new("rate", "link_budget", "how a direction without an mcs / ap_mcs key gets its MCS: link_budget (the fastest MCS whose 802.11-2012 minimum receiver sensitivity the received power meets) or fixed (AP 15, stations 7)"),
+        ParamDoc::new("ap_mcs", "from rate (fixed: 15)", "the AP's transmit MCS (downlink), 0 to 8 x ap_streams - 1 (802.11n MCS table; 15 = 64-QAM 5/6 on two streams)"),
         ParamDoc::new("ap_streams", "2", "the AP's transmit spatial streams, 1 to 4 (a 2x2 AP)"),
-        ParamDoc::new("mcs", "7", "every station's transmit MCS (uplink), 0 to 8 x streams - 1 (7 = 64-QAM 5/6 on one stream)"),
+        ParamDoc::new("mcs", "from rate (fixed: 7)", "every station's transmit MCS (uplink), 0 to 8 x streams - 1 (7 = 64-QAM 5/6 on one stream)"),
         ParamDoc::new("streams", "1", "every station's transmit spatial streams, 1 to 4 (Intel 5100: one transmit chain)"),
         ParamDoc::new("width", "20", "channel width in MHz: 20 or 40"),
         ParamDoc::new("guard_interval", "800ns", "OFDM guard interval: 800ns or 400ns"),
         ParamDoc::new("phy_rate", "none", "a fixed PHY rate in both directions instead of the MCS keys (4-us symbols)"),
         ParamDoc::new("fer", "0.0", "subframe error rate, 0 <= fer < 1"),
+        ParamDoc::new("path_loss", "from the geometry", "path loss between the AP and each station in dB, 0 to 200; unset: the TGax residential model from distance, walls, floors and frequency"),
+        ParamDoc::new("distance", "5.0", "distance between the AP and each station in metres, 1 to 10000"),
+        ParamDoc::new("walls", "1", "walls between the AP and each station, 0 to 20 (5 dB each)"),
+        ParamDoc::new("floors", "0", "floors between the AP and each station, 0 to 10"),
+        ParamDoc::new("frequency", "5180", "centre frequency in MHz, 5150 to 5925 (5180: channel 36)"),
+        ParamDoc::new("ap_tx_power", "the Nanostation M5's", "the AP's conducted transmit power in dBm at every MCS, -10 to 40 (Nanostation M5: 27 dBm at MCS 0-3, 26, 24, 22, 21 at MCS 4-7)"),
+        ParamDoc::new("ap_antenna_gain", "14.6 (Nanostation M5)", "the AP's antenna gain in dBi, -20 to 40"),
+        ParamDoc::new("tx_power", "16 (Intel 5100)", "every station's conducted transmit power in dBm, -10 to 40"),
+        ParamDoc::new("antenna_gain", "0.0", "every station's antenna gain in dBi, -20 to 40"),
         ParamDoc::new("delay", "0ms", "one-way propagation delay"),
         ParamDoc::new("qdisc", "fifo 1000 (dumbbell: access_qdisc)", "qdisc on every WiFi interface"),
         ParamDoc::new("ap_qdisc", "qdisc", "qdisc on the AP's interface"),
@@ -651,16 +732,7 @@ impl Builder {
             check_access(a[AC_BE], &format!("{sf}.access"))?;
             let streams = sc.streams.unwrap_or(w.streams);
             check_streams(streams, &format!("{sf}.streams"))?;
-            let (mcs, mcs_key) = match sc.mcs {
-                Some(m) => (m, format!("{sf}.mcs")),
-                None => (w.mcs, format!("{field}.mcs")),
-            };
-            check_mcs(mcs, streams, &mcs_key, "streams")?;
-            let (ap_mcs, ap_key) = match sc.ap_mcs {
-                Some(m) => (m, format!("{sf}.ap_mcs")),
-                None => (w.ap_mcs, format!("{field}.ap_mcs")),
-            };
-            check_mcs(ap_mcs, w.ap_streams, &ap_key, "ap_streams")?;
+            check_geometry(&sf, (sc.path_loss, sc.distance, sc.walls, sc.floors))?;
             let rate = sc.phy_rate.or(w.phy_rate);
             if rate.is_some() && (sc.mcs.is_some() || sc.ap_mcs.is_some()) {
                 return Err(ScenarioError::new(
@@ -668,6 +740,11 @@ impl Builder {
                     "phy_rate and mcs/ap_mcs are alternatives: give one".to_string(),
                 ));
             }
+            let (mcs, ap_mcs) = if rate.is_some() {
+                (0, 0) // unused: phy_rate replaces the MCS
+            } else {
+                station_mcs(w, &sc, (field, &sf), streams)?
+            };
             let up = mode(rate, mcs);
             down.push(mode(rate, ap_mcs));
             fers.push(fer);
@@ -692,7 +769,7 @@ impl Builder {
                 port: port_params(w, &phy, field, (driver, &dkey), (vec![up], vec![fer]), &a)?,
             });
         }
-        if w.phy_rate.is_some() && (w.ap_mcs != d_ap_mcs() || w.mcs != d_mcs()) {
+        if w.phy_rate.is_some() && (w.ap_mcs.is_some() || w.mcs.is_some()) {
             return Err(err(
                 "phy_rate",
                 "phy_rate and mcs/ap_mcs are alternatives: give one".to_string(),
@@ -976,14 +1053,148 @@ fn check_bss_keys(w: &WifiConfig, field: &str) -> Result<(), ScenarioError> {
     }
     check_streams(w.ap_streams, &format!("{field}.ap_streams"))?;
     check_streams(w.streams, &format!("{field}.streams"))?;
-    check_mcs(
-        w.ap_mcs,
-        w.ap_streams,
-        &format!("{field}.ap_mcs"),
-        "ap_streams",
+    if let Some(m) = w.ap_mcs {
+        check_mcs(m, w.ap_streams, &key("ap_mcs"), "ap_streams")?;
+    }
+    if let Some(m) = w.mcs {
+        check_mcs(m, w.streams, &key("mcs"), "streams")?;
+    }
+    check_geometry(
+        field,
+        (w.path_loss, Some(w.distance), Some(w.walls), Some(w.floors)),
     )?;
-    check_mcs(w.mcs, w.streams, &format!("{field}.mcs"), "streams")?;
+    check_range(
+        key("frequency"),
+        w.frequency,
+        5150,
+        5925,
+        "5150 to 5925 MHz (5 GHz: the model's OFDM timing)",
+    )?;
+    for (k, v, lo, hi, unit) in [
+        ("ap_tx_power", w.ap_tx_power, -10.0, 40.0, "dBm"),
+        ("tx_power", w.tx_power, -10.0, 40.0, "dBm"),
+        ("ap_antenna_gain", w.ap_antenna_gain, -20.0, 40.0, "dBi"),
+        ("antenna_gain", w.antenna_gain, -20.0, 40.0, "dBi"),
+    ] {
+        if let Some(v) = v {
+            check_f64(&key(k), v, lo, hi, unit)?;
+        }
+    }
     Ok(())
+}
+
+/// A finite `v` within `lo..=hi`, else an error naming `field` and the range.
+fn check_f64(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
+    if !(lo..=hi).contains(&v) {
+        return Err(ScenarioError::new(
+            field,
+            format!("{v} is not allowed ({lo} to {hi} {unit})"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the link-budget geometry keys of a BSS or a station table (`field`).
+fn check_geometry(
+    field: &str,
+    (path_loss, distance, walls, floors): (Option<f64>, Option<f64>, Option<u32>, Option<u32>),
+) -> Result<(), ScenarioError> {
+    let key = |k: &str| format!("{field}.{k}");
+    if let Some(pl) = path_loss {
+        check_f64(&key("path_loss"), pl, 0.0, 200.0, "dB")?;
+    }
+    if let Some(d) = distance {
+        check_f64(&key("distance"), d, 1.0, 10000.0, "m")?;
+    }
+    if let Some(n) = walls {
+        check_range(key("walls"), n, 0, 20, "0 to 20 walls")?;
+    }
+    if let Some(n) = floors {
+        check_range(key("floors"), n, 0, 10, "0 to 10 floors")?;
+    }
+    Ok(())
+}
+
+/// The uplink and downlink MCS between the AP and one station (`sc`, at `sf`): the
+/// station's keys, then the BSS's, then [`chosen_mcs`]; each checked against its streams.
+fn station_mcs(
+    w: &WifiConfig,
+    sc: &StationConfig,
+    (field, sf): (&str, &str),
+    streams: u32,
+) -> Result<(u32, u32), ScenarioError> {
+    let (mcs, mcs_key) = match (sc.mcs, w.mcs) {
+        (Some(m), _) => (m, format!("{sf}.mcs")),
+        (None, Some(m)) => (m, format!("{field}.mcs")),
+        (None, None) => (
+            chosen_mcs(w, sc, (field, sf), streams, false)?,
+            format!("{field}.mcs"),
+        ),
+    };
+    check_mcs(mcs, streams, &mcs_key, "streams")?;
+    let (ap_mcs, ap_key) = match (sc.ap_mcs, w.ap_mcs) {
+        (Some(m), _) => (m, format!("{sf}.ap_mcs")),
+        (None, Some(m)) => (m, format!("{field}.ap_mcs")),
+        (None, None) => (
+            chosen_mcs(w, sc, (field, sf), w.ap_streams, true)?,
+            format!("{field}.ap_mcs"),
+        ),
+    };
+    check_mcs(ap_mcs, w.ap_streams, &ap_key, "ap_streams")?;
+    Ok((mcs, ap_mcs))
+}
+
+/// The MCS of one direction between the AP and a station (`sc`, at `sf`) where no key
+/// gives it: `rate = "fixed"`: 15 from the AP, 7 from a station; `rate =
+/// "link_budget"`: the fastest the received power supports (`link::wifi_budget`).
+fn chosen_mcs(
+    w: &WifiConfig,
+    sc: &StationConfig,
+    (field, sf): (&str, &str),
+    streams: u32,
+    downlink: bool,
+) -> Result<u32, ScenarioError> {
+    if w.rate == RateControl::Fixed {
+        return Ok(if downlink { d_ap_mcs() } else { d_mcs() });
+    }
+    let (pl, pl_key) = match (sc.path_loss, w.path_loss) {
+        (Some(p), _) => (p, format!("{sf}.path_loss")),
+        (None, Some(p)) => (p, format!("{field}.path_loss")),
+        (None, None) => {
+            let d = sc.distance.unwrap_or(w.distance);
+            let k = if sc.distance.is_some() { sf } else { field };
+            let pl = residential_path_loss(
+                d,
+                w.frequency as f64,
+                sc.walls.unwrap_or(w.walls),
+                sc.floors.unwrap_or(w.floors),
+            );
+            (pl, format!("{k}.distance"))
+        }
+    };
+    let ap = Radio {
+        tx_power_dbm: w
+            .ap_tx_power
+            .map_or(NANOSTATION_M5.tx_power_dbm, |p| [p; 8]),
+        antenna_gain_dbi: w.ap_antenna_gain.unwrap_or(NANOSTATION_M5.antenna_gain_dbi),
+    };
+    let sta = Radio {
+        tx_power_dbm: w.tx_power.map_or(INTEL_5100.tx_power_dbm, |p| [p; 8]),
+        antenna_gain_dbi: w.antenna_gain.unwrap_or(INTEL_5100.antenna_gain_dbi),
+    };
+    let (tx, rx) = if downlink { (ap, sta) } else { (sta, ap) };
+    best_mcs(&tx, rx.antenna_gain_dbi, pl, streams, w.width)
+        .map(|b| b.mcs)
+        .map_err(|rx_dbm| {
+            ScenarioError::new(
+                pl_key,
+                format!(
+                    "the link budget reaches no MCS {}: {rx_dbm:.1} dBm received at MCS 0 over a path loss of {pl:.1} dB, below its minimum sensitivity {} dBm (IEEE 802.11-2012 Table 20-22); allowed: a path loss that leaves MCS 0 reachable, or rate = \"fixed\" / mcs and ap_mcs",
+                    if downlink { "from the AP" } else { "from the station" },
+                    crate::link::wifi_budget::MIN_SENSITIVITY_DBM[usize::from(w.width == 40)][0],
+                ),
+            )
+        })
 }
 
 /// The EDCA parameters per access category of the stations and of the AP: the
