@@ -1233,8 +1233,9 @@ def compare_cmd(sources: tuple[str, ...], out: str, names: tuple[str, ...], dpi:
 def export_cmd(store: str, fmt: str, out: str | None) -> None:
     """Write Flent data files of a study store (`aqmlab reproduce`/`sweep`) or of one
     `aqmlab run --out DIR` result. `flent -i FILE` draws each test's default plot
-    (all_scaled for rrul_be, voip-rrul and http-rrul; totals for http-1up, http_delay
-    for http, totals_loss for voip-1up).
+    (all_scaled for rrul_be, voip-rrul and http-rrul; totals for http-1up, tcp_ndown and
+    tcp_nup — downloads or uploads only, with a ping —; http_delay for http, totals_loss
+    for voip-1up).
 
     \b
     Examples:

@@ -19,6 +19,8 @@ TCP ``bulk`` up and down + latency probes     ``rrul_be``
 … with probes named ``*.udp_ef`` (``rrul``)    ``rrul``
 … + a ``voip`` flow                           ``voip-rrul``
 … + a web client                              ``http-rrul``
+TCP ``bulk`` down only + ``ping`` probes       ``tcp_ndown``
+TCP ``bulk`` up only + ``ping`` probes         ``tcp_nup``
 ``voip`` + one upstream ``bulk``              ``voip-1up``
 ``voip`` alone                                ``voip``
 web client + one upstream ``bulk``            ``http-1up``
@@ -37,7 +39,9 @@ Series (names and units as in Flent's test configurations)
   ``keep_series = true``; a store without them gets each flow's mean goodput as a flat
   line and the file's NOTE says so); computed ``TCP upload avg``/``sum``,
   ``TCP download avg``/``sum`` and ``TCP totals``. In ``voip-1up``/``http-1up`` the
-  single flow is ``TCP upload``.
+  single flow is ``TCP upload``. ``tcp_ndown``/``tcp_nup``: ``TCP download::1`` …
+  (``TCP upload::1`` …) with their ``avg``/``sum`` and the test parameter
+  ``download_streams`` (``upload_streams``), and ``Ping (ms) ICMP``.
 - ``rrul`` (aqmlab's DSCP-marked ``kind = "rrul"``): ``TCP upload BE``, ``… BK``,
   ``… CS5``, ``… EF`` (``tcp_up0`` … ``tcp_up3``, the classes in Flent's order) and the
   same for download; probes ``Ping (ms) UDP EF``, ``UDP BK``, ``UDP BE`` and ``ICMP``.
@@ -93,7 +97,8 @@ from aqmlab.result import direction
 
 __all__ = ["export_flent", "export_flent_run", "flent_conf_for", "flent_test_for", "run_to_flent", "FLENT_TESTS", "FLENT_PLOTS"]
 
-FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http")
+FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "tcp_ndown",
+               "tcp_nup")
 #: Each test's default plot in Flent 2.3 (``DEFAULTS['PLOT']`` of its ``tests/*.conf``):
 #: what ``flent -i FILE`` draws without ``-p``. ``all_scaled`` exists only in the tests
 #: that include ``rrul_be.conf`` (``rrul_be``, ``voip-rrul``, ``http-rrul``).
@@ -107,6 +112,8 @@ FLENT_PLOTS = {
     "voip": "voip_delay",
     "http-1up": "totals",
     "http": "http_delay",
+    "tcp_ndown": "totals",
+    "tcp_nup": "totals",
 }
 PROBE_KINDS = ("ping", "udp_rr")
 #: Flent ``rrul``'s classes: the TCP flows of each direction in order (aqmlab's
@@ -142,6 +149,9 @@ def flent_test_of(kinds: list[str], srcs: list, names: list[str]) -> str | None:
     if web:
         return "http-rrul" if rrul else "http-1up" if (up == 1 and down == 0) else "http" if up + down == 0 else None
     if not rrul:
+        # Flent's tcp_ndown / tcp_nup: N streams one way, with an ICMP ping
+        if "ping" in kinds and (up == 0) != (down == 0):
+            return "tcp_ndown" if down else "tcp_nup"
         return None
     # Flent's real rrul: aqmlab's `rrul` names its UDP probes by class (NAME.udp_ef …)
     return "rrul" if any(k == "udp_rr" and isinstance(n, str) and n.endswith(".udp_ef") for k, n in zip(kinds, names)) else "rrul_be"
@@ -229,6 +239,7 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
     single = test in ("voip-1up", "http-1up")
     marked = test == "rrul"
     nflows = test == "rrul_be_nflows"
+    oneway = test in ("tcp_ndown", "tcp_nup")
     tcp_keys: list[str] = []
     for d, word in (("up", "upload"), ("down", "download")):
         bulk = flows[(kinds == "bulk") & (dirs == d)].sort_values("name")
@@ -238,6 +249,8 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
                 name = f"TCP {word} {RRUL_TCP_CLASSES[i % k]}" + ("" if i < k else str(i // k + 1))
             elif nflows:  # rrul_be_nflows: the duplicates "TCP upload BE::1" …
                 name = f"TCP {word} BE::{i + 1}"
+            elif oneway:  # tcp_ndown / tcp_nup: "TCP download::1" …
+                name = f"TCP {word}::{i + 1}"
             else:
                 name = f"TCP {word}" if single else f"TCP {word} BE" + ("" if i == 0 else str(i + 1))
             tcp_keys.append(name)
@@ -251,7 +264,7 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
                     notes.append("flat")
     if not single:
         for word in ("upload", "download"):
-            parts = [k for k in tcp_keys if k.startswith(f"TCP {word} ")]
+            parts = [k for k in tcp_keys if k.startswith((f"TCP {word} ", f"TCP {word}::"))]
             computed(f"TCP {word} avg", parts, "avg", "Mbits/s")
             computed(f"TCP {word} sum", parts, "sum", "Mbits/s")
         computed("TCP totals", list(tcp_keys), "sum", "Mbits/s")
@@ -328,7 +341,7 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
                 add("HTTP latency", s["t"].to_numpy(float), s["value"].to_numpy(float) * 1e3, "ms")
 
     test_params = dict(params)
-    if nflows:  # rrul_be_nflows.conf reads the stream counts from its test parameters
+    if nflows or oneway:  # these tests' confs read the stream counts from their test parameters
         test_params["upload_streams"] = str(int(((kinds == "bulk") & (dirs == "up")).sum()))
         test_params["download_streams"] = str(int(((kinds == "bulk") & (dirs == "down")).sum()))
     title = " ".join(f"{k}={params[k]}" for k in keys) + f" rep={int(run['repetition']) + 1}"

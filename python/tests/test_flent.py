@@ -37,6 +37,10 @@ def test_test_recognition():
     assert flent_test_for(_flows(web)) == "http"
     assert flent_test_for(_flows(up, up, up, up)) is None  # RTT fairness: no Flent test
     assert flent_test_for(_flows(up, down)) is None  # no latency probes
+    # N streams one way with an ICMP ping: Flent's tcp_ndown / tcp_nup
+    assert flent_test_for(_flows(down, down, ping)) == "tcp_ndown"
+    assert flent_test_for(_flows(up, ping)) == "tcp_nup"
+    assert flent_test_for(_flows(down, udp)) is None  # those tests ping with ICMP only
     assert flent_test_for(pd.DataFrame()) is None
 
 
@@ -207,6 +211,30 @@ to = "server0"
 """
 
 
+# two downloads and a ping: Flent's tcp_ndown
+TWO_DOWN = """
+[run]
+name = "two-down"
+duration = "12s"
+[dumbbell]
+pairs = 2
+rate = "10Mbit"
+delay = "10ms"
+[[flow]]
+kind = "bulk"
+from = "server0"
+to = "client0"
+[[flow]]
+kind = "bulk"
+from = "server1"
+to = "client1"
+[[flow]]
+kind = "ping"
+from = "client0"
+to = "server0"
+"""
+
+
 @pytest.fixture(scope="module")
 def run_dirs(tmp_path_factory):
     """`aqmlab run --out` results of an RRUL + web run (http-rrul), a web-only run (http)
@@ -222,6 +250,8 @@ def run_dirs(tmp_path_factory):
         scen[tag] = p
     scen["rrul"] = base / "rrul.toml"
     scen["rrul"].write_text(RRUL_MARKED)
+    scen["tcp_ndown"] = base / "tcp_ndown.toml"
+    scen["tcp_ndown"].write_text(TWO_DOWN)
     for tag, path in scen.items():
         d = base / tag
         r = run_cli("run", path, "--out", d, "--quiet")
@@ -293,3 +323,19 @@ def test_real_flent_plots_web_runs_with_their_default_plots(run_dirs, tmp_path):
     png = tmp_path / "http-rrul-all.png"
     _run_flent(exe, ["-i", str(run_dirs["http-rrul"]), "-p", "all_scaled", "-o", str(png)], run_dirs["http-rrul"].parent)
     assert_nontrivial_png(png, min_bytes=20_000)
+
+
+def test_one_way_streams_export_as_flents_tcp_ndown(run_dirs):
+    d = _load(run_dirs["tcp_ndown"])
+    assert d["metadata"]["NAME"] == "tcp_ndown"
+    assert d["metadata"]["TEST_PARAMETERS"]["download_streams"] == "2"
+    res = d["results"]
+    assert {"TCP download::1", "TCP download::2", "TCP download avg", "TCP download sum", "Ping (ms) ICMP"} <= set(res)
+    total = _mean_of(res["TCP download sum"])
+    assert 8.0 < total <= 10.0, total  # two downloads fill the 10 Mbit/s link
+    assert _mean_of(res["Ping (ms) ICMP"]) > 20.0  # above the 20 ms base RTT: queueing
+
+
+def _mean_of(vals: list) -> float:
+    v = [x for x in vals if x is not None]
+    return sum(v) / len(v)
