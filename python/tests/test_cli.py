@@ -174,7 +174,8 @@ def test_describe_every_kind_reads(cli):
     out = {k: cli("describe", k).stdout for k in ("voip", "htb", "wifi", "cubic")}
     assert "codec_delay = same as interval" in out["voip"] and "= =" not in out["voip"]
     assert "kind = htb" in out["htb"] and "burst = max(mtu + overhead, 1 ms at rate)" in out["htb"]
-    assert "ap_mcs = 15" in out["wifi"] and "station_driver = iwlwifi" in out["wifi"]
+    assert "rate = link_budget" in out["wifi"] and "ap_mcs = from rate (fixed: 15)" in out["wifi"]
+    assert "station_driver = iwlwifi" in out["wifi"]
     assert "aqmlab describe tcp" in out["cubic"]
     assert all(len(line) <= 100 for text in out.values() for line in text.splitlines())
     bad = cli("list", "colours")
