@@ -7,6 +7,11 @@ durations and sizes with every unit and absurd magnitudes, wrong types, deep nes
 a key deleted or added, a table duplicated, counts and pairs blown up; or, for one in
 eight, the TOML text itself corrupted (bytes flipped, cut, lines swapped). `mutate`
 only uses the `random.Random` it is given, so a seed reproduces a scenario exactly.
+
+`mutate_study` does the same to the shipped study files (`studies/*.toml`): their
+scenario parts (`base`, patches, axis values) get the scenario mutations, their study
+keys (repetitions, axes, overrides, findings, quick settings, measures) study-specific
+ones, and the result is TOML text (one in eight corrupted as text).
 """
 from __future__ import annotations
 
@@ -29,7 +34,9 @@ MAGNITUDES = [0, 1e-30, 1e-9, 1e-3, 0.5, 1, 2, 7, 10, 100, 1e3, 1e6, 1e9, 1e12, 
 KINDS_Q = ["fifo", "pfifo", "bfifo", "codel", "fq_codel", "pie", "fq_pie", "red", "cake", "dualpi2", "sfq", "nope", ""]
 KINDS_F = ["bulk", "cbr", "ping", "udp_rr", "voip", "web", "wrt", "web_users", "has", "rrul", "rrul_be", "nope"]
 # Keys of the newer features with plausible and implausible values: TCP stack profiles and
-# congestion controls (BBR, BBRv3, DCTCP, Prague), DSCP marks, CAKE's shaper/isolation/tins.
+# congestion controls (BBR, BBRv3, DCTCP, Prague), GSO/TSQ and receive windows, DSCP marks
+# and per-flow TCP options, links' GRO/shaper/device queue, WiFi access categories (wmm,
+# per-AC EDCA and TXOP tables) and drivers, CAKE's shaper/isolation/tins.
 TCP_KEYS: dict[str, list[Any]] = {
     "stack": ["linux", "linux-3.14", "linux-2.6.29", "ns2-sack1", "ns3", "linux-9", ""],
     "cc": ["reno", "newreno", "cubic", "bbr", "bbr3", "dctcp", "prague", "vegas"],
@@ -43,11 +50,64 @@ TCP_KEYS: dict[str, list[Any]] = {
     "mss": [536, 1448, 1460, 9000, 0, 65536, 10**9],
     "pacing": [True, False, "fq"],
     "max_window": [2, 10_000, 0, 2**40],
+    # offloads: GSO super-packets and TCP Small Queues (tsq needs gso = "on", gso a linux stack)
+    "gso": ["on", "off", "auto", True, 1],
+    "tsq": [True, False, "on", 0],
+    "rcv_window": [1, 10, "64KB", "3MiB", "4GiB", "5GiB", 0, "1B"],
+    "rcv_autotune": ["linux", "linux-3.14", "linux-2.6.29", "off", "on", True],
+    "recovery": ["prr", "rfc6675", "rate-halving", "none"],
+    "tlp": ["linux", "linux-3.14", "off", True],
+    "bbr_version": ["linux", "linux-4.20", "v3", 1],
+    "pacing_ss_ratio": [200, 10, 1000, 9, 1001, -1],
+    "trace": [True, False, "yes"],
 }
 FLOW_KEYS: dict[str, list[Any]] = {
     "dscp": ["EF", "CS1", "AF41", "LE", "BE", "VA", 0, 46, 63, 64, -1, "XX", 1.5],
     "cc": TCP_KEYS["cc"],
     "stack": TCP_KEYS["stack"],
+    # composite workloads' own keys (rrul: flows per direction, probes)
+    "flows": [0, 1, 4, 100, 10**6, -1],
+    "udp_probes": [0, 1, 2, 3, 4],
+}
+# Link keys (a dumbbell's, a [[link]]'s): GRO, the token-bucket shaper, the device queue.
+LINK_KEYS: dict[str, list[Any]] = {
+    "gro": [True, False, "on", 1],
+    "shaper": [{"rate": "14Mbit"}, {"rate": "1Mbit", "burst": "1500B", "kind": "tbf"}, {"rate": "1Mbit", "kind": "htb"},
+               {"rate": "0bit"}, {"rate": "1Mbit", "kind": "nope"}, {"burst": "10KB"}, {"rate": "1Mbit", "burst": 0}],
+    "device_queue": [0, 1, 1000, 10**9, -1],
+    "overhead": [0, 14, 30, -1, 10**6],
+    "mtu": [68, 576, 1500, 9000, 67, 65536, 0],
+}
+# WiFi ([dumbbell.wifi], [[wifi]]): access categories (wmm, per-AC EDCA tables, TXOP
+# limits), drivers and aggregation.
+_EDCA: list[Any] = [
+    {"aifsn": 2, "cwmin": 3, "cwmax": 7, "txop": "1504us"},
+    {"aifsn": 1}, {"aifsn": 16}, {"cwmin": 4}, {"cwmax": 2**15}, {"txop": "33us"}, {"txop": "2097152us"},
+    {"txop": "0us"}, {"aifsn": "x"}, {}, {"cwmin": 1023, "cwmax": 15},
+]
+WIFI_KEYS: dict[str, list[Any]] = {
+    "wmm": [True, False, "on", 1],
+    "access": _EDCA,
+    "ap_access": _EDCA,
+    "ac": [{"vo": e} for e in _EDCA[:4]] + [{"vi": {"txop": "0us"}, "bk": {"aifsn": 5}}, {"xx": {}}, {"be": 3}, {}],
+    "ap_ac": [{"vi": e} for e in _EDCA[3:8]] + [{"vo": {"txop": "1504us"}}],
+    "ap_driver": ["ath9k", "iwlwifi", "mt76", ""],
+    "station_driver": ["ath9k", "iwlwifi", 7],
+    "driver_queue": [0, 1, 2, 123, 10**6, -1],
+    "driver_wake": [0, 1, 122, 10**6],
+    "hw_aggregates": [0, 1, 2, 64, 65],
+    "max_frames": [0, 1, 64, 65],
+    "ba_window": [0, 1, 64, 65],
+    "max_bytes": [0, 1500, 65535, 10**9],
+    "max_airtime": ["4ms", "0s", "1us", "1h"],
+    "retry_limit": [0, 1, 10, 10**6],
+    "mcs": [0, 7, 8, 15, 31, 32, -1],
+    "ap_mcs": [0, 15, 16, 31],
+    "streams": [1, 2, 4, 5, 0],
+    "width": [20, 40, 80, 0],
+    "guard_interval": ["800ns", "400ns", "1us"],
+    "phy_rate": ["54Mbit", "1kbit", "0bit", "1e30Tbit"],
+    "fer": [0, 0.1, 0.99, 1.0, -0.1],
 }
 QDISC_KEYS: dict[str, list[Any]] = {
     "bandwidth": ["unlimited", "19Mbit", "1kbit", "0", "-5Mbit", "1e30Tbit", 0],
@@ -65,6 +125,7 @@ QDISC_KEYS: dict[str, list[Any]] = {
     "coupling": [2, 0, -1, 1e9], "step_thresh": ["1ms", "0ms", 1, -5],
     # red/ared: ns-2's variant and its EWMA weight
     "variant": ["linux", "ns2", "ns3", 2], "weight": [1.05e-4, 0.0, 1.0, -0.5, 1e-300, "0.002"],
+    "split_gso": [True, False, "on"],
 }
 INTS = [0, 1, 2, 3, -1, 7, 100, 10_000, 1_000_000, 2**31, 2**32, 2**53, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1]
 FLOATS = [0.0, -0.0, 0.5, 1.0, 1.5, -1.0, 1e-300, 1e300, math.inf, -math.inf, math.nan]
@@ -206,21 +267,46 @@ def _mutate_tree(rng: random.Random, d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mutate_feature_key(rng: random.Random, d: dict[str, Any]) -> None:
-    """Set one key of a newer feature (TCP profile/cc, DSCP, CAKE/DualPI2 parameter) to a
+    """Set one key of a newer feature (TCP profile/cc/offloads, per-flow TCP options, DSCP,
+    a link's GRO/shaper, WiFi access categories and drivers, a CAKE/DualPI2 parameter) to a
     value that is valid, just out of range or of the wrong kind, where it belongs."""
     r = rng.random()
-    if r < 0.35:
+    if r < 0.25:
         tcp = d.setdefault("tcp", {})
         if isinstance(tcp, dict):
             k = rng.choice(sorted(TCP_KEYS))
             tcp[k] = rng.choice(TCP_KEYS[k])
-    elif r < 0.6:
+            if k == "tsq" and rng.random() < 0.5:
+                tcp["gso"] = "on"  # tsq is only allowed with gso: reach past that check
+    elif r < 0.45:
         flows = d.get("flow")
         if isinstance(flows, list) and flows and isinstance(flows[0], dict):
             f = rng.choice(flows)
             if isinstance(f, dict):
-                k = rng.choice(sorted(FLOW_KEYS))
-                f[k] = rng.choice(FLOW_KEYS[k])
+                if rng.random() < 0.4:  # per-flow TCP options over [tcp]
+                    o = f.setdefault("tcp", {})
+                    if isinstance(o, dict):
+                        k = rng.choice(sorted(TCP_KEYS))
+                        o[k] = rng.choice(TCP_KEYS[k])
+                else:
+                    k = rng.choice(sorted(FLOW_KEYS))
+                    f[k] = rng.choice(FLOW_KEYS[k])
+    elif r < 0.55:
+        links = [v for v in _paths(d) if (v == ("dumbbell",) or (len(v) == 2 and v[0] == "link")) and isinstance(_get(d, v), dict)]
+        if links:
+            link = _get(d, rng.choice(links))
+            k = rng.choice(sorted(LINK_KEYS))
+            link[k] = copy.deepcopy(rng.choice(LINK_KEYS[k]))
+    elif r < 0.7:
+        db = d.get("dumbbell")
+        if isinstance(db, dict):
+            w = db.setdefault("wifi", {})
+            if isinstance(w, dict):
+                k = rng.choice(sorted(WIFI_KEYS))
+                w[k] = copy.deepcopy(rng.choice(WIFI_KEYS[k]))
+                if rng.random() < 0.2:  # a per-station table
+                    w.setdefault("station", {})[rng.choice(["client0", "client1", "server0"])] = {
+                        rng.choice(["mcs", "access", "driver", "fer", "phy_rate"]): copy.deepcopy(rng.choice(WIFI_KEYS["access"] + [3, "x"]))}
     else:
         tables = [v for v in _paths(d) if v and v[-1] == "qdisc" and isinstance(_get(d, v), dict)]
         if tables:
@@ -295,3 +381,84 @@ def shorten(d: dict[str, Any] | str, seconds: float = 0.2) -> dict[str, Any] | s
     run["duration"] = f"{seconds}s"
     run["warmup"] = "0s"
     return d
+
+
+STUDIES = sorted((ROOT / "studies").glob("*.toml"))
+STUDY_TEXTS: list[str] = [p.read_text() for p in STUDIES]
+STUDY_BASES: list[dict[str, Any]] = [tomllib.loads(t) for t in STUDY_TEXTS]
+STUDY_KEYS: dict[str, list[Any]] = {
+    "repetitions": [1, 2, 0, -1, 10**9, 2**63, "3", 1.5, None],
+    "quick_repetitions": [1, 0, -1, 10**9, "x"],
+    "quick_duration": ["1s", "0s", "-1s", "1e30s", 5, "x"],
+    "measures": [["goodput"], ["nope"], [], "goodput", [1], ["queue:nope"], ["induced:udp_ef"]],
+    "flent": ["rrul", "rrul_be", "tcp_nup", "nope", 1, True],
+    "keep_series": [True, False, "yes"],
+    "keep_samples": [True, False, 0],
+    "optional": [True, False, "no"],
+    "title": ["", "x", 1, "\x00", "é" * 100],
+    "name": ["", "x", "a/b", "..", 1, "rrul", "é"],
+    "figure": [[{"kind": "nope"}], [{}], "x", [{"kind": "cdf", "measure": "nope"}]],
+    "table": [[{"measure": "nope"}], [{}], 1],
+}
+
+
+def _mutate_study_tree(rng: random.Random, d: dict[str, Any]) -> None:
+    r = rng.random()
+    exps = d.get("experiment")
+    exp = rng.choice(exps) if isinstance(exps, list) and exps and isinstance(exps[0], dict) else None
+    if r < 0.3 and isinstance(exp, dict):
+        k = rng.choice(sorted(STUDY_KEYS))
+        v = rng.choice(STUDY_KEYS[k])
+        if v is not None:
+            exp[k] = copy.deepcopy(v)
+    elif r < 0.45:
+        meta = d.setdefault("study", {})
+        if isinstance(meta, dict):
+            k = rng.choice(["repetitions", "seed", "name", "title", "findings", "description"])
+            meta[k] = rng.choice(
+                [interesting(rng), 2**64, -1, [], ["a finding"], [{"text": "x", "check": {"measure": "nope"}}],
+                 [{"text": "x", "check": {"measure": "goodput", "experiment": "nope", "higher": "a", "than": "b", "axis": "x"}}],
+                 [{"check": {}}], [1]])
+    elif r < 0.6 and isinstance(exp, dict):
+        axes = exp.get("axis")
+        if isinstance(axes, list) and axes and isinstance(axes[0], dict):
+            ax = rng.choice(axes)
+            if isinstance(ax, dict):
+                k = rng.choice(["name", "path", "values", "labels"])
+                ax[k] = rng.choice([interesting(rng), [], [1, 1], ["a", "a"], "dumbbell.rate", "flow.0.rate", "run..x",
+                                    [{"label": "a"}], [{"label": "a", "patch": 1}], [{"patch": {}}], ["10Mbit", "1e30Tbit"]])
+        else:
+            exp["axis"] = [{"name": "x", "path": "dumbbell.rate", "values": ["1Mbit", "0bit"]}]
+    elif r < 0.7 and isinstance(exp, dict):
+        exp["override"] = rng.choice([
+            [{"when": {"nope": "a"}, "patch": {}}], [{"when": 1, "patch": {}}], [{"patch": {}}], [1], "x",
+            [{"when": {}, "patch": {"dumbbell": {"rate": "1e30Tbit"}}}], [{"when": {}, "patch": 1}]])
+    elif r < 0.8:
+        d["quick"] = rng.choice([{"duration": interesting(rng)}, {"repetitions": interesting(rng)}, 1, [], {"x": 1}])
+    else:
+        # the scenario inside: base or an experiment's patch, mutated like a scenario file
+        target = d.get("base") if rng.random() < 0.5 or not isinstance(exp, dict) else exp.get("patch")
+        if isinstance(target, dict):
+            _mutate_tree(rng, target)
+
+
+def mutate_study(rng: random.Random) -> str:
+    """One generated study file (TOML text): a shipped study mutated 1–6 times, or (1 in 8)
+    its text corrupted."""
+    import tomli_w
+
+    i = rng.randrange(len(STUDY_BASES))
+    if rng.random() < 0.125:
+        return _mutate_text(rng, STUDY_TEXTS[i])
+    d = copy.deepcopy(STUDY_BASES[i])
+    for _ in range(rng.randint(1, 6)):
+        try:
+            _mutate_study_tree(rng, d)
+        except (TypeError, KeyError, IndexError, AttributeError):
+            pass
+    try:
+        return tomli_w.dumps(d)
+    except (TypeError, ValueError, RecursionError):
+        # not representable in TOML (a mutation left a value tomli_w cannot write): the
+        # text mutations instead
+        return _mutate_text(rng, STUDY_TEXTS[i])
