@@ -11,8 +11,14 @@
 //!   packets, plus an ACK per second segment on the way back. Downloads (web, web_users,
 //!   wrt, has) send their data from `to` to `from`, with their requests, handshakes and
 //!   lookups as small packets back; those fetching pages or objects at most a page per
-//!   its round trips, transfer and think time ([`Units`]). A link carries at most its rate:
-//!   flows that together offer it more bytes get their share of it.
+//!   its round trips, transfer and think time ([`Units`]). A TCP flow sends at most its
+//!   window (receive window, cwnd cap) per round trip, the round trip including the
+//!   standing queue of every full drop-tail FIFO on its path in both directions, and where
+//!   its ACKs queue in such a FIFO (a download's ACKs behind uploads on a slow uplink) at
+//!   most what its ACK stream's share of that link clocks out ([`ack_clock`]). A link
+//!   carries at most its rate: flows that together offer it more bytes get their share of
+//!   it; a fixed-rate source's packets beyond it cost an event per link crossed before
+//!   they are dropped. A TCP connection adds its handshake.
 //! - **memory** (peak of the run plus its results, as the Python layer holds them):
 //!   fixed per flow, link and node; the routing tables (per router, one entry per node);
 //!   the time-series bins (`ceil(duration / bin)` per flow and 4 series per link); the
@@ -279,6 +285,9 @@ pub struct Estimate {
     /// The link whose queues hold the most packets, those packets, and whether its
     /// qdisc's limit (rather than what arrives) bounds them.
     pub(crate) top_queue: Option<(u32, f64, bool)>,
+    /// Samples by source: the flows' own, packet traces (`run.packet_trace`), qdisc
+    /// traces (`run.trace`, a link's `trace`), for error messages.
+    pub(crate) sample_sources: (f64, f64, f64),
 }
 
 impl Estimate {
@@ -419,6 +428,9 @@ pub struct LoadProfile {
     /// A TCP-based workload that fetches in units (pages, objects) with pauses or round
     /// trips between them; None: it sends as much as its path carries.
     pub units: Option<Units>,
+    /// The most full-sized segments a TCP flow has in flight: the smaller of its receive
+    /// window and its cwnd cap (`rcv_window`, `max_window`); infinite without TCP.
+    pub window_pkts: f64,
 }
 
 /// The units a request-response workload fetches: each of `bytes` (mean) takes at least
@@ -453,6 +465,7 @@ impl LoadProfile {
             rev_bytes: 52.0, // an ACK with the timestamp option
             download: false,
             units: None,
+            window_pkts: f64::INFINITY,
         }
     }
 
@@ -513,6 +526,8 @@ struct Offered {
     /// Per flow: its packets per second, and what the narrowest link of its path carries.
     pps: Vec<f64>,
     narrowest: Vec<f64>,
+    /// Per flow: the IP bytes of its data packets.
+    size: Vec<f64>,
     /// Per link: bytes and packets offered over the run, the smallest packet (IP bytes).
     bytes: Vec<f64>,
     pkts: Vec<f64>,
@@ -521,12 +536,15 @@ struct Offered {
 
 /// Step 1: what each flow offers. A fixed-rate source its own rate; a TCP-based one
 /// what the narrowest link of its data path carries in full-sized packets, or what its
-/// units' round trips and pauses let through if less ([`Units`]).
-fn offer(plan: &Shape<'_>, flows: &[FlowLoad]) -> Offered {
+/// units' round trips and pauses let through if less ([`Units`]), and at most its window
+/// per round trip (its base RTT plus the `standing` queue delay of every link of its
+/// path in both directions) and its ACK clock's `cap` ([`ack_clock`]).
+fn offer(plan: &Shape<'_>, flows: &[FlowLoad], cap: &[f64], standing: &[f64]) -> Offered {
     let nl = plan.links.len();
     let mut o = Offered {
         pps: Vec::with_capacity(flows.len()),
         narrowest: Vec::with_capacity(flows.len()),
+        size: Vec::with_capacity(flows.len()),
         bytes: vec![0.0; nl],
         pkts: vec![0.0; nl],
         min_pkt: vec![f64::INFINITY; nl],
@@ -563,6 +581,22 @@ fn offer(plan: &Shape<'_>, flows: &[FlowLoad]) -> Offered {
             }
             (None, _) => narrowest,
         };
+        let pps = if f.profile.fixed_pps.is_none() {
+            let rtt = f.rtt_secs
+                + f.fwd
+                    .iter()
+                    .chain(&f.rev)
+                    .map(|&l| standing[l as usize])
+                    .sum::<f64>();
+            let by_window = if rtt > 0.0 {
+                f.profile.window_pkts / rtt
+            } else {
+                f64::INFINITY
+            };
+            pps.min(by_window).min(cap[o.pps.len()])
+        } else {
+            pps
+        };
         for &l in &f.fwd {
             o.bytes[l as usize] += pps * f.active_secs * fwd_b;
             o.pkts[l as usize] += pps * f.active_secs;
@@ -578,8 +612,112 @@ fn offer(plan: &Shape<'_>, flows: &[FlowLoad]) -> Offered {
         }
         o.pps.push(pps);
         o.narrowest.push(narrowest);
+        o.size.push(fwd_b);
     }
     o
+}
+
+/// A qdisc that is one drop-tail FIFO per band (`fifo`, `pfifo_fast`, `prio`): no AQM
+/// keeps its queue short and no flow queueing separates the flows in it.
+fn drop_tail_fifo(q: &QdiscConfig) -> bool {
+    matches!(
+        q,
+        QdiscConfig::Fifo(_) | QdiscConfig::PfifoFast(_) | QdiscConfig::Prio(_)
+    )
+}
+
+/// Links the flows overload (`frac` < 1) whose qdisc is a drop-tail FIFO: their queue
+/// stands full. Per link: those flows' queueing delay, seconds (its packet bound times
+/// the mean frame that arrives, at its drain rate), else 0.
+fn standing_delays(plan: &Shape<'_>, offered: &Offered, frac: &[f64]) -> Vec<f64> {
+    plan.links
+        .iter()
+        .enumerate()
+        .map(|(l, (p, q))| {
+            if frac[l] >= 1.0 || !drop_tail_fifo(q) || offered.pkts[l] <= 0.0 {
+                return 0.0;
+            }
+            let limit = link_limit(offered, l, p, q);
+            let frame = offered.bytes[l] / offered.pkts[l] + p.overhead as f64;
+            let d = limit * frame * 8.0 / drain_bps(p, q);
+            if d.is_finite() {
+                d
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// Step 2b, the ACK clock through a full drop-tail FIFO: a TCP flow sends data only as
+/// its ACKs come back. Where its ACKs cross a link the flows overload whose qdisc is a
+/// drop-tail FIFO (a slow uplink carrying uploads and the downloads' ACKs), the queue
+/// stands full and is served in arrival order, so each stream in it gets the share of
+/// the link its packets hold in the queue; TCP streams sharing the queue see the same
+/// round trip and grow their windows alike, so each TCP data flow crossing the link and
+/// each TCP flow's ACK stream holds an equal number of packets: the link's rate, less
+/// what the fixed-rate sources send through it, over the sum of one frame of each such
+/// stream (weighted by the part of the run it is active) is the packets per second of
+/// each stream. A flow whose ACKs get `r` per second there sends at most
+/// `r / reverse_per_pkt` data packets per second (a download behind a bloated uplink
+/// carries a fraction of its own link). Per flow: that cap, infinite where none applies.
+fn ack_clock(
+    plan: &Shape<'_>,
+    flows: &[FlowLoad],
+    offered: &Offered,
+    frac: &[f64],
+    dur: f64,
+) -> Vec<f64> {
+    let nl = plan.links.len();
+    let full: Vec<bool> = plan
+        .links
+        .iter()
+        .zip(frac)
+        .map(|((_, q), &fr)| fr < 1.0 && drop_tail_fifo(q))
+        .collect();
+    let mut cap = vec![f64::INFINITY; flows.len()];
+    if dur <= 0.0 || !full.iter().any(|&b| b) {
+        return cap;
+    }
+    // per link: bytes per second of the fixed-rate sources, frames of one packet per stream
+    let mut fixed = vec![0.0f64; nl];
+    let mut frames = vec![0.0f64; nl];
+    for (i, f) in flows.iter().enumerate() {
+        let share = (f.active_secs / dur).min(1.0);
+        let pps = offered.pps[i];
+        for (links, size, per) in [
+            (&f.fwd, offered.size[i], 1.0),
+            (&f.rev, f.profile.rev_bytes, f.profile.reverse_per_pkt),
+        ] {
+            for &l in links {
+                let l = l as usize;
+                if !full[l] {
+                    continue;
+                }
+                let frame = size + plan.links[l].0.overhead as f64;
+                if f.tcp {
+                    frames[l] += share * frame;
+                } else {
+                    fixed[l] += share * pps * per * frame;
+                }
+            }
+        }
+    }
+    for (i, f) in flows.iter().enumerate() {
+        if !f.tcp || f.profile.reverse_per_pkt <= 0.0 {
+            continue;
+        }
+        for &l in &f.rev {
+            let l = l as usize;
+            if !full[l] || frames[l] <= 0.0 {
+                continue;
+            }
+            let (p, q) = &plan.links[l];
+            let per_stream = (drain_bps(p, q) / 8.0 - fixed[l]).max(0.0) / frames[l];
+            cap[i] = cap[i].min(per_stream / f.profile.reverse_per_pkt);
+        }
+    }
+    cap
 }
 
 /// Step 2: the fraction of what is offered each link carries: a link carries at most
@@ -615,8 +753,9 @@ struct Traffic {
 
 /// Step 3: each flow gets the smallest fraction on its data path (flows sharing a
 /// bottleneck share it); one event per packet per link crossed, plus the source's own
-/// send (a fixed-rate source: every packet it sends, even those dropped at the first
-/// queue).
+/// send (a fixed-rate source: every packet it sends, those that do not get through with
+/// an event per link crossed before the first overloaded one, where they are dropped),
+/// plus a TCP connection's handshake.
 fn traffic(flows: &[FlowLoad], offered: &Offered, frac: &[f64], dur: f64, bins: f64) -> Traffic {
     let mut t = Traffic {
         carried: vec![0.0; frac.len()],
@@ -643,7 +782,26 @@ fn traffic(flows: &[FlowLoad], offered: &Offered, frac: &[f64], dur: f64, bins: 
         for &l in &f.rev {
             t.carried[l as usize] += back;
         }
-        let ev = sent + through * f.fwd.len() as f64 + back * (1 + f.rev.len()) as f64;
+        // a fixed-rate source's packets that do not get through are dropped at the first
+        // overloaded link of their path, having crossed the links before it
+        let lost = (sent - through).max(0.0);
+        let before = f
+            .fwd
+            .iter()
+            .position(|&l| frac[l as usize] < 1.0)
+            .unwrap_or(0) as f64;
+        // a TCP connection's handshake: SYN and its ACK along the data path, the SYN-ACK
+        // back (downloads count theirs per object in `reverse_per_pkt`)
+        let handshake = if f.tcp && !f.profile.download && f.active_secs > 0.0 {
+            2.0 * (1 + f.fwd.len()) as f64 + (1 + f.rev.len()) as f64
+        } else {
+            0.0
+        };
+        let ev = sent
+            + through * f.fwd.len() as f64
+            + back * (1 + f.rev.len()) as f64
+            + lost * before
+            + handshake;
         t.events += ev;
         t.samples += eff.min(offered.narrowest[i].max(1.0 / dur))
             * f.active_secs
@@ -671,6 +829,8 @@ struct Queues {
     /// The link holding the most, those packets, and whether its qdisc's limit bounds them.
     top: Option<(u32, f64, bool)>,
     traced: f64,
+    /// Of `traced`: the records of `run.packet_trace` windows.
+    packet_traced: f64,
 }
 
 /// The packets a TCP flow can have in the network at once: what its bottleneck (the
@@ -745,6 +905,7 @@ fn queues(
         packets: 0.0,
         top: None,
         traced: 0.0,
+        packet_traced: 0.0,
     };
     let arrivals: Vec<f64> = (0..plan.links.len())
         .map(|l| {
@@ -779,7 +940,9 @@ fn queues(
             // per arrival inside a window: the queue length it finds, then its sojourn
             // or its drop
             let rate = if dur > 0.0 { arrivals / dur } else { 0.0 };
-            q.traced += PACKET_TRACE_RECORDS * rate * windows.min(dur);
+            let records = PACKET_TRACE_RECORDS * rate * windows.min(dur);
+            q.traced += records;
+            q.packet_traced += records;
         }
         if p.trace && qdisc_trace {
             q.traced += 2.0 * arrivals;
@@ -825,8 +988,21 @@ pub fn estimate(
     let dur = plan.duration.as_secs_f64();
     let bins = (plan.duration.as_nanos() as f64 / plan.bin.as_nanos().max(1) as f64).ceil();
     let nl = plan.links.len();
-    let offered = offer(plan, flows);
-    let frac = carried_fractions(plan, &offered, dur);
+    let mut offered = offer(
+        plan,
+        flows,
+        &vec![f64::INFINITY; flows.len()],
+        &vec![0.0; nl],
+    );
+    let mut frac = carried_fractions(plan, &offered, dur);
+    // full drop-tail FIFOs: the windows' longer round trips and the ACK clock, then what
+    // the flows offer and the links carry again
+    let standing = standing_delays(plan, &offered, &frac);
+    if standing.iter().any(|&d| d > 0.0) {
+        let cap = ack_clock(plan, flows, &offered, &frac, dur);
+        offered = offer(plan, flows, &cap, &standing);
+        frac = carried_fractions(plan, &offered, dur);
+    }
     let t = traffic(flows, &offered, &frac, dur, bins);
     let q = queues(plan, flows, &offered, &frac, &t, qdisc_trace);
     let route_entries = routers as f64 * plan.nodes as f64;
@@ -857,6 +1033,7 @@ pub fn estimate(
         top_flow_events: top(&t.per_group_events),
         top_flow_memory: top(&t.per_group_mem),
         top_queue: q.top,
+        sample_sources: (t.samples, q.packet_traced, q.traced - q.packet_traced),
     }
 }
 
@@ -952,6 +1129,11 @@ pub fn check(plan: &Shape<'_>, est: &Estimate, budget: &Budget) -> Result<(), Sc
                     "run.duration".to_string()
                 }
             }
+            // the traces' windows or switches when they hold most of the samples
+            "samples" if est.sample_sources.1 > est.sample_sources.0.max(est.sample_sources.2) => {
+                "run.packet_trace".to_string()
+            }
+            "samples" if est.sample_sources.2 > est.sample_sources.0 => "run.trace".to_string(),
             "flows" | "samples" => match est.top_flow_memory {
                 Some((g, _)) if part == "flows" => format!("flow[{g}].count"),
                 Some((g, _)) => format!("flow[{g}]"),
@@ -986,6 +1168,15 @@ pub fn check(plan: &Shape<'_>, est: &Estimate, budget: &Budget) -> Result<(), Sc
                 ),
                 None => "packets that can wait in the queues".to_string(),
             },
+            "samples" => {
+                let (own, packets, qdiscs) = est.sample_sources;
+                format!(
+                    "samples: {} of the flows, {} packet-trace records (run.packet_trace), {} qdisc-trace records",
+                    fmt_count(own),
+                    fmt_count(packets),
+                    fmt_count(qdiscs)
+                )
+            }
             p => p.to_string(),
         };
         return Err(ScenarioError::new(

@@ -727,3 +727,103 @@ to = "server{i}"
         "{packets} vs {expect}"
     );
 }
+
+/// Reverse-path bufferbloat: four uploads fill a 2 Mbit/s uplink's 1000-packet FIFO, and
+/// the four downloads' ACKs wait in it, so the downloads carry a fraction of their
+/// 20 Mbit/s link. The ACK clock bounds them: the FIFO's 250 kB/s go to its streams in
+/// equal packets, 4 data flows of 1514-byte frames and 4 ACK streams of 66-byte ones,
+/// 39.6 packets/s each, so each download sends at most 2 x 39.6 segments/s (3.8 Mbit/s in
+/// all). The events estimate is within 2x of the run; it was 5x over (every download at
+/// its link's rate), and it still is with fq_codel on the uplink, where the ACKs do not
+/// queue behind the uploads (the same run there carries the downloads at full rate).
+#[test]
+fn downloads_behind_a_full_uplink_fifo_are_bounded_by_their_ack_clock() {
+    let text = |up_qdisc: &str| {
+        format!(
+            r#"
+[run]
+duration = "5s"
+[dumbbell]
+delay = "20ms"
+down = {{ rate = "20Mbit" }}
+up = {{ rate = "2Mbit", qdisc = {up_qdisc} }}
+qdisc = {{ kind = "fifo", limit = 1000 }}
+[[flow]]
+kind = "bulk"
+count = 4
+from = "client0"
+to = "server0"
+[[flow]]
+kind = "bulk"
+count = 4
+from = "server0"
+to = "client0"
+"#
+        )
+    };
+    let (est, ran) = events(&text("{ kind = \"fifo\", limit = 1000 }"));
+    assert!(
+        est / ran > 0.5 && est / ran < 2.0,
+        "estimate {est} vs {ran} events"
+    );
+    let (est_fq, ran_fq) = events(&text("{ kind = \"fq_codel\" }"));
+    assert!(
+        est_fq / ran_fq > 0.5 && est_fq / ran_fq < 2.0,
+        "fq_codel uplink: estimate {est_fq} vs {ran_fq} events"
+    );
+    // the downloads: 4 x 79.1 segments/s against 4 x 1651 at the link's rate
+    assert!(est_fq / est > 3.0, "{est_fq} vs {est}");
+}
+
+/// A TCP flow sends at most its window per round trip: 10 segments (`max_window`) over a
+/// 100 Mbit/s path of 50 ms base RTT is 200 segments/s, not the link's 8,250. The
+/// estimate follows the window (it was ~40x over the run).
+#[test]
+fn a_window_per_round_trip_bounds_the_events_estimate() {
+    let text = r#"
+[run]
+duration = "5s"
+[dumbbell]
+rate = "100Mbit"
+delay = "25ms"
+[tcp]
+max_window = 10
+[[flow]]
+kind = "bulk"
+from = "client0"
+to = "server0"
+"#;
+    let (est, ran) = events(text);
+    assert!(
+        est / ran > 0.5 && est / ran < 2.0,
+        "estimate {est} vs {ran} events"
+    );
+}
+
+/// A packet-trace window that makes the run too large is refused naming
+/// `run.packet_trace` (the records dominate the samples), not a flow: 1 Gbit/s of
+/// 1500-byte packets traced for 1000 s is 83,333 x 2 x 1000 records, 13 GB.
+#[test]
+fn a_long_packet_trace_window_is_refused_naming_it() {
+    let text = BASE.replace("\"10Mbit\"", "\"1Gbit\"").replace(
+        "duration = \"10s\"",
+        "duration = \"1000s\"\nbin = \"10s\"\npacket_trace = [[\"0s\", \"1000s\"]]",
+    );
+    let e = refused(&text);
+    assert_eq!(e.field, "run.packet_trace", "{e}");
+    assert!(e.message.contains("packet-trace records"), "{e}");
+    // the same run with a 10 s window fits
+    assert!(validate(&text.replace("\"1000s\"]]", "\"10s\"]]")).is_ok());
+}
+
+/// The senders' TCP traces (`[tcp] trace`: cwnd, ssthresh and srtt per ACK, 1.5 samples
+/// per data packet with an ACK per two) are in the estimate: a bulk flow at 10 Mbit/s
+/// for 10 s, 833 packets/s, adds 1.5 x 8,333 samples.
+#[test]
+fn tcp_traces_are_estimated() {
+    let samples = |text: &str| validate(text).unwrap().estimate.part("samples");
+    let traced = BASE.replace("delay = \"10ms\"", "delay = \"10ms\"\n[tcp]\ntrace = true");
+    let added = samples(&traced) - samples(BASE);
+    let expect = 1.5 * 10e6 / (8.0 * 1500.0) * 10.0 * aqmlab_core::resources::SAMPLE_BYTES;
+    assert!((added / expect - 1.0).abs() < 0.05, "{added} vs {expect}");
+}

@@ -42,6 +42,7 @@ impl CbrConfig {
             rev_bytes: 0.0,
             download: false,
             units: None,
+            window_pkts: f64::INFINITY,
         }
     }
     pub const PARAMS: &'static [crate::params::ParamDoc] = &[

@@ -46,6 +46,7 @@ macro_rules! probe_config {
                     rev_bytes: self.size as f64,
                     download: false,
                     units: None,
+                    window_pkts: f64::INFINITY,
                 }
             }
             pub const PARAMS: &'static [crate::params::ParamDoc] = &[

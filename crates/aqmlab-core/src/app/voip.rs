@@ -74,6 +74,7 @@ impl VoipConfig {
             rev_bytes: 0.0,
             download: false,
             units: None,
+            window_pkts: f64::INFINITY,
         }
     }
     pub const PARAMS: &'static [ParamDoc] = &[
