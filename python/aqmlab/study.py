@@ -107,6 +107,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import pathlib
 import tomllib
 from typing import Any
@@ -350,6 +351,8 @@ def quick_window(start: float, end: float, scale: float, duration: float) -> tup
 
 
 def _cap_durations(doc: dict, cap: float) -> dict:
+    if not isinstance(doc.get("run", {}), dict):
+        return doc  # not a table: validating the scenario names run
     run = dict(doc.get("run", {}))
     dur = parse_duration(run.get("duration", "10s"), "run.duration")
     if dur <= cap:
@@ -367,7 +370,10 @@ def _cap_durations(doc: dict, cap: float) -> dict:
     out["run"] = run
     # flows that start or stop at absolute times are scaled into the shorter run
     flows = []
-    for f in doc.get("flow", []):
+    raw_flows = doc.get("flow", [])
+    if not isinstance(raw_flows, list) or not all(isinstance(f, dict) for f in raw_flows):
+        return out  # not an array of tables: validating the scenario names flow
+    for f in raw_flows:
         f = dict(f)
         for k in ("start", "stop", "start_spread"):
             if k in f:
@@ -393,6 +399,106 @@ def _flent_test(v: Any, key: str) -> str | None:
     if v not in FLENT_TESTS:
         raise StudyError(f"{key}: {v!r} is not a Flent test aqmlab exports (allowed: {', '.join(FLENT_TESTS)})")
     return str(v)
+
+
+#: The most runs a study may expand to (every experiment's combinations × repetitions):
+#: far above any real study (the residential study's full sweep is 5,670), low enough that
+#: expanding it never exhausts memory.
+MAX_RUNS = 1_000_000
+
+
+def _int(v: Any, key: str, low: int = 1, high: int = MAX_RUNS) -> int:
+    """An integer key in [low, high] (not a boolean, not a float)."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise StudyError(f"{key}: expected an integer from {low} to {high}, got {v!r}")
+    if not low <= v <= high:
+        raise StudyError(f"{key}: {v} is not allowed ({low} to {high})")
+    return v
+
+
+def _table(v: Any, key: str) -> dict:
+    if not isinstance(v, dict):
+        raise StudyError(f"{key}: expected a table, got {v!r}")
+    return v
+
+
+def _tables(v: Any, key: str) -> list:
+    """An array of tables (the `[[...]]` form or an inline array of inline tables)."""
+    if not isinstance(v, list):
+        raise StudyError(f"{key}: expected an array of tables, got {v!r}")
+    for i, x in enumerate(v):
+        _table(x, f"{key}[{i}]")
+    return v
+
+
+def _str(v: Any, key: str) -> str:
+    if not isinstance(v, str):
+        raise StudyError(f"{key}: expected a string, got {v!r}")
+    return v
+
+
+def _check_shape(doc: dict) -> None:
+    """The types of a study file's keys, before anything reads them: each error names the
+    key and what it takes (a wrong type would otherwise surface as a Python exception
+    deep in the expansion)."""
+    meta = _table(doc.get("study", {}), "study")
+    for k in ("name", "title", "description"):
+        if k in meta:
+            _str(meta[k], f"study.{k}")
+    if "repetitions" in meta:
+        _int(meta["repetitions"], "study.repetitions")
+    if "seed" in meta:
+        _int(meta["seed"], "study.seed", 0, 2**63 - 1)
+    q = _table(doc.get("quick", {}), "quick")
+    bad = sorted(set(q) - {"repetitions", "duration"})
+    if bad:
+        raise StudyError(f"quick: unknown key(s) {bad} (allowed: duration, repetitions)")
+    if "repetitions" in q:
+        _int(q["repetitions"], "quick.repetitions")
+    _table(doc.get("base", {}), "base")
+    for i, e in enumerate(_tables(doc.get("experiment", []), "experiment")):
+        key = f"experiment[{i}]"
+        for k in ("name", "title"):
+            if k in e:
+                _str(e[k], f"{key}.{k}")
+        if "patch" in e:
+            _table(e["patch"], f"{key}.patch")
+        for k in ("repetitions", "quick_repetitions"):
+            if k in e:
+                _int(e[k], f"{key}.{k}")
+        for k in ("measures",):
+            if k in e:
+                v = e[k]
+                if not isinstance(v, list) or not all(isinstance(m, str) for m in v):
+                    raise StudyError(f"{key}.{k}: expected a list of measure names, got {v!r}")
+        for k in ("figure", "table"):
+            if k in e:
+                _tables(e[k], f"{key}.{k}")
+        for j, a in enumerate(_tables(e.get("axis", []), f"{key}.axis")):
+            akey = f"{key}.axis[{j}]"
+            if "path" in a:
+                p = _str(a["path"], f"{akey}.path")
+                if not p or any(not part for part in p.split(".")):
+                    raise StudyError(f"{akey}.path: {p!r} is not a dotted key such as \"dumbbell.rate\"")
+            if "labels" in a:
+                labels = a["labels"]
+                if not isinstance(labels, list) or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in labels):
+                    raise StudyError(f"{akey}.labels: expected a list of strings or numbers, got {labels!r}")
+            vals = a.get("values")
+            if "path" not in a and isinstance(vals, list):
+                for m, v in enumerate(vals):
+                    if isinstance(v, dict) and "patch" in v:
+                        _table(v["patch"], f"{akey}.values[{m}].patch")
+                    if isinstance(v, dict) and "label" in v and (isinstance(v["label"], (bool, list, dict))):
+                        raise StudyError(f"{akey}.values[{m}].label: expected a string or a number, got {v['label']!r}")
+        for j, o in enumerate(_tables(e.get("override", []), f"{key}.override")):
+            okey = f"{key}.override[{j}]"
+            if "when" in o:
+                for k, v in _table(o["when"], f"{okey}.when").items():
+                    if not isinstance(v, str):
+                        raise StudyError(f"{okey}.when.{k}: expected an axis value's label (a string), got {v!r}")
+            if "patch" in o:
+                _table(o["patch"], f"{okey}.patch")
 
 
 _FINDING_KEYS = {"text", "check", "see"}
@@ -479,6 +585,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     unknown = set(doc) - allowed
     if unknown:
         raise StudyError(f"unknown top-level key(s) {sorted(unknown)} (allowed: {', '.join(sorted(allowed))})")
+    _check_shape(doc)
     meta = doc.get("study")
     if not isinstance(meta, dict) or "name" not in meta:
         raise StudyError("study.name: a study needs a [study] table with a name")
@@ -499,6 +606,7 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
     if not raw_exps:
         raise StudyError("experiment: a study needs at least one [[experiment]]")
     names = set()
+    n_runs = 0
     own_quick: list[str] = []
     for i, e in enumerate(raw_exps):
         key = f"experiment[{i}]"
@@ -551,6 +659,10 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
                 own_quick.append(f"{name} {', '.join(own)}")
         if r < 1:
             raise StudyError(f"{key}.repetitions: {r} is not allowed (at least 1)")
+        n_runs += r * math.prod(len(a.values) for a in axes)
+        if n_runs > MAX_RUNS:
+            raise StudyError(f"{key}: the study expands to more than {MAX_RUNS:,} runs (axis values multiplied, "
+                             f"times repetitions); use fewer repetitions or axis values")
         exps.append(
             Experiment(
                 name=name,

@@ -127,6 +127,53 @@ def test_bad_studies_name_the_key(text, needle):
         parse_study(text)
 
 
+_E = "[study]\nname='x'\n[[experiment]]\nname='e'\n"
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        # each of these raised a raw ValueError/TypeError/AttributeError (found by the
+        # study campaign, benchmarks/fuzz_campaign.py --studies)
+        ("[study]\nname='x'\nrepetitions='x'\n[[experiment]]\nname='e'\n", "study.repetitions: expected an integer"),
+        ("[study]\nname='x'\nrepetitions=[1]\n[[experiment]]\nname='e'\n", "study.repetitions"),
+        ("[study]\nname='x'\nseed={a=1}\n[[experiment]]\nname='e'\n", "study.seed"),
+        ("quick=1\n" + _E, "quick: expected a table"),
+        ("[quick]\nrepetitions='2'\n" + _E, "quick.repetitions"),
+        (_E + "repetitions=1.5\n", r"experiment\[0\].repetitions"),
+        (_E + "axis=1\n", r"experiment\[0\].axis: expected an array of tables"),
+        (_E + "override=[1]\n", r"experiment\[0\].override\[0\]: expected a table"),
+        (_E + "override=[{when=1, patch={}}]\n", r"override\[0\].when: expected a table"),
+        (_E + "patch=[]\n", r"experiment\[0\].patch: expected a table"),
+        (_E + "measures='goodput'\n", r"experiment\[0\].measures"),
+        (_E + "[[experiment.axis]]\nname='a'\npath=['dumbbell']\nvalues=[1]\n", r"axis\[0\].path: expected a string"),
+        (_E + "[[experiment.axis]]\nname='a'\npath='run..x'\nvalues=[1]\n", r"axis\[0\].path: 'run..x' is not a dotted key"),
+        (_E + "[[experiment.axis]]\nname='a'\nvalues=[{label='v', patch=3}]\n", r"values\[0\].patch: expected a table"),
+        ("[study]\nname=1\n[[experiment]]\nname='e'\n", "study.name: expected a string"),
+        ("[study]\nname='x'\n[base]\nflow=1\n[quick]\nduration='1s'\n[[experiment]]\nname='e'\n", None),
+    ],
+)
+def test_mistyped_study_keys_are_study_errors_naming_the_key(text, needle):
+    if needle is None:  # accepted here; the scenario's own validation names `flow`
+        parse_study(text, quick=True).runs()
+        return
+    with pytest.raises(StudyError, match=needle):
+        parse_study(text, quick=True).runs()
+
+
+def test_a_study_of_a_billion_runs_is_refused_at_once():
+    """`repetitions = 1000000000` made `runs()` build a billion run specs (the study
+    campaign's hang); it is refused when the study is read, naming the experiment."""
+    import time
+
+    t = time.perf_counter()
+    with pytest.raises(StudyError, match=r"study.repetitions: 1000000000 is not allowed \(1 to 1000000\)"):
+        parse_study("[study]\nname='x'\nrepetitions=1000000000\n[[experiment]]\nname='e'\n")
+    with pytest.raises(StudyError, match=r"experiment\[0\]: the study expands to more than 1,000,000 runs"):
+        parse_study(_E + "repetitions=1000\n[[experiment.axis]]\nname='a'\npath='run.seed'\nvalues=" + str(list(range(2000))) + "\n")
+    assert time.perf_counter() - t < 1.0
+
+
 def test_experiment_quick_duration_overrides_the_study_cap():
     text = STUDY.replace('measures = ["induced_latency"]', 'measures = ["induced_latency"]\nquick_duration = "30s"')
     s = parse_study(text, quick=True)
