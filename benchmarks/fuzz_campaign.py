@@ -5,9 +5,16 @@
     # 1,000,000 scenarios through validate on 2 workers (niced), then 10,000 through run:
     nice -n 19 .venv/bin/python benchmarks/fuzz_campaign.py --n 1000000 --workers 2
     nice -n 19 .venv/bin/python benchmarks/fuzz_campaign.py --n 10000 --run --workers 2
+    # study files: 20,000 mutated studies through parse, expansion, output checks, validate
+    nice -n 19 .venv/bin/python benchmarks/fuzz_campaign.py --n 20000 --studies --workers 2
 
 Scenario i is `fuzzgen.mutate(random.Random(SEED * 2**32 + i))` (python/tests/fuzzgen.py),
 so any finding is reproduced with `--repro i` (prints the scenario and its outcome).
+With `--studies` input i is the study file `fuzzgen.mutate_study(...)` of the same seed:
+it goes through `parse_study` (quick mode for odd i), `Study.runs`, the report's output
+checks (`report.validate_outputs`) and `aqmlab.validate` of up to 16 of its runs'
+scenarios as a sweep checks them; a StudyError or ScenarioError is `refused`, anything
+else `raw`.
 
 Outcomes per scenario: `accepted`, `refused` (a ScenarioError naming a field), and the
 failures the campaign exists to find: `raw` (any other exception reaches the caller),
@@ -43,7 +50,32 @@ FAILURES = ("raw", "unnamed", "accepted_then_failing", "hang", "abort")
 RUN_MAX_EVENTS = 2e6
 
 
-def evaluate(i: int, seed: int, do_run: bool) -> tuple[str, str]:
+def evaluate_study(i: int, seed: int) -> tuple[str, str]:
+    import fuzzgen
+
+    from aqmlab import report
+    from aqmlab.errors import AqmlabError
+    from aqmlab.runner import _validate_all
+    from aqmlab.study import parse_study
+
+    text = fuzzgen.mutate_study(random.Random(seed * 2**32 + i))
+    try:
+        st = parse_study(text, quick=bool(i % 2))
+        runs = st.runs()
+        report.validate_outputs(st)
+        _validate_all(runs[:: max(1, len(runs) // 16)], st.text)
+    except AqmlabError as e:
+        if not str(e).strip():
+            return "unnamed", repr(e)[:300]
+        return "refused", ""
+    except Exception as e:  # noqa: BLE001 - exactly what the campaign looks for
+        return "raw", f"{type(e).__name__}: {e}"[:300]
+    return "accepted", ""
+
+
+def evaluate(i: int, seed: int, do_run: bool, studies: bool = False) -> tuple[str, str]:
+    if studies:
+        return evaluate_study(i, seed)
     import fuzzgen
 
     import aqmlab
@@ -72,7 +104,7 @@ def evaluate(i: int, seed: int, do_run: bool) -> tuple[str, str]:
     return "accepted", "ran"
 
 
-def worker(start: int, stop: int, seed: int, do_run: bool, rlimit_gb: float) -> None:
+def worker(start: int, stop: int, seed: int, do_run: bool, rlimit_gb: float, studies: bool = False) -> None:
     import resource
 
     if rlimit_gb > 0:
@@ -82,7 +114,7 @@ def worker(start: int, stop: int, seed: int, do_run: bool, rlimit_gb: float) -> 
     for i in range(start, stop):
         out.write(f"S {i}\n")  # started: a hang or abort is blamed on this index
         out.flush()
-        kind, detail = evaluate(i, seed, do_run)
+        kind, detail = evaluate(i, seed, do_run, studies)
         out.write(json.dumps([i, kind, detail]) + "\n")
         out.flush()
 
@@ -102,7 +134,7 @@ def run_campaign(a) -> dict:
             return
         cmd = [sys.executable, __file__, "--worker", str(start), str(stop), "--seed", str(a.seed), "--rlimit-gb", str(a.rlimit_gb)] + (
             ["--run"] if a.run else []
-        )
+        ) + (["--studies"] if a.studies else [])
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, bufsize=1)
         procs[p.stdout.fileno()] = {"p": p, "cur": start, "stop": stop, "last": time.time()}
 
@@ -159,7 +191,7 @@ def run_campaign(a) -> dict:
     el = time.time() - t0
     return {
         "n": a.n,
-        "mode": "run" if a.run else "validate",
+        "mode": "studies" if a.studies else "run" if a.run else "validate",
         "seed": a.seed,
         "workers": a.workers,
         "seconds": round(el, 1),
@@ -176,6 +208,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000, help="scenarios to generate (default 10,000)")
     ap.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
     ap.add_argument("--run", action="store_true", help="also run accepted scenarios, shortened to 0.2 s")
+    ap.add_argument("--studies", action="store_true", help="generate study files instead of scenarios (parse, expand, validate)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer that count as a hang")
     ap.add_argument("--budget", default="1GB", help="AQMLAB_MAX_MEMORY for the workers (default 1GB)")
@@ -185,11 +218,15 @@ def main() -> None:
     ap.add_argument("--worker", nargs=2, type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        worker(a.worker[0], a.worker[1], a.seed, a.run, a.rlimit_gb)
+        worker(a.worker[0], a.worker[1], a.seed, a.run, a.rlimit_gb, a.studies)
         return
     if a.repro is not None:
         import fuzzgen
 
+        if a.studies:
+            print(fuzzgen.mutate_study(random.Random(a.seed * 2**32 + a.repro)))
+            print(evaluate(a.repro, a.seed, False, True))
+            return
         sc = fuzzgen.mutate(random.Random(a.seed * 2**32 + a.repro))
         if a.run:
             sc = fuzzgen.shorten(sc)

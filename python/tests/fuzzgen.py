@@ -305,8 +305,9 @@ def _mutate_feature_key(rng: random.Random, d: dict[str, Any]) -> None:
                 k = rng.choice(sorted(WIFI_KEYS))
                 w[k] = copy.deepcopy(rng.choice(WIFI_KEYS[k]))
                 if rng.random() < 0.2:  # a per-station table
-                    w.setdefault("station", {})[rng.choice(["client0", "client1", "server0"])] = {
-                        rng.choice(["mcs", "access", "driver", "fer", "phy_rate"]): copy.deepcopy(rng.choice(WIFI_KEYS["access"] + [3, "x"]))}
+                    key = rng.choice(["mcs", "access", "driver", "fer", "phy_rate"])
+                    value = copy.deepcopy(rng.choice(WIFI_KEYS["access"] + [3, "x"]))
+                    w.setdefault("station", {})[rng.choice(["client0", "client1", "server0"])] = {key: value}
     else:
         tables = [v for v in _paths(d) if v and v[-1] == "qdisc" and isinstance(_get(d, v), dict)]
         if tables:

@@ -63,3 +63,27 @@ def test_arbitrary_values_in_run_table(value):
     sc = fuzzgen.copy.deepcopy(fuzzgen.BASES[0])
     sc.setdefault("run", {})["duration"] = value
     _validate(sc)
+
+
+STUDY_EXAMPLES = 40
+
+
+@settings(max_examples=STUDY_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.randoms(use_true_random=False))
+def test_generated_study_files_parse_or_raise_a_study_error(rng):
+    """A mutated study file is read, expanded and checked as `aqmlab sweep` does before
+    it runs anything, or refused with an AqmlabError (StudyError, ScenarioError) — never
+    another exception (the long campaign: benchmarks/fuzz_campaign.py --studies)."""
+    from aqmlab import report
+    from aqmlab.errors import AqmlabError
+    from aqmlab.runner import _validate_all
+    from aqmlab.study import parse_study
+
+    text = fuzzgen.mutate_study(rng)
+    try:
+        study = parse_study(text, quick=True)
+        runs = study.runs()
+        report.validate_outputs(study)
+        _validate_all(runs[:: max(1, len(runs) // 4)], study.text)
+    except AqmlabError as e:
+        assert str(e).strip()
