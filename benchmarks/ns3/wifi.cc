@@ -11,10 +11,17 @@
 // on the WiFi devices). TCP: NewReno with classic recovery, SACK, 1448-byte segments,
 // 4 MiB buffers.
 // Cases (--mode): down (bulk server -> station), up (station -> server), both; each with a
-// ping from the station to the server every 100 ms.
+// ping from the station to the server every 100 ms. --uptos sets the IPv4 TOS byte of the
+// upload's packets both ways (its data at the station, its ACKs at the server): ns-3's
+// WifiNetDevice::SelectQueue takes the user priority from the DS field's top three bits
+// (as mac80211 does), so --uptos=160 (CS5) sends the upload as AC_VI; every access
+// category then contends with ns-3's EDCA table (VI: AIFSN 2, CW 7-15, TXOP 3.008 ms).
+// --rootqdisc=1 replaces ns-3's default mq (an fq_codel per access category) on the WiFi
+// devices by one root fq_codel, as a Linux interface has after `tc qdisc replace ... root`.
 // Prints one JSON line: goodput down/up after the warm-up, mean ping RTT after the warm-up.
 //   usage: ns3-wifi [--mode=down|up|both] [--duration=30] [--warmup=5] [--apmcs=15]
-//                   [--stamcs=7] [--macqueue=500] [--delay=10ms] [--seed=1]
+//                   [--stamcs=7] [--macqueue=500] [--delay=10ms] [--seed=1] [--uptos=0]
+//                   [--rootqdisc=0]
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-apps-module.h"
@@ -22,6 +29,7 @@
 #include "ns3/mobility-module.h"
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
 #include "ns3/wifi-module.h"
 
 #include <chrono>
@@ -64,6 +72,10 @@ int main(int argc, char* argv[])
     cmd.AddValue("macqueue", "WifiMacQueue size (packets)", macQueue);
     cmd.AddValue("delay", "one-way delay of the wired link", delay);
     cmd.AddValue("seed", "RngRun", seed);
+    uint32_t upTos = 0;
+    cmd.AddValue("uptos", "IPv4 TOS byte of the upload's packets, both ways", upTos);
+    bool rootQdisc = false;
+    cmd.AddValue("rootqdisc", "one fq_codel as the root qdisc of each WiFi device (not mq)", rootQdisc);
     cmd.Parse(argc, argv);
     RngSeedManager::SetRun(seed);
 
@@ -121,6 +133,16 @@ int main(int argc, char* argv[])
 
     InternetStackHelper stack;
     stack.Install(nodes);
+    if (rootQdisc)
+    {
+        // one fq_codel above all four access-category queues, as `tc qdisc replace dev
+        // wlan0 root fq_codel` leaves a Linux WiFi interface: a packet for a stopped
+        // queue is requeued and holds the qdisc (before Assign installs the default mq)
+        TrafficControlHelper tch;
+        tch.SetRootQueueDisc("ns3::FqCoDelQueueDisc");
+        tch.Install(apDev);
+        tch.Install(staDev);
+    }
     Ipv4AddressHelper addr;
     addr.SetBase("10.1.1.0", "255.255.255.0");
     Ipv4InterfaceContainer wiredIf = addr.Assign(wired);
@@ -147,6 +169,20 @@ int main(int argc, char* argv[])
         bulk.SetAttribute("MaxBytes", UintegerValue(0));
         ApplicationContainer a = bulk.Install(srcNode[d]);
         a.Start(Seconds(0.5 + 0.1 * d));
+        if (d == 1 && upTos != 0)
+        {
+            // the station's socket exists once the application started; the server's
+            // once it accepted the connection (one RTT later)
+            Ptr<BulkSendApplication> app = DynamicCast<BulkSendApplication>(a.Get(0));
+            Ptr<PacketSink> sink = sinks[1];
+            Simulator::Schedule(Seconds(0.6) + NanoSeconds(1), [app, upTos]() {
+                app->GetSocket()->SetIpTos(static_cast<uint8_t>(upTos));
+            });
+            Simulator::Schedule(Seconds(1.0), [sink, upTos]() {
+                for (Ptr<Socket> so : sink->GetAcceptedSockets())
+                    so->SetIpTos(static_cast<uint8_t>(upTos));
+            });
+        }
     }
     PingHelper ping(wiredIf.GetAddress(0));
     ping.SetAttribute("Interval", TimeValue(MilliSeconds(100)));
