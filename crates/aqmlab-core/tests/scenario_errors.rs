@@ -47,6 +47,14 @@ fn qdisc_fields_are_named() {
     let (f, m) = err(r#"kind = "fifo", "#, "");
     assert_eq!(f, "dumbbell.qdisc.kind");
     assert!(m.contains("missing field `kind`"), "{m}");
+    // a missing key of a [[node]] is named in the path, with the allowed kinds
+    let text = "[[node]]\nname = \"a\"\n";
+    let e = Scenario::from_toml_str(text).unwrap_err();
+    assert_eq!(e.field, "node[0].kind", "{e}");
+    assert!(
+        e.message.contains("required") && e.message.contains("host, router"),
+        "{e}"
+    );
     // aliases still parse
     let text = BASE.replacen(r#"kind = "fifo""#, r#"kind = "pfifo""#, 1);
     Scenario::from_toml_str(&text).unwrap().validate().unwrap();

@@ -560,6 +560,33 @@ fn flow_key_error(msg: &str) -> String {
     out
 }
 
+/// serde's "missing field `k`" of a table at `path` becomes the error of `path.k`,
+/// with the allowed values where they are a fixed set (a `[[node]]`'s `kind`).
+fn name_missing_key(path: String, msg: String) -> (String, String) {
+    let Some(key) = msg
+        .strip_prefix("missing field `")
+        .and_then(|r| r.strip_suffix('`'))
+    else {
+        return (path, msg);
+    };
+    let allowed = if path.starts_with("node[") && key == "kind" {
+        " (allowed: host, router)"
+    } else {
+        ""
+    };
+    let full = if path.is_empty() {
+        key.to_string()
+    } else if path.rsplit('.').next() == Some(key) {
+        path
+    } else {
+        format!("{path}.{key}")
+    };
+    (
+        full,
+        format!("missing field `{key}`: this key is required{allowed}"),
+    )
+}
+
 /// A whole scenario file.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -669,6 +696,8 @@ impl Scenario {
             }
             let (path, mut msg) =
                 split_field_prefixes(path, &inner.message().trim().replace('\n', " "));
+            let (path, msg0) = name_missing_key(path, msg);
+            msg = msg0;
             if msg.trim().is_empty() {
                 // toml's parser gives no text for some syntax errors (`x =` with no value)
                 let at = inner.span().map_or(0, |s| s.start.min(text.len()));
