@@ -36,7 +36,8 @@ KINDS_F = ["bulk", "cbr", "ping", "udp_rr", "voip", "web", "wrt", "web_users", "
 # Keys of the newer features with plausible and implausible values: TCP stack profiles and
 # congestion controls (BBR, BBRv3, DCTCP, Prague), GSO/TSQ and receive windows, DSCP marks
 # and per-flow TCP options, links' GRO/shaper/device queue, WiFi access categories (wmm,
-# per-AC EDCA and TXOP tables) and drivers, CAKE's shaper/isolation/tins.
+# per-AC EDCA and TXOP tables), drivers and the link budget (distance, walls, path loss,
+# powers), CAKE's shaper/isolation/tins.
 TCP_KEYS: dict[str, list[Any]] = {
     "stack": ["linux", "linux-3.14", "linux-2.6.29", "ns2-sack1", "ns3", "linux-9", ""],
     "cc": ["reno", "newreno", "cubic", "bbr", "bbr3", "dctcp", "prague", "vegas"],
@@ -108,6 +109,17 @@ WIFI_KEYS: dict[str, list[Any]] = {
     "guard_interval": ["800ns", "400ns", "1us"],
     "phy_rate": ["54Mbit", "1kbit", "0bit", "1e30Tbit"],
     "fer": [0, 0.1, 0.99, 1.0, -0.1],
+    # the MCS from a link budget: geometry, path loss, powers and gains
+    "rate": ["link_budget", "fixed", "auto", 1],
+    "path_loss": [0, 60.5, 200, 201, -1, "80dB"],
+    "distance": [1, 5.0, 10000, 0.5, 10001, -5, "5m"],
+    "walls": [0, 1, 20, 21, -1, 1.5],
+    "floors": [0, 10, 11, -1],
+    "frequency": [2412, 5180, 5825, 0, 60000, "5GHz"],
+    "ap_tx_power": [-10, 27, 40, 41, -11, [27, 26]],
+    "tx_power": [16, -10, 40, 41, "x"],
+    "ap_antenna_gain": [-20, 0, 40, 41],
+    "antenna_gain": [0, -21, 40],
 }
 QDISC_KEYS: dict[str, list[Any]] = {
     "bandwidth": ["unlimited", "19Mbit", "1kbit", "0", "-5Mbit", "1e30Tbit", 0],
@@ -305,7 +317,7 @@ def _mutate_feature_key(rng: random.Random, d: dict[str, Any]) -> None:
                 k = rng.choice(sorted(WIFI_KEYS))
                 w[k] = copy.deepcopy(rng.choice(WIFI_KEYS[k]))
                 if rng.random() < 0.2:  # a per-station table
-                    key = rng.choice(["mcs", "access", "driver", "fer", "phy_rate"])
+                    key = rng.choice(["mcs", "access", "driver", "fer", "phy_rate", "distance", "walls", "path_loss"])
                     value = copy.deepcopy(rng.choice(WIFI_KEYS["access"] + [3, "x"]))
                     w.setdefault("station", {})[rng.choice(["client0", "client1", "server0"])] = {key: value}
     else:
