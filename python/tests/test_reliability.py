@@ -78,6 +78,15 @@ def test_huge_int_in_an_inline_table_names_the_field():
     assert ei.value.field == "dumbbell.qdisc.limit", str(ei.value)
 
 
+@pytest.mark.parametrize("array", ["[[0, 99999999999999999999]]", '[["0s", "1s"], [2, 18446744073709551616]]'])
+def test_huge_int_in_an_inline_array_names_the_field(array):
+    """Issue 40: an integer of 2**63 or more inside an inline array gave an empty field."""
+    text = _with_run(f"packet_trace = {array}")
+    with pytest.raises(aqmlab.ScenarioError) as ei:
+        aqmlab.validate(text)
+    assert ei.value.field == "run.packet_trace", str(ei.value)
+
+
 @pytest.mark.parametrize("seed", [2**63 - 1, 2**63, 2**64 - 1])
 def test_run_seed_reaches_2_64_minus_1_as_a_string(seed):
     plan = aqmlab.validate(_with_run(f'seed = "{seed}"'))
