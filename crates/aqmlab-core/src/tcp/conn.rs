@@ -684,6 +684,9 @@ impl TcpConn {
         if cfg.gso.is_some() {
             return Self::transmit_gso(h, e, idx, cfg, now);
         }
+        if e.snd.is_quiescent() {
+            return; // next_segment would return None and change nothing
+        }
         loop {
             let n_sack = e.rcv.sack_blocks().len().min(3);
             let budget = cfg.mss - sack_option_bytes(n_sack);

@@ -20,6 +20,30 @@ impl Sender {
         self.w.cwnd = cwnd.max(restart);
     }
 
+    /// Nothing outstanding, nothing to send and nothing pending at the end of a burst:
+    /// [`Sender::next_segment`] would return `None` and change nothing (every branch it
+    /// takes is a no-op on these conditions: no probe, pacing or TSQ; an empty
+    /// scoreboard, so no loss to resend; no new data or FIN; the application-limited
+    /// mark already where the empty burst would set it). This is the sending half of
+    /// the receiving end of a one-way transfer, on every data segment it receives;
+    /// `quiescent_sender_skips_only_no_op_sends` checks the equivalence.
+    #[inline]
+    pub fn is_quiescent(&self) -> bool {
+        self.established
+            && self.sb.is_empty()
+            && self.probe.is_none()
+            && !self.pacing
+            && !self.pace_blocked
+            && self.tsq.is_none()
+            && (self.fin_sent || (self.write_end <= self.snd_nxt && !self.fin_requested))
+            && self.w.cwnd > 0
+            && self.reno_sacked == 0
+            && self.app_limited == self.delivered.max(1)
+            && self.burst_sent == 0
+            && !self.probe_after_send
+            && !self.rearm_after_send
+    }
+
     /// The next segment to transmit now, if cwnd and the receive window allow one.
     /// `max_payload` caps new segments (MSS minus option space on this segment).
     pub fn next_segment(&mut self, now: SimTime, max_payload: u32) -> Option<TxSeg> {

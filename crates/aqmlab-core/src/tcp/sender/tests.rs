@@ -1436,3 +1436,90 @@ fn idle_ack_fast_path_matches_the_general_path() {
     // counters the general path reads
     assert_eq!(taken, 5 * 4 * 2 * 2 * 2 - 5 * 2 * 2 * 2, "fast path taken");
 }
+
+#[test]
+fn quiescent_sender_skips_only_no_op_sends() {
+    use crate::tcp::Stack;
+    let stacks = [
+        Stack::Linux,
+        Stack::Linux3_14,
+        Stack::Linux2_6_29,
+        Stack::Ns2Sack1,
+        Stack::Ns3,
+    ];
+    let mut taken = 0;
+    for stack in stacks {
+        for cc in [CcKind::NewReno, CcKind::Cubic, CcKind::Bbr, CcKind::Prague] {
+            for ecn in [false, true] {
+                let c = TcpOptions {
+                    mss: Some(MSS as u32),
+                    stack: Some(stack),
+                    cc: Some(cc),
+                    ..Default::default()
+                }
+                .resolve("tcp")
+                .unwrap();
+                let mut s = Sender::new(&c);
+                let ctx = format!("{stack:?} {cc:?} ecn {ecn}");
+                // not established: next_segment returns at once, but the fast path
+                // claims only established senders
+                assert!(!s.is_quiescent(), "{ctx}");
+                s.establish(ms(100), Some(SimDuration::from_millis(100)), 0, ecn);
+                // a sequence of states: fresh, after an empty burst, with data
+                // written, with data outstanding, everything acknowledged, after the
+                // empty burst that follows, closed with the FIN outstanding and acked
+                let mut t = 100;
+                let mut states = Vec::new();
+                let mut step = |s: &mut Sender, what: &str, f: &dyn Fn(&mut Sender, SimTime)| {
+                    t += 10;
+                    f(s, ms(t));
+                    states.push((what.to_string(), s.clone(), ms(t)));
+                };
+                step(&mut s, "fresh", &|_, _| {});
+                step(&mut s, "empty burst", &|s, now| assert!(drain(s, now).is_empty()));
+                step(&mut s, "written", &|s, now| s.write(now, MSS));
+                step(&mut s, "sent", &|s, now| assert_eq!(drain(s, now).len(), 1));
+                step(&mut s, "acked", &|s, now| {
+                    s.on_ack(now, &ack(1, &[]), false);
+                });
+                step(&mut s, "burst after ack", &|s, now| assert!(drain(s, now).is_empty()));
+                step(&mut s, "closed", &|s, _| s.close());
+                step(&mut s, "fin sent", &|s, now| assert_eq!(drain(s, now).len(), 1));
+                step(&mut s, "fin acked", &|s, now| {
+                    let mut h = ack(1, &[]);
+                    h.ack += 1;
+                    s.on_ack(now, &h, false);
+                });
+                step(&mut s, "final burst", &|s, now| assert!(drain(s, now).is_empty()));
+                let mut quiet = Vec::new();
+                for (what, st, now) in states {
+                    // the slow path on a copy: what next_segment does from this state
+                    let mut slow = st.clone();
+                    let seg = slow.next_segment(now, MSS as u32);
+                    let no_op = seg.is_none() && format!("{slow:?}") == format!("{st:?}");
+                    if st.is_quiescent() {
+                        assert!(no_op, "{ctx}: {what}: fast path taken but next_segment acts");
+                        taken += 1;
+                        quiet.push(what.clone());
+                    }
+                    if what == "written" || what == "closed" {
+                        assert!(!st.is_quiescent(), "{ctx}: {what}");
+                    }
+                }
+                // the receiving end's sender (never written to) is quiescent after its
+                // first empty burst, and a finished sender after its last one (unless it
+                // paces: BBR's pacing timestamp keeps the slow path)
+                let expect: &[&str] = if s.pacing {
+                    &[]
+                } else {
+                    &["empty burst", "burst after ack", "final burst"]
+                };
+                for w in expect {
+                    assert!(quiet.contains(&w.to_string()), "{ctx}: {w} not quiescent: {quiet:?}");
+                }
+            }
+        }
+    }
+    // 5 stacks x 3 non-pacing controls x ECN off/on, at least three states each
+    assert!(taken >= 5 * 3 * 2 * 3, "fast path taken {taken}");
+}
