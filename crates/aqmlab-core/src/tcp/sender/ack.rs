@@ -98,7 +98,10 @@ impl Sender {
         }
     }
 
-    /// Processes the acknowledgement fields of an arriving segment.
+    /// Processes the acknowledgement fields of an arriving segment. (Inlined into the
+    /// caller, the general path kept out of line: an idle ACK then pays no part of the
+    /// general path's large stack frame.)
+    #[inline]
     pub fn on_ack(&mut self, now: SimTime, h: &TcpHeader, carries_data: bool) -> AckOutcome {
         if self.established && h.flags & tcp_flags::ACK != 0 && self.is_idle_ack(h, carries_data) {
             self.on_idle_ack(now, h);
@@ -110,6 +113,7 @@ impl Sender {
     /// [`Sender::on_ack`] without the idle fast path: the steps of Linux `tcp_ack` in
     /// order. The steps whose place differs between the modelled kernels are placed by
     /// [`AckOrder`].
+    #[inline(never)]
     pub(super) fn on_ack_general(
         &mut self,
         now: SimTime,
