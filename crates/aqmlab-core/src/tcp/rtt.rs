@@ -57,6 +57,9 @@ pub struct RttEstimator {
     floor_on_sum: bool,
     /// `rtt_timing = "ns2"`: ns-2's estimator replaces the RFC 6298 one.
     ns2: Option<Ns2Clock>,
+    /// [`RttEstimator::compute_rto`] of the current state: every method that changes
+    /// an input of it refreshes it (the timeout is read on every ACK and segment).
+    rto: SimDuration,
 }
 
 impl RttEstimator {
@@ -71,7 +74,19 @@ impl RttEstimator {
             backoff: 0,
             floor_on_sum: false,
             ns2: None,
+            rto: SimDuration::ZERO,
         }
+        .refreshed()
+    }
+
+    fn refreshed(mut self) -> Self {
+        self.refresh();
+        self
+    }
+
+    #[inline]
+    fn refresh(&mut self) {
+        self.rto = self.compute_rto();
     }
 
     /// ns-2's estimator (`rtt_timing = "ns2"`), with the clock's phase at 0 until
@@ -83,7 +98,7 @@ impl RttEstimator {
             rttvar4: 0,
             rtxcur: self.initial_rto,
         });
-        self
+        self.refreshed()
     }
 
     /// True with ns-2's estimator.
@@ -108,6 +123,7 @@ impl RttEstimator {
         self.min_rtt = self.min_rtt.min(tao);
         self.backoff = 0;
         let Some(c) = &mut self.ns2 else {
+            self.refresh();
             return;
         };
         let tick = NS2_TICK.as_nanos();
@@ -132,18 +148,20 @@ impl RttEstimator {
         // (rttvar << (rttvar_exp 2 + 3 − 2) + srtt) >> 3: SRTT + 4·RTTVAR, whole ticks
         let ticks = ((c.rttvar4 << 3) + c.srtt8) >> 3;
         c.rtxcur = SimDuration::from_nanos(ticks as u64 * tick);
+        self.refresh();
     }
 
     /// Clears the timeout backoff without a sample (ns-2 Sack1 on a partial ACK in
     /// fast recovery: `t_backoff_ = 1`).
     pub fn clear_backoff(&mut self) {
         self.backoff = 0;
+        self.refresh();
     }
 
     /// RFC 6298 (2.4) form: `min_rto` bounds the whole timeout (ns-2, ns-3).
     pub fn with_floor_on_sum(mut self, on_sum: bool) -> Self {
         self.floor_on_sum = on_sum;
-        self
+        self.refreshed()
     }
 
     /// Takes one RTT measurement (RFC 6298 2.2 / 2.3) and clears the backoff.
@@ -165,6 +183,7 @@ impl RttEstimator {
             }
         }
         self.backoff = 0;
+        self.refresh();
     }
 
     /// Smoothed RTT, if any sample was taken (ns-2's: whole eighths of a tick, none
@@ -207,7 +226,13 @@ impl RttEstimator {
     }
 
     /// The timeout to arm now: the base timeout doubled per backoff step, capped.
+    #[inline]
     pub fn rto(&self) -> SimDuration {
+        self.rto
+    }
+
+    /// [`RttEstimator::rto`] computed from the estimator's state.
+    fn compute_rto(&self) -> SimDuration {
         // ns-2: at most maxrto_, at least two ticks (rtt_timeout)
         let (cap, floor) = if self.ns2.is_some() {
             (NS2_MAX_RTO, NS2_TICK * 2)
@@ -226,6 +251,7 @@ impl RttEstimator {
     pub fn on_timeout(&mut self) {
         if self.ns2.is_none() {
             self.backoff = (self.backoff + 1).min(30);
+            self.refresh();
             return;
         }
         // rtt_backoff: double while t_backoff_ < 64 or the timeout is below maxrto_;
@@ -238,12 +264,52 @@ impl RttEstimator {
             c.rttvar4 += c.srtt8 >> 3;
             c.srtt8 = 0;
         }
+        self.refresh();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_timeout_equals_the_computed_one_after_every_change() {
+        // a pseudo-random walk of samples, timeouts and cleared backoffs over every
+        // flavour: the timeout read is the one computed from the state
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut backed_off = 0;
+        for (ns2, on_sum) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut e = RttEstimator::new(ms(200), ms(1000))
+                .with_floor_on_sum(on_sum)
+                .with_ns2_clock(ns2);
+            e.set_ns2_phase(next());
+            assert_eq!(e.rto(), e.compute_rto());
+            let mut now = SimTime::from_nanos(1_000_000_000);
+            for _ in 0..2000 {
+                let r = SimDuration::from_nanos(1 + next() % 400_000_000);
+                match next() % 8 {
+                    0..=3 => e.sample(r),
+                    4 | 5 => {
+                        e.sample_ns2(now, now + r);
+                        now = now + r;
+                    }
+                    6 => {
+                        e.on_timeout();
+                        backed_off += (e.backoff() > 0) as u32;
+                    }
+                    _ => e.clear_backoff(),
+                }
+                assert_eq!(e.rto(), e.compute_rto(), "ns2 {ns2} floor on sum {on_sum}");
+            }
+        }
+        assert!(backed_off > 100, "the walk backs off ({backed_off})");
+    }
 
     fn ms(x: u64) -> SimDuration {
         SimDuration::from_millis(x)

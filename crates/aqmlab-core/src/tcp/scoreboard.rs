@@ -910,6 +910,43 @@ mod tests {
             end: 1 + to_seg * MSS,
         }
     }
+
+    /// `Sender::on_ack` assigns a cumulative ACK's `Delivered` when no SACK block
+    /// delivered anything, instead of merging it into the empty one: the two agree for
+    /// what cumulative ACKs and SACK blocks return (plain, retransmitted, empty).
+    #[test]
+    fn merge_into_empty_is_assignment() {
+        let mut b = board(8);
+        b.set_tx(
+            2,
+            TxStamp {
+                delivered: 7,
+                delivered_time: SimTime::from_nanos(5),
+                first_tx: SimTime::from_nanos(3),
+                app_limited: true,
+                lost: 1,
+                in_flight: 4,
+            },
+        );
+        b.mark_head_lost();
+        b.on_retransmit(0, SimTime::from_nanos(40));
+        let cases = [
+            b.clone().ack_cum(1 + 3 * MSS), // over a retransmission
+            b.clone().ack_cum(1),           // nothing
+            b.clone().sack(blk(2, 5)),      // SACKed, with a rate stamp
+            {
+                let mut c = b.clone();
+                c.ack_cum(1 + MSS);
+                c.ack_cum(1 + 4 * MSS) // never retransmitted
+            },
+        ];
+        assert!(cases.iter().any(|d| d.retrans) && cases.iter().any(|d| d.rate.is_some()));
+        for d in cases {
+            let mut m = Delivered::default();
+            m.merge(d);
+            assert_eq!(m, d);
+        }
+    }
     /// A SACKed run re-reported by every ACK, one segment longer each time, beside a
     /// second growing block and with cumulative ACKs below it: each call counts only
     /// the newly SACKed segments and the marks end up exactly on the blocks, with the

@@ -206,26 +206,40 @@ impl Sender {
                 self.count_dsack(b, c.prior_una);
             }
         }
+        // Whether a SACK block delivered something; if none did, `c.d` and `c.timed`
+        // are still empty and the cumulative part is assigned rather than merged
+        // (merging into an empty `Delivered` is assignment: `merge_into_empty_is_assignment`)
+        let mut sacked = false;
         if self.sack {
             for b in h.sacks() {
                 if b.end > h.ack {
                     let s = self.sb.sack(b);
                     c.sacked_new |= s.pkts > 0;
                     c.d.merge(s);
+                    sacked = true;
                 }
             }
         }
-        c.timed = c.d;
+        if sacked {
+            c.timed = c.d;
+        }
         if c.una_advanced {
             let cum = self.sb.ack_cum(h.ack);
-            if !cum.retrans {
-                c.timed.merge(cum);
-            }
             if !self.sack && cum.pkts > 0 {
                 // One ACK fills the hole; the rest absorb counted duplicate ACKs.
                 self.reno_sacked -= self.reno_sacked.min(cum.pkts - 1);
             }
-            c.d.merge(cum);
+            if sacked {
+                if !cum.retrans {
+                    c.timed.merge(cum);
+                }
+                c.d.merge(cum);
+            } else {
+                if !cum.retrans {
+                    c.timed = cum;
+                }
+                c.d = cum;
+            }
             self.snd_una = h.ack;
             self.rto_retrans = 0;
             let data_end = self.write_end;
