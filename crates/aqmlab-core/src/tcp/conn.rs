@@ -795,6 +795,8 @@ impl TcpConn {
 }
 
 /// The header of a segment from `e`; `ts_val` is its timestamp (zero without the option).
+/// (Inlined: the header is then written into the packet in place.)
+#[inline(always)]
 fn header(
     ts_val: SimTime,
     e: &Endpoint,
