@@ -1476,21 +1476,29 @@ fn quiescent_sender_skips_only_no_op_sends() {
                     states.push((what.to_string(), s.clone(), ms(t)));
                 };
                 step(&mut s, "fresh", &|_, _| {});
-                step(&mut s, "empty burst", &|s, now| assert!(drain(s, now).is_empty()));
+                step(&mut s, "empty burst", &|s, now| {
+                    assert!(drain(s, now).is_empty())
+                });
                 step(&mut s, "written", &|s, now| s.write(now, MSS));
                 step(&mut s, "sent", &|s, now| assert_eq!(drain(s, now).len(), 1));
                 step(&mut s, "acked", &|s, now| {
                     s.on_ack(now, &ack(1, &[]), false);
                 });
-                step(&mut s, "burst after ack", &|s, now| assert!(drain(s, now).is_empty()));
+                step(&mut s, "burst after ack", &|s, now| {
+                    assert!(drain(s, now).is_empty())
+                });
                 step(&mut s, "closed", &|s, _| s.close());
-                step(&mut s, "fin sent", &|s, now| assert_eq!(drain(s, now).len(), 1));
+                step(&mut s, "fin sent", &|s, now| {
+                    assert_eq!(drain(s, now).len(), 1)
+                });
                 step(&mut s, "fin acked", &|s, now| {
                     let mut h = ack(1, &[]);
                     h.ack += 1;
                     s.on_ack(now, &h, false);
                 });
-                step(&mut s, "final burst", &|s, now| assert!(drain(s, now).is_empty()));
+                step(&mut s, "final burst", &|s, now| {
+                    assert!(drain(s, now).is_empty())
+                });
                 let mut quiet = Vec::new();
                 for (what, st, now) in states {
                     // the slow path on a copy: what next_segment does from this state
@@ -1498,7 +1506,10 @@ fn quiescent_sender_skips_only_no_op_sends() {
                     let seg = slow.next_segment(now, MSS as u32);
                     let no_op = seg.is_none() && format!("{slow:?}") == format!("{st:?}");
                     if st.is_quiescent() {
-                        assert!(no_op, "{ctx}: {what}: fast path taken but next_segment acts");
+                        assert!(
+                            no_op,
+                            "{ctx}: {what}: fast path taken but next_segment acts"
+                        );
                         taken += 1;
                         quiet.push(what.clone());
                     }
@@ -1515,7 +1526,10 @@ fn quiescent_sender_skips_only_no_op_sends() {
                     &["empty burst", "burst after ack", "final burst"]
                 };
                 for w in expect {
-                    assert!(quiet.contains(&w.to_string()), "{ctx}: {w} not quiescent: {quiet:?}");
+                    assert!(
+                        quiet.contains(&w.to_string()),
+                        "{ctx}: {w} not quiescent: {quiet:?}"
+                    );
                 }
             }
         }
