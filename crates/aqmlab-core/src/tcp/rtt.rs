@@ -297,7 +297,7 @@ mod tests {
                     0..=3 => e.sample(r),
                     4 | 5 => {
                         e.sample_ns2(now, now + r);
-                        now = now + r;
+                        now += r;
                     }
                     6 => {
                         e.on_timeout();
