@@ -232,21 +232,32 @@ impl Lower {
     }
 }
 
-/// A unidirectional link with its egress qdisc.
+/// The fields a packet's passage over a lazy wire reads and writes (`enqueue_lazy`,
+/// `transmit_lazy`, `arrive`), in two cache lines of their own: in a `Link` (1.7 KiB,
+/// its qdisc, statistics and parameters) they were spread over a dozen lines, and with
+/// thousands of links most of a hop's cost was missing the cache on them. `rate`,
+/// `delay`, `overhead`, `from` and `to` are copies of the link's parameters (`p`),
+/// which never change after the link is built.
 #[derive(Debug)]
-pub struct Link {
-    pub id: LinkId,
-    pub p: LinkParams,
-    pub qdisc: AnyQdisc,
-    /// Reused side-output buffer of the qdisc; drained by the simulator after each call.
-    pub out: QdiscOut,
-    device: VecDeque<Packet>,
-    busy: bool,
+#[repr(C, align(64))]
+struct WireHot {
+    rate: Rate,
+    /// Lazy mode: the instant the serialiser finishes the packet it last started.
+    busy_until: SimTime,
+    delay: SimDuration,
+    overhead: u32,
+    from: NodeId,
+    to: NodeId,
+    id: LinkId,
+    /// Lazy mode: IP size of the packet that ends at `busy_until` and is not yet counted
+    /// in the transmit statistics (0: none). It is counted once its end has passed, so a
+    /// transmission the run stops in the middle of is not counted, as in the eager model.
+    uncounted: u32,
+    /// Lazy mode: packets on the wire that `uncounted` counts (a GSO skb's segments).
+    uncounted_segs: u32,
     /// Lazy serialiser (see [`Link::enqueue_lazy`]): a lossless point-to-point wire with a
     /// one-packet device queue. Such a link schedules no `TxDone` while its qdisc is empty.
     lazy: bool,
-    /// Lazy mode: the instant the serialiser finishes the packet it last started.
-    busy_until: SimTime,
     /// Lazy mode: a `TxDone` is scheduled at `busy_until` (the qdisc had packets waiting).
     txdone_pending: bool,
     /// Lazy mode: the qdisc was empty when the last transmission started, so the eager
@@ -257,12 +268,27 @@ pub struct Link {
     /// Whether that empty dequeue matters (`!Qdisc::empty_dequeue_is_noop`): for a FIFO
     /// it changes nothing, and the access links' FIFOs skip it.
     owes_idle_deq: bool,
-    /// Lazy mode: IP size of the packet that ends at `busy_until` and is not yet counted
-    /// in the transmit statistics (0: none). It is counted once its end has passed, so a
-    /// transmission the run stops in the middle of is not counted, as in the eager model.
-    uncounted: u32,
-    /// Lazy mode: packets on the wire that `uncounted` counts (a GSO skb's segments).
-    uncounted_segs: u32,
+    /// Host processing jitter is on (`Link::jitter`; off, applying it changes nothing).
+    jitter: bool,
+    /// GRO at the far end (`LinkParams::gro`).
+    gro: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<WireHot>() == 128);
+
+/// A unidirectional link with its egress qdisc.
+#[derive(Debug)]
+pub struct Link {
+    pub id: LinkId,
+    pub p: LinkParams,
+    pub qdisc: AnyQdisc,
+    /// Reused side-output buffer of the qdisc; drained by the simulator after each call.
+    pub out: QdiscOut,
+    device: VecDeque<Packet>,
+    busy: bool,
+    /// The lazy wire's per-packet state and the link constants its path reads, together
+    /// in two cache lines (see [`WireHot`]).
+    hot: WireHot,
     wire: VecDeque<(SimTime, Packet)>,
     rng: Rng,
     /// Host processing jitter (end hosts' egress links with noise on; else off).
@@ -533,13 +559,23 @@ impl Link {
             id,
             device: VecDeque::with_capacity(p.device_queue as usize + 1),
             busy: false,
-            lazy,
-            busy_until: SimTime::ZERO,
-            txdone_pending: false,
-            idle_deq: false,
-            owes_idle_deq: !qdisc.empty_dequeue_is_noop(),
-            uncounted: 0,
-            uncounted_segs: 0,
+            hot: WireHot {
+                rate: p.rate,
+                busy_until: SimTime::ZERO,
+                delay: p.delay,
+                overhead: p.overhead,
+                from: p.from,
+                to: p.to,
+                id,
+                uncounted: 0,
+                uncounted_segs: 0,
+                lazy,
+                txdone_pending: false,
+                idle_deq: false,
+                owes_idle_deq: !qdisc.empty_dequeue_is_noop(),
+                jitter: false,
+                gro: p.gro,
+            },
             wire: VecDeque::new(),
             qdisc,
             out: QdiscOut::new(trace),
@@ -613,6 +649,7 @@ impl Link {
     /// Gives this link host processing jitter (the simulator does it for end hosts'
     /// egress links when the run's noise is on).
     pub fn set_host_jitter(&mut self, j: HostJitter) {
+        self.hot.jitter = j.max_ns > 0;
         self.jitter = j;
     }
 
@@ -627,10 +664,22 @@ impl Link {
     #[inline]
     pub fn next_hop(&self, dst: NodeId) -> NodeId {
         if self.peer_of.is_empty() {
-            self.p.to
+            self.hot.to
         } else {
             self.p.peers[peer_index(&self.peer_of, dst)]
         }
+    }
+
+    /// The far end of a point-to-point link (`p.to`).
+    #[inline(always)]
+    pub fn far_end(&self) -> NodeId {
+        self.hot.to
+    }
+
+    /// Whether the far end does GRO on this link's packets (`p.gro`).
+    #[inline(always)]
+    pub fn gro(&self) -> bool {
+        self.hot.gro
     }
 
     /// The WiFi medium this link belongs to, if it is a WiFi interface.
@@ -669,7 +718,7 @@ impl Link {
             self.stats
                 .log_packet(now, PKT_QLEN, self.qdisc.len() as f64);
         }
-        if self.lazy {
+        if self.hot.lazy {
             return self.enqueue_lazy(pkt, now, ev);
         }
         if !matches!(self.lower, Lower::Wire) {
@@ -696,30 +745,33 @@ impl Link {
     ///   again or the run stops (`settle`).
     #[inline]
     fn enqueue_lazy(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
-        if self.idle_deq && now >= self.busy_until {
-            self.idle_deq = false;
-            let none = self.qdisc.dequeue(self.busy_until, &mut self.out);
+        if self.hot.idle_deq && now >= self.hot.busy_until {
+            self.hot.idle_deq = false;
+            let none = self.qdisc.dequeue(self.hot.busy_until, &mut self.out);
             debug_assert!(none.is_none(), "owed dequeue found a packet");
         }
         pkt.enqueued_at = now;
         // fast path: a free serialiser would dequeue the packet at once; a qdisc that
         // can say so (`Qdisc::pass_through`: an empty FIFO) lets it skip the queue (same
         // stats, same backlog record)
-        if !self.txdone_pending && now >= self.busy_until && self.qdisc.pass_through(&pkt, now) {
+        if !self.hot.txdone_pending
+            && now >= self.hot.busy_until
+            && self.qdisc.pass_through(&pkt, now)
+        {
             self.stats.series.backlog(now, 1);
             return self.transmit_lazy(pkt, now, ev);
         }
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
         self.stats.series.backlog(now, self.qdisc.len());
-        if self.txdone_pending {
+        if self.hot.txdone_pending {
             return;
         }
-        if now < self.busy_until {
+        if now < self.hot.busy_until {
             // the serialiser is busy: wake when it ends (the eager model's TxDone, which
             // then dequeues; no empty dequeue is owed any more)
-            self.idle_deq = false;
-            self.txdone_pending = true;
-            ev.push(self.busy_until, Event::TxDone(self.id));
+            self.hot.idle_deq = false;
+            self.hot.txdone_pending = true;
+            ev.push(self.hot.busy_until, Event::TxDone(self.hot.id));
             return;
         }
         self.start_lazy(now, ev);
@@ -741,34 +793,45 @@ impl Link {
         if pkt.gso_segs > 1 {
             return self.transmit_lazy_gso(pkt, now, ev);
         }
-        let tx = self.p.rate.tx_time(pkt.size + self.p.overhead);
+        let tx = self.hot.rate.tx_time(pkt.size + self.hot.overhead);
         if now >= self.stats.warmup {
             self.stats.busy += tx;
         }
         self.count_tx();
         let done = now + tx;
-        tx_complete(self.p.from, &pkt, done, ev);
-        self.busy_until = done;
-        self.uncounted = pkt.size;
-        self.uncounted_segs = 1;
-        let at = self.jitter.apply(done + self.p.delay);
+        tx_complete(self.hot.from, &pkt, done, ev);
+        self.hot.busy_until = done;
+        self.hot.uncounted = pkt.size;
+        self.hot.uncounted_segs = 1;
+        let at = self.jittered(done + self.hot.delay);
         self.wire.push_back((at, pkt));
         if self.wire.len() == 1 {
-            ev.push(at, Event::Arrive(self.id));
+            ev.push(at, Event::Arrive(self.hot.id));
         }
         self.after_lazy_tx(ev);
+    }
+
+    /// The arrival instant at the far end of a packet whose last bit leaves at `at`
+    /// plus the delay (host processing jitter, if any, added: `HostJitter::apply`).
+    #[inline(always)]
+    fn jittered(&mut self, at: SimTime) -> SimTime {
+        if self.hot.jitter {
+            self.jitter.apply(at)
+        } else {
+            at
+        }
     }
 
     /// Lazy wire, after a transmission started: wake at its end if packets wait.
     #[inline(always)]
     fn after_lazy_tx(&mut self, ev: &mut EventQueue) {
-        let done = self.busy_until;
+        let done = self.hot.busy_until;
         if self.qdisc.len() > 0 {
-            self.txdone_pending = true;
-            ev.push(done, Event::TxDone(self.id));
+            self.hot.txdone_pending = true;
+            ev.push(done, Event::TxDone(self.hot.id));
         } else {
             // (a FIFO's empty dequeue changes nothing: none is owed)
-            self.idle_deq = self.owes_idle_deq;
+            self.hot.idle_deq = self.hot.owes_idle_deq;
         }
     }
 
@@ -788,14 +851,14 @@ impl Link {
             let at = self.jitter.apply(end + self.p.delay);
             self.wire.push_back((at, seg));
             if self.wire.len() == 1 {
-                ev.push(at, Event::Arrive(self.id));
+                ev.push(at, Event::Arrive(self.hot.id));
             }
         }
         self.count_tx();
         tx_complete(self.p.from, &pkt, end, ev);
-        self.busy_until = end;
-        self.uncounted = pkt.size;
-        self.uncounted_segs = pkt.segs();
+        self.hot.busy_until = end;
+        self.hot.uncounted = pkt.size;
+        self.hot.uncounted_segs = pkt.segs();
         self.after_lazy_tx(ev);
     }
 
@@ -803,11 +866,11 @@ impl Link {
     /// ended at `busy_until` (called once that instant has passed).
     #[inline]
     fn count_tx(&mut self) {
-        if self.uncounted > 0 {
-            let (done, size) = (self.busy_until, self.uncounted);
-            self.uncounted = 0;
+        if self.hot.uncounted > 0 {
+            let (done, size) = (self.hot.busy_until, self.hot.uncounted);
+            self.hot.uncounted = 0;
             if done >= self.stats.warmup {
-                self.stats.tx_pkts += self.uncounted_segs as u64;
+                self.stats.tx_pkts += self.hot.uncounted_segs as u64;
                 self.stats.tx_bytes += size as u64;
             }
             self.stats.series.tx(done, size);
@@ -823,12 +886,12 @@ impl Link {
             self.device.push_back(pkt);
             self.busy = true;
         }
-        if self.busy_until <= t {
+        if self.hot.busy_until <= t {
             self.count_tx();
         }
-        if self.idle_deq && self.busy_until <= t {
-            self.idle_deq = false;
-            let none = self.qdisc.dequeue(self.busy_until, &mut self.out);
+        if self.hot.idle_deq && self.hot.busy_until <= t {
+            self.hot.idle_deq = false;
+            let none = self.qdisc.dequeue(self.hot.busy_until, &mut self.out);
             debug_assert!(none.is_none(), "owed dequeue found a packet");
         }
     }
@@ -937,7 +1000,7 @@ impl Link {
                     self.stats.busy += tx;
                 }
                 self.busy = true;
-                ev.push(now + tx, Event::TxDone(self.id));
+                ev.push(now + tx, Event::TxDone(self.hot.id));
             }
         }
     }
@@ -952,7 +1015,7 @@ impl Link {
                     self.stats.busy += tx;
                 }
                 self.busy = true;
-                ev.push(now + tx, Event::TxDone(self.id));
+                ev.push(now + tx, Event::TxDone(self.hot.id));
             }
         }
     }
@@ -1022,8 +1085,8 @@ impl Link {
 
     /// The serialiser finished the head packet: put it on the wire (or lose it).
     pub fn tx_done(&mut self, now: SimTime, ev: &mut EventQueue) {
-        if self.lazy {
-            self.txdone_pending = false;
+        if self.hot.lazy {
+            self.hot.txdone_pending = false;
             return self.start_lazy(now, ev);
         }
         self.busy = false;
@@ -1051,7 +1114,7 @@ impl Link {
             let at = self.jitter.apply(now + self.p.delay);
             self.wire.push_back((at, pkt));
             if self.wire.len() == 1 {
-                ev.push(at, Event::Arrive(self.id));
+                ev.push(at, Event::Arrive(self.hot.id));
             }
         }
         if matches!(self.lower, Lower::Wire) {
@@ -1125,7 +1188,7 @@ impl Link {
             .expect("Arrive with nothing on the wire");
         debug_assert_eq!(t, now);
         if let Some(&(next, _)) = self.wire.front() {
-            ev.push(next, Event::Arrive(self.id));
+            ev.push(next, Event::Arrive(self.hot.id));
         }
         pkt
     }

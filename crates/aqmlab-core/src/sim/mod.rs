@@ -250,8 +250,8 @@ impl Simulator {
             }
             Event::Arrive(l) => {
                 let link = &mut self.net.links[l as usize];
-                let at = link.p.to;
-                if link.p.gro {
+                let at = link.far_end();
+                if link.gro() {
                     let up = link.arrive_gro(now, &mut self.net.events);
                     for pkt in up.into_iter().flatten() {
                         self.deliver(at, pkt);
