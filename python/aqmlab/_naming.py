@@ -1,12 +1,13 @@
-"""Names the lab reads meaning from: which way a host's traffic goes in a dumbbell, and
-which line of a TOML file sets a dotted key. (A module of its own so that the figures,
+"""Names the lab reads meaning from: which way a host's traffic goes in a dumbbell, which
+line of a TOML file sets a dotted key, and the known name closest to a misspelt one. (A module of its own so that the figures,
 :mod:`aqmlab.result`, :mod:`aqmlab.scenario` and :mod:`aqmlab.study` can all use it.)"""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["direction", "key_line"]
+__all__ = ["did_you_mean", "direction", "key_line"]
 
 
 def direction(host: Any) -> str:
@@ -44,3 +45,11 @@ def key_line(text: str, field: str) -> int | None:
         if re.search(r"(^|[{,\s])" + re.escape(last) + r"\s*=", code):
             return i
     return None
+
+
+def did_you_mean(name: Any, known: Iterable[Any]) -> str:
+    """", did you mean 'goodput_down'?" for a close match among `known` ("" if none)."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f", did you mean {close[0]!r}?" if close else ""

@@ -834,7 +834,9 @@ def list_cmd(category: str, verbose: bool) -> None:
             ("induced_ratio:A/B", "induced:A over induced:B (below 1 when A is served ahead of B)"),
         ]
     elif category == "columns":
-        items = _result_columns()
+        from aqmlab import schema
+
+        items = schema.column_docs()
     else:
         import aqmlab
 
@@ -842,27 +844,6 @@ def list_cmd(category: str, verbose: bool) -> None:
     width = max((len(n) for n, _ in items), default=0)
     for name, about in items:
         click.echo(f"{name:<{width}}  {about}" if verbose else name)
-
-
-def _result_columns() -> list[tuple[str, str]]:
-    """(``flows.COL`` / ``queues.COL``, description) for `aqmlab list columns`."""
-    from aqmlab import schema
-
-    sc = schema._schema()
-    items = [(f"flows.{n}", about) for n, _, about in sc["flows"]]
-    by_col: dict[str, list[str]] = {}
-    for kind, cols in schema.FLOW_KIND_COLUMNS.items():
-        for c in cols:
-            by_col.setdefault(c, []).append(kind)
-    items += [(f"flows.{c}", f"summary of {', '.join(kinds)} flows (NaN for other kinds)") for c, kinds in by_col.items()]
-    fixed = {n: about for n, _, about in [*sc["queues"], *sc["queues_tail"]]}
-    def about(c: str) -> str:
-        verb, _, why = c.partition("_")
-        return fixed.get(c, f"packets {'dropped' if verb == 'drops' else 'marked'} for reason {why!r} (whole run)")
-
-    items += [(f"queues.{c}", about(c)) for c in schema.queue_columns()]
-    items += [(f"queues.{c}", f"{src} links only (NaN elsewhere)") for src, cols in schema.QUEUE_EXTRA_COLUMNS.items() for c in cols]
-    return items
 
 
 @cli.command("describe", short_help="Show the parameters and defaults of a qdisc, workload, link model or tcp.")

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aqmlab import metrics
+from aqmlab._naming import did_you_mean
 from aqmlab.result import direction, link_drop_fraction, link_utilization
 
 if TYPE_CHECKING:
@@ -336,27 +337,21 @@ def _known_columns() -> tuple[frozenset[str], frozenset[str]]:
 
 def _column_problem(head: str, target: str, col: str) -> str | None:
     """Why ``HEAD:TARGET.COL`` can never give a number (None if it can)."""
-    import difflib
-
     from aqmlab import schema
 
     if head in ("mean", "sum") and target not in schema.FLOW_KIND_COLUMNS:
         kinds = sorted(schema.FLOW_KIND_COLUMNS)
-        close = difflib.get_close_matches(target, kinds, n=1, cutoff=0.6)
-        hint = f", did you mean {close[0]!r}?" if close else ""
-        return f"no flow kind {target!r}{hint} (kinds in the flows table: {', '.join(kinds)})"
+        return f"no flow kind {target!r}{did_you_mean(target, kinds)} (kinds in the flows table: {', '.join(kinds)})"
     flows, queues = _known_columns()
     if head in ("mean", "sum"):
-        known, table = set(schema.flow_columns((target,))), f"flows table for kind {target!r}"
+        known, table = frozenset(schema.flow_columns((target,))), f"flows table for kind {target!r}"
     elif head == "flow":
-        known, table = set(flows), "flows table"
+        known, table = flows, "flows table"
     else:
-        known, table = set(queues), "queues table"
+        known, table = queues, "queues table"
     if col in known:
         return None
-    close = difflib.get_close_matches(col, sorted(known), n=1, cutoff=0.6)
-    hint = f", did you mean {close[0]!r}?" if close else ""
-    return f"no column {col!r} in the {table}{hint} (`aqmlab list columns -v` lists them)"
+    return f"no column {col!r} in the {table}{did_you_mean(col, sorted(known))} (`aqmlab list columns -v` lists them)"
 
 
 def validate(names: list[str]) -> None:

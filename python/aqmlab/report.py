@@ -25,6 +25,7 @@ from typing import Any
 
 from aqmlab import findings as F
 from aqmlab import plots, tables
+from aqmlab._naming import did_you_mean as _did_you_mean
 from aqmlab.store import Store, StoreLike, runs_of
 from aqmlab.store import open as open_store
 from aqmlab.study import of_store
@@ -288,14 +289,6 @@ def _line_of(study: Any, value: str) -> str:
         if f'"{value}"' in line or f"'{value}'" in line:
             return f" (line {i})"
     return ""
-
-
-def _did_you_mean(name: Any, known: list[str]) -> str:
-    """", did you mean 'goodput_down'?" for a close match among `known` ("" if none)."""
-    import difflib
-
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
-    return f", did you mean {close[0]!r}?" if close else ""
 
 
 def _figure_measures(spec: dict) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ __all__ = [
     "mark_reasons",
     "FLOW_KIND_COLUMNS",
     "QUEUE_EXTRA_COLUMNS",
+    "column_docs",
     "empty_hist",
     "raw_result",
     "NAN",
@@ -161,6 +162,29 @@ def queue_columns() -> list[str]:
         + [f"marks_{r}" for r in sc["mark_reasons"]]
         + [n for n, _, _ in sc["queues_tail"]]
     )
+
+
+def column_docs() -> list[tuple[str, str]]:
+    """(``flows.COL`` / ``queues.COL``, one line on it) for every column the two result
+    tables can have, fixed ones first (`aqmlab list columns`)."""
+    sc = _schema()
+    fixed_flows = {n: about for n, _, about in sc["flows"]}
+    items = [(f"flows.{n}", about) for n, about in fixed_flows.items()]
+    by_col: dict[str, list[str]] = {}
+    for kind, cols in FLOW_KIND_COLUMNS.items():
+        for c in cols:
+            by_col.setdefault(c, []).append(kind)
+    items += [(f"flows.{c}", f"summary of {', '.join(kinds)} flows (NaN for other kinds)")
+              for c, kinds in by_col.items() if c not in fixed_flows]
+    fixed = {n: about for n, _, about in [*sc["queues"], *sc["queues_tail"]]}
+
+    def about(c: str) -> str:
+        verb, _, why = c.partition("_")
+        return fixed.get(c, f"packets {'dropped' if verb == 'drops' else 'marked'} for reason {why!r} (whole run)")
+
+    items += [(f"queues.{c}", about(c)) for c in queue_columns()]
+    items += [(f"queues.{c}", f"{src} links only (NaN elsewhere)") for src, cols in QUEUE_EXTRA_COLUMNS.items() for c in cols]
+    return items
 
 
 def empty_hist() -> dict[str, Any]:

@@ -541,13 +541,8 @@ fn flow_key_error(msg: &str) -> String {
     let allowed = m
         .split_once(", expected one of ")
         .or_else(|| m.split_once(", expected "))
-        .map_or("none", |(_, a)| a)
+        .map_or("none", |(_, a)| a) // serde: "…, there are no fields"
         .replace("` or `", "`, `");
-    let allowed = if allowed.contains("there are no fields") {
-        "none".to_string()
-    } else {
-        allowed
-    };
     let mut out = format!(
         "{prefix}unknown field for this kind `{key}`, allowed for this kind: {allowed}; common keys: {}",
         FLOW_COMMON.join(", ")
