@@ -40,7 +40,7 @@ import numpy as np
 
 from aqmlab import metrics
 from aqmlab._naming import did_you_mean
-from aqmlab.result import direction, link_drop_fraction, link_utilization
+from aqmlab.result import direction, is_bottleneck_link, link_drop_fraction, link_utilization
 
 if TYPE_CHECKING:
     from aqmlab.result import Result
@@ -190,12 +190,27 @@ def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
     return g
 
 
-def _busiest_bottleneck(res: Result):
+def _bottleneck_rows(res: Result):
     q = res.queues
-    b = q[q["name"].astype(str).str.startswith("bottleneck")]
-    if b.empty:
-        b = q
-    return b.loc[b["tx_bytes"].idxmax()] if len(b) else None
+    return q[[is_bottleneck_link(str(n)) for n in q["name"]]] if len(q) else q
+
+
+def _busiest_bottleneck(res: Result):
+    """The bottleneck queue a run-level queue measure reads: of the links the topology
+    builder names as bottlenecks (:func:`aqmlab.result.is_bottleneck_link`), the one that
+    sent the most bytes; in a topology without such names, the link nearest its capacity
+    (highest utilisation of its rate or shaper rate), not the one carrying the most bytes,
+    which is usually a fast core link in front of the real bottleneck."""
+    q = res.queues
+    if not len(q):
+        return None
+    b = _bottleneck_rows(res)
+    if len(b):
+        return b.loc[b["tx_bytes"].idxmax()]
+    util = [link_utilization(row) for _, row in q.iterrows()]
+    if all(math.isnan(u) for u in util):
+        return q.loc[q["tx_bytes"].idxmax()]
+    return q.iloc[int(np.nanargmax(util))]
 
 
 def below_qdisc_latency(res: Result) -> float:
@@ -279,7 +294,7 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "pi2_prob_mean": (_bq("p_prime_mean"), "DualPI2: time-mean base probability p' (p_C = p'^2, p_CL = k p')"),
     "bottleneck_utilization": (
         lambda r: float(
-            max((link_utilization(row) for _, row in r.queues[r.queues["name"].str.startswith("bottleneck")].iterrows()), default=math.nan)
+            max((link_utilization(row) for _, row in _bottleneck_rows(r).iterrows()), default=math.nan)
         ),
         "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link)",
     ),

@@ -495,6 +495,13 @@ def link_utilization(row: Any) -> float:
     return min(1.0, u * line / sh)
 
 
+def is_bottleneck_link(name: str) -> bool:
+    """Whether a link's name is one the topology builders give their bottlenecks: a
+    dumbbell's ``bottleneck_up``/``bottleneck_down`` (any name starting ``bottleneck``), a
+    DOCSIS network's ``docsis_down`` and its modems' upstreams ``cm{i}_up``."""
+    return name.startswith("bottleneck") or name == "docsis_down" or (name.startswith("cm") and name.endswith("_up"))
+
+
 def dedup_names(names: list[str]) -> tuple[list[str], np.ndarray]:
     """Unique categories and, for each name, its category code."""
     import numpy as np

@@ -155,6 +155,7 @@ def _series_rows(res: Any, keep_series: bool) -> Any:
     import numpy as np
 
     from aqmlab.flent import flent_test_of
+    from aqmlab.result import is_bottleneck_link
 
     raw = res._raw
     s = raw["series"]
@@ -162,7 +163,7 @@ def _series_rows(res: Any, keep_series: bool) -> Any:
     flow_names = [str(n) for n in raw["flows"]["name"]]
     if keep_series:
         names = flow_names + [str(n) for n in raw["queues"]["name"]]
-        bott = np.array([n.startswith("bottleneck") for n in names], dtype=bool)
+        bott = np.array([is_bottleneck_link(n) for n in names], dtype=bool)
         entity = s["entity"].astype(np.int64) + kind * len(flow_names)
         return (kind == 0) | (bott[entity] if len(bott) else np.zeros(len(kind), dtype=bool))
     if flent_test_of([str(k) for k in raw["flows"]["kind"]], list(raw["flows"]["src"]), flow_names) is None:

@@ -292,3 +292,48 @@ interval = "10ms"
     below = measures.below_qdisc_latency(r)
     induced = measures.induced_latency(r)
     assert 0.005 < below and below == pytest.approx(induced, rel=0.3), (below, induced)
+
+
+def test_queue_measures_read_the_docsis_bottleneck_not_the_core_link_in_front_of_it():
+    # A DOCSIS network names no link `bottleneck*`: its bottleneck is `docsis_down`. The
+    # 1 Gbit/s `core->cmts` in front of it carries more bytes (it also carries what the
+    # CMTS drops), so "most bytes" picked the core link and reported its ~0 s of queueing.
+    toml = """
+[run]
+duration = "6s"
+warmup = "2s"
+noise = false
+[docsis]
+channels = 1
+modems = 2
+downstream_qdisc = { kind = "fifo", limit = 300 }
+[[flow]]
+kind = "bulk"
+count = 2
+from = "server{i}"
+to = "cm{i}"
+"""
+    r = aqmlab.run(toml)
+    q = r.queues.set_index("name")
+    assert q.loc["core->cmts", "tx_bytes"] >= q.loc["docsis_down", "tx_bytes"]
+    delay = measures.compute(r, ["queue_delay_mean"])["queue_delay_mean"]
+    assert delay == pytest.approx(q.loc["docsis_down", "sojourn_mean"])
+    # a full 300-packet FIFO at the channel's rate: tens of milliseconds, not microseconds
+    assert delay > 0.02, delay
+
+
+def test_without_bottleneck_names_the_link_nearest_its_capacity_is_the_bottleneck():
+    res = _res([{"kind": "bulk", "src": "a", "goodput_bps": 1e6}])
+    res.queues = pd.DataFrame(
+        {
+            "name": ["core", "edge"],
+            "tx_bytes": [9e9, 1e9],
+            "utilization": [0.05, 0.98],
+            "rate_bps": [1e9, 10e6],
+            "sojourn_mean": [1e-6, 0.040],
+        }
+    )
+    assert measures.compute(res, ["queue_delay_mean"])["queue_delay_mean"] == pytest.approx(0.040)
+    # a link named as a bottleneck wins over utilisation
+    res.queues["name"] = ["bottleneck_down", "edge"]
+    assert measures.compute(res, ["queue_delay_mean"])["queue_delay_mean"] == pytest.approx(1e-6)
