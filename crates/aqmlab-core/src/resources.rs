@@ -626,15 +626,20 @@ fn drop_tail_fifo(q: &QdiscConfig) -> bool {
     )
 }
 
-/// Links the flows overload (`frac` < 1) whose qdisc is a drop-tail FIFO: their queue
-/// stands full. Per link: those flows' queueing delay, seconds (its packet bound times
+/// A link the flows overload (`frac` < 1) whose qdisc is a drop-tail FIFO: its queue
+/// stands full.
+fn stands_full(q: &QdiscConfig, frac: f64) -> bool {
+    frac < 1.0 && drop_tail_fifo(q)
+}
+
+/// Links whose queue stands full ([`stands_full`]). Per link: those flows' queueing delay, seconds (its packet bound times
 /// the mean frame that arrives, at its drain rate), else 0.
 fn standing_delays(plan: &Shape<'_>, offered: &Offered, frac: &[f64]) -> Vec<f64> {
     plan.links
         .iter()
         .enumerate()
         .map(|(l, (p, q))| {
-            if frac[l] >= 1.0 || !drop_tail_fifo(q) || offered.pkts[l] <= 0.0 {
+            if !stands_full(q, frac[l]) || offered.pkts[l] <= 0.0 {
                 return 0.0;
             }
             let limit = link_limit(offered, l, p, q);
@@ -673,7 +678,7 @@ fn ack_clock(
         .links
         .iter()
         .zip(frac)
-        .map(|((_, q), &fr)| fr < 1.0 && drop_tail_fifo(q))
+        .map(|((_, q), &fr)| stands_full(q, fr))
         .collect();
     let mut cap = vec![f64::INFINITY; flows.len()];
     if dur <= 0.0 || !full.iter().any(|&b| b) {
