@@ -457,49 +457,55 @@ def _check_shape(doc: dict) -> None:
         _int(q["repetitions"], "quick.repetitions")
     _table(doc.get("base", {}), "base")
     for i, e in enumerate(_tables(doc.get("experiment", []), "experiment")):
-        key = f"experiment[{i}]"
-        for k in ("name", "title"):
-            if k in e:
-                _str(e[k], f"{key}.{k}")
-        if "patch" in e:
-            _table(e["patch"], f"{key}.patch")
-        for k in ("repetitions", "quick_repetitions"):
-            if k in e:
-                _int(e[k], f"{key}.{k}")
-        for k in ("measures",):
-            if k in e:
-                v = e[k]
-                if not isinstance(v, list) or not all(isinstance(m, str) for m in v):
-                    raise StudyError(f"{key}.{k}: expected a list of measure names, got {v!r}")
-        for k in ("figure", "table"):
-            if k in e:
-                _tables(e[k], f"{key}.{k}")
-        for j, a in enumerate(_tables(e.get("axis", []), f"{key}.axis")):
-            akey = f"{key}.axis[{j}]"
-            if "path" in a:
-                p = _str(a["path"], f"{akey}.path")
-                if not p or any(not part for part in p.split(".")):
-                    raise StudyError(f"{akey}.path: {p!r} is not a dotted key such as \"dumbbell.rate\"")
-            if "labels" in a:
-                labels = a["labels"]
-                if not isinstance(labels, list) or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in labels):
-                    raise StudyError(f"{akey}.labels: expected a list of strings or numbers, got {labels!r}")
-            vals = a.get("values")
-            if "path" not in a and isinstance(vals, list):
-                for m, v in enumerate(vals):
-                    if isinstance(v, dict) and "patch" in v:
-                        _table(v["patch"], f"{akey}.values[{m}].patch")
-                    if isinstance(v, dict) and "label" in v and (isinstance(v["label"], (bool, list, dict))):
-                        raise StudyError(f"{akey}.values[{m}].label: expected a string or a number, got {v['label']!r}")
-        for j, o in enumerate(_tables(e.get("override", []), f"{key}.override")):
-            okey = f"{key}.override[{j}]"
-            if "when" in o:
-                for k, v in _table(o["when"], f"{okey}.when").items():
-                    if not isinstance(v, str):
-                        raise StudyError(f"{okey}.when.{k}: expected an axis value's label (a string), got {v!r}")
-            if "patch" in o:
-                _table(o["patch"], f"{okey}.patch")
+        _check_experiment_shape(e, f"experiment[{i}]")
 
+
+def _check_experiment_shape(e: dict, key: str) -> None:
+    """:func:`_check_shape` for one ``[[experiment]]`` table (``key`` names it)."""
+    for k in ("name", "title"):
+        if k in e:
+            _str(e[k], f"{key}.{k}")
+    if "patch" in e:
+        _table(e["patch"], f"{key}.patch")
+    for k in ("repetitions", "quick_repetitions"):
+        if k in e:
+            _int(e[k], f"{key}.{k}")
+    if "measures" in e:
+        v = e["measures"]
+        if not isinstance(v, list) or not all(isinstance(m, str) for m in v):
+            raise StudyError(f"{key}.measures: expected a list of measure names, got {v!r}")
+    for k in ("figure", "table"):
+        if k in e:
+            _tables(e[k], f"{key}.{k}")
+    for j, a in enumerate(_tables(e.get("axis", []), f"{key}.axis")):
+        _check_axis_shape(a, f"{key}.axis[{j}]")
+    for j, o in enumerate(_tables(e.get("override", []), f"{key}.override")):
+        okey = f"{key}.override[{j}]"
+        if "when" in o:
+            for k, v in _table(o["when"], f"{okey}.when").items():
+                if not isinstance(v, str):
+                    raise StudyError(f"{okey}.when.{k}: expected an axis value's label (a string), got {v!r}")
+        if "patch" in o:
+            _table(o["patch"], f"{okey}.patch")
+
+
+def _check_axis_shape(a: dict, akey: str) -> None:
+    """:func:`_check_shape` for one ``[[experiment.axis]]`` table (``akey`` names it)."""
+    if "path" in a:
+        p = _str(a["path"], f"{akey}.path")
+        if not p or any(not part for part in p.split(".")):
+            raise StudyError(f"{akey}.path: {p!r} is not a dotted key such as \"dumbbell.rate\"")
+    if "labels" in a:
+        labels = a["labels"]
+        if not isinstance(labels, list) or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in labels):
+            raise StudyError(f"{akey}.labels: expected a list of strings or numbers, got {labels!r}")
+    vals = a.get("values")
+    if "path" not in a and isinstance(vals, list):
+        for m, v in enumerate(vals):
+            if isinstance(v, dict) and "patch" in v:
+                _table(v["patch"], f"{akey}.values[{m}].patch")
+            if isinstance(v, dict) and "label" in v and isinstance(v["label"], (bool, list, dict)):
+                raise StudyError(f"{akey}.values[{m}].label: expected a string or a number, got {v['label']!r}")
 
 _FINDING_KEYS = {"text", "check", "see"}
 _FORMS = ("lower", "higher", "order", "trend", "at_most", "at_least", "between")
