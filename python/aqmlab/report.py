@@ -278,8 +278,9 @@ def _bar_axis_problems(spec: dict, exp: Any, where: str) -> list[str]:
     where_keys: list[str] = list(fixed) if isinstance(fixed, dict) else []
     shown = {spec.get("x", spec.get("group", "qdisc")), spec.get("hue"), spec.get("facet"), *where_keys}
     pooled = [a.name for a in exp.axes if len(a.values) > 1 and a.name not in shown]
-    return [f"{where}: runs of experiment {exp.name!r} differ in axis {a!r}, which this bar figure neither shows (x, hue, facet) "
-            f"nor fixes: add where = {{ {a} = ... }} or show it as x, hue or facet" for a in pooled]
+    from aqmlab.plots.kinds import pooled_axis_advice
+
+    return [f"{where}: runs of experiment {exp.name!r} differ in axis {a!r}, {pooled_axis_advice(a)}" for a in pooled]
 
 
 def _line_of(study: Any, value: str) -> str:

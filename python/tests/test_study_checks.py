@@ -160,7 +160,7 @@ def test_a_bar_figure_that_would_pool_an_axis_is_refused_before_any_run(tmp_path
     )
     r = _sweep(tmp_path, two_axes)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert ("experiment[0] (a).figure[0]: runs of experiment 'a' differ in axis 'rate', which this bar figure neither shows"
+    assert ("experiment[0] (a).figure[0]: runs of experiment 'a' differ in axis 'rate', which this figure neither shows"
             in r.stderr), r.stderr
     r = _sweep(tmp_path, two_axes.replace('  y = "induced_latency"\n', '  y = "induced_latency"\n  x = "rate"\n  group = "qdisc"\n', 1))
     assert r.returncode == 2 and "figure[0].group: a bar figure's categories are its x ('rate')" in r.stderr

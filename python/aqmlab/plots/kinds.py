@@ -226,6 +226,11 @@ def _facets(ctx: _Ctx, df: pd.DataFrame) -> tuple[str | None, list]:
     return fcol, ctx.levels(df, fcol)
 
 
+def pooled_axis_advice(axis: str) -> str:
+    """The end of the message that refuses a figure pooling runs that differ in ``axis``."""
+    return f"which this figure neither shows (x, hue, facet) nor fixes: add where = {{ {axis} = ... }} or show it as x, hue or facet"
+
+
 def _refuse_pooled_axes(df: pd.DataFrame, used: list[str | None], kind: str) -> None:
     """A mean and CI "over repetitions" must not pool runs that differ in an axis the
     figure does not show (the residential web figure pooled its two cross-traffic
@@ -235,10 +240,7 @@ def _refuse_pooled_axes(df: pd.DataFrame, used: list[str | None], kind: str) -> 
         levels = sorted({str(v) for v in df[col].dropna()})
         if len(levels) > 1:
             axis = col[2:]
-            raise FigureSpecError(
-                f"{kind}: runs differ in axis {axis!r} ({', '.join(levels)}), which this figure neither shows "
-                f"(x, hue, facet) nor fixes: add where = {{ {axis} = ... }} or show it as x, hue or facet"
-            )
+            raise FigureSpecError(f"{kind}: runs differ in axis {axis!r} ({', '.join(levels)}), {pooled_axis_advice(axis)}")
 
 
 def _empty_figure(ctx: _Ctx, title: str, message: str) -> Figure:

@@ -362,6 +362,19 @@ pub enum NodeKind {
     Router,
 }
 
+impl NodeKind {
+    /// Every kind, in the order error messages list them.
+    pub const ALL: [NodeKind; 2] = [NodeKind::Host, NodeKind::Router];
+
+    /// The kind's name in a scenario file.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeKind::Host => "host",
+            NodeKind::Router => "router",
+        }
+    }
+}
+
 /// `[[node]]`: a host (runs applications) or a router (forwards).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -565,9 +578,10 @@ fn name_missing_key(path: String, msg: String) -> (String, String) {
         return (path, msg);
     };
     let allowed = if path.starts_with("node[") && key == "kind" {
-        " (allowed: host, router)"
+        let names: Vec<&str> = NodeKind::ALL.iter().map(|k| k.name()).collect();
+        format!(" (allowed: {})", names.join(", "))
     } else {
-        ""
+        String::new()
     };
     let full = if path.is_empty() {
         key.to_string()
@@ -722,5 +736,23 @@ impl Scenario {
 
     pub fn to_toml_string(&self) -> String {
         toml::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod node_kind_tests {
+    use super::NodeKind;
+
+    #[derive(serde::Deserialize)]
+    struct Wrap {
+        kind: NodeKind,
+    }
+
+    #[test]
+    fn every_listed_node_kind_name_parses_to_that_kind() {
+        for k in NodeKind::ALL {
+            let w: Wrap = toml::from_str(&format!("kind = \"{}\"", k.name())).unwrap();
+            assert_eq!(w.kind, k);
+        }
     }
 }
