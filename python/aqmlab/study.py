@@ -109,6 +109,7 @@ import itertools
 import json
 import math
 import pathlib
+import re
 import tomllib
 from typing import Any
 
@@ -141,18 +142,87 @@ def deep_merge(base: dict, patch: dict) -> dict:
     return out
 
 
+_PATH_STEP = re.compile(r"([^.\[\]]+)(?:\[([^\[\]]+)\])?")
+
+
+def path_steps(path: str) -> list[tuple[str, str | None]]:
+    """The steps of an axis ``path``: each dotted part is a key, optionally followed by
+    ``[SELECTOR]`` choosing one table of an array of tables (``link[uplink].qdisc``,
+    ``flow[0].tcp.cc``). Raises ValueError for anything else."""
+    steps: list[tuple[str, str | None]] = []
+    pos = 0
+    while True:
+        m = _PATH_STEP.match(path, pos)
+        if m is None:
+            raise ValueError(f"{path!r} is not a dotted key such as \"dumbbell.rate\" or \"link[uplink].qdisc\"")
+        steps.append((m.group(1), m.group(2)))
+        pos = m.end()
+        if pos == len(path):
+            return steps
+        if path[pos] != ".":
+            raise ValueError(f"{path!r} is not a dotted key such as \"dumbbell.rate\" or \"link[uplink].qdisc\"")
+        pos += 1
+
+
+def _table_name(key: str, t: Any) -> str | None:
+    """The name an array-of-tables element answers to in a path selector: its ``name``;
+    a ``[[link]]`` without one answers to ``FROM->TO``, the name the result tables give it."""
+    if not isinstance(t, dict):
+        return None
+    if "name" in t:
+        return str(t["name"])
+    if key == "link" and "from" in t and "to" in t:
+        return f"{t['from']}->{t['to']}"
+    return None
+
+
+def _select(key: str, items: list, sel: str, path: str) -> int:
+    """The index in ``items`` (the array ``key``) that ``sel`` chooses: a 0-based index or
+    an element's name."""
+    if sel.isdigit():
+        i = int(sel)
+        if i >= len(items):
+            raise StudyError(f"path {path!r}: {key}[{i}] does not exist: the scenario has {len(items)} [[{key}]] table(s) "
+                             f"(indices 0 to {len(items) - 1})")
+        return i
+    names = [_table_name(key, t) for t in items]
+    if sel in names:
+        return names.index(sel)
+    from aqmlab._naming import did_you_mean
+
+    known = [n for n in names if n is not None]
+    raise StudyError(f"path {path!r}: no [[{key}]] named {sel!r}{did_you_mean(sel, known)} "
+                     f"(names: {', '.join(known) if known else 'none'}; or select by index, {key}[0])")
+
+
 def set_path(doc: dict, path: str, value: Any) -> dict:
-    """Returns a copy of doc with the dotted key `path` set to value."""
+    """Returns a copy of doc with ``path`` (see :func:`path_steps`) set to value. Tables
+    on the way are created; a selected element of an array of tables must exist."""
     out = copy.deepcopy(doc)
     node = out
-    parts = path.split(".")
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            node[p] = nxt
-        node = nxt
-    node[parts[-1]] = copy.deepcopy(value)
+    steps = path_steps(path)
+    for n, (key, sel) in enumerate(steps):
+        last = n == len(steps) - 1
+        if sel is None:
+            if last:
+                node[key] = copy.deepcopy(value)
+                break
+            nxt = node.get(key)
+            if not isinstance(nxt, dict):
+                nxt = {}
+                node[key] = nxt
+            node = nxt
+            continue
+        items = node.get(key)
+        if not isinstance(items, list):
+            raise StudyError(f"path {path!r}: {key} is not an array of tables ([[{key}]]) in this experiment's scenario")
+        i = _select(key, items, sel, path)
+        if last:
+            items[i] = copy.deepcopy(value)
+            break
+        if not isinstance(items[i], dict):
+            raise StudyError(f"path {path!r}: {key}[{sel}] is not a table")
+        node = items[i]
     return out
 
 
@@ -175,6 +245,9 @@ def parse_duration(s: Any, key: str) -> float:
 class AxisValue:
     label: str
     patch: dict
+    #: a ``path`` that selects an element of an array of tables (``link[uplink].qdisc``)
+    #: cannot be a patch (patches replace arrays whole): (path, value) set on the scenario
+    edit: tuple[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,6 +284,11 @@ class Experiment:
         for a in self.axes:
             val = next(v for v in a.values if v.label == params[a.name])
             doc = deep_merge(doc, val.patch)
+            if val.edit is not None:
+                try:
+                    doc = set_path(doc, *val.edit)
+                except StudyError as exc:
+                    raise StudyError(f"experiment {self.name!r}, axis {a.name!r} = {val.label!r}: {exc}") from None
         for when, patch in self.overrides:
             if all(params.get(k) == v for k, v in when.items()):
                 doc = deep_merge(doc, patch)
@@ -324,7 +402,10 @@ def _axis(raw: dict, key: str) -> Axis:
     for i, v in enumerate(vals):
         if path is not None:
             label = labels[i] if labels else (v.get("kind") if isinstance(v, dict) and "kind" in v else str(v))
-            out.append(AxisValue(str(label), set_path({}, path, v)))
+            if any(sel is not None for _, sel in path_steps(path)):
+                out.append(AxisValue(str(label), {}, (path, v)))
+            else:
+                out.append(AxisValue(str(label), set_path({}, path, v)))
         else:
             if not isinstance(v, dict) or "label" not in v:
                 raise StudyError(f"{key}.values[{i}]: without `path`, each value is a table with `label` and `patch`")
@@ -493,8 +574,10 @@ def _check_axis_shape(a: dict, akey: str) -> None:
     """:func:`_check_shape` for one ``[[experiment.axis]]`` table (``akey`` names it)."""
     if "path" in a:
         p = _str(a["path"], f"{akey}.path")
-        if not p or any(not part for part in p.split(".")):
-            raise StudyError(f"{akey}.path: {p!r} is not a dotted key such as \"dumbbell.rate\"")
+        try:
+            path_steps(p)
+        except ValueError as exc:
+            raise StudyError(f"{akey}.path: {exc}") from None
     if "labels" in a:
         labels = a["labels"]
         if not isinstance(labels, list) or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in labels):
@@ -643,6 +726,15 @@ def parse_study(text: str, quick: bool = False, source: str = "<string>") -> Stu
         scen = deep_merge(base, e.get("patch", {}))
         e_cap = parse_duration(e["quick_duration"], f"{key}.quick_duration") if quick and "quick_duration" in e else cap
         axes = [_axis(a, f"{key}.axis[{j}]") for j, a in enumerate(e.get("axis", []))]
+        for j, ax in enumerate(axes):
+            for v in ax.values:
+                # a selector into an array the experiment's scenario already has: check it
+                # now (an array that another axis's patch brings is checked when expanded)
+                if v.edit is not None and isinstance(scen.get(path_steps(v.edit[0])[0][0]), list):
+                    try:
+                        set_path(scen, *v.edit)
+                    except StudyError as exc:
+                        raise StudyError(f"{key}.axis[{j}].{exc}") from None
         overrides = []
         for j, o in enumerate(e.get("override", [])):
             if "when" not in o or "patch" not in o:

@@ -284,3 +284,77 @@ def test_every_full_length_run_of_the_shipped_studies_validates(name, monkeypatc
             except aqmlab.ScenarioError as e:
                 refused[(spec.experiment, tuple(sorted(spec.params.items())))] = str(e)
     assert not refused, refused
+
+
+_TOPO = """
+[study]
+name = "topo"
+[[base.node]]
+name = "a"
+kind = "host"
+[[base.node]]
+name = "r"
+kind = "router"
+[[base.node]]
+name = "b"
+kind = "host"
+[[base.link]]
+from = "a"
+to = "r"
+rate = "1Gbit"
+[[base.link]]
+name = "uplink"
+from = "r"
+to = "b"
+rate = "10Mbit"
+[[base.flow]]
+kind = "bulk"
+name = "big"
+from = "a"
+to = "b"
+[[base.flow]]
+kind = "bulk"
+name = "small"
+from = "a"
+to = "b"
+[[experiment]]
+name = "e"
+  [[experiment.axis]]
+  name = "q"
+"""
+
+
+def test_an_axis_path_selects_one_table_of_an_array_by_name_or_index():
+    st = parse_study(_TOPO + "  path = 'link[uplink].qdisc'\n  values = [{ kind = 'fifo' }, { kind = 'cake', bandwidth = '9Mbit' }]\n"
+                     "  [[experiment.axis]]\n  name = 'cc'\n  path = 'flow[1].tcp.cc'\n  values = ['reno', 'cubic']\n"
+                     "  [[experiment.axis]]\n  name = 'first'\n  path = 'link[a->r].delay'\n  values = ['5ms']\n")
+    runs = {(s.params["q"], s.params["cc"]): s.scenario for s in st.runs()}
+    assert len(runs) == 4
+    sc = runs[("cake", "cubic")]
+    # only the selected tables change; the arrays keep their other elements and order
+    assert sc["link"][1] == {"name": "uplink", "from": "r", "to": "b", "rate": "10Mbit", "qdisc": {"kind": "cake", "bandwidth": "9Mbit"}}
+    assert sc["link"][0] == {"from": "a", "to": "r", "rate": "1Gbit", "delay": "5ms"}  # named by FROM->TO
+    assert [f["name"] for f in sc["flow"]] == ["big", "small"]
+    assert "tcp" not in sc["flow"][0] and sc["flow"][1]["tcp"] == {"cc": "cubic"}
+    assert runs[("fifo", "reno")]["link"][1]["qdisc"] == {"kind": "fifo"}
+    # and a scenario the simulator accepts
+    import aqmlab
+    from aqmlab.scenario import to_toml
+
+    aqmlab.validate(to_toml(sc))
+
+
+@pytest.mark.parametrize(
+    "path,needle",
+    [
+        ("link[upink].qdisc", r"experiment\[0\].axis\[0\].path 'link\[upink\].qdisc': no \[\[link\]\] named 'upink', "
+                              r"did you mean 'uplink'\? \(names: a->r, uplink; or select by index, link\[0\]\)"),
+        ("link[2].qdisc", r"link\[2\] does not exist: the scenario has 2 \[\[link\]\] table\(s\) \(indices 0 to 1\)"),
+        ("dumbbell[0].qdisc", r"dumbbell is not an array of tables"),
+        ("link[uplink]x.qdisc", r"is not a dotted key such as"),
+        ("link[].qdisc", r"is not a dotted key such as"),
+    ],
+)
+def test_a_bad_array_selector_in_an_axis_path_is_named(path, needle):
+    with pytest.raises(StudyError, match=needle):
+        parse_study(_TOPO + f"  path = '{path}'\n  values = [{{ kind = 'fifo' }}]\n").runs()
