@@ -1236,7 +1236,10 @@ def export_cmd(store: str, fmt: str, out: str | None) -> None:
     else:
         _fail(f"{d} is neither a result store (no runs/ folder) nor an `aqmlab run --out` result (no flows.parquet)", EXIT_BAD_INPUT)
         return
-    click.echo(f"{len(paths)} file(s) written" + (f" to {paths[0].parent}" if paths else " (no run has flows that make a Flent test)"))
+    none = (" (no run has flows that make a Flent test: tests are recognised from the flows' kinds and directions, "
+            "client* hosts sending upstream and server* hosts downstream; a study's experiment can name its test: "
+            "flent = \"tcp_nup\" …)")
+    click.echo(f"{len(paths)} file(s) written" + (f" to {paths[0].parent}" if paths else none))
     import gzip
 
     first: dict[str, Path] = {}

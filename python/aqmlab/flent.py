@@ -234,6 +234,10 @@ def run_to_flent(run: pd.Series, flows: pd.DataFrame, samples: pd.DataFrame, ser
 
     kinds = flows["kind"].astype(str)
     dirs = flows["src"].map(direction)
+    if test in ("tcp_ndown", "tcp_nup"):
+        # an experiment that names the one-way test (`flent = "tcp_nup"`) over hosts not
+        # named client*/server*: its streams are the test's direction
+        dirs = dirs.where(dirs != "other", "down" if test == "tcp_ndown" else "up")
     gp = series[(series["kind"] == "flow") & (series["metric"] == "goodput_bps")] if len(series) else series
     width = _bin(gp) if len(gp) else 0.0  # unused when there is no goodput series
     single = test in ("voip-1up", "http-1up")

@@ -539,7 +539,8 @@ def _run_study(study: Study, out: pathlib.Path, specs: list[RunSpec], t0: float,
         (
             _spec_to_dict(s),
             exp[s.experiment].measures,
-            bool(exp[s.experiment].keep_series),
+            # an experiment that names its Flent test keeps the series the export draws
+            bool(exp[s.experiment].keep_series) or exp[s.experiment].flent not in (None, "none"),
             bool(exp[s.experiment].keep_samples),
         )
         for s in todo

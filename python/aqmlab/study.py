@@ -465,7 +465,6 @@ def _cap_durations(doc: dict, cap: float) -> dict:
     return out
 
 
-FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "none")
 
 
 def _bool(v: Any, key: str) -> bool:
@@ -477,8 +476,11 @@ def _bool(v: Any, key: str) -> bool:
 def _flent_test(v: Any, key: str) -> str | None:
     if v is None:
         return None
-    if v not in FLENT_TESTS:
-        raise StudyError(f"{key}: {v!r} is not a Flent test aqmlab exports (allowed: {', '.join(FLENT_TESTS)})")
+    from aqmlab.flent import FLENT_TESTS
+
+    allowed = (*FLENT_TESTS, "none")
+    if v not in allowed:
+        raise StudyError(f"{key}: {v!r} is not a Flent test aqmlab exports (allowed: {', '.join(allowed)})")
     return str(v)
 
 

@@ -339,3 +339,62 @@ def test_one_way_streams_export_as_flents_tcp_ndown(run_dirs):
 def _mean_of(vals: list) -> float:
     v = [x for x in vals if x is not None]
     return sum(v) / len(v)
+
+
+def test_an_experiment_naming_tcp_nup_exports_streams_between_hosts_of_any_name(tmp_path):
+    """A custom topology's hosts are not named client*/server*, so no Flent test is
+    recognised from its flows; `flent = "tcp_nup"` on the experiment makes every bulk
+    flow an upload stream of the test, and the runs keep the goodput series it draws."""
+    from aqmlab.runner import run_study
+    from aqmlab.study import parse_study
+
+    text = """
+[study]
+name = "home"
+[base]
+run = { duration = "4s", warmup = "1s" }
+[[base.node]]
+name = "nas"
+kind = "host"
+[[base.node]]
+name = "cpe"
+kind = "router"
+[[base.node]]
+name = "cloud"
+kind = "host"
+[[base.link]]
+from = "nas"
+to = "cpe"
+rate = "1Gbit"
+[[base.link]]
+name = "uplink"
+from = "cpe"
+to = "cloud"
+rate = "10Mbit"
+delay = "10ms"
+[[base.flow]]
+kind = "bulk"
+name = "up"
+count = 2
+from = "nas"
+to = "cloud"
+[[base.flow]]
+kind = "ping"
+from = "nas"
+to = "cloud"
+[[experiment]]
+name = "e"
+flent = "tcp_nup"
+"""
+    out = tmp_path / "store"
+    run_study(parse_study(text), out, jobs=1, progress=False)
+    paths = export_flent(out, tmp_path / "flent")
+    assert len(paths) == 1
+    d = _load(paths[0])
+    assert d["metadata"]["NAME"] == "tcp_nup"
+    assert d["metadata"]["TEST_PARAMETERS"]["upload_streams"] == "2"
+    res = d["results"]
+    # per-bin series, not each flow's mean drawn flat
+    up1 = [x for x in res["TCP upload::1"] if x is not None]
+    assert len(set(up1)) > 5, up1[:10]
+    assert 8.0 < _mean_of(res["TCP upload sum"]) <= 10.0
