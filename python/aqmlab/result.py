@@ -266,7 +266,8 @@ class Result:
         fl = self._raw["flows"]
         n_all = len(fl["name"])
         n = n_all if max_rows is None else min(n_all, max_rows)
-        has_rtt, has_owd = "rtt_mean" in fl, "owd_mean" in fl
+        srtt = fl.get("srtt_mean")
+        has_rtt, has_owd = "rtt_mean" in fl or srtt is not None, "owd_mean" in fl
         flow_cols = ["flow", "kind", "path", "goodput Mbit/s", "sent", "delivered", "lost"]
         lat_cols = ["loss %"] + (["rtt mean ms", "rtt p99 ms"] if has_rtt else []) + (["owd mean ms", "owd p99 ms"] if has_owd else [])
         flow_rows, lat_rows = [], []
@@ -294,7 +295,11 @@ class Result:
             ])
             lat = [_fmt(loss * 100, 2)]
             if has_rtt:
-                lat += [_fmt(fl["rtt_mean"][i] * 1e3, 3), _fmt(fl["rtt_p99"][i] * 1e3, 3)]
+                mean = fl["rtt_mean"][i] if "rtt_mean" in fl else float("nan")
+                p99 = fl["rtt_p99"][i] if "rtt_p99" in fl else float("nan")
+                if mean != mean and srtt is not None and srtt[i] == srtt[i] and srtt[i] is not None:
+                    mean = srtt[i]  # a TCP flow: its sender's mean smoothed RTT
+                lat += [_fmt(mean * 1e3, 3), _fmt(p99 * 1e3, 3)]
             if has_owd:
                 lat += [_fmt(fl["owd_mean"][i] * 1e3, 3), _fmt(fl["owd_p99"][i] * 1e3, 3)]
             lat_rows.append(lat)
@@ -336,7 +341,8 @@ class Result:
             + ("; drop % = dropped / arrived" if queue_rows else "")
             + ("; UDP flows count packets over the whole run: sent = delivered + lost + still in flight at the end" if any_packets else "")
             + ("; TCP flows: sent = data and ACK packets of both ends, delivered = deliveries to the receiving application, "
-               "lost = packets dropped in either direction (they do not add up; retransmits are in --json)" if any_tcp else "")
+               "lost = packets dropped in either direction (they do not add up; retransmits are in --json), rtt mean = the sender's "
+               "mean smoothed RTT (srtt)" if any_tcp else "")
             + ("; probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" if any_probe else "")
             + ("; * a shaper's rate (htb/tbf), which util % is relative to" if any_shaped else ""),
             style="dim",

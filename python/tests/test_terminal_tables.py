@@ -103,3 +103,17 @@ def test_flow_columns_add_up_and_say_how():
     assert "UDP flows count packets over the whole run: sent = delivered + lost + still in flight at the end" in flat
     assert "TCP flows" not in flat  # no TCP flow in this run
     assert "probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" in flat
+
+
+def test_a_tcp_flows_rtt_column_is_its_senders_mean_srtt():
+    """A bulk flow has no probe RTT; its `rtt mean ms` cell is the sender's mean smoothed
+    RTT, at least the base RTT (20 ms), and the footer says what it is."""
+    text = ('[run]\nduration = "6s"\nwarmup = "2s"\n[dumbbell]\nrate = "10Mbit"\ndelay = "5ms"\n'
+            '[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\n')
+    res = aqmlab.run(text)
+    out = _render(res, 200)
+    row = next(ln for ln in out.splitlines() if ln.startswith("bulk0")).split("│")
+    srtt = res.flows.set_index("name").loc["bulk0", "srtt_mean"]
+    assert srtt >= 0.020
+    assert f"{srtt * 1e3:.3f}" in row[-2]
+    assert "rtt mean = the sender's mean smoothed RTT (srtt)" in " ".join(out.split())
