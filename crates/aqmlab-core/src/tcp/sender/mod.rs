@@ -224,6 +224,8 @@ pub struct Sender {
     min_rto: SimDuration,
     /// One jiffy of the modelled kernel (`TcpConfig::hz`).
     jiffy: SimDuration,
+    /// 10 ms in whole jiffies: the 3.14 probe timeout's floor (fixed per sender).
+    probe_floor_3_14: SimDuration,
     /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
     rto_retrans: u32,
     /// Undo of spurious reductions (`TcpConfig::undo`; `Off` also for controls that own
@@ -337,6 +339,10 @@ impl Sender {
             rearm_after_send: false,
             min_rto: cfg.min_rto,
             jiffy: SimDuration::from_nanos(1_000_000_000 / cfg.hz as u64),
+            probe_floor_3_14: {
+                let j = 1_000_000_000 / cfg.hz as u64;
+                SimDuration::from_nanos(10_000_000u64.div_ceil(j) * j)
+            },
             rto_retrans: 0,
             undo: cfg.undo,
             undo_marker: 0,

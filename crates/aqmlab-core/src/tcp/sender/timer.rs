@@ -81,21 +81,19 @@ impl Sender {
     /// when the RTO would be restarted from now). Returns whether a probe was armed.
     #[inline(never)]
     pub(super) fn schedule_probe(&mut self, now: SimTime, advancing_rto: bool) -> bool {
-        if self.tlp == Tlp::Off || self.sb.packets_out == 0 {
+        if self.sb.packets_out == 0 {
             return false;
         }
-        let Some(srtt) = self.rtt.srtt() else {
-            return false;
-        };
-        // Linux's Disorder state (SACKed, lost or retransmitted data outstanding, or a
-        // retransmitted head) counts as Open here but takes no probe.
-        let disorder = self.sb.sacked_out + self.sb.lost_out + self.sb.retrans_out > 0
-            || self.sb.get(0).has(crate::tcp::scoreboard::EVER_RETRANS);
+        // The cheap tests of each flavour first; `disorder` reads the head segment.
         match self.tlp {
+            Tlp::Off => false,
             Tlp::Linux => {
-                if disorder || !matches!(self.state, CaState::Open | CaState::Cwr) {
+                if !matches!(self.state, CaState::Open | CaState::Cwr) || self.disorder() {
                     return false;
                 }
+                let Some(srtt) = self.rtt.srtt() else {
+                    return false;
+                };
                 // usecs_to_jiffies(srtt_us >> 2) + TCP_RTO_MIN or TCP_TIMEOUT_MIN.
                 let mut pto = self.jiffies(srtt * 2)
                     + if self.sb.packets_out == 1 {
@@ -119,18 +117,25 @@ impl Sender {
                 // is cwnd- or application-limited.
                 if self.timer != XmitTimer::Rto
                     || self.rto_deadline == SimTime::NEVER
-                    || disorder
                     || self.state != CaState::Open
                     || (self.w.cwnd > self.in_flight() && self.unsent() > 0)
+                    || self.disorder()
                 {
                     return false;
                 }
+                let Some(srtt) = self.rtt.srtt() else {
+                    return false;
+                };
                 let mut pto = self.jiffies(srtt * 2);
                 if self.sb.packets_out == 1 {
                     // 1.5·SRTT + TCP_DELACK_MAX (200 ms).
                     pto = pto.max(self.jiffies(srtt + srtt / 2) + SimDuration::from_millis(200));
                 }
-                pto = pto.max(self.jiffies(SimDuration::from_millis(10)));
+                debug_assert_eq!(
+                    self.probe_floor_3_14,
+                    self.jiffies(SimDuration::from_millis(10))
+                );
+                pto = pto.max(self.probe_floor_3_14);
                 let rto_at = self.rto_deadline;
                 if now + pto > rto_at && rto_at > now {
                     pto = rto_at.saturating_since(now);
@@ -138,8 +143,14 @@ impl Sender {
                 self.arm(XmitTimer::Probe, now + pto);
                 true
             }
-            Tlp::Off => false,
         }
+    }
+
+    /// Linux's Disorder state (SACKed, lost or retransmitted data outstanding, or a
+    /// retransmitted head), which counts as Open here but takes no probe.
+    fn disorder(&self) -> bool {
+        self.sb.sacked_out + self.sb.lost_out + self.sb.retrans_out > 0
+            || self.sb.get(0).has(crate::tcp::scoreboard::EVER_RETRANS)
     }
 
     /// The retransmission-timer slot expired (`rto_deadline() <= now`): an RTO
