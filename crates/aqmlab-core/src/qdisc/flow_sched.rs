@@ -28,7 +28,6 @@
 //! (`size + overhead`), as Linux charges `qdisc_pkt_len` (IP packet + link header).
 
 use crate::packet::Packet;
-use std::collections::VecDeque;
 
 /// "No node" / "no flow" index.
 pub const NIL: u32 = u32::MAX;
@@ -251,6 +250,68 @@ pub struct FqFlow {
     /// DRR deficit in frame bytes; may go negative (a packet is sent while it is > 0).
     pub deficit: i32,
     pub list: FlowList,
+    /// The next flow on the same list (`NIL` at its tail or off the lists).
+    next: u32,
+}
+
+/// A FIFO list of flows linked through [`FqFlow::next`] (Linux's `list_head` lists of
+/// `new_flows` / `old_flows`): no ring-buffer index arithmetic, and a flow is on at most
+/// one list at a time, so one link per flow serves both lists.
+#[derive(Copy, Clone, Debug)]
+struct FlowFifo {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl FlowFifo {
+    const EMPTY: FlowFifo = FlowFifo {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+    #[inline(always)]
+    fn front(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+    #[inline(always)]
+    fn push_back(&mut self, flows: &mut [FqFlow], i: u32) {
+        flows[i as usize].next = NIL;
+        if self.tail == NIL {
+            self.head = i;
+        } else {
+            flows[self.tail as usize].next = i;
+        }
+        self.tail = i;
+        self.len += 1;
+    }
+    /// Removes the head (the list must not be empty).
+    #[inline(always)]
+    fn pop_front(&mut self, flows: &[FqFlow]) -> u32 {
+        let i = self.head;
+        debug_assert!(i != NIL, "pop_front on an empty flow list");
+        self.head = flows[i as usize].next;
+        if self.head == NIL {
+            self.tail = NIL;
+        }
+        self.len -= 1;
+        i
+    }
+    fn iter<'a>(&self, flows: &'a [FqFlow]) -> impl Iterator<Item = u32> + 'a {
+        let mut i = self.head;
+        std::iter::from_fn(move || {
+            if i == NIL {
+                return None;
+            }
+            let cur = i;
+            i = flows[cur as usize].next;
+            Some(cur)
+        })
+    }
 }
 
 /// Hash-bucketed flow queues with fq_codel's new/old-list deficit round robin.
@@ -262,8 +323,8 @@ pub struct FqFlow {
 pub struct FqScheduler {
     pub store: PacketStore,
     pub flows: Vec<FqFlow>,
-    new_flows: VecDeque<u32>,
-    old_flows: VecDeque<u32>,
+    new_flows: FlowFifo,
+    old_flows: FlowFifo,
     quantum: i32,
     overhead: u32,
     salt: u32,
@@ -283,12 +344,13 @@ impl FqScheduler {
                 FqFlow {
                     q: PktQueue::EMPTY,
                     deficit: 0,
-                    list: FlowList::Idle
+                    list: FlowList::Idle,
+                    next: NIL,
                 };
                 n_flows as usize
             ],
-            new_flows: VecDeque::with_capacity(n_flows as usize),
-            old_flows: VecDeque::with_capacity(n_flows as usize),
+            new_flows: FlowFifo::EMPTY,
+            old_flows: FlowFifo::EMPTY,
             quantum: quantum.min(i32::MAX as u32) as i32,
             overhead,
             salt,
@@ -315,7 +377,7 @@ impl FqScheduler {
         if f.list == FlowList::Idle {
             f.list = FlowList::New;
             f.deficit = self.quantum;
-            self.new_flows.push_back(idx as u32);
+            self.new_flows.push_back(&mut self.flows, idx as u32);
             self.new_flow_count += 1;
             true
         } else {
@@ -330,19 +392,19 @@ impl FqScheduler {
     pub fn next_flow(&mut self) -> Option<(usize, bool)> {
         loop {
             let (idx, from_new) = match self.new_flows.front() {
-                Some(&i) => (i, true),
-                None => (*self.old_flows.front()?, false),
+                Some(i) => (i, true),
+                None => (self.old_flows.front()?, false),
             };
             let f = &mut self.flows[idx as usize];
             if f.deficit <= 0 {
                 f.deficit += self.quantum;
                 f.list = FlowList::Old;
                 if from_new {
-                    self.new_flows.pop_front();
+                    self.new_flows.pop_front(&self.flows);
                 } else {
-                    self.old_flows.pop_front();
+                    self.old_flows.pop_front(&self.flows);
                 }
-                self.old_flows.push_back(idx);
+                self.old_flows.push_back(&mut self.flows, idx);
                 continue;
             }
             return Some((idx as usize, from_new));
@@ -354,16 +416,16 @@ impl FqScheduler {
     #[inline]
     pub fn flow_empty(&mut self, idx: usize, from_new: bool) {
         if from_new {
-            let head = self.new_flows.pop_front();
-            debug_assert_eq!(head, Some(idx as u32));
+            let head = self.new_flows.pop_front(&self.flows);
+            debug_assert_eq!(head, idx as u32);
             if !self.old_flows.is_empty() {
                 self.flows[idx].list = FlowList::Old;
-                self.old_flows.push_back(idx as u32);
+                self.old_flows.push_back(&mut self.flows, idx as u32);
                 return;
             }
         } else {
-            let head = self.old_flows.pop_front();
-            debug_assert_eq!(head, Some(idx as u32));
+            let head = self.old_flows.pop_front(&self.flows);
+            debug_assert_eq!(head, idx as u32);
         }
         self.flows[idx].list = FlowList::Idle;
     }
@@ -395,7 +457,11 @@ impl FqScheduler {
     /// buckets, in time proportional to the active flows.
     pub fn fattest(&self) -> Option<usize> {
         let mut best: Option<(u64, u32)> = None;
-        for &i in self.new_flows.iter().chain(self.old_flows.iter()) {
+        for i in self
+            .new_flows
+            .iter(&self.flows)
+            .chain(self.old_flows.iter(&self.flows))
+        {
             let b = self.flows[i as usize].q.frame_bytes(self.overhead);
             let better = match best {
                 None => b > 0,
@@ -434,16 +500,16 @@ impl FqScheduler {
         self.quantum
     }
     pub fn new_len(&self) -> usize {
-        self.new_flows.len()
+        self.new_flows.len as usize
     }
     pub fn old_len(&self) -> usize {
-        self.old_flows.len()
+        self.old_flows.len as usize
     }
     /// The *new* and *old* lists, head first (for tests and traces).
     pub fn lists(&self) -> (Vec<u32>, Vec<u32>) {
         (
-            self.new_flows.iter().copied().collect(),
-            self.old_flows.iter().copied().collect(),
+            self.new_flows.iter(&self.flows).collect(),
+            self.old_flows.iter(&self.flows).collect(),
         )
     }
 }
