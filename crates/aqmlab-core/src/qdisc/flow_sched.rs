@@ -153,7 +153,7 @@ impl PacketStore {
     }
 
     /// Appends `pkt` to `q`.
-    #[inline]
+    #[inline(always)]
     pub fn push_back(&mut self, q: &mut PktQueue, pkt: Packet) {
         let size = pkt.size as u64;
         let i = self.alloc(pkt);
@@ -388,7 +388,7 @@ impl FqScheduler {
     /// The flow to serve next, and whether it came from the *new* list. Flows at the head
     /// whose deficit is used up are topped up by one quantum and moved to the tail of
     /// *old* on the way. The flow may turn out empty: then call `flow_empty`.
-    #[inline]
+    #[inline(always)]
     pub fn next_flow(&mut self) -> Option<(usize, bool)> {
         loop {
             let (idx, from_new) = match self.new_flows.front() {

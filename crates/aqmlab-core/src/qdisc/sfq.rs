@@ -275,7 +275,7 @@ impl Sfq {
         self.dep[d as usize].0 = x;
         self.set_prev(n, x);
     }
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, x: u32) -> (u32, u32) {
         let (n, p) = (
             self.slots[x as usize].dep_next,
@@ -310,6 +310,7 @@ impl Sfq {
 
     /// Adds `pkt` to slot `x` (already bound to its bucket); a newly busy slot joins the
     /// ring at the end of the round with a full allotment.
+    #[inline(always)]
     fn add(&mut self, x: u32, pkt: Packet) {
         self.len += 1;
         self.bytes += pkt.size as u64;
@@ -329,6 +330,7 @@ impl Sfq {
     }
 
     /// Removes one packet from slot `x` (head or tail) with depth bookkeeping.
+    #[inline(always)]
     fn take(&mut self, x: u32, from_head: bool) -> Packet {
         let d = self.slots[x as usize].q.len();
         let q = &mut self.slots[x as usize].q;
@@ -364,11 +366,17 @@ impl Sfq {
     }
 
     /// Re-salts the hash if a perturbation period has ended, re-filing queued packets.
+    #[inline(always)]
     fn maybe_perturb(&mut self, now: SimTime, out: &mut QdiscOut) {
-        let Some(period) = self.perturb else { return };
-        if now < self.next_perturb {
-            return;
+        if self.perturb.is_some() && now >= self.next_perturb {
+            self.perturb_now(now, out);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn perturb_now(&mut self, now: SimTime, out: &mut QdiscOut) {
+        let Some(period) = self.perturb else { return };
         while self.next_perturb <= now {
             self.salt = self.rng.next_u32();
             self.next_perturb += period;
