@@ -610,6 +610,101 @@ mod tests {
         assert!(s.is_empty());
     }
 
+    /// The new/old lists as two `VecDeque`s (their form before the flows were linked
+    /// through `FqFlow::next`), driven by the same operations as the scheduler.
+    #[derive(Default)]
+    struct RefLists {
+        new: std::collections::VecDeque<u32>,
+        old: std::collections::VecDeque<u32>,
+        list: Vec<FlowList>,
+        deficit: Vec<i32>,
+    }
+
+    #[test]
+    fn linked_flow_lists_match_two_ring_buffers() {
+        let t = SimTime::ZERO;
+        let (n, quantum) = (8usize, 1514);
+        let mut rng = crate::rng::Rng::stream(7, "test", 0);
+        for round in 0..50 {
+            let mut s = FqScheduler::new(n as u32, quantum as u32, 14, 0, 16);
+            let mut r = RefLists {
+                list: vec![FlowList::Idle; n],
+                deficit: vec![0; n],
+                ..Default::default()
+            };
+            for step in 0..400 {
+                if rng.below(2) == 0 {
+                    let idx = rng.below(n as u64) as usize;
+                    let size = 64 + rng.below(1437) as u32;
+                    s.enqueue(idx, pkt(idx as u32, size, step, t));
+                    if r.list[idx] == FlowList::Idle {
+                        r.list[idx] = FlowList::New;
+                        r.deficit[idx] = quantum;
+                        r.new.push_back(idx as u32);
+                    }
+                } else {
+                    // one dequeue as fq_codel runs it (no AQM drops)
+                    let got = s.next_flow();
+                    let want = loop {
+                        let (idx, from_new) = match r.new.front() {
+                            Some(&i) => (i, true),
+                            None => match r.old.front() {
+                                Some(&i) => (i, false),
+                                None => break None,
+                            },
+                        };
+                        if r.deficit[idx as usize] <= 0 {
+                            r.deficit[idx as usize] += quantum;
+                            r.list[idx as usize] = FlowList::Old;
+                            if from_new {
+                                r.new.pop_front();
+                            } else {
+                                r.old.pop_front();
+                            }
+                            r.old.push_back(idx);
+                            continue;
+                        }
+                        break Some((idx as usize, from_new));
+                    };
+                    assert_eq!(got, want, "round {round} step {step}");
+                    if let Some((idx, from_new)) = got {
+                        match s.pop(idx) {
+                            Some(p) => {
+                                s.charge(idx, p.size + 14);
+                                r.deficit[idx] -= (p.size + 14) as i32;
+                            }
+                            None => {
+                                s.flow_empty(idx, from_new);
+                                if from_new {
+                                    r.new.pop_front();
+                                    if !r.old.is_empty() {
+                                        r.list[idx] = FlowList::Old;
+                                        r.old.push_back(idx as u32);
+                                    } else {
+                                        r.list[idx] = FlowList::Idle;
+                                    }
+                                } else {
+                                    r.old.pop_front();
+                                    r.list[idx] = FlowList::Idle;
+                                }
+                            }
+                        }
+                    }
+                }
+                let (new, old) = s.lists();
+                assert_eq!(new, r.new.iter().copied().collect::<Vec<_>>());
+                assert_eq!(old, r.old.iter().copied().collect::<Vec<_>>());
+                assert_eq!((s.new_len(), s.old_len()), (r.new.len(), r.old.len()));
+                for i in 0..n {
+                    assert_eq!(
+                        (s.flows[i].list, s.flows[i].deficit),
+                        (r.list[i], r.deficit[i])
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn fattest_is_largest_frame_backlog_lowest_index_on_ties() {
         let t = SimTime::ZERO;
