@@ -954,6 +954,15 @@ impl Link {
             );
         } else {
             to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
+            if let Lower::Shaper(s) = &mut self.lower {
+                // a tbf lazy wake-up is pending: the shaper's pull would only count the
+                // stash as held back (no WiFi to poke; a lazy wake-up means the qdisc
+                // does not throttle)
+                if s.throttle_waiting(now) {
+                    debug_assert!(!self.throttles && self.device.is_empty());
+                    return;
+                }
+            }
         }
         let was_ready = self.wifi().map_or(0, |w| w.ready_mask());
         self.kick_lower(now, ev);
@@ -1023,16 +1032,15 @@ impl Link {
     /// A shaper's lazy wake-up (see `shaper`) at or before `t`: the packet it moved to
     /// the device queue and started to serialise then, with that transmission counted
     /// in the busy time as it would have been at the time.
-    #[inline]
     fn released_stash(&mut self, t: SimTime) -> Option<Packet> {
         let Lower::Shaper(s) = &mut self.lower else {
             return None;
         };
-        let (pkt, at) = s.release(t, self.p.overhead)?;
+        let (at, tx) = s.release(t, self.p.overhead)?;
         if at >= self.stats.warmup {
-            self.stats.busy += self.p.rate.tx_time(pkt.size + self.p.overhead);
+            self.stats.busy += tx;
         }
-        Some(pkt)
+        Some(s.take_stash())
     }
 
     /// `kick` for the lower layers other than the wire (kept out of line).
@@ -1092,10 +1100,22 @@ impl Link {
         self.busy = false;
         // (the body of `carry`, written out: moving the packet through one more call
         // costs a 176-byte copy on the hottest path). A shaper's lazy wake-up hands the
-        // packet over only now (it would have been the device queue's only one).
-        let pkt = match self.released_stash(now) {
-            Some(p) => p,
-            None => self
+        // packet over only now (it would have been the device queue's only one): what
+        // `released_stash` does, written out, so the packet moves once, from the stash.
+        let pkt = match &mut self.lower {
+            Lower::Shaper(s) => match s.release(now, self.p.overhead) {
+                Some((at, tx)) => {
+                    if at >= self.stats.warmup {
+                        self.stats.busy += tx;
+                    }
+                    s.take_stash()
+                }
+                None => self
+                    .device
+                    .pop_front()
+                    .expect("TxDone with an empty device queue"),
+            },
+            _ => self
                 .device
                 .pop_front()
                 .expect("TxDone with an empty device queue"),

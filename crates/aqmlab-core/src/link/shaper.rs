@@ -39,7 +39,7 @@ use crate::event::{Event, EventQueue};
 use crate::packet::{LinkId, Packet};
 use crate::params::ParamDoc;
 use crate::qdisc::{AnyQdisc, Qdisc, QdiscOut};
-use crate::time::{Rate, SimTime};
+use crate::time::{Rate, SimDuration, SimTime};
 use crate::units::{RateSpec, SizeSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -117,6 +117,9 @@ pub struct Shaper {
     /// Lazy wake-up: the stash waits for the instant `armed`, where it leaves for the
     /// device; the `TxDone` of its transmission is deferred to the wake-up's place.
     waiting: bool,
+    /// Lazy wake-up: the waiting stash's transmission time at the line rate (computed
+    /// when it starts to wait, for the deferred `TxDone`; its end is `armed` + this).
+    wait_tx: SimDuration,
 }
 
 impl Shaper {
@@ -129,6 +132,7 @@ impl Shaper {
             throttled: 0,
             lazy_wake: false,
             waiting: false,
+            wait_tx: SimDuration::ZERO,
         }
     }
 
@@ -153,22 +157,46 @@ impl Shaper {
     }
 
     /// Lazy wake-up: if the stash is waiting for an instant at or before `t`, it left
-    /// for the device then: charge it at that instant and return it with the instant.
+    /// for the device then: charge it at that instant and return the instant and its
+    /// transmission time at the line rate; the packet is left for [`take_stash`]
+    /// (taken where it goes: moving it through the return value costs copies of it).
     /// (Called when the `TxDone` of its transmission comes, and when a run stops.)
-    #[inline]
-    pub(crate) fn release(&mut self, t: SimTime, overhead: u32) -> Option<(Packet, SimTime)> {
+    ///
+    /// [`take_stash`]: Self::take_stash
+    #[inline(always)]
+    pub(crate) fn release(&mut self, t: SimTime, overhead: u32) -> Option<(SimTime, SimDuration)> {
         if !self.waiting || self.armed > t {
             return None;
         }
         let at = self.armed;
         self.waiting = false;
         self.armed = SimTime::NEVER;
-        let p = self.stash.take().expect("a waiting shaper holds its stash");
-        let bytes = (p.size + overhead) as u64;
+        let size = self.stash.as_ref().expect("a waiting shaper holds its stash").size;
+        let bytes = (size + overhead) as u64;
         let fits = self.tb.conforms(at, bytes);
         debug_assert!(fits, "the stash does not fit the bucket at its wake-up");
         self.tb.charge(bytes);
-        Some((p, at))
+        Some((at, self.wait_tx))
+    }
+
+    /// The stash [`release`](Self::release) let go.
+    #[inline(always)]
+    pub(crate) fn take_stash(&mut self) -> Packet {
+        self.stash.take().expect("a released shaper holds its stash")
+    }
+
+    /// A packet reached the qdisc while a lazy wake-up waits for a later instant: what
+    /// [`pull`](Self::pull) would do then (count the stash as held back, nothing else:
+    /// the device queue is empty and the bucket short until `armed`). False if no lazy
+    /// wake-up is pending or its instant has come (then `pull` has work to do).
+    #[inline(always)]
+    pub(crate) fn throttle_waiting(&mut self, now: SimTime) -> bool {
+        if self.waiting && now < self.armed {
+            self.throttled += 1;
+            true
+        } else {
+            false
+        }
     }
 
     /// Packets held by the shaper itself (the tbf stash).
@@ -293,8 +321,8 @@ impl Shaper {
                             if !self.waiting {
                                 self.waiting = true;
                                 self.armed = at;
-                                let done = at + line.tx_time(bytes as u32);
-                                ev.defer(at, done, Event::TxDone(link));
+                                self.wait_tx = line.tx_time(bytes as u32);
+                                ev.defer(at, at + self.wait_tx, Event::TxDone(link));
                             }
                             debug_assert_eq!(at, self.armed);
                         } else {
