@@ -171,7 +171,11 @@ impl Shaper {
         let at = self.armed;
         self.waiting = false;
         self.armed = SimTime::NEVER;
-        let size = self.stash.as_ref().expect("a waiting shaper holds its stash").size;
+        let size = self
+            .stash
+            .as_ref()
+            .expect("a waiting shaper holds its stash")
+            .size;
         let bytes = (size + overhead) as u64;
         let fits = self.tb.conforms(at, bytes);
         debug_assert!(fits, "the stash does not fit the bucket at its wake-up");
@@ -182,7 +186,9 @@ impl Shaper {
     /// The stash [`release`](Self::release) let go.
     #[inline(always)]
     pub(crate) fn take_stash(&mut self) -> Packet {
-        self.stash.take().expect("a released shaper holds its stash")
+        self.stash
+            .take()
+            .expect("a released shaper holds its stash")
     }
 
     /// A packet reached the qdisc while a lazy wake-up waits for a later instant: what
