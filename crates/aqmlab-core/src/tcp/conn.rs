@@ -775,11 +775,18 @@ impl TcpConn {
         h.send(p);
     }
 
+    /// Samples cwnd, ssthresh and srtt when they changed, at a traced endpoint. The test
+    /// is inlined at the callers (after every segment), the sampling is not.
+    #[inline(always)]
     fn trace<H: TcpHost>(&mut self, h: &mut H, side: Side) {
-        let e = &mut self.ends[side.idx()];
-        if !e.trace {
-            return;
+        if self.ends[side.idx()].trace {
+            self.trace_sample(h, side);
         }
+    }
+
+    #[inline(never)]
+    fn trace_sample<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        let e = &mut self.ends[side.idx()];
         let cur = (
             e.snd.w.cwnd,
             e.snd.w.ssthresh,
