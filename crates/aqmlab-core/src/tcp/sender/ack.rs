@@ -57,7 +57,8 @@ impl Sender {
     }
 
     /// [`Sender::on_ack`] for an ACK that [`Sender::is_idle_ack`] accepts: the counters,
-    /// the receive window, the control's per-ACK hook and the Linux 3.14 probe check.
+    /// the receive window and the control's per-ACK hook. (The Linux 3.14 probe check at
+    /// the end of an ACK arms nothing here: there is no data outstanding.)
     #[inline(never)]
     pub(super) fn on_idle_ack(&mut self, now: SimTime, h: &TcpHeader) {
         self.stats.acks += 1;
@@ -71,9 +72,8 @@ impl Sender {
         let sample = self.ack_sample(now, 0, None, 0);
         self.cc.on_ack_event(&mut self.w, &sample);
         self.stats.cwnd_sum += self.w.cwnd as f64;
-        if AckOrder::of(self.tlp).probe_at_end && self.timer == XmitTimer::Rto {
-            self.schedule_probe(now, false);
-        }
+        // schedule_probe returns at once without outstanding data
+        debug_assert_eq!(self.sb.packets_out, 0);
     }
 
     /// What the congestion control is told about an ACK (no rate sample: the general path
