@@ -352,13 +352,23 @@ def scenario(
     bin: str | float | None = None,
     seed: int | None = None,
     trace: bool | None = None,
+    tcp: Mapping[str, Any] | None = None,
+    docsis: Mapping[str, Any] | None = None,
+    wifi: Iterable[Mapping[str, Any]] = (),
+    **run_keys: Any,
 ) -> dict[str, Any]:
-    """A whole scenario dict: ``[run]`` keys as arguments plus the topology and flows."""
+    """A whole scenario dict: ``[run]`` keys as arguments (the common ones named here, any
+    other ``[run]`` key such as ``noise`` or ``host_jitter`` as a keyword too), the
+    topology (``dumbbell``, ``nodes``/``links``, ``docsis``, ``wifi``), the scenario-wide
+    ``[tcp]`` table and the flows. Unknown keys are reported by validation, naming them."""
     run = {"name": name, "description": description, "duration": duration, "warmup": warmup, "bin": bin, "seed": seed, "trace": trace}
     return {
-        "run": {k: v for k, v in run.items() if v is not None},
+        "run": {k: v for k, v in {**run, **run_keys}.items() if v is not None},
         "dumbbell": dumbbell,
         "node": list(nodes) or None,
         "link": list(links) or None,
+        "docsis": docsis,
+        "wifi": list(wifi) or None,
+        "tcp": tcp,
         "flow": list(flows) or None,
     }

@@ -161,3 +161,24 @@ def test_write_parquet_roundtrip(tmp_path):
     assert (s["value"].to_numpy() == r.samples["value"].to_numpy()).all()
     f = pd.read_parquet(d / "flows.parquet")
     assert not math.isnan(f.loc[0, "rtt_mean"])
+
+
+def test_scenario_builder_takes_tcp_docsis_wifi_and_any_run_key():
+    sc = scenario(
+        duration="3s",
+        noise=False,
+        host_jitter="0s",
+        tcp={"cc": "reno"},
+        docsis={"modems": 2, "channels": 1},
+        flows=[flow("bulk", "server0", "cm0")],
+    )
+    assert sc["run"] == {"duration": "3s", "noise": False, "host_jitter": "0s"}
+    assert sc["tcp"] == {"cc": "reno"} and sc["docsis"]["modems"] == 2
+    r = aqmlab.run(sc)
+    assert r.flows.loc[0, "goodput_bps"] > 1e6
+    assert "docsis_down" in set(r.queues["name"])
+    # a misspelt [run] key is named by validation, not swallowed
+    with pytest.raises(aqmlab.ScenarioError, match="run.nosie"):
+        aqmlab.run(scenario(duration="1s", nosie=False, flows=[flow("ping", "client0", "server0")], dumbbell=dumbbell("10Mbit")))
+    w = scenario(duration="1s", wifi=[{"ap": "ap", "stations": 1}])
+    assert w["wifi"] == [{"ap": "ap", "stations": 1}]
