@@ -368,7 +368,7 @@ impl FqScheduler {
 
     /// Appends `pkt` to flow `idx`; a flow not on any list joins the tail of *new* with a
     /// full quantum. Returns true if the flow became active.
-    #[inline]
+    #[inline(always)]
     pub fn enqueue(&mut self, idx: usize, pkt: Packet) -> bool {
         self.len += 1;
         self.bytes += pkt.size as u64;
@@ -437,7 +437,7 @@ impl FqScheduler {
     }
 
     /// Removes the head packet of flow `idx` (no scheduling side effects).
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self, idx: usize) -> Option<Packet> {
         let p = self.store.pop_front(&mut self.flows[idx].q)?;
         self.len -= 1;
