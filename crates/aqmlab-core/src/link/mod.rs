@@ -43,7 +43,7 @@ pub mod wifi;
 pub mod wifi_budget;
 
 use crate::event::{Event, EventQueue};
-use crate::metrics::{Histogram, LinkSeries};
+use crate::metrics::{Histogram, LinkField, LinkSeries};
 use crate::packet::{Ecn, LinkId, NodeId, Packet};
 use crate::qdisc::{AnyQdisc, DropReason, Qdisc, QdiscOut};
 use crate::rng::Rng;
@@ -238,6 +238,11 @@ impl Lower {
 /// thousands of links most of a hop's cost was missing the cache on them. `rate`,
 /// `delay`, `overhead`, `from` and `to` are copies of the link's parameters (`p`),
 /// which never change after the link is built.
+///
+/// The per-bin series' current bin (`bin_*`) and the queue-free passages (`zero_soj`)
+/// are recorded here too, and written to `LinkStats` when the bin changes and when a
+/// run stops (`Link::settle`): each was one more cache line per hop (the bin in the
+/// series' storage, the histogram's first bucket).
 #[derive(Debug)]
 #[repr(C, align(64))]
 struct WireHot {
@@ -272,6 +277,20 @@ struct WireHot {
     jitter: bool,
     /// GRO at the far end (`LinkParams::gro`).
     gro: bool,
+    /// Which fields of the cached bin were recorded (`1 << LinkField as u8`; 0: no bin
+    /// is cached).
+    bin_recorded: u8,
+    /// Sojourns of 0 ns after warm-up not yet in `LinkStats::sojourn`.
+    zero_soj: u32,
+    /// The cached bin's packets dequeued and largest backlog (`LinkBin` fields).
+    bin_soj_n: u32,
+    bin_backlog: u32,
+    /// The cached bin's range `[bin_lo, bin_hi)` in ns (empty: none cached).
+    bin_lo: u64,
+    bin_hi: u64,
+    /// The cached bin's bytes transmitted and sojourn sum (`LinkBin` fields).
+    bin_tx: u64,
+    bin_soj_sum: f64,
 }
 
 const _: () = assert!(std::mem::size_of::<WireHot>() == 128);
@@ -575,6 +594,14 @@ impl Link {
                 owes_idle_deq: !qdisc.empty_dequeue_is_noop(),
                 jitter: false,
                 gro: p.gro,
+                bin_recorded: 0,
+                zero_soj: 0,
+                bin_soj_n: 0,
+                bin_backlog: 0,
+                bin_lo: 0,
+                bin_hi: 0,
+                bin_tx: 0,
+                bin_soj_sum: 0.0,
             },
             wire: VecDeque::new(),
             qdisc,
@@ -644,6 +671,12 @@ impl Link {
             }
         }
         self.arm_qdisc_wake(now, ev);
+    }
+
+    /// The eager wire on a link that would be lazy (the tests compare the two).
+    #[cfg(test)]
+    pub(crate) fn set_eager(&mut self) {
+        self.hot.lazy = false;
     }
 
     /// Gives this link host processing jitter (the simulator does it for end hosts'
@@ -758,11 +791,11 @@ impl Link {
             && now >= self.hot.busy_until
             && self.qdisc.pass_through(&pkt, now)
         {
-            self.stats.series.backlog(now, 1);
+            self.hot_backlog(now, 1);
             return self.transmit_lazy(pkt, now, ev);
         }
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
-        self.stats.series.backlog(now, self.qdisc.len());
+        self.hot_backlog(now, self.qdisc.len());
         if self.hot.txdone_pending {
             return;
         }
@@ -789,7 +822,7 @@ impl Link {
     /// Lazy wire: `pkt` has left the qdisc at `now` and the serialiser is free.
     #[inline(always)]
     fn transmit_lazy(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
-        note_dequeue(&mut self.stats, pkt.enqueued_at, pkt.ecn, now);
+        self.note_dequeue_lazy(pkt.enqueued_at, pkt.ecn, now);
         if pkt.gso_segs > 1 {
             return self.transmit_lazy_gso(pkt, now, ev);
         }
@@ -873,8 +906,98 @@ impl Link {
                 self.stats.tx_pkts += self.hot.uncounted_segs as u64;
                 self.stats.tx_bytes += size as u64;
             }
-            self.stats.series.tx(done, size);
+            self.hot_bin(done, LinkField::TxBytes);
+            self.hot.bin_tx += size as u64;
         }
+    }
+
+    /// Lazy wire: `note_dequeue` with the series' bin and the zero sojourns kept in
+    /// `hot` (the same records, written to `stats` later: `flush_hot`).
+    #[inline(always)]
+    fn note_dequeue_lazy(&mut self, enqueued_at: SimTime, ecn: Ecn, now: SimTime) {
+        let soj = now.saturating_since(enqueued_at).as_nanos();
+        if now >= self.stats.warmup {
+            if soj == 0 {
+                self.hot.zero_soj += 1;
+                if self.hot.zero_soj == u32::MAX {
+                    self.flush_zero_soj();
+                }
+            } else {
+                self.stats.sojourn.record(soj);
+            }
+        }
+        self.hot_bin(now, LinkField::Sojourn);
+        self.hot.bin_soj_sum += soj as f64;
+        self.hot.bin_soj_n += 1;
+        if !self.stats.packet_windows.is_empty() {
+            self.stats.log_packet(now, PKT_SOJOURN, soj as f64 * 1e-9);
+        }
+        if ecn == Ecn::Ce {
+            self.stats.ce_marked_seen += 1;
+        }
+    }
+
+    /// Lazy wire: `LinkSeries::backlog` into the cached bin.
+    #[inline(always)]
+    fn hot_backlog(&mut self, t: SimTime, packets: usize) {
+        self.hot_bin(t, LinkField::BacklogMax);
+        let n = u32::try_from(packets).unwrap_or(u32::MAX);
+        if n > self.hot.bin_backlog {
+            self.hot.bin_backlog = n;
+        }
+    }
+
+    /// Lazy wire: makes the cached bin the one holding `t` and marks `field` recorded.
+    #[inline(always)]
+    fn hot_bin(&mut self, t: SimTime, field: LinkField) {
+        let tn = t.as_nanos();
+        if !(tn >= self.hot.bin_lo && tn < self.hot.bin_hi) {
+            self.load_bin(t);
+        }
+        self.hot.bin_recorded |= 1 << field as u8;
+    }
+
+    /// Writes the cached bin back and caches the one holding `t` (a write-back cache:
+    /// the bin's values are loaded, so every record adds to the same running values in
+    /// the same order as recording straight into the series).
+    #[inline(never)]
+    fn load_bin(&mut self, t: SimTime) {
+        self.store_bin();
+        let (b, lo, hi) = self.stats.series.bin_mut(t, 0);
+        self.hot.bin_tx = b.tx_bytes;
+        self.hot.bin_soj_sum = b.sojourn_sum;
+        self.hot.bin_soj_n = b.sojourn_n;
+        self.hot.bin_backlog = b.backlog_max;
+        self.hot.bin_lo = lo;
+        self.hot.bin_hi = hi;
+    }
+
+    /// Writes the cached bin (if any) back to the series and drops it from the cache.
+    fn store_bin(&mut self) {
+        if self.hot.bin_recorded != 0 {
+            let t = SimTime::from_nanos(self.hot.bin_lo);
+            let (b, _, _) = self.stats.series.bin_mut(t, self.hot.bin_recorded);
+            b.tx_bytes = self.hot.bin_tx;
+            b.sojourn_sum = self.hot.bin_soj_sum;
+            b.sojourn_n = self.hot.bin_soj_n;
+            b.backlog_max = self.hot.bin_backlog;
+        }
+        self.hot.bin_recorded = 0;
+        self.hot.bin_lo = 0;
+        self.hot.bin_hi = 0;
+    }
+
+    #[cold]
+    fn flush_zero_soj(&mut self) {
+        self.stats.sojourn.record_zeros(self.hot.zero_soj as u64);
+        self.hot.zero_soj = 0;
+    }
+
+    /// Writes what `hot` holds of the statistics (the series' bin, the zero sojourns)
+    /// to `stats`.
+    fn flush_hot(&mut self) {
+        self.store_bin();
+        self.flush_zero_soj();
     }
 
     /// Makes an owed empty dequeue (lazy wire) that falls at or before `t`, so the qdisc's
@@ -894,6 +1017,7 @@ impl Link {
             let none = self.qdisc.dequeue(self.hot.busy_until, &mut self.out);
             debug_assert!(none.is_none(), "owed dequeue found a packet");
         }
+        self.flush_hot();
     }
 
     /// tbf keeps a GSO skb whole when its length fits the bucket: Linux 6.1
@@ -1341,6 +1465,132 @@ impl Link {
 mod tests {
     use super::*;
     use crate::qdisc::{BuildCtx, QdiscConfig};
+
+    /// A plain 100 Mbit/s wire (1514-byte frames take 121.12 us, 1 ms delay) with the
+    /// qdisc `qdisc` (TOML), warm-up 3 ms and bins of `bin`.
+    fn wire_link(qdisc: &str, bin: SimDuration, seed: u64) -> Link {
+        let table: toml::Table = toml::from_str(qdisc).unwrap();
+        let q = QdiscConfig::try_from(table).unwrap();
+        let p = LinkParams {
+            name: "wire".into(),
+            from: 0,
+            to: 1,
+            peers: Vec::new(),
+            rate: Rate::from_bps(100_000_000),
+            delay: SimDuration::from_millis(1),
+            overhead: 14,
+            mtu: 1500,
+            device_queue: 1,
+            loss: 0.0,
+            loss_periods: Vec::new(),
+            trace: false,
+            gro: false,
+            lower: LowerParams::Wire,
+        };
+        let qd = q.build(BuildCtx {
+            rate: p.rate,
+            mtu: 1500,
+            overhead: 14,
+            rng: Rng::stream(seed, "qdisc", 0),
+        });
+        let warmup = SimTime::from_nanos(3_000_000);
+        Link::new(0, p, qd, Rng::stream(seed, "link", 0), warmup, bin)
+    }
+
+    /// The lazy wire keeps its series' current bin and its zero sojourns in `WireHot`
+    /// and writes them to `LinkStats` when the bin changes and when a run stops; the
+    /// eager wire records each straight into `LinkStats`. Driven alike (bursts that
+    /// queue, gaps that leave the queue empty, bins a few packets long, the run stopped
+    /// and continued twice), the two links leave identical statistics: every bin of
+    /// the series, the sojourn histogram, the counters, and the far-end arrivals.
+    #[test]
+    fn lazy_wire_statistics_match_the_eager_wire() {
+        let run = |qdisc: &str, bin_us: u64, seed: u64, lazy: bool| {
+            let bin = SimDuration::from_nanos(bin_us * 1000);
+            let mut link = wire_link(qdisc, bin, seed);
+            assert!(link.hot.lazy, "a plain wire is lazy");
+            if !lazy {
+                link.set_eager();
+            }
+            let mut rng = Rng::stream(seed, "test", 0);
+            let mut ev = EventQueue::new();
+            ev.push(SimTime::ZERO, Event::FlowTimer { flow: 0, kind: 0 });
+            let mut log = Vec::new();
+            let mut uid = 0;
+            for stop_ms in [7, 19, 40, 120] {
+                let stop = SimTime::from_nanos(stop_ms * 1_000_000);
+                while let Some((now, e)) = ev.pop_due(stop) {
+                    match e {
+                        Event::FlowTimer { .. } => {
+                            uid += 1;
+                            let size = [60, 590, 1500][rng.below(3) as usize];
+                            let pkt = crate::qdisc::testutil::pkt(rng.below(3) as u32, size, uid, now);
+                            link.enqueue(pkt, now, &mut ev);
+                            for (p, _) in link.out.drops.drain(..) {
+                                log.push((now.as_nanos(), p.uid, 0));
+                                link.stats.series.drop(now);
+                            }
+                            // bursts (gaps of 0-40 us) and pauses (up to 2 ms)
+                            let gap = if rng.below(8) == 0 {
+                                rng.below(2_000_000)
+                            } else {
+                                rng.below(40_000)
+                            };
+                            ev.push(now + SimDuration::from_nanos(gap), e);
+                        }
+                        Event::TxDone(_) => link.tx_done(now, &mut ev),
+                        Event::Arrive(_) => {
+                            let p = link.arrive(now, &mut ev);
+                            log.push((now.as_nanos(), p.uid, 1));
+                        }
+                        Event::TxComplete { .. } => {}
+                        _ => unreachable!(),
+                    }
+                    for (p, _) in link.out.drops.drain(..) {
+                        log.push((now.as_nanos(), p.uid, 0));
+                        link.stats.series.drop(now);
+                    }
+                }
+                link.settle(stop);
+            }
+            let st = &link.stats;
+            let end = SimTime::from_nanos(120_000_000);
+            let dense: Vec<Vec<f64>> = [
+                (LinkField::TxBytes, 0),
+                (LinkField::Sojourn, 1),
+                (LinkField::Drops, 2),
+                (LinkField::BacklogMax, 3),
+            ]
+            .into_iter()
+            .map(|(f, i)| {
+                st.series.dense(f, end, -1.0, |b| match i {
+                    0 => b.tx_bytes as f64,
+                    1 => b.sojourn_sum + b.sojourn_n as f64 * 1e12,
+                    2 => b.drops as f64,
+                    _ => b.backlog_max as f64,
+                })
+            })
+            .collect();
+            let h = &st.sojourn;
+            let hist: Vec<_> = h.buckets().collect();
+            (
+                log,
+                st.series.bins().to_vec(),
+                dense,
+                (h.count, h.sum, h.min, h.max, hist),
+                (st.tx_pkts, st.tx_bytes, st.busy, st.ce_marked_seen),
+            )
+        };
+        for qdisc in ["kind = 'fifo'", "kind = 'codel'", "kind = 'fifo'\nlimit = 5"] {
+            for (bin_us, seed) in [(250, 1), (1000, 2), (97, 3)] {
+                let lazy = run(qdisc, bin_us, seed, true);
+                let eager = run(qdisc, bin_us, seed, false);
+                assert!(lazy.0.len() > 300, "{qdisc}: {} packets", lazy.0.len());
+                assert!(lazy.3 .2 == 0 && lazy.3 .3 > 100_000, "zero and queued sojourns: {:?}", lazy.3);
+                assert_eq!(lazy, eager, "{qdisc}, bins of {bin_us} us, seed {seed}");
+            }
+        }
+    }
 
     /// GRO, hand-worked (`Link::arrive_gro`). A 100 Mbit/s wire (1514-byte frames take
     /// 121.12 µs) with 1 ms delay. At t = 0 a 3-segment GSO skb of flow 1 (seq 1,

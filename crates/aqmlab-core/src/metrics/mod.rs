@@ -72,6 +72,18 @@ impl Histogram {
         self.min = self.min.min(v);
         self.max = self.max.max(v);
     }
+    /// `n` records of the value 0: what `record(0)` `n` times leaves.
+    pub fn record_zeros(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.counts.resize(1, 0);
+        }
+        self.counts[0] += n;
+        self.count += n;
+        self.min = 0;
+    }
     pub fn mean(&self) -> f64 {
         if self.count == 0 {
             f64::NAN
@@ -321,6 +333,25 @@ impl LinkSeries {
         };
         self.lo = i * self.width;
         self.hi = self.lo.saturating_add(self.width);
+    }
+    /// For a caller that keeps the bin it records into in a cache of its own and writes
+    /// it back (a lazy link, whose per-packet state is one block): the bin holding `t`
+    /// (created if new, as a record creates it) and its range `[lo, hi)` in ns. The
+    /// fields whose bit (`1 << LinkField as u8`) is set in `recorded` count as recorded
+    /// in it, as if `tx`, `sojourn`, `drop` or `backlog` had been called.
+    #[inline(never)]
+    pub fn bin_mut(&mut self, t: SimTime, recorded: u8) -> (&mut LinkBin, u64, u64) {
+        let tn = t.as_nanos();
+        if !(tn >= self.lo && tn < self.hi) {
+            self.locate(tn);
+        }
+        let b = &mut self.bins[self.cur];
+        for (f, l) in self.len.iter_mut().enumerate() {
+            if recorded & (1 << f) != 0 && b.index >= *l {
+                *l = b.index + 1;
+            }
+        }
+        (b, self.lo, self.hi)
     }
     /// `bytes` transmitted at `t`.
     #[inline(always)]
