@@ -906,8 +906,16 @@ impl Link {
                 self.stats.tx_pkts += self.hot.uncounted_segs as u64;
                 self.stats.tx_bytes += size as u64;
             }
-            self.hot_bin(done, LinkField::TxBytes);
-            self.hot.bin_tx += size as u64;
+            let tn = done.as_nanos();
+            if tn >= self.hot.bin_lo && tn < self.hot.bin_hi {
+                self.hot.bin_recorded |= 1 << LinkField::TxBytes as u8;
+                self.hot.bin_tx += size as u64;
+            } else {
+                // another bin than the cached one (on a link that sends rarely, the
+                // previous packet's end is in an earlier bin): straight into the
+                // series, keeping the cached bin (its write-back does not touch others)
+                self.stats.series.tx(done, size);
+            }
         }
     }
 
