@@ -1532,7 +1532,8 @@ mod tests {
                         Event::FlowTimer { .. } => {
                             uid += 1;
                             let size = [60, 590, 1500][rng.below(3) as usize];
-                            let pkt = crate::qdisc::testutil::pkt(rng.below(3) as u32, size, uid, now);
+                            let pkt =
+                                crate::qdisc::testutil::pkt(rng.below(3) as u32, size, uid, now);
                             link.enqueue(pkt, now, &mut ev);
                             for (p, _) in link.out.drops.drain(..) {
                                 log.push((now.as_nanos(), p.uid, 0));
@@ -1589,12 +1590,20 @@ mod tests {
                 (st.tx_pkts, st.tx_bytes, st.busy, st.ce_marked_seen),
             )
         };
-        for qdisc in ["kind = 'fifo'", "kind = 'codel'", "kind = 'fifo'\nlimit = 5"] {
+        for qdisc in [
+            "kind = 'fifo'",
+            "kind = 'codel'",
+            "kind = 'fifo'\nlimit = 5",
+        ] {
             for (bin_us, seed) in [(250, 1), (1000, 2), (97, 3)] {
                 let lazy = run(qdisc, bin_us, seed, true);
                 let eager = run(qdisc, bin_us, seed, false);
                 assert!(lazy.0.len() > 300, "{qdisc}: {} packets", lazy.0.len());
-                assert!(lazy.3 .2 == 0 && lazy.3 .3 > 100_000, "zero and queued sojourns: {:?}", lazy.3);
+                assert!(
+                    lazy.3 .2 == 0 && lazy.3 .3 > 100_000,
+                    "zero and queued sojourns: {:?}",
+                    lazy.3
+                );
                 assert_eq!(lazy, eager, "{qdisc}, bins of {bin_us} us, seed {seed}");
             }
         }
