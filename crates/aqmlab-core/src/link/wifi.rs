@@ -457,6 +457,10 @@ pub struct WifiPort {
     /// A packet taken from the qdisc whose access category was stopped: it blocks the
     /// qdisc until that category wakes (the requeue of Linux's `sch_direct_xmit`).
     requeued: Option<(Packet, usize, SimTime)>,
+    /// Bit `a` set: `acs[a].hw_aggs` is not empty ([`ready_mask`](Self::ready_mask), which
+    /// the link asks before and after every packet it hands over); kept where aggregates
+    /// enter (`fill_hw`) and leave (`complete_head`).
+    ready: u8,
     scratch: Vec<Mpdu>,
     pub stats: WifiStats,
 }
@@ -487,6 +491,7 @@ impl WifiPort {
         WifiPort {
             acs,
             requeued: None,
+            ready: 0,
             scratch: Vec::with_capacity(p.max_frames as usize),
             stats: WifiStats::default(),
             p,
@@ -532,6 +537,12 @@ impl WifiPort {
     /// Bit `a` set: access category `a` has an aggregate waiting in hardware (contends).
     #[inline]
     pub fn ready_mask(&self) -> u8 {
+        debug_assert_eq!(self.ready, self.scan_ready_mask());
+        self.ready
+    }
+
+    /// [`ready_mask`](Self::ready_mask) from the queues themselves.
+    fn scan_ready_mask(&self) -> u8 {
         let mut m = 0;
         for (a, q) in self.acs.iter().enumerate() {
             if !q.hw_aggs.is_empty() {
@@ -591,12 +602,17 @@ impl WifiPort {
     /// Builds aggregates into each access category's hardware queue while it has room.
     pub fn fill_hw(&mut self) {
         let (ba_window, max_bytes) = (self.p.ba_window, self.p.max_bytes);
-        for q in self.acs.iter_mut() {
+        for (a, q) in self.acs.iter_mut().enumerate() {
             let np = q.sw.len();
             while q.hw_aggs.len() < self.p.hw_aggregates as usize {
                 let mut chosen = None;
                 for k in 0..np {
-                    let peer = (q.rr + k) % np;
+                    // (q.rr + k) % np without the division: rr < np and k < np
+                    let peer = if q.rr + k >= np {
+                        q.rr + k - np
+                    } else {
+                        q.rr + k
+                    };
                     if let Some(h) = q.sw[peer].front() {
                         if h.seq < q.rx[peer].next + ba_window {
                             chosen = Some(peer);
@@ -627,6 +643,7 @@ impl WifiPort {
                     n,
                     airtime: mode.ppdu_time(bytes),
                 });
+                self.ready |= 1 << a;
             }
         }
     }
@@ -652,6 +669,9 @@ impl WifiPort {
             .hw_aggs
             .pop_front()
             .expect("completion without an aggregate");
+        if q.hw_aggs.is_empty() {
+            self.ready &= !(1 << ac);
+        }
         let peer = agg.peer as usize;
         let fer = self.p.peer_fer[peer];
         let warm = now >= stats.warmup;
