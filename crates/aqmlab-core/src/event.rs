@@ -548,26 +548,31 @@ impl EventQueue {
     }
 
     /// The queue has reached the place of the earliest deferred push: make it.
-    #[inline(never)]
+    #[inline(always)]
     fn reach_deferred(&mut self) {
         let (key, time, ev) = if self.deferred.len() == 1 {
             // the usual case (one shaped link waiting): no search, no new minimum
             self.deferred_min = u128::MAX;
             self.deferred.pop().expect("one deferred push")
         } else {
-            let i = self
-                .deferred
-                .iter()
-                .position(|d| d.0 == self.deferred_min)
-                .expect("deferred_min is in the list");
-            let d = self.deferred.swap_remove(i);
-            self.deferred_changed();
-            d
+            self.take_earliest_deferred()
         };
         debug_assert!(self.deferred.iter().all(|d| d.0 > key));
         // the skipped event's instant is the queue's "now" while it pushes
         self.last = SimTime::from_nanos((key >> 64) as u64);
         self.push(time, ev);
+    }
+    /// `reach_deferred` with several pushes deferred: takes out the earliest.
+    #[inline(never)]
+    fn take_earliest_deferred(&mut self) -> (u128, SimTime, Event) {
+        let i = self
+            .deferred
+            .iter()
+            .position(|d| d.0 == self.deferred_min)
+            .expect("deferred_min is in the list");
+        let d = self.deferred.swap_remove(i);
+        self.deferred_changed();
+        d
     }
     /// Pending events, deferred pushes included.
     pub fn len(&self) -> usize {
