@@ -120,6 +120,10 @@ pub struct Shaper {
     /// Lazy wake-up: the waiting stash's transmission time at the line rate (computed
     /// when it starts to wait, for the deferred `TxDone`; its end is `armed` + this).
     wait_tx: SimDuration,
+    /// Lazy wake-up: the frame length whose line-rate transmission time `line_tx` holds
+    /// (0: none yet; a one-entry cache, most frames are full-size).
+    line_bytes: u32,
+    line_tx: SimDuration,
 }
 
 impl Shaper {
@@ -133,6 +137,8 @@ impl Shaper {
             lazy_wake: false,
             waiting: false,
             wait_tx: SimDuration::ZERO,
+            line_bytes: 0,
+            line_tx: SimDuration::ZERO,
         }
     }
 
@@ -203,6 +209,18 @@ impl Shaper {
         } else {
             false
         }
+    }
+
+    /// `line.tx_time(bytes)`, from the one-entry cache when `bytes` is the last frame
+    /// length asked for (the line rate of a link does not change).
+    #[inline(always)]
+    fn line_tx_time(&mut self, line: Rate, bytes: u32) -> SimDuration {
+        if bytes != self.line_bytes {
+            self.line_bytes = bytes;
+            self.line_tx = line.tx_time(bytes);
+        }
+        debug_assert_eq!(self.line_tx, line.tx_time(bytes));
+        self.line_tx
     }
 
     /// Packets held by the shaper itself (the tbf stash).
@@ -327,7 +345,7 @@ impl Shaper {
                             if !self.waiting {
                                 self.waiting = true;
                                 self.armed = at;
-                                self.wait_tx = line.tx_time(bytes as u32);
+                                self.wait_tx = self.line_tx_time(line, bytes as u32);
                                 ev.defer(at, at + self.wait_tx, Event::TxDone(link));
                             }
                             debug_assert_eq!(at, self.armed);
