@@ -1047,7 +1047,18 @@ impl Link {
     /// path stays as small as it was). DOCSIS: the packet meets its service flow's
     /// regulator before the qdisc.
     #[inline(never)]
-    fn enqueue_lower(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+    fn enqueue_lower(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+        if pkt.gso_segs != 0 {
+            return self.enqueue_lower_gso(pkt, now, ev);
+        }
+        self.enqueue_lower_one(pkt, now, ev);
+    }
+
+    /// `enqueue_lower` of a GSO skb or segment (out of line: the usual packet's path
+    /// keeps a smaller frame).
+    #[cold]
+    #[inline(never)]
+    fn enqueue_lower_gso(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
         if pkt.gso_segs != 0 && pkt.src == self.p.from {
             // TCP Small Queues: a lower layer's own queues are not modelled below the
             // socket; its skb completes at hand-off (and is not counted again)
@@ -1071,6 +1082,12 @@ impl Link {
             }
             return;
         }
+        self.enqueue_lower_one(pkt, now, ev);
+    }
+
+    /// `enqueue_lower` of one packet the lower layer takes as it is.
+    #[inline(always)]
+    fn enqueue_lower_one(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
         if let Lower::Docsis(d) = &mut self.lower {
             let peer = peer_index(&self.peer_of, pkt.dst);
             d.arrive(
