@@ -7,6 +7,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+#: The Flent tests ``aqmlab export`` writes (``aqmlab.flent``); a study experiment's
+#: ``flent`` key takes one of them or "none". Here, in a module that imports nothing of
+#: aqmlab, so the study parser can check the key without importing the exporter.
+FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "tcp_ndown",
+               "tcp_nup")
+
 __all__ = ["did_you_mean", "direction", "key_line"]
 
 

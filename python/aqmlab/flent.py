@@ -93,12 +93,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aqmlab._naming import FLENT_TESTS
 from aqmlab.result import direction
 
 __all__ = ["export_flent", "export_flent_run", "flent_conf_for", "flent_test_for", "run_to_flent", "FLENT_TESTS", "FLENT_PLOTS"]
 
-FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "tcp_ndown",
-               "tcp_nup")
 #: Each test's default plot in Flent 2.3 (``DEFAULTS['PLOT']`` of its ``tests/*.conf``):
 #: what ``flent -i FILE`` draws without ``-p``. ``all_scaled`` exists only in the tests
 #: that include ``rrul_be.conf`` (``rrul_be``, ``voip-rrul``, ``http-rrul``).

@@ -476,7 +476,7 @@ def _bool(v: Any, key: str) -> bool:
 def _flent_test(v: Any, key: str) -> str | None:
     if v is None:
         return None
-    from aqmlab.flent import FLENT_TESTS
+    from aqmlab._naming import FLENT_TESTS
 
     allowed = (*FLENT_TESTS, "none")
     if v not in allowed:
