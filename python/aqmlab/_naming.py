@@ -13,7 +13,7 @@ from typing import Any
 FLENT_TESTS = ("rrul", "rrul_be", "rrul_be_nflows", "voip-rrul", "http-rrul", "voip-1up", "voip", "http-1up", "http", "tcp_ndown",
                "tcp_nup")
 
-__all__ = ["did_you_mean", "direction", "key_line"]
+__all__ = ["FLENT_TESTS", "did_you_mean", "direction", "key_line"]
 
 
 def direction(host: Any) -> str:

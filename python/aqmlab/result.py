@@ -297,7 +297,7 @@ class Result:
             if has_rtt:
                 mean = fl["rtt_mean"][i] if "rtt_mean" in fl else float("nan")
                 p99 = fl["rtt_p99"][i] if "rtt_p99" in fl else float("nan")
-                if mean != mean and srtt is not None and srtt[i] == srtt[i] and srtt[i] is not None:
+                if mean != mean and srtt is not None and srtt[i] is not None and srtt[i] == srtt[i]:
                     mean = srtt[i]  # a TCP flow: its sender's mean smoothed RTT
                 lat += [_fmt(mean * 1e3, 3), _fmt(p99 * 1e3, 3)]
             if has_owd:

@@ -151,17 +151,15 @@ def path_steps(path: str) -> list[tuple[str, str | None]]:
     ``flow[0].tcp.cc``). Raises ValueError for anything else."""
     steps: list[tuple[str, str | None]] = []
     pos = 0
-    while True:
-        m = _PATH_STEP.match(path, pos)
-        if m is None:
-            raise ValueError(f"{path!r} is not a dotted key such as \"dumbbell.rate\" or \"link[uplink].qdisc\"")
+    while (m := _PATH_STEP.match(path, pos)) is not None:
         steps.append((m.group(1), m.group(2)))
         pos = m.end()
         if pos == len(path):
             return steps
         if path[pos] != ".":
-            raise ValueError(f"{path!r} is not a dotted key such as \"dumbbell.rate\" or \"link[uplink].qdisc\"")
+            break
         pos += 1
+    raise ValueError(f"{path!r} is not a dotted key such as \"dumbbell.rate\" or \"link[uplink].qdisc\"")
 
 
 def _table_name(key: str, t: Any) -> str | None:
@@ -199,31 +197,40 @@ def set_path(doc: dict, path: str, value: Any) -> dict:
     """Returns a copy of doc with ``path`` (see :func:`path_steps`) set to value. Tables
     on the way are created; a selected element of an array of tables must exist."""
     out = copy.deepcopy(doc)
-    node = out
     steps = path_steps(path)
-    for n, (key, sel) in enumerate(steps):
-        last = n == len(steps) - 1
-        if sel is None:
-            if last:
-                node[key] = copy.deepcopy(value)
-                break
-            nxt = node.get(key)
-            if not isinstance(nxt, dict):
-                nxt = {}
-                node[key] = nxt
-            node = nxt
-            continue
-        items = node.get(key)
-        if not isinstance(items, list):
-            raise StudyError(f"path {path!r}: {key} is not an array of tables ([[{key}]]) in this experiment's scenario")
-        i = _select(key, items, sel, path)
-        if last:
-            items[i] = copy.deepcopy(value)
-            break
-        if not isinstance(items[i], dict):
-            raise StudyError(f"path {path!r}: {key}[{sel}] is not a table")
-        node = items[i]
+    node = out
+    for key, sel in steps[:-1]:
+        node = _path_child(node, key, sel, path)
+    key, sel = steps[-1]
+    if sel is None:
+        node[key] = copy.deepcopy(value)
+    else:
+        items = _path_array(node, key, path)
+        items[_select(key, items, sel, path)] = copy.deepcopy(value)
     return out
+
+
+def _path_array(node: dict, key: str, path: str) -> list:
+    items = node.get(key)
+    if not isinstance(items, list):
+        raise StudyError(f"path {path!r}: {key} is not an array of tables ([[{key}]]) in this experiment's scenario")
+    return items
+
+
+def _path_child(node: dict, key: str, sel: str | None, path: str) -> dict:
+    """The table one step of ``path`` leads to from ``node``: ``key`` (created if absent
+    or not a table) or, with a selector, the chosen table of the array ``key``."""
+    if sel is None:
+        nxt = node.get(key)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[key] = nxt
+        return nxt
+    items = _path_array(node, key, path)
+    item = items[_select(key, items, sel, path)]
+    if not isinstance(item, dict):
+        raise StudyError(f"path {path!r}: {key}[{sel}] is not a table")
+    return item
 
 
 def parse_duration(s: Any, key: str) -> float:
