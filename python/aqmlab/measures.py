@@ -51,16 +51,41 @@ TCP_KINDS = ("bulk",)
 PROBE_KINDS = ("ping", "udp_rr")
 
 
+def _memo(res: Result, key: Any, make: Callable[[], Any]) -> Any:
+    """What ``make()`` derives from `res`, computed once per Result: several measures of a
+    run read the same rows (the TCP bulk flows, each one's direction, the goodput sums
+    that ``up_share`` shares with ``goodput_up``/``goodput_down``). Measures never change
+    what they read, so the shared value is what each would have computed; it is kept
+    with the flows table it came from and dropped if the object's ``flows`` is replaced."""
+    attrs = getattr(res, "__dict__", None)
+    if attrs is None:
+        return make()
+    flows = res.flows
+    memo = attrs.get("_measure_memo")
+    if memo is None or memo[0] is not flows:
+        memo = attrs["_measure_memo"] = (flows, {})
+    kept = memo[1]
+    if key not in kept:
+        kept[key] = make()
+    return kept[key]
+
+
 def _tcp(res: Result):
-    f = res.flows
-    return f[f["kind"].isin(TCP_KINDS)]
+    def make():
+        f = res.flows
+        return f[f["kind"].isin(TCP_KINDS)]
+
+    return _memo(res, "tcp", make)
 
 
 def _goodput(way: str) -> Callable[[Result], float]:
-    def g(res: Result) -> float:
+    def make(res: Result) -> float:
         f = _tcp(res)
-        f = f[f["src"].map(direction) == way]
+        f = f[_memo(res, "tcp_direction", lambda: f["src"].map(direction)) == way]
         return float(f["goodput_bps"].sum()) if len(f) else math.nan
+
+    def g(res: Result) -> float:
+        return float(_memo(res, ("goodput", way), lambda: make(res)))
 
     return g
 

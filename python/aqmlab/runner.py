@@ -99,13 +99,11 @@ def _spec_to_dict(spec: RunSpec) -> dict:
     return dataclasses.asdict(spec) | {"run_id": spec.run_id}
 
 
-def _run_and_row(spec: dict, measures: list[str]) -> tuple[Any, dict[str, Any], Any]:
+def _run_and_row(spec: dict, measures: list[str]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """Runs the simulation of `spec`: its Result, the identity and axis columns every
-    table of the run starts with, and its ``runs`` row (a one-row DataFrame). Every run
-    of a sweep (:func:`execute_run` and the workers' :func:`_encoded_run`) goes through
-    here."""
-    import pandas as pd
-
+    table of the run starts with, and its ``runs`` row (column → value; one row of a
+    DataFrame in :func:`execute_run`, a pyarrow table in the workers). Every run of a
+    sweep (:func:`execute_run` and the workers' :func:`_encoded_run`) goes through here."""
     import aqmlab
     from aqmlab import measures as M
 
@@ -116,14 +114,16 @@ def _run_and_row(spec: dict, measures: list[str]) -> tuple[Any, dict[str, Any], 
     ident = {"run_id": rid, "experiment": spec["experiment"], "repetition": spec["repetition"], "seed": spec["seed"]}
     params = {f"p_{k}": v for k, v in spec["params"].items()}
     row = ident | params | M.compute(res, measures) | {"events": res.events, "wall_seconds": wall, "sim_wall_seconds": res.wall_seconds}
-    return res, ident | params, pd.DataFrame([row])
+    return res, ident | params, row
 
 
 def execute_run(spec: dict, measures: list[str], keep_series: bool, keep_samples: bool) -> dict[str, Any]:
     """Runs one simulation and returns its tables as pandas DataFrames (picklable).
     Pure function of the spec: the same spec gives the same tables (but wall time)."""
-    res, tags, runs = _run_and_row(spec, measures)
-    return {"runs": runs, **_tagged_frames(res, tags, keep_series, keep_samples)}
+    import pandas as pd
+
+    res, tags, row = _run_and_row(spec, measures)
+    return {"runs": pd.DataFrame([row]), **_tagged_frames(res, tags, keep_series, keep_samples)}
 
 
 def _tagged_frames(res: Any, tags: dict[str, Any], keep_series: bool, keep_samples: bool) -> dict[str, Any]:
@@ -180,11 +180,45 @@ def _encoded_run(spec: dict, measures: list[str], keep_series: bool, keep_sample
     (:func:`_arrow_tables`): the same files, for a third of the Python time per run."""
     from aqmlab.store import encode_run
 
-    res, tags, runs = _run_and_row(spec, measures)
+    res, tags, row = _run_and_row(spec, measures)
     tables = _arrow_tables(res, tags, keep_series, keep_samples)
     if tables is None:
         tables = _tagged_frames(res, tags, keep_series, keep_samples)
-    return encode_run({"runs": runs, **tables})
+    return encode_run({"runs": _runs_table(row), **tables})
+
+
+def _value_kind(v: Any) -> str | None:
+    """The dtype pandas gives a one-row column holding `v`, when :func:`_runs_table` builds
+    it the same way: "str", "int64", "float64" (a Python float: NaN becomes null, as
+    ``from_pandas`` makes it), or None (another: left to pandas)."""
+    if type(v) is float:
+        return "float64"
+    return _tag_kind(v)
+
+
+def _runs_table(row: dict[str, Any]) -> Any:
+    """The run's one-row ``runs`` table: what ``pa.Table.from_pandas(pd.DataFrame([row]))``
+    gives, built from the values with the schema (and pandas metadata) pyarrow gave the
+    first row of the same columns and kinds in this process; the DataFrame itself when a
+    value is of another kind (then it is encoded as before)."""
+    import pyarrow as pa
+
+    kinds = tuple(_value_kind(v) for v in row.values())
+    key = ("runs", tuple(row), kinds)
+    schema = _SCHEMAS.get(key)
+    if schema is not None:
+        return pa.Table.from_arrays([pa.array([v], type=t, from_pandas=True) for v, t in zip(row.values(), schema.types)],
+                                    schema=schema)
+    import pandas as pd
+
+    df = pd.DataFrame([row])
+    if None in kinds or df.attrs or not df.columns.is_unique:
+        return df
+    tbl = pa.Table.from_pandas(df, preserve_index=False, nthreads=1)
+    want = {"str": (pa.string(), pa.large_string()), "int64": (pa.int64(),), "float64": (pa.float64(),)}
+    if all(t in want[str(k)] for t, k in zip(tbl.schema.types, kinds)):
+        _SCHEMAS[key] = tbl.schema
+    return tbl
 
 
 #: a sweep worker's schemas (with pyarrow's pandas metadata) of the tables
@@ -221,20 +255,27 @@ def _arrow_tables(res: Any, tags: dict[str, Any], keep_series: bool, keep_sample
     tag_key = tuple(zip(tags, kinds))
     raw = res._raw
 
+    # the tags repeated once, as long as the longest table, and sliced for each table
+    # (a slice is a view: the same values for the Parquet writer)
+    longest = max([len(next(iter(raw[t].values()), ())) for t in ("flows", "queues")]
+                  + [len(raw[t]["t"]) for t in ("samples", "series")])
+    repeated: list = []
+
     def tag_arrays(n: int) -> list:
-        return [pa.repeat(pa.scalar(v, pa.large_string() if k == "str" else pa.int64()), n) for v, k in zip(tags.values(), kinds)]
+        if not repeated or len(repeated[0]) < n:
+            repeated[:] = [pa.repeat(pa.scalar(v, pa.large_string() if k == "str" else pa.int64()), max(n, longest))
+                           for v, k in zip(tags.values(), kinds)]
+        return [a.slice(0, n) for a in repeated]
 
     def from_lists(name: str) -> Any:
-        df = getattr(res, name)
-        dtypes = tuple(df.dtypes)
-        key = (name, tag_key, tuple(df.columns), dtypes)
-        schema = _SCHEMAS.get(key)
+        cols = raw[name]
+        key = _lists_key(name, tag_key, cols)
+        schema = _SCHEMAS.get(key) if key is not None else None
         if schema is None:
             return None
-        cols = raw[name]
-        n = len(df)
-        arrays = tag_arrays(n) + [pa.array(cols[c], type=schema.field(len(tags) + i).type, from_pandas=True)
-                                  for i, c in enumerate(df.columns)]
+        n = len(next(iter(cols.values())))
+        arrays = tag_arrays(n) + [pa.array(v, type=schema.field(len(tags) + i).type, from_pandas=True)
+                                  for i, v in enumerate(cols.values())]
         return pa.Table.from_arrays(arrays, schema=schema)
 
     out: dict[str, Any] = {}
@@ -304,12 +345,37 @@ def _first_tables(res: Any, tags: dict[str, Any], keep_series: bool, keep_sample
         data = tbl.schema.types[len(tags):]
         if name in ("flows", "queues"):
             src = getattr(res, name)
-            if len(src) and all(_plain_dtype(d) for d in src.dtypes) and all(t in _plain_types() for t in data):
-                _SCHEMAS[(name, tag_key, tuple(src.columns), tuple(src.dtypes))] = tbl.schema
+            key = _lists_key(name, tag_key, res._raw[name])
+            if key is not None and all(_plain_dtype(d) for d in src.dtypes) and all(t in _plain_types() for t in data):
+                _SCHEMAS[key] = tbl.schema
         elif list(df.columns[len(tags):]) == ["kind", "entity", "metric", "t", "value"] and \
                 data == [pa.large_string()] * 3 + [pa.float64()] * 2 and all(_plain_dtype(d) for d in df.dtypes):
             _SCHEMAS[("long", tag_key, df["t"].to_numpy().dtype, df["value"].to_numpy().dtype)] = tbl.schema
     return out
+
+
+def _lists_key(name: str, tag_key: tuple, cols: dict[str, Any]) -> tuple | None:
+    """What decides the dtypes pandas gives the columns of the flows or queues table
+    (``pd.DataFrame(cols)``, a dict of lists): the column names and, per column, the one
+    type of its values (int within int64, float or str). None for an empty table or a
+    column of another kind (those tables are converted by pyarrow from the frame)."""
+    kinds = []
+    n = None
+    for col in cols.values():
+        if type(col) is not list or not col or (n is not None and len(col) != n):
+            return None
+        n = len(col)
+        types = set(map(type, col))
+        if len(types) != 1:
+            return None
+        t = types.pop()
+        if t is int:
+            if min(col) < _INT64[0] or max(col) > _INT64[1]:
+                return None
+        elif t is not float and t is not str:
+            return None
+        kinds.append(t.__name__)
+    return (name, tag_key, tuple(cols), tuple(kinds)) if n else None
 
 
 def _plain_dtype(d: Any) -> bool:

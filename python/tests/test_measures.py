@@ -337,3 +337,25 @@ def test_without_bottleneck_names_the_link_nearest_its_capacity_is_the_bottlenec
     # a link named as a bottleneck wins over utilisation
     res.queues["name"] = ["bottleneck_down", "edge"]
     assert measures.compute(res, ["queue_delay_mean"])["queue_delay_mean"] == pytest.approx(1e-6)
+
+
+def test_measures_sharing_rows_give_what_each_gives_alone():
+    """goodput_up/goodput_down/up_share/goodput_total/jain share the TCP rows and sums of
+    one Result: computed together they equal each computed on its own, and a namespace
+    whose flows are replaced is measured on the new flows."""
+    rows = [
+        {"name": "u0", "kind": "bulk", "src": "client0", "dst": "server0", "goodput_bps": 3e6},
+        {"name": "u1", "kind": "bulk", "src": "client1", "dst": "server0", "goodput_bps": 1.5e6},
+        {"name": "d0", "kind": "bulk", "src": "server0", "dst": "client0", "goodput_bps": 5e6},
+        {"name": "p", "kind": "ping", "src": "client0", "dst": "server0", "goodput_bps": 0.0},
+    ]
+    names = ["up_share", "goodput_up", "goodput_down", "goodput_total", "jain"]
+    together = measures.compute(_res(rows), names)
+    alone = {n: measures.compute(_res(rows), [n])[n] for n in names}
+    assert together == alone
+    assert together["up_share"] == 4.5e6 / 9.5e6 and together["goodput_down"] == 5e6
+    r = _res(rows)
+    assert measures.compute(r, ["goodput_up"]) == {"goodput_up": 4.5e6}
+    r.flows = _res(rows[2:]).flows  # no upstream bulk flow left
+    assert math.isnan(measures.compute(r, ["goodput_up"])["goodput_up"])
+    assert measures.compute(r, ["goodput_down"]) == {"goodput_down": 5e6}

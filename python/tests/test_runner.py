@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import aqmlab
@@ -307,8 +308,48 @@ def test_worker_files_are_those_of_the_tables(study_name, experiments, monkeypat
             runs = pd.read_parquet(io.BytesIO(files["runs"])).drop(columns=WALL)
             want = pd.read_parquet(io.BytesIO(ref["runs"])).drop(columns=WALL)
             pd.testing.assert_frame_equal(runs, want)
+            # the runs row is built from its values with the kept schema: the same schema
+            # and pandas metadata as the frame's
+            got_s, want_s = (pq.read_schema(io.BytesIO(files["runs"])), pq.read_schema(io.BytesIO(ref["runs"])))
+            assert got_s.equals(want_s, check_metadata=True)
     assert fast_calls >= len(specs)  # most runs took the direct path
     assert {"runs", "flows", "queues", "series"} <= seen
+    assert any(k[0] == "runs" for k in runner._SCHEMAS)  # the runs rows took it too
+
+
+def test_runs_row_and_list_keys_leave_other_kinds_to_pandas(monkeypatch):
+    """The direct paths cover only columns whose pandas dtype the values decide (int in
+    int64, float, str); other values go through the DataFrame, giving what pandas and
+    pyarrow make of them, the same for a first and a later row."""
+    import pyarrow as pa
+
+    from aqmlab import runner
+
+    monkeypatch.setattr(runner, "_SCHEMAS", {})
+    key = runner._lists_key
+    assert key("flows", (), {"a": [1, 2], "b": [0.5, float("nan")], "c": ["x", "y"]}) == \
+        ("flows", (), ("a", "b", "c"), ("int", "float", "str"))
+    for bad in ({"a": [1, 2.5]}, {"a": [2**63, 1]}, {"a": [True, False]}, {"a": ["x", None]}, {"a": []},
+                {"a": [1], "b": [1, 2]}):
+        assert key("flows", (), bad) is None, bad
+
+    def ref(row):
+        return pa.Table.from_pandas(pd.DataFrame([row]), preserve_index=False)
+
+    rows = [{"run_id": "r", "seed": 3, "x": 0.25, "y": float("nan")}, {"run_id": "s", "seed": 4, "x": float("inf"), "y": 1.0},
+            {"run_id": "t", "seed": 2**63, "x": 1.0, "y": 1.0}, {"run_id": "u", "seed": 5, "x": True, "y": None}]
+    for row in rows + rows:
+        got = runner._runs_table(row)
+        got = got if isinstance(got, pa.Table) else pa.Table.from_pandas(got, preserve_index=False)
+        assert got.equals(ref(row), check_metadata=True), row
+        assert store_bytes(got) == store_bytes(ref(row))
+    assert sorted(k[2] for k in runner._SCHEMAS) == [("str", "int64", "float64", "float64")]
+
+
+def store_bytes(t):
+    from aqmlab.store.write import arrow_parquet_bytes
+
+    return arrow_parquet_bytes(t)
 
 
 def test_a_sweep_shares_the_memory_budget_among_its_jobs(tmp_path, monkeypatch):
