@@ -864,7 +864,7 @@ impl Red {
             None => 0.0,
         };
         let q = self.backlog_units() as f64;
-        n.ave = n.ave * (1.0 - w).powf(m + 1.0) + w * q;
+        n.ave = n.ave * ns2_decay(w, m) + w * q;
         if self.p.adaptive && now > n.lastset + ADAPT_PERIOD {
             self.ns2_adapt(&mut n, now);
         }
@@ -904,6 +904,19 @@ impl Red {
             Limit::Packets(n) => self.q.len() >= n as usize,
             Limit::Bytes(b) => self.bytes + pkt.size as u64 > b,
         }
+    }
+}
+
+/// The EWMA's decay over `m + 1` arrivals, `(1 − w)^(m + 1)`, for an arrival that follows
+/// `m` (whole) virtual arrivals at an empty queue. `m` is 0 unless the queue idled, and
+/// `pow(x, 1)` is `x` exactly (IEEE pow is correctly rounded to within half an ulp, and
+/// `x` is representable), so the usual arrival skips libm's `pow`.
+#[inline]
+fn ns2_decay(w: f64, m: f64) -> f64 {
+    if m == 0.0 {
+        1.0 - w
+    } else {
+        (1.0 - w).powf(m + 1.0)
     }
 }
 
@@ -1600,5 +1613,43 @@ mod tests {
         // 199 × 10 ms = 1.99 s with a full queue: changes at 0.51, 1.02, 1.53 s:
         // 0.02 → 0.025 → 0.03125 → 0.0390625
         assert!((q.max_p() - 0.0390625).abs() < 1e-12, "{}", q.max_p());
+    }
+
+    #[test]
+    fn ns2_decay_without_idle_is_pow_exactly() {
+        // The arrival's decay skips `pow` when no virtual arrivals are due: the result must
+        // be the bits `powf(1.0)` gives, for ns-2's automatic weights (1 − exp(−1/C) over
+        // link rates from 64 kbit/s to 100 Gbit/s and avpkt 40..9000 B) and for random w.
+        let mut ws: Vec<f64> = vec![0.5, 0.002, 1.0 / 3.0, f64::MIN_POSITIVE, 1.0 - f64::EPSILON];
+        for bps in [64e3f64, 1e6, 10e6, 38e6, 100e6, 1e9, 10e9, 100e9] {
+            for avpkt in [40.0, 500.0, 1000.0, 1500.0, 9000.0] {
+                ws.push(1.0 - (-1.0 / (bps / (8.0 * avpkt))).exp());
+            }
+        }
+        let mut rng = crate::rng::Rng::stream(11, "ns2-decay", 0);
+        for _ in 0..200_000 {
+            let w = rng.uniform();
+            ws.push(w);
+            ws.push(w * 1e-6);
+        }
+        for &w in &ws {
+            if !(w > 0.0 && w < 1.0) {
+                continue;
+            }
+            // black_box: with a constant exponent the compiler may replace `powf` (by its
+            // base for 1, by `x * x` for 2, which can differ in the last bit); both sides
+            // must run as the simulator runs them, with `m` known only at run time
+            let bb = std::hint::black_box::<f64>;
+            let d = ns2_decay(w, bb(0.0));
+            assert_eq!(d.to_bits(), (1.0 - w).powf(bb(1.0)).to_bits(), "w = {w:e}");
+            for m in [1.0, 2.0, 7.0, 1234.0] {
+                let e = (1.0 - w).powf(bb(m + 1.0));
+                assert_eq!(
+                    ns2_decay(w, bb(m)).to_bits(),
+                    e.to_bits(),
+                    "w = {w:e}, m = {m}"
+                );
+            }
+        }
     }
 }
