@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,6 +70,16 @@ def _memo(res: Result, key: Any, make: Callable[[], Any]) -> Any:
     return kept[key]
 
 
+def _of_kind(res: Result, kind: str):
+    """The flows of `kind` (shared by the measures of one Result)."""
+
+    def make():
+        f = res.flows
+        return f[f["kind"] == kind]
+
+    return _memo(res, ("kind", kind), make)
+
+
 def _tcp(res: Result):
     def make():
         f = res.flows
@@ -97,9 +107,40 @@ def _probe_rtts(res: Result, suffix: str | None = None) -> tuple[np.ndarray, flo
         probes = probes[probes["name"].astype(str).str.endswith("." + suffix)]
     if probes.empty:
         return np.array([]), math.nan
-    s = res.samples
-    s = s[(s["kind"] == "flow") & (s["metric"] == "rtt") & (s["entity"].isin(list(probes["name"]))) & (s["t"] >= res.warmup)]
-    return s["value"].to_numpy(dtype=float), float(probes["base_rtt"].mean())
+    names = list(probes["name"])
+    rtts = _flow_rtts_of_columns(res, names)
+    if rtts is None:
+        s = res.samples
+        s = s[(s["kind"] == "flow") & (s["metric"] == "rtt") & (s["entity"].isin(names)) & (s["t"] >= res.warmup)]
+        rtts = s["value"].to_numpy(dtype=float)
+    return rtts, float(probes["base_rtt"].mean())
+
+
+def _flow_rtts_of_columns(res: Result, names: list[str]) -> np.ndarray | None:
+    """The ``rtt`` samples after warm-up of the flows `names`, in table order: the rows
+    :func:`_probe_rtts` selects from ``res.samples``, taken from the simulator's columns
+    without building that table (a sweep's run does not otherwise need it). None when
+    `res` has no such columns or its names would not make that table (then it is used)."""
+    from aqmlab.result import dedup_names
+
+    raw = getattr(res, "_raw", None)
+    metric_names = getattr(res, "metric_names", None)
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("samples"), Mapping) or not metric_names \
+            or len(set(metric_names)) != len(metric_names):
+        return None
+    if "rtt" not in metric_names:
+        return np.array([], dtype=float)
+    flow_names, queue_names = list(raw["flows"]["name"]), list(raw["queues"]["name"])
+    cats, lut = dedup_names(flow_names + queue_names)
+    if not len(lut):
+        return None
+    t = raw["samples"]
+    kind = t["kind"].astype(np.int64)
+    codes = lut[t["entity"].astype(np.int64) + kind * len(flow_names)]
+    wanted = set(names)
+    probe = np.array([c in wanted for c in cats], dtype=bool)
+    keep = (kind == 0) & (t["metric"].astype(np.int64) == metric_names.index("rtt")) & probe[codes] & (t["t"] >= res.warmup)
+    return np.asarray(t["value"][keep], dtype=float)
 
 
 def induced_latency(res: Result) -> float:
@@ -130,7 +171,7 @@ def mos_from_r(r: float) -> float:
 def voip_mos(res: Result) -> float:
     """Mean over VoIP flows of the MOS of their E-model R-value (G.107 Annex B)."""
     f = res.flows
-    f = f[f["kind"] == "voip"]
+    f = _of_kind(res, "voip")
     if f.empty or "r_value" not in f.columns:
         return math.nan
     vals = [mos_from_r(float(r)) for r in f["r_value"]]
@@ -149,8 +190,7 @@ def _weighted(kind: str, col: str, weight: str) -> Callable[[Result], float]:
     (`weight`): the mean over all events (pages, responses, objects) of those flows."""
 
     def g(res: Result) -> float:
-        f = res.flows
-        f = f[f["kind"] == kind]
+        f = _of_kind(res, kind)
         if f.empty or col not in f.columns or weight not in f.columns:
             return math.nan
         v, w = f[col].astype(float).to_numpy(), f[weight].astype(float).to_numpy()
@@ -165,8 +205,7 @@ def _pooled_sd(kind: str, mean: str, sd: str, count: str) -> Callable[[Result], 
     count, mean and sample standard deviation (equal to the sd of the pooled values)."""
 
     def g(res: Result) -> float:
-        f = res.flows
-        f = f[f["kind"] == kind]
+        f = _of_kind(res, kind)
         if f.empty or not {mean, sd, count} <= set(f.columns):
             return math.nan
         n = f[count].astype(float).to_numpy()
@@ -205,8 +244,7 @@ def has_application_bias(res: Result) -> float:
 
 def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
     def g(res: Result) -> float:
-        f = res.flows
-        f = f[f["kind"] == kind]
+        f = _of_kind(res, kind)
         if f.empty or col not in f.columns:
             return math.nan
         v = f[col].astype(float)

@@ -359,3 +359,23 @@ def test_measures_sharing_rows_give_what_each_gives_alone():
     r.flows = _res(rows[2:]).flows  # no upstream bulk flow left
     assert math.isnan(measures.compute(r, ["goodput_up"])["goodput_up"])
     assert measures.compute(r, ["goodput_down"]) == {"goodput_down": 5e6}
+
+
+def test_probe_rtts_from_the_columns_are_the_samples_tables_rows(apps):
+    """induced_latency and induced:SUFFIX select the probes' rtt samples after warm-up
+    from the simulator's columns; the same values, in the same order, as selecting them
+    from the samples table (what a namespace without those columns is measured on)."""
+    r = apps
+    table = SimpleNamespace(flows=r.flows, samples=r.samples, warmup=r.warmup, queues=r.queues)
+    for suffix in (None, "udp_be1", "icmp", "no_such_probe"):
+        got, base = measures._probe_rtts(r, suffix)
+        want, want_base = measures._probe_rtts(table, suffix)
+        assert got.dtype == want.dtype and np.array_equal(got, want), suffix
+        assert base == want_base or (math.isnan(base) and math.isnan(want_base))
+    assert measures._probe_rtts(r)[0].size > 100  # the probes did sample
+    names = ["induced_latency", "induced:udp_be1", "induced:icmp"]
+    assert measures.compute(r, names) == measures.compute(table, names)
+    s = r.samples
+    late = s[(s["metric"] == "rtt") & (s["t"] < r.warmup)]
+    assert len(late)  # samples before warm-up exist and are left out
+    assert measures._flow_rtts_of_columns(r, []).size == 0

@@ -44,9 +44,13 @@ def fsync_dir(d: pathlib.Path) -> None:
 def write_bytes_durably(data: bytes, path: pathlib.Path) -> None:
     """Writes `data` to a temporary file, fsyncs it and renames it to `path` (the caller
     fsyncs the directory)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "wb") as fh:
+    try:
+        fh = open(tmp, "wb")
+    except FileNotFoundError:  # the folder is made on first use (not asked for on every file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(tmp, "wb")
+    with fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
