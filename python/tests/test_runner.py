@@ -405,3 +405,18 @@ def test_a_dask_worker_shares_its_memory_limit_among_its_threads(monkeypatch):
             [(ok, msg)] = client.submit(R._run_batch, [(sc,)], _budget_of, pure=False).result()
     assert ok, msg
     assert "Dask worker's memory limit of 400 MB, shared by 2 parallel jobs" in msg, msg
+
+
+def test_repeated_tags_are_what_pyarrow_repeat_gives():
+    """The tag columns are built from buffers: equal to ``pa.repeat`` of the value (text
+    with multi-byte characters, the empty string, large and negative integers, no rows)."""
+    import pyarrow as pa
+
+    from aqmlab import runner
+
+    for v, text in (("run-1", True), ("ünïcode ✓", True), ("", True), (2**63 - 1, False), (-7, False), (0, False)):
+        for n in (0, 1, 7, 4099):
+            got = runner._repeated(v, text, n)
+            want = pa.repeat(pa.scalar(v, pa.large_string() if text else pa.int64()), n)
+            got.validate(full=True)
+            assert got.equals(want) and got.type == want.type and got.null_count == 0, (v, n)
