@@ -101,13 +101,64 @@ impl Sender {
     /// Processes the acknowledgement fields of an arriving segment. (Inlined into the
     /// caller, the general path kept out of line: an idle ACK then pays no part of the
     /// general path's large stack frame.)
-    #[inline]
+    #[inline(always)]
     pub fn on_ack(&mut self, now: SimTime, h: &TcpHeader, carries_data: bool) -> AckOutcome {
         if self.established && h.flags & tcp_flags::ACK != 0 && self.is_idle_ack(h, carries_data) {
             self.on_idle_ack(now, h);
             return AckOutcome::default();
         }
+        self.on_busy_ack(now, h, carries_data)
+    }
+
+    /// [`Sender::on_ack`] for an ACK that is not idle: the clean-ACK fast path when it
+    /// applies, else the general path.
+    #[inline(never)]
+    fn on_busy_ack(&mut self, now: SimTime, h: &TcpHeader, carries_data: bool) -> AckOutcome {
+        if self.established && h.flags & tcp_flags::ACK != 0 && self.is_clean_ack(h) {
+            return self.on_clean_ack(now, h, carries_data);
+        }
         self.on_ack_general(now, h, carries_data)
+    }
+
+    /// The common ACK of a transfer without trouble: it advances `snd_una` (within what
+    /// was sent), carries no SACK block and no ECN signal (no ECE; with Accurate ECN no
+    /// new CE count), and finds the sender in Open with nothing SACKed, lost or
+    /// retransmitted in flight, no duplicate ACKs counted, no retransmission to time,
+    /// no loss-probe episode, no undo due (an earlier reduction may still be undone by
+    /// a later D-SACK: `undo_retrans` > 0 keeps it waiting), and a control that leaves
+    /// cwnd to the sender. Every step of the general path that reads only what these
+    /// conditions fix is a no-op for it; [`Sender::on_clean_ack`] skips those steps
+    /// (`clean_ack_fast_path_matches_the_general_path` compares the two on random runs).
+    #[inline]
+    pub(super) fn is_clean_ack(&self, h: &TcpHeader) -> bool {
+        h.ack > self.snd_una
+            && h.ack <= self.snd_nxt
+            && h.n_sack == 0
+            && self.state == CaState::Open
+            && (self.sb.sacked_out | self.sb.lost_out | self.sb.retrans_out | self.reno_sacked)
+                == 0
+            && self.retrans_stamp.is_none()
+            && self.tlp_high_seq == 0
+            // an undo that is still possible (a late D-SACK) but not due on this ACK
+            && (self.undo_marker == 0 || (self.undo_retrans != 0 && self.undo != Undo::Linux2_6))
+            && !(if self.accecn {
+                h.ace != self.last_ace
+            } else {
+                self.ecn_ok && h.flags & tcp_flags::ECE != 0
+            })
+            && !self.cc.owns_cwnd()
+    }
+
+    /// [`Sender::on_ack_general`] for an ACK that [`Sender::is_clean_ack`] accepts: the
+    /// general path's steps with those that are no-ops under its conditions left out.
+    #[inline(always)]
+    pub(super) fn on_clean_ack(
+        &mut self,
+        now: SimTime,
+        h: &TcpHeader,
+        carries_data: bool,
+    ) -> AckOutcome {
+        self.on_ack_steps::<true>(now, h, carries_data)
     }
 
     /// [`Sender::on_ack`] without the idle fast path: the steps of Linux `tcp_ack` in
@@ -129,25 +180,52 @@ impl Sender {
             // carries nothing new.
             return AckOutcome::default();
         }
+        self.on_ack_steps::<false>(now, h, carries_data)
+    }
+
+    /// The steps of an acceptable ACK. With `CLEAN` (an ACK [`Sender::is_clean_ack`]
+    /// accepts) the steps that are no-ops under its conditions are left out: no SACK
+    /// blocks to tag or D-SACK to count, no duplicate ACK, no loss to mark, no ECN
+    /// signal, no probe episode, undo or RACK work, no state to leave; recovery can
+    /// start only because FACK finds the head timed out.
+    #[inline(always)]
+    fn on_ack_steps<const CLEAN: bool>(
+        &mut self,
+        now: SimTime,
+        h: &TcpHeader,
+        carries_data: bool,
+    ) -> AckOutcome {
         let order = AckOrder::of(self.tlp);
         let mut c = self.ack_begin(now, h, carries_data);
-        self.tag_sacks_and_cum_ack(&mut c);
+        if CLEAN {
+            self.cum_ack(&mut c, false);
+        } else {
+            self.tag_sacks_and_cum_ack(&mut c);
+        }
         self.count_delivered(&mut c);
         self.ack_rtt_sample(&mut c);
         let sample = self.ack_cc_hooks(&mut c);
-        // Loss detection and state transitions (Linux tcp_fastretrans_alert).
-        self.mark_losses_on_sack(&c);
-        self.ack_signals(&mut c);
-        if order.tlp_ack == TlpAck::BeforeAlert {
-            self.tlp_ack_step(&c);
-        }
-        self.undo_step(&mut c);
-        self.exit_states(&c);
-        self.rack_on_ack(&mut c);
-        self.start_recovery(&mut c);
-        self.fack_mark_on_ack(&mut c);
-        if order.tlp_ack == TlpAck::AfterAlert {
-            self.tlp_ack_step(&c);
+        if CLEAN {
+            // (RACK: not a dubious ACK, `rack_on_ack` does nothing)
+            if self.fack && self.sb.head_timed_out(now, self.rtt.rto()) {
+                self.start_recovery(&mut c);
+                self.fack_mark_on_ack(&mut c);
+            }
+        } else {
+            // Loss detection and state transitions (Linux tcp_fastretrans_alert).
+            self.mark_losses_on_sack(&c);
+            self.ack_signals(&mut c);
+            if order.tlp_ack == TlpAck::BeforeAlert {
+                self.tlp_ack_step(&c);
+            }
+            self.undo_step(&mut c);
+            self.exit_states(&c);
+            self.rack_on_ack(&mut c);
+            self.start_recovery(&mut c);
+            self.fack_mark_on_ack(&mut c);
+            if order.tlp_ack == TlpAck::AfterAlert {
+                self.tlp_ack_step(&c);
+            }
         }
         self.update_window(&c, sample);
         self.stats.cwnd_sum += self.w.cwnd as f64;
@@ -224,31 +302,7 @@ impl Sender {
             c.timed = c.d;
         }
         if c.una_advanced {
-            let cum = self.sb.ack_cum(h.ack);
-            if !self.sack && cum.pkts > 0 {
-                // One ACK fills the hole; the rest absorb counted duplicate ACKs.
-                self.reno_sacked -= self.reno_sacked.min(cum.pkts - 1);
-            }
-            if sacked {
-                if !cum.retrans {
-                    c.timed.merge(cum);
-                }
-                c.d.merge(cum);
-            } else {
-                if !cum.retrans {
-                    c.timed = cum;
-                }
-                c.d = cum;
-            }
-            self.snd_una = h.ack;
-            self.rto_retrans = 0;
-            let data_end = self.write_end;
-            c.out.newly_acked = h
-                .ack
-                .min(data_end)
-                .saturating_sub(c.prior_una.min(data_end));
-            self.stats.bytes_acked += c.out.newly_acked;
-            c.out.advanced = true;
+            self.cum_ack(c, sacked);
         }
         c.is_dupack =
             !c.una_advanced && !c.carries_data && !c.window_changed && self.sb.packets_out > 0;
@@ -258,6 +312,36 @@ impl Sender {
             self.reno_sacked =
                 (self.reno_sacked + 1).min(self.sb.packets_out.saturating_sub(holes));
         }
+    }
+
+    /// The cumulative part of an ACK that advances `snd_una` (Linux
+    /// `tcp_clean_rtx_queue`); `sacked`: a SACK block of the same ACK delivered something
+    /// (then `c.d` and `c.timed` hold it and are merged into, else they are assigned).
+    #[inline(always)]
+    fn cum_ack(&mut self, c: &mut AckCtx, sacked: bool) {
+        let ack = c.h.ack;
+        let cum = self.sb.ack_cum(ack);
+        if !self.sack && cum.pkts > 0 {
+            // One ACK fills the hole; the rest absorb counted duplicate ACKs.
+            self.reno_sacked -= self.reno_sacked.min(cum.pkts - 1);
+        }
+        if sacked {
+            if !cum.retrans {
+                c.timed.merge(cum);
+            }
+            c.d.merge(cum);
+        } else {
+            if !cum.retrans {
+                c.timed = cum;
+            }
+            c.d = cum;
+        }
+        self.snd_una = ack;
+        self.rto_retrans = 0;
+        let data_end = self.write_end;
+        c.out.newly_acked = ack.min(data_end).saturating_sub(c.prior_una.min(data_end));
+        self.stats.bytes_acked += c.out.newly_acked;
+        c.out.advanced = true;
     }
 
     /// RTT: Karn's rule on segment send times, falling back on the timestamp echo

@@ -1537,3 +1537,257 @@ fn quiescent_sender_skips_only_no_op_sends() {
     // 5 stacks x 3 non-pacing controls x ECN off/on, at least three states each
     assert!(taken >= 5 * 3 * 2 * 3, "fast path taken {taken}");
 }
+
+/// A lossy path for [`clean_ack_fast_path_matches_the_general_path`]: segments cross in
+/// 20 ms (a burst spaced 0.1 ms), a few are dropped; the receiver acknowledges every
+/// second in-order segment (or after 40 ms), at once when data arrives out of order,
+/// with up to three SACK blocks (the one with the latest arrival first) and the
+/// timestamp of the segment that triggered it; ACKs cross in 20 ms, a few are lost, and
+/// now and then a delay spike holds them back for up to 1.5 s (longer than the RTO: with
+/// the timer late, FACK then finds the head timed out on a clean ACK); sometimes ECE is
+/// set.
+struct LossyPath {
+    rng: u64,
+    /// (arrival time, kind, start, end, send time): kind 0 data at the receiver, 1 ACK
+    /// at the sender (start = ack, end = ECE), 2 delayed-ACK timer.
+    events: Vec<(SimTime, u8, u64, u64, SimTime)>,
+    rcv_nxt: u64,
+    ooo: std::collections::BTreeMap<u64, u64>,
+    unacked: u32,
+    last_ts: SimTime,
+    last_start: u64,
+    ack_free: SimTime,
+}
+
+impl LossyPath {
+    fn rand(&mut self, n: u64) -> u64 {
+        // xorshift64*
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) % n
+    }
+    fn push(&mut self, e: (SimTime, u8, u64, u64, SimTime)) {
+        self.events.push(e);
+    }
+    fn pop(&mut self) -> Option<(SimTime, u8, u64, u64, SimTime)> {
+        let i = (0..self.events.len()).min_by_key(|&i| (self.events[i].0, i))?;
+        Some(self.events.remove(i))
+    }
+    fn sacks(&self) -> Vec<(u64, u64)> {
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for (&s, &e) in &self.ooo {
+            match runs.last_mut() {
+                Some(r) if r.1 == s => r.1 = e,
+                _ => runs.push((s, e)),
+            }
+        }
+        let latest = runs
+            .iter()
+            .position(|r| r.0 <= self.last_start && self.last_start < r.1);
+        if let Some(i) = latest {
+            let r = runs.remove(i);
+            runs.insert(0, r);
+        }
+        runs.truncate(3);
+        runs
+    }
+    fn ack(&mut self, now: SimTime, ecn: bool) {
+        self.unacked = 0;
+        if self.rand(50) == 0 {
+            return; // lost
+        }
+        if self.rand(200) == 0 {
+            // a delay spike: this and the following ACKs wait (in order)
+            self.ack_free = now + SimDuration::from_millis(300 + self.rand(1200));
+        }
+        let delay = (now + SimDuration::from_millis(20))
+            .max(self.ack_free)
+            .saturating_since(now);
+        let ece = ecn && self.rand(20) == 0;
+        let (ack, ts) = (self.rcv_nxt, self.last_ts);
+        // the SACK blocks travel as a second event at the same instant, kind 3
+        for (s, e) in self.sacks() {
+            self.push((now + delay, 3, s, e, ts));
+        }
+        self.push((now + delay, 1, ack, ece as u64, ts));
+    }
+    fn on_data(&mut self, now: SimTime, start: u64, end: u64, sent: SimTime, ecn: bool) {
+        self.last_ts = sent;
+        self.last_start = start;
+        let in_order = start == self.rcv_nxt;
+        if end <= self.rcv_nxt || self.ooo.contains_key(&start) {
+            return self.ack(now, ecn); // duplicate
+        }
+        self.ooo.insert(start, end);
+        let had_hole = !in_order || self.ooo.len() > 1;
+        while let Some(e) = self.ooo.remove(&self.rcv_nxt) {
+            self.rcv_nxt = e;
+        }
+        self.unacked += 1;
+        if had_hole || self.unacked >= 2 {
+            self.ack(now, ecn);
+        } else {
+            self.push((now + SimDuration::from_millis(40), 2, self.rcv_nxt, 0, sent));
+        }
+    }
+}
+
+/// The clean-ACK fast path (`is_clean_ack` / `on_clean_ack`) leaves a sender exactly as
+/// the general path does: on random lossy runs of every stack profile with NewReno,
+/// CUBIC and DCTCP, with and without ECN, each ACK the fast path accepts is also given
+/// to a clone through the general path, and the outcomes and the whole `Debug` state
+/// (scoreboard, window, control, timers, stats) must agree; the run goes on with the
+/// fast path's sender, so its later ACKs start from states it produced.
+#[test]
+fn clean_ack_fast_path_matches_the_general_path() {
+    use crate::tcp::Stack;
+    let stacks = [
+        Stack::Linux,
+        Stack::Linux3_14,
+        Stack::Linux2_6_29,
+        Stack::Ns2Sack1,
+        Stack::Ns3,
+    ];
+    let (mut taken, mut rejected, mut undo_pending) = (0, 0, 0);
+    for (k, stack) in stacks.into_iter().enumerate() {
+        for cc in [CcKind::NewReno, CcKind::Cubic, CcKind::Dctcp] {
+            for ecn in [false, true] {
+                let c = TcpOptions {
+                    mss: Some(MSS as u32),
+                    stack: Some(stack),
+                    cc: Some(cc),
+                    ..Default::default()
+                }
+                .resolve("tcp")
+                .unwrap();
+                let mut s = Sender::new(&c);
+                s.establish(ms(100), Some(SimDuration::from_millis(60)), 0, ecn);
+                s.write(ms(100), UNLIMITED);
+                let mut p = LossyPath {
+                    rng: 0x9E37_79B9_7F4A_7C15 ^ (k as u64 * 6 + cc as u64 * 2 + ecn as u64 + 1),
+                    events: Vec::new(),
+                    rcv_nxt: 1,
+                    ooo: Default::default(),
+                    unacked: 0,
+                    last_ts: ms(100),
+                    last_start: 1,
+                    ack_free: SimTime::ZERO,
+                };
+                let ctx = format!("{stack:?} {cc:?} ecn {ecn}");
+                let mut now = ms(100);
+                let mut sacks: Vec<(u64, u64)> = Vec::new();
+                let mut acks = 0;
+                while acks < 1000 {
+                    // send what the sender allows, each segment on its way
+                    let mut gap = 0;
+                    while let Some(t) = s.next_segment(now, MSS as u32) {
+                        gap += 1;
+                        if p.rand(100) != 0 {
+                            let at = now
+                                + SimDuration::from_millis(20)
+                                + SimDuration::from_micros(100 * gap);
+                            p.push((at, 0, t.seq, t.end, now));
+                        }
+                    }
+                    let next = p.events.iter().map(|e| e.0).min().unwrap_or(SimTime::NEVER);
+                    let timer = [s.rto_deadline(), s.pace_deadline()]
+                        .into_iter()
+                        .min()
+                        .unwrap();
+                    // a timer sometimes fires late (after the next arrival): a
+                    // held-back ACK then finds the head older than the RTO
+                    if timer <= next && (next == SimTime::NEVER || p.rand(3) != 0) {
+                        assert!(timer < SimTime::NEVER, "{ctx}: stalled");
+                        now = now.max(timer);
+                        if s.rto_deadline() <= now {
+                            s.on_xmit_timer(now);
+                        }
+                        continue;
+                    }
+                    let (at, kind, a, b, ts) = p.pop().unwrap();
+                    now = at;
+                    match kind {
+                        0 => p.on_data(now, a, b, ts, ecn),
+                        2 if p.unacked > 0 && p.rcv_nxt == a => p.ack(now, ecn),
+                        3 => sacks.push((a, b)),
+                        1 => {
+                            acks += 1;
+                            let mut h = TcpHeader {
+                                ack: a,
+                                flags: tcp_flags::ACK | if b != 0 { tcp_flags::ECE } else { 0 },
+                                wnd: 3 << 20,
+                                ts_ecr: ts,
+                                ..Default::default()
+                            };
+                            let blocks: Vec<SackBlock> = sacks
+                                .drain(..)
+                                .map(|(start, end)| SackBlock { start, end })
+                                .collect();
+                            h.set_sacks(&blocks);
+                            if s.is_clean_ack(&h) {
+                                taken += 1;
+                                let mut g = s.clone();
+                                let of = s.on_ack(now, &h, false);
+                                let og = g.on_ack_general(now, &h, false);
+                                let at = format!("{ctx}, ACK {acks} at {now:?}");
+                                assert_eq!(of, og, "{at}");
+                                assert_eq!(format!("{s:?}"), format!("{g:?}"), "{at}");
+                                undo_pending += (g.undo_marker != 0) as u32;
+                            } else {
+                                rejected += 1;
+                                s.on_ack(now, &h, false);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    // both paths were exercised, the fast one also with an undo still possible
+    assert!(taken > 10_000 && rejected > 5_000, "{taken} {rejected}");
+    assert!(undo_pending > 1_000, "{undo_pending}");
+}
+
+/// The clean-ACK fast path's rare branch: FACK finds the head older than the RTO
+/// (`tcp_head_timedout`) and starts a recovery, as the general path does. A sequence
+/// sample always makes the RTO exceed the head's age (the head was sent after the
+/// segments acknowledged), so the ACK here covers a segment retransmitted before a
+/// spurious timeout was undone (ever retransmitted, nothing in flight or lost): only its
+/// timestamp echo, 10 ms old, times it.
+#[test]
+fn clean_ack_with_a_timed_out_head_starts_fack_recovery_as_the_general_path_does() {
+    use crate::tcp::Stack;
+    for stack in [Stack::Linux3_14, Stack::Linux2_6_29] {
+        let c = TcpOptions {
+            mss: Some(MSS as u32),
+            stack: Some(stack),
+            ..Default::default()
+        }
+        .resolve("tcp")
+        .unwrap();
+        let mut s = Sender::new(&c);
+        s.establish(ms(100), Some(SimDuration::from_millis(60)), 0, false);
+        s.write(ms(100), UNLIMITED);
+        let n = drain(&mut s, ms(100)).len() as u64;
+        assert!(n >= 3, "{stack:?}");
+        // the head was retransmitted, a timeout marked everything lost, and its undo
+        // unmarked it: ever retransmitted, neither lost nor in flight again
+        s.sb.on_retransmit(0, ms(150));
+        s.sb.mark_all_lost();
+        s.sb.unmark_lost();
+        let mut h = ack(1, &[]);
+        h.ts_ecr = ms(590);
+        assert!(s.is_clean_ack(&h), "{stack:?}");
+        let mut g = s.clone();
+        let of = s.on_ack(ms(600), &h, false);
+        let og = g.on_ack_general(ms(600), &h, false);
+        assert_eq!(s.state, CaState::Recovery, "{stack:?}");
+        assert!(s.sb.lost_out > 0, "{stack:?}");
+        assert_eq!(of, og, "{stack:?}");
+        assert_eq!(format!("{s:?}"), format!("{g:?}"), "{stack:?}");
+        assert_eq!(drain(&mut s, ms(600)), drain(&mut g, ms(600)), "{stack:?}");
+        assert_eq!(format!("{s:?}"), format!("{g:?}"), "{stack:?}");
+    }
+}
