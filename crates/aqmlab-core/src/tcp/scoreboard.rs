@@ -488,6 +488,13 @@ impl Scoreboard {
     /// Records a newly sent segment.
     #[inline]
     pub fn push(&mut self, start: u64, end: u64, now: SimTime, fin: bool) {
+        self.push_sent(start, end, now, fin, TxStamp::default());
+    }
+
+    /// Records a newly sent segment with its rate-estimation state (one write of the
+    /// segment, not a push and a [`Scoreboard::set_tx`]).
+    #[inline(always)]
+    pub fn push_sent(&mut self, start: u64, end: u64, now: SimTime, fin: bool, tx: TxStamp) {
         debug_assert!(
             self.segs.back().is_none_or(|b| b.end == start),
             "segments must be contiguous"
@@ -497,7 +504,7 @@ impl Scoreboard {
             end,
             sent: now,
             flags: if fin { FIN } else { 0 },
-            tx: TxStamp::default(),
+            tx,
             rtx_nxt: 0,
         });
         self.packets_out += 1;
@@ -536,6 +543,39 @@ impl Scoreboard {
                 self.rack_delivered(&s, fack);
             }
             self.forget(&s);
+        }
+        if self.rack_on {
+            while self.tsorted.front().is_some_and(|e| e.id < self.base) {
+                self.tsorted.pop_front();
+            }
+        }
+        self.lost_mark = self.lost_mark.max(self.base);
+        self.rtx_hint = self.rtx_hint.max(self.base);
+        if self.high_sacked.is_some_and(|h| h < self.base) {
+            self.high_sacked = None;
+        }
+        d
+    }
+
+    /// [`Scoreboard::ack_cum`] while no outstanding segment is SACKed, lost or being
+    /// retransmitted (`sacked_out`, `lost_out` and `retrans_out` all 0): every segment
+    /// removed is newly delivered, and only `packets_out` counts it.
+    #[inline]
+    pub fn ack_cum_clean(&mut self, ack: u64) -> Delivered {
+        debug_assert!(self.sacked_out == 0 && self.lost_out == 0 && self.retrans_out == 0);
+        let mut d = Delivered::default();
+        let fack = self.prior_fack;
+        while let Some(s) = self.segs.front() {
+            if s.end > ack {
+                break;
+            }
+            debug_assert!(!s.has(SACKED | LOST | RETRANS));
+            d.note(s);
+            let s = *s;
+            self.rack_delivered(&s, fack);
+            self.segs.pop_front();
+            self.base += 1;
+            self.packets_out -= 1;
         }
         if self.rack_on {
             while self.tsorted.front().is_some_and(|e| e.id < self.base) {

@@ -198,7 +198,7 @@ impl Sender {
         let order = AckOrder::of(self.tlp);
         let mut c = self.ack_begin(now, h, carries_data);
         if CLEAN {
-            self.cum_ack(&mut c, false);
+            self.cum_ack::<true>(&mut c, false);
         } else {
             self.tag_sacks_and_cum_ack(&mut c);
         }
@@ -302,7 +302,7 @@ impl Sender {
             c.timed = c.d;
         }
         if c.una_advanced {
-            self.cum_ack(c, sacked);
+            self.cum_ack::<false>(c, sacked);
         }
         c.is_dupack =
             !c.una_advanced && !c.carries_data && !c.window_changed && self.sb.packets_out > 0;
@@ -317,10 +317,16 @@ impl Sender {
     /// The cumulative part of an ACK that advances `snd_una` (Linux
     /// `tcp_clean_rtx_queue`); `sacked`: a SACK block of the same ACK delivered something
     /// (then `c.d` and `c.timed` hold it and are merged into, else they are assigned).
+    /// With `CLEAN` (nothing SACKed, lost or retransmitted) the scoreboard's walk
+    /// skips those flags.
     #[inline(always)]
-    fn cum_ack(&mut self, c: &mut AckCtx, sacked: bool) {
+    fn cum_ack<const CLEAN: bool>(&mut self, c: &mut AckCtx, sacked: bool) {
         let ack = c.h.ack;
-        let cum = self.sb.ack_cum(ack);
+        let cum = if CLEAN {
+            self.sb.ack_cum_clean(ack)
+        } else {
+            self.sb.ack_cum(ack)
+        };
         if !self.sack && cum.pkts > 0 {
             // One ACK fills the hole; the rest absorb counted duplicate ACKs.
             self.reno_sacked -= self.reno_sacked.min(cum.pkts - 1);

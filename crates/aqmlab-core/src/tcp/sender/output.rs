@@ -144,8 +144,9 @@ impl Sender {
     }
 
     /// A new data segment if the application and the receive window allow one (the
-    /// caller checked cwnd; a loss probe ignores it).
-    #[inline]
+    /// caller checked cwnd; a loss probe ignores it). Always inlined: it runs once per
+    /// segment, and its call frame cost as much as some of its steps.
+    #[inline(always)]
     pub(super) fn send_new(
         &mut self,
         now: SimTime,
@@ -171,8 +172,7 @@ impl Sender {
         let seq = self.snd_nxt;
         let end = seq + len + fin as u64;
         let tx = self.tx_stamp(now, in_flight + 1);
-        self.sb.push(seq, end, now, fin);
-        self.sb.set_tx(self.sb.len() - 1, tx);
+        self.sb.push_sent(seq, end, now, fin, tx);
         self.snd_nxt = end;
         if self.rtt_timed.is_none() && self.rtt.is_ns2() {
             // ns-2 `output`: new data is timed when no segment is
