@@ -27,6 +27,9 @@ pub struct Net {
     /// Packets that found no route at some node (counted as dropped; impossible in a
     /// validated scenario, kept as a safety net).
     pub unroutable_pkts: u64,
+    /// The end of the run (or of the current `Simulator::run_until`, if later): packets
+    /// due at a router after it are not folded into the next link (`link::fold_arrivals`).
+    pub horizon: SimTime,
 }
 
 impl Net {
@@ -53,6 +56,22 @@ impl Net {
         link.enqueue(pkt, now, &mut self.events);
         if !link.out.drops.is_empty() {
             self.drain_link_drops(l as usize);
+        }
+        self.fold_if_owed(l as usize);
+    }
+
+    /// Runs `link::fold_arrivals` if link `l` just put a packet on its empty wire and
+    /// folds into the next link.
+    #[inline(always)]
+    pub(crate) fn fold_if_owed(&mut self, l: usize) {
+        if self.links[l].fold_owed() {
+            crate::link::fold_arrivals(
+                &mut self.links,
+                l,
+                &self.routes,
+                self.horizon,
+                &mut self.events,
+            );
         }
     }
 

@@ -4,8 +4,10 @@
 //! (flows × path length + links + nodes):
 //!
 //! - **events**: every packet a source sends costs about one event per hop it travels
-//!   plus one at the source (the benchmarks in `benchmarks/README.md` measure 3.5–4.5
-//!   events per bottleneck packet on a 3-hop dumbbell with ACKs). A source with its own
+//!   plus one at the source, but for the hops into a link that takes its packets from the
+//!   link before it without an arrival event (`scenario::Plan::fold_feeders`; in a
+//!   dumbbell, the last hop to each host: the benchmarks in `benchmarks/README.md`
+//!   measure 3.1–3.4 events per bottleneck packet with ACKs). A source with its own
 //!   clock (CBR, ping, udp_rr, voip) sends `1/interval` packets per second; a TCP-based
 //!   workload at most what the narrowest link of its data path carries at full-sized
 //!   packets, plus an ACK per second segment on the way back. Downloads (web, web_users,
@@ -505,6 +507,11 @@ pub struct FlowLoad {
     /// links of the way back.
     pub fwd: Vec<u32>,
     pub rev: Vec<u32>,
+    /// Links of `fwd` and of `rev` that take their packets from the link before them
+    /// without an arrival event at the router between (`link::fold_arrivals`): one
+    /// event fewer per packet each.
+    pub fwd_folds: usize,
+    pub rev_folds: usize,
 }
 
 /// What a validated scenario looks like to the resource model (`scenario::Plan::shape`),
@@ -795,18 +802,18 @@ fn traffic(flows: &[FlowLoad], offered: &Offered, frac: &[f64], dur: f64, bins: 
             .iter()
             .position(|&l| frac[l as usize] < 1.0)
             .unwrap_or(0) as f64;
+        // an arrival event per link crossed, but for those the link before hands its
+        // packets to without one
+        let fwd_hops = (f.fwd.len() - f.fwd_folds) as f64;
+        let rev_hops = (f.rev.len() - f.rev_folds) as f64;
         // a TCP connection's handshake: SYN and its ACK along the data path, the SYN-ACK
         // back (downloads count theirs per object in `reverse_per_pkt`)
         let handshake = if f.tcp && !f.profile.download && f.active_secs > 0.0 {
-            2.0 * (1 + f.fwd.len()) as f64 + (1 + f.rev.len()) as f64
+            2.0 * (1.0 + fwd_hops) + (1.0 + rev_hops)
         } else {
             0.0
         };
-        let ev = sent
-            + through * f.fwd.len() as f64
-            + back * (1 + f.rev.len()) as f64
-            + lost * before
-            + handshake;
+        let ev = sent + through * fwd_hops + back * (1.0 + rev_hops) + lost * before + handshake;
         t.events += ev;
         t.samples += eff.min(offered.narrowest[i].max(1.0 / dur))
             * f.active_secs

@@ -47,6 +47,7 @@ use crate::metrics::{Histogram, LinkField, LinkSeries};
 use crate::packet::{Ecn, LinkId, NodeId, Packet};
 use crate::qdisc::{AnyQdisc, DropReason, Qdisc, QdiscOut};
 use crate::rng::Rng;
+use crate::scenario::routes::Routes;
 use crate::time::{Rate, SimDuration, SimTime};
 use std::collections::VecDeque;
 
@@ -277,6 +278,16 @@ struct WireHot {
     jitter: bool,
     /// GRO at the far end (`LinkParams::gro`).
     gro: bool,
+    /// Some link out of the far end (a router) takes this link's packets without an
+    /// arrival event of their own ([`fold_arrivals`]): a packet put on the empty wire
+    /// sets `fold_owed` instead of pushing its `Arrive`.
+    fold: bool,
+    /// A packet went on the empty wire and its `Arrive` is not pushed yet: the caller
+    /// runs [`fold_arrivals`] before anything else happens.
+    fold_owed: bool,
+    /// This link takes the packets of the one link that feeds it (`Link::fold_from`)
+    /// without their arrival event at the router.
+    fold_target: bool,
     /// Which fields of the cached bin were recorded (`1 << LinkField as u8`; 0: no bin
     /// is cached).
     bin_recorded: u8,
@@ -325,6 +336,9 @@ pub struct Link {
     throttles: bool,
     /// The instant of the pending `timer::QDISC` wake-up, if any.
     wake_at: Option<SimTime>,
+    /// The only link whose packets this (lazy, FIFO) link forwards, if that link folds
+    /// into it ([`fold_arrivals`]; `LinkId::MAX`: none).
+    fold_from: LinkId,
 }
 
 /// Records a packet leaving the qdisc (sojourn, CE seen). Takes the two fields, not
@@ -534,6 +548,56 @@ pub(crate) fn arrival_event(link: LinkId, multi_peer: bool) -> Event {
     }
 }
 
+/// **Folded arrivals.** A router hands a packet arriving on link `a` to the next link at
+/// the instant it arrives. When that link is fed by `a` alone (on every flow's path,
+/// both ways, the hop before it is `a`: `Link::set_fold_from`), is a lazy FIFO wire, and
+/// will find the packet with its serialiser free and its queue empty, what happens at
+/// the router is known as soon as the packet goes on `a`'s wire: nothing else can reach
+/// the next link before it. The packet is then handed over at once, stamped with its
+/// arrival instant at the router, and crosses both hops with one event (the next
+/// link's `Arrive`) instead of two — in a dumbbell, the hop from the receiving router to
+/// each host, for data and ACKs alike. A packet that would find the next link busy, and
+/// any packet behind one still on `a`'s wire, takes the ordinary path (an `Arrive` on
+/// `a`). Only packets due at the router by `horizon` (the end of the run) are folded, so
+/// the run's statistics hold the same packets as with the ordinary path. The packets, their instants and every statistic are those of
+/// the ordinary path; events at one and the same nanosecond may run in another order
+/// (the far arrival is scheduled earlier, so it takes an earlier insertion number).
+/// Called when a packet went on `a`'s empty wire, and when one that took the ordinary
+/// path has been handed over with others behind it (`Link::fold_owed`), before any
+/// other event; folds on along a chain of such links.
+#[inline(never)]
+pub(crate) fn fold_arrivals(
+    links: &mut [Link],
+    a: usize,
+    routes: &Routes,
+    horizon: SimTime,
+    ev: &mut EventQueue,
+) {
+    links[a].hot.fold_owed = false;
+    let router = links[a].hot.to;
+    while let Some(&(t, ref pkt)) = links[a].wire.front() {
+        if t > horizon || pkt.dst == router {
+            break;
+        }
+        let Some(b) = routes.next(router, pkt.dst) else {
+            break;
+        };
+        let b = b as usize;
+        if !links[b].takes_folded(a as LinkId, t) {
+            break;
+        }
+        let (t, pkt) = links[a].wire.pop_front().expect("the front packet");
+        links[b].enqueue_lazy(pkt, t, ev);
+        debug_assert!(links[b].out.drops.is_empty(), "a folded packet was dropped");
+        if links[b].hot.fold_owed {
+            fold_arrivals(links, b, routes, horizon, ev);
+        }
+    }
+    if let Some(&(t, _)) = links[a].wire.front() {
+        ev.push(t, Event::Arrive(a as LinkId));
+    }
+}
+
 #[inline]
 fn loss_at(p: &LinkParams, now: SimTime) -> f64 {
     if p.loss_periods.is_empty() {
@@ -594,6 +658,9 @@ impl Link {
                 owes_idle_deq: !qdisc.empty_dequeue_is_noop(),
                 jitter: false,
                 gro: p.gro,
+                fold: false,
+                fold_owed: false,
+                fold_target: false,
                 bin_recorded: 0,
                 zero_soj: 0,
                 bin_soj_n: 0,
@@ -614,6 +681,7 @@ impl Link {
             gro_held: None,
             throttles,
             wake_at: None,
+            fold_from: LinkId::MAX,
             p,
         }
     }
@@ -839,9 +907,88 @@ impl Link {
         let at = self.jittered(done + self.hot.delay);
         self.wire.push_back((at, pkt));
         if self.wire.len() == 1 {
-            ev.push(at, Event::Arrive(self.hot.id));
+            self.wire_started(at, ev);
         }
         self.after_lazy_tx(ev);
+    }
+
+    /// The first packet on the empty wire arrives at `at`: its `Arrive`, unless the link
+    /// folds into the next (then the caller's [`fold_arrivals`] decides).
+    #[inline(always)]
+    fn wire_started(&mut self, at: SimTime, ev: &mut EventQueue) {
+        if self.hot.fold {
+            self.hot.fold_owed = true;
+        } else {
+            ev.push(at, Event::Arrive(self.hot.id));
+        }
+    }
+
+    /// Whether a packet went on the empty wire of a folding link and
+    /// [`fold_arrivals`] must run.
+    #[inline(always)]
+    pub(crate) fn fold_owed(&self) -> bool {
+        self.hot.fold_owed
+    }
+
+    /// Makes this link take the packets of link `from` without their arrival event
+    /// (see [`fold_arrivals`]); false (nothing changed) if it cannot: it must be a lazy
+    /// wire (no loss, no jitter, one-packet device queue) whose qdisc is a FIFO taking an
+    /// MTU-sized packet when empty, outside any per-packet trace window.
+    pub(crate) fn set_fold_from(&mut self, from: LinkId) -> bool {
+        let fifo_admits = match &self.qdisc {
+            AnyQdisc::Fifo(f) => f.admits_when_empty(self.p.mtu),
+            _ => false,
+        };
+        if !(self.hot.lazy
+            && !self.hot.jitter
+            && fifo_admits
+            && self.stats.packet_windows.is_empty())
+        {
+            return false;
+        }
+        self.fold_from = from;
+        self.hot.fold_target = true;
+        true
+    }
+
+    /// Whether this link can hand its packets to the next link without an arrival
+    /// event (see [`fold_arrivals`]): a point-to-point wire or shaper (the links that put
+    /// packets on their wire through `wire_started`) without GRO at the far end.
+    pub(crate) fn can_fold(&self) -> bool {
+        self.p.peers.is_empty()
+            && !self.hot.gro
+            && matches!(self.lower, Lower::Wire | Lower::Shaper(_))
+    }
+
+    /// Back to an `Arrive` per packet at the far end, as either end of a fold.
+    pub(crate) fn clear_fold(&mut self) {
+        debug_assert!(self.wire.is_empty() && !self.hot.fold_owed);
+        self.hot.fold = false;
+        self.hot.fold_target = false;
+        self.fold_from = LinkId::MAX;
+    }
+
+    /// Makes this link fold its packets into the next link where one has accepted it
+    /// (`set_fold_from`).
+    pub(crate) fn set_fold(&mut self) {
+        debug_assert!(self.can_fold());
+        self.hot.fold = true;
+    }
+
+    /// Whether this link can take a packet of link `a` that reaches it at `t`, as the
+    /// router would hand it over then: it is fed by `a` alone, its serialiser is free at
+    /// `t` and its queue empty (so the packet goes straight on the wire). Reads only
+    /// `hot`: a lazy wire's qdisc holds packets only while a `TxDone` is pending, and a
+    /// packet of `a` routed here is on a flow's path through `a` and this link, whose
+    /// only feeder is then `a` (`set_fold_from`).
+    #[inline(always)]
+    fn takes_folded(&self, a: LinkId, t: SimTime) -> bool {
+        let take = self.hot.fold_target
+            && !self.hot.txdone_pending
+            && !self.hot.idle_deq
+            && t >= self.hot.busy_until;
+        debug_assert!(!take || (self.fold_from == a && self.qdisc.is_empty()));
+        take
     }
 
     /// The arrival instant at the far end of a packet whose last bit leaves at `at`
@@ -884,7 +1031,7 @@ impl Link {
             let at = self.jitter.apply(end + self.p.delay);
             self.wire.push_back((at, seg));
             if self.wire.len() == 1 {
-                ev.push(at, Event::Arrive(self.hot.id));
+                self.wire_started(at, ev);
             }
         }
         self.count_tx();
@@ -1283,7 +1430,7 @@ impl Link {
             let at = self.jitter.apply(now + self.p.delay);
             self.wire.push_back((at, pkt));
             if self.wire.len() == 1 {
-                ev.push(at, Event::Arrive(self.hot.id));
+                self.wire_started(at, ev);
             }
         }
         if matches!(self.lower, Lower::Wire) {
@@ -1351,13 +1498,15 @@ impl Link {
     /// The oldest packet on the wire reaches the far end (point-to-point links).
     #[inline]
     pub fn arrive(&mut self, now: SimTime, ev: &mut EventQueue) -> Packet {
+        debug_assert!(!self.hot.fold_owed, "an arrival while a fold is owed");
         let (t, pkt) = self
             .wire
             .pop_front()
             .expect("Arrive with nothing on the wire");
         debug_assert_eq!(t, now);
         if let Some(&(next, _)) = self.wire.front() {
-            ev.push(next, Event::Arrive(self.hot.id));
+            // a folding link: the packets behind may fold once this one is handed over
+            self.wire_started(next, ev);
         }
         pkt
     }

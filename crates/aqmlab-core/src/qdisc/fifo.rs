@@ -61,6 +61,14 @@ pub struct Fifo {
 }
 
 impl Fifo {
+    /// Whether the empty queue takes a packet of `size` bytes (a link that passes
+    /// packets through it when idle needs this of every packet it can get).
+    pub(crate) fn admits_when_empty(&self, size: u32) -> bool {
+        match self.limit {
+            Limit::Packets(n) => n > 0,
+            Limit::Bytes(b) => size as u64 <= b,
+        }
+    }
     pub fn new(cfg: &FifoConfig, _ctx: BuildCtx) -> Self {
         Fifo {
             limit: cfg.limit,

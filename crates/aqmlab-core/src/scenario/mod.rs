@@ -670,6 +670,82 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// For each link, the one link whose packets it takes without an arrival event at
+    /// the router between them (`link::fold_arrivals`), if any (`u32::MAX`: none).
+    ///
+    /// A link is fed by another alone if on every flow's path, in both directions, the
+    /// hop before it is that link (packets only travel between the two endpoints of a
+    /// flow, `app::FlowCtx::packet`); a link that some path starts on (its node originates
+    /// packets) or that several links feed is not. It takes folded packets if it is a lazy
+    /// wire (point-to-point, lossless, one-packet device queue, no host jitter) with a FIFO
+    /// that takes an MTU-sized packet when empty, outside any per-packet trace window; its
+    /// feeder must be a point-to-point wire or shaper without GRO at the router.
+    pub fn fold_feeders(&self, routes: &Routes) -> Vec<u32> {
+        const UNSEEN: u32 = u32::MAX;
+        const SEVERAL: u32 = u32::MAX - 1;
+        const ORIGIN: u32 = u32::MAX - 2;
+        let mut feeder = vec![UNSEEN; self.links.len()];
+        let mut seen = std::collections::HashSet::new();
+        for f in &self.flows {
+            for (a, b) in [(f.src, f.dst), (f.dst, f.src)] {
+                if !seen.insert((a, b)) {
+                    continue;
+                }
+                let mut prev = ORIGIN;
+                for l in routes.path(a, b, &self.links) {
+                    let cur = &mut feeder[l as usize];
+                    *cur = match *cur {
+                        UNSEEN => prev,
+                        c if c == prev => c,
+                        _ => SEVERAL,
+                    };
+                    prev = l;
+                }
+            }
+        }
+        let jitter = !self.noise.host_jitter.is_zero();
+        let takes = |(p, q): &(LinkParams, QdiscConfig)| {
+            let fifo_admits = match q {
+                QdiscConfig::Fifo(c) => match c.limit {
+                    crate::units::Limit::Packets(n) => n > 0,
+                    crate::units::Limit::Bytes(b) => b >= p.mtu as u64,
+                },
+                _ => false,
+            };
+            let host_egress = self.nodes[p.from as usize].kind == NodeKind::Host;
+            matches!(p.lower, crate::link::LowerParams::Wire)
+                && p.device_queue == 1
+                && p.loss == 0.0
+                && p.loss_periods.is_empty()
+                && p.peers.is_empty()
+                && fifo_admits
+                && !(jitter && host_egress)
+                && (!p.packet_traced() || self.packet_trace.is_empty())
+        };
+        let feeds = |p: &LinkParams| {
+            p.peers.is_empty()
+                && !p.gro
+                && matches!(
+                    p.lower,
+                    crate::link::LowerParams::Wire | crate::link::LowerParams::Shaper(_)
+                )
+        };
+        feeder
+            .iter()
+            .enumerate()
+            .map(|(b, &a)| {
+                let ok = (a as usize) < self.links.len()
+                    && feeds(&self.links[a as usize].0)
+                    && takes(&self.links[b]);
+                if ok {
+                    a
+                } else {
+                    u32::MAX
+                }
+            })
+            .collect()
+    }
+
     /// What the resource model (`crate::resources`) reads of the plan.
     pub fn shape(&self) -> crate::resources::Shape<'_> {
         crate::resources::Shape {

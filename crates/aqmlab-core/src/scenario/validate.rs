@@ -406,6 +406,12 @@ fn packet_trace_windows(run: &RunConfig) -> Result<Vec<(SimTime, SimTime)>, Scen
 /// What the resource model needs of each resolved flow: its load profile, active time
 /// and routed paths.
 fn flow_loads(plan: &Plan, routes: &Routes) -> Vec<crate::resources::FlowLoad> {
+    let feeders = plan.fold_feeders(routes);
+    let folds = |path: &[u32]| {
+        path.iter()
+            .filter(|&&l| feeders[l as usize] != u32::MAX)
+            .count()
+    };
     plan.flows
         .iter()
         .map(|f| {
@@ -416,18 +422,22 @@ fn flow_loads(plan: &Plan, routes: &Routes) -> Vec<crate::resources::FlowLoad> {
             } else {
                 (f.src, f.dst)
             };
+            let fwd = routes.path(a, b, &plan.links);
+            let rev = if profile.reverse_per_pkt > 0.0 {
+                routes.path(b, a, &plan.links)
+            } else {
+                Vec::new()
+            };
             crate::resources::FlowLoad {
                 group: f.group,
                 active_secs: f.stop.saturating_since(f.start).as_secs_f64(),
                 rtt_secs: f.base_rtt.as_secs_f64(),
                 tcp: profile.fixed_pps.is_none(),
                 profile,
-                fwd: routes.path(a, b, &plan.links),
-                rev: if profile.reverse_per_pkt > 0.0 {
-                    routes.path(b, a, &plan.links)
-                } else {
-                    Vec::new()
-                },
+                fwd_folds: folds(&fwd),
+                rev_folds: folds(&rev),
+                fwd,
+                rev,
             }
         })
         .collect()

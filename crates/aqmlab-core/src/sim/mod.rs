@@ -140,6 +140,7 @@ impl Simulator {
         for (l, t) in routes.peer_tables() {
             links[*l as usize].set_peer_table(t.clone());
         }
+        plan_folds(&plan, &routes, &mut links);
         let media: Vec<WifiMedium> = plan
             .media
             .iter()
@@ -183,6 +184,7 @@ impl Simulator {
             delivered_pkts: 0,
             dropped_pkts: 0,
             unroutable_pkts: 0,
+            horizon: SimTime::ZERO,
         };
         Simulator {
             net,
@@ -205,9 +207,31 @@ impl Simulator {
         self.net.now
     }
 
-    /// Runs every event up to and including `t`; afterwards `now() == t`.
+    /// Every packet arrives at each router with an event of its own (no folded
+    /// arrivals, `link::fold_arrivals`): the reference the tests compare folding with.
+    /// Only before the run starts.
+    #[doc(hidden)]
+    pub fn without_folding(mut self) -> Self {
+        assert!(
+            self.events_processed == 0,
+            "without_folding after the run started"
+        );
+        for l in &mut self.net.links {
+            l.clear_fold();
+        }
+        self
+    }
+
+    /// Runs every event up to and including `t`; afterwards `now() == t`. Running in
+    /// slices gives the results of one `run()`. Between slices, a link that takes packets
+    /// without an arrival event at the router before it (`link::fold_arrivals`) may
+    /// already count packets that reach that router after `t`.
     pub fn run_until(&mut self, t: SimTime) {
         let started = std::time::Instant::now();
+        // folded arrivals look ahead to the end of the run, whatever the slice: a run in
+        // slices processes the same events as one `run()` (statistics read between
+        // slices may include packets already handed to a link for a later instant)
+        self.net.horizon = t.max(self.end);
         while let Some((et, ev)) = self.net.events.pop_due(t) {
             debug_assert!(et >= self.net.now, "time travel");
             self.net.now = et;
@@ -247,6 +271,7 @@ impl Simulator {
                 if !link.out.drops.is_empty() {
                     self.net.drain_link_drops(l as usize);
                 }
+                self.net.fold_if_owed(l as usize);
             }
             Event::Arrive(l) => {
                 let link = &mut self.net.links[l as usize];
@@ -259,6 +284,7 @@ impl Simulator {
                 } else {
                     let pkt = link.arrive(now, &mut self.net.events);
                     self.deliver(at, pkt);
+                    self.net.fold_if_owed(l as usize);
                 }
             }
             Event::FlowTimer { flow, kind } => {
@@ -355,6 +381,19 @@ impl Simulator {
     /// Simulated time after warm-up, for rate averages.
     pub fn measured_span(&self) -> SimDuration {
         self.end.saturating_since(SimTime::ZERO + self.plan.warmup)
+    }
+}
+
+/// Sets up the folded arrivals the plan allows (`Plan::fold_feeders`).
+fn plan_folds(plan: &Plan, routes: &Routes, links: &mut [Link]) {
+    for (b, a) in plan.fold_feeders(routes).into_iter().enumerate() {
+        if a != u32::MAX {
+            let took = links[b].set_fold_from(a);
+            debug_assert!(took, "link {b} refuses the fold the plan allows");
+            if took {
+                links[a as usize].set_fold();
+            }
+        }
     }
 }
 
