@@ -544,6 +544,14 @@ impl Scoreboard {
             }
             self.forget(&s);
         }
+        self.after_cum_ack();
+        d
+    }
+
+    /// What a cumulative ACK leaves to tidy once the acknowledged segments are gone: the
+    /// RACK list's entries for them, and the marks that must not point below `base`.
+    #[inline(always)]
+    fn after_cum_ack(&mut self) {
         if self.rack_on {
             while self.tsorted.front().is_some_and(|e| e.id < self.base) {
                 self.tsorted.pop_front();
@@ -554,7 +562,6 @@ impl Scoreboard {
         if self.high_sacked.is_some_and(|h| h < self.base) {
             self.high_sacked = None;
         }
-        d
     }
 
     /// [`Scoreboard::ack_cum`] while no outstanding segment is SACKed, lost or being
@@ -577,16 +584,7 @@ impl Scoreboard {
             self.base += 1;
             self.packets_out -= 1;
         }
-        if self.rack_on {
-            while self.tsorted.front().is_some_and(|e| e.id < self.base) {
-                self.tsorted.pop_front();
-            }
-        }
-        self.lost_mark = self.lost_mark.max(self.base);
-        self.rtx_hint = self.rtx_hint.max(self.base);
-        if self.high_sacked.is_some_and(|h| h < self.base) {
-            self.high_sacked = None;
-        }
+        self.after_cum_ack();
         d
     }
 
