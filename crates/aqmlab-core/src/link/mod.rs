@@ -306,6 +306,107 @@ struct WireHot {
 
 const _: () = assert!(std::mem::size_of::<WireHot>() == 128);
 
+/// The statistics records kept in `WireHot` (the lazy wire's, and the shaped link's:
+/// its `rate`..`gro` fields serve the wire only, the bin cache and the zero sojourns any
+/// link whose every transmit, sojourn and backlog record goes through them). The
+/// records are those of `note_dequeue` / `LinkSeries`, made into the cached bin and
+/// written to `stats` when the bin changes and when a run stops (`Link::settle`).
+impl WireHot {
+    /// `note_dequeue` with the series' bin and the zero sojourns kept here.
+    #[inline(always)]
+    fn note_dequeue(
+        &mut self,
+        stats: &mut LinkStats,
+        enqueued_at: SimTime,
+        ecn: Ecn,
+        now: SimTime,
+    ) {
+        let soj = now.saturating_since(enqueued_at).as_nanos();
+        if now >= stats.warmup {
+            if soj == 0 {
+                self.zero_soj += 1;
+                if self.zero_soj == u32::MAX {
+                    self.flush_zero_soj(stats);
+                }
+            } else {
+                stats.sojourn.record(soj);
+            }
+        }
+        self.bin(stats, now, LinkField::Sojourn);
+        self.bin_soj_sum += soj as f64;
+        self.bin_soj_n += 1;
+        if !stats.packet_windows.is_empty() {
+            stats.log_packet(now, PKT_SOJOURN, soj as f64 * 1e-9);
+        }
+        if ecn == Ecn::Ce {
+            stats.ce_marked_seen += 1;
+        }
+    }
+
+    /// `LinkSeries::backlog` into the cached bin.
+    #[inline(always)]
+    fn backlog(&mut self, stats: &mut LinkStats, t: SimTime, packets: usize) {
+        self.bin(stats, t, LinkField::BacklogMax);
+        let n = u32::try_from(packets).unwrap_or(u32::MAX);
+        if n > self.bin_backlog {
+            self.bin_backlog = n;
+        }
+    }
+
+    /// `LinkSeries::tx` into the cached bin.
+    #[inline(always)]
+    fn tx(&mut self, stats: &mut LinkStats, t: SimTime, bytes: u32) {
+        self.bin(stats, t, LinkField::TxBytes);
+        self.bin_tx += bytes as u64;
+    }
+
+    /// Makes the cached bin the one holding `t` and marks `field` recorded.
+    #[inline(always)]
+    fn bin(&mut self, stats: &mut LinkStats, t: SimTime, field: LinkField) {
+        let tn = t.as_nanos();
+        if !(tn >= self.bin_lo && tn < self.bin_hi) {
+            self.load_bin(stats, t);
+        }
+        self.bin_recorded |= 1 << field as u8;
+    }
+
+    /// Writes the cached bin back and caches the one holding `t` (a write-back cache:
+    /// the bin's values are loaded, so every record adds to the same running values in
+    /// the same order as recording straight into the series).
+    #[inline(never)]
+    fn load_bin(&mut self, stats: &mut LinkStats, t: SimTime) {
+        self.store_bin(stats);
+        let (b, lo, hi) = stats.series.bin_mut(t, 0);
+        self.bin_tx = b.tx_bytes;
+        self.bin_soj_sum = b.sojourn_sum;
+        self.bin_soj_n = b.sojourn_n;
+        self.bin_backlog = b.backlog_max;
+        self.bin_lo = lo;
+        self.bin_hi = hi;
+    }
+
+    /// Writes the cached bin (if any) back to the series and drops it from the cache.
+    fn store_bin(&mut self, stats: &mut LinkStats) {
+        if self.bin_recorded != 0 {
+            let t = SimTime::from_nanos(self.bin_lo);
+            let (b, _, _) = stats.series.bin_mut(t, self.bin_recorded);
+            b.tx_bytes = self.bin_tx;
+            b.sojourn_sum = self.bin_soj_sum;
+            b.sojourn_n = self.bin_soj_n;
+            b.backlog_max = self.bin_backlog;
+        }
+        self.bin_recorded = 0;
+        self.bin_lo = 0;
+        self.bin_hi = 0;
+    }
+
+    #[cold]
+    fn flush_zero_soj(&mut self, stats: &mut LinkStats) {
+        stats.sojourn.record_zeros(self.zero_soj as u64);
+        self.zero_soj = 0;
+    }
+}
+
 /// A unidirectional link with its egress qdisc.
 #[derive(Debug)]
 pub struct Link {
@@ -387,6 +488,25 @@ pub(crate) fn to_qdisc(
     let seen = (!stats.packet_windows.is_empty()).then(|| qdisc.len());
     let _ = qdisc.enqueue(pkt, now, out);
     stats.series.backlog(now, qdisc.len());
+    if let Some(n) = seen {
+        stats.log_packet(now, PKT_QLEN, n as f64);
+    }
+}
+
+/// `to_qdisc` with the backlog recorded into `hot`'s cached bin (the shaped link).
+#[inline(always)]
+fn to_qdisc_hot(
+    qdisc: &mut AnyQdisc,
+    out: &mut QdiscOut,
+    stats: &mut LinkStats,
+    hot: &mut WireHot,
+    mut pkt: Packet,
+    now: SimTime,
+) {
+    pkt.enqueued_at = now;
+    let seen = (!stats.packet_windows.is_empty()).then(|| qdisc.len());
+    let _ = qdisc.enqueue(pkt, now, out);
+    hot.backlog(stats, now, qdisc.len());
     if let Some(n) = seen {
         stats.log_packet(now, PKT_QLEN, n as f64);
     }
@@ -1265,17 +1385,29 @@ impl Link {
                 &mut self.out,
                 &mut self.stats,
             );
+        } else if let Lower::Shaper(s) = &mut self.lower {
+            // (a shaped link records its series and zero sojourns through `hot`)
+            if s.records_direct() {
+                to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
+            } else {
+                to_qdisc_hot(
+                    &mut self.qdisc,
+                    &mut self.out,
+                    &mut self.stats,
+                    &mut self.hot,
+                    pkt,
+                    now,
+                );
+            }
+            // a tbf lazy wake-up is pending: the shaper's pull would only count the
+            // stash as held back (no WiFi to poke; a lazy wake-up means the qdisc
+            // does not throttle)
+            if s.throttle_waiting(now) {
+                debug_assert!(!self.throttles && self.device.is_empty());
+                return;
+            }
         } else {
             to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
-            if let Lower::Shaper(s) = &mut self.lower {
-                // a tbf lazy wake-up is pending: the shaper's pull would only count the
-                // stash as held back (no WiFi to poke; a lazy wake-up means the qdisc
-                // does not throttle)
-                if s.throttle_waiting(now) {
-                    debug_assert!(!self.throttles && self.device.is_empty());
-                    return;
-                }
-            }
         }
         let was_ready = self.wifi().map_or(0, |w| w.ready_mask());
         self.kick_lower(now, ev);
@@ -1366,6 +1498,7 @@ impl Link {
                     &mut self.qdisc,
                     &mut self.out,
                     &mut self.stats,
+                    &mut self.hot,
                     &mut self.device,
                     self.p.device_queue as usize,
                     self.p.overhead,
@@ -1437,7 +1570,12 @@ impl Link {
             self.stats.tx_pkts += 1;
             self.stats.tx_bytes += pkt.size as u64;
         }
-        self.stats.series.tx(now, pkt.size);
+        if matches!(&self.lower, Lower::Shaper(s) if !s.records_direct()) {
+            // (a shaped link records its series through `hot`)
+            self.hot.tx(&mut self.stats, now, pkt.size);
+        } else {
+            self.stats.series.tx(now, pkt.size);
+        }
         tx_complete(self.p.from, &pkt, now, ev);
         let loss = loss_at(&self.p, now);
         if loss > 0.0 && self.rng.bernoulli(loss) {
@@ -1889,12 +2027,22 @@ mod tests {
     /// An 80 Mbit/s link (1 ms, 14 bytes of framing) behind an 8 Mbit/s tbf of `burst`
     /// bytes, with the qdisc `qdisc` (TOML) under the shaper.
     fn tbf_link(name: &str, qdisc: &str, burst: u64, seed: u64) -> (LinkParams, AnyQdisc) {
+        shaped_link(name, qdisc, burst, seed, ShaperKind::Tbf)
+    }
+
+    fn shaped_link(
+        name: &str,
+        qdisc: &str,
+        burst: u64,
+        seed: u64,
+        kind: ShaperKind,
+    ) -> (LinkParams, AnyQdisc) {
         let table: toml::Table = toml::from_str(qdisc).unwrap();
         let q = QdiscConfig::try_from(table).unwrap();
         let shaper = ShaperParams {
             rate: Rate::from_bps(8_000_000),
             burst,
-            kind: ShaperKind::Tbf,
+            kind,
         };
         let p = LinkParams {
             name: name.into(),
@@ -2000,16 +2148,29 @@ mod tests {
     /// did (far-end arrivals, drops, statistics, throttled count) and how many arrivals
     /// met the instant a wake-up was due.
     fn drive(qdisc: &str, lazy: bool, seed: u64) -> (String, u32) {
-        let (p, qd) = tbf_link("shaped", qdisc, 3000, seed);
+        drive_shaped(qdisc, ShaperKind::Tbf, lazy, false, seed)
+    }
+
+    /// `drive` with the shaper's kind, and the link's statistics recorded straight into
+    /// `LinkStats` (`direct`) or through its cached bin.
+    fn drive_shaped(
+        qdisc: &str,
+        kind: ShaperKind,
+        lazy: bool,
+        direct: bool,
+        seed: u64,
+    ) -> (String, u32) {
+        let (p, qd) = shaped_link("shaped", qdisc, 3000, seed, kind);
         let warmup = SimTime::from_nanos(5_000_000);
         let bin = SimDuration::from_millis(10);
         let mut link = Link::new(0, p, qd, Rng::stream(seed, "link", 0), warmup, bin);
-        if !lazy {
-            let Lower::Shaper(s) = &mut link.lower else {
-                unreachable!()
-            };
+        let Lower::Shaper(s) = &mut link.lower else {
+            unreachable!()
+        };
+        if !lazy && kind == ShaperKind::Tbf {
             s.clear_lazy_wake();
         }
+        s.direct_records = direct;
         let mut rng = Rng::stream(seed, "test", 0);
         let mut ev = EventQueue::new();
         let end = SimTime::from_nanos(4_000_000_000);
@@ -2108,6 +2269,42 @@ mod tests {
                         "{qdisc} seed {seed}: line {i}: eager {:?} lazy {:?}",
                         a.get(i),
                         b.get(i)
+                    );
+                }
+            }
+        }
+    }
+
+    /// A shaped link's statistics recorded through its cached bin and zero-sojourn count
+    /// (`WireHot`) equal those recorded straight into `LinkStats`: the same series (to
+    /// the bit), histogram, counters and packets, for htb and tbf (lazy and timer
+    /// wake-ups), over several qdiscs and bins that change mid-burst.
+    #[test]
+    fn shaped_bin_cache_matches_direct_records() {
+        for qdisc in [
+            "kind = \"fifo\"\nlimit = 30",
+            "kind = \"codel\"",
+            "kind = \"pie\"",
+        ] {
+            for (kind, lazy) in [
+                (ShaperKind::Tbf, true),
+                (ShaperKind::Tbf, false),
+                (ShaperKind::Htb, false),
+            ] {
+                for seed in 1..=2 {
+                    let (direct, _) = drive_shaped(qdisc, kind, lazy, true, seed);
+                    let (cached, _) = drive_shaped(qdisc, kind, lazy, false, seed);
+                    assert!(
+                        direct.lines().count() > 3_000,
+                        "{qdisc}: too little traffic"
+                    );
+                    assert!(
+                        direct.contains("sojourn_n: "),
+                        "the statistics are in the log"
+                    );
+                    assert!(
+                        direct == cached,
+                        "{qdisc} {kind:?} lazy {lazy} seed {seed}: the cached records differ"
                     );
                 }
             }

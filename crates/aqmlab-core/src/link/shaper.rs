@@ -34,7 +34,7 @@
 //! shaped packet, same results.
 
 use super::token_bucket::TokenBucket;
-use super::{note_dequeue, timer, LinkStats};
+use super::{note_dequeue, timer, LinkStats, WireHot};
 use crate::event::{Event, EventQueue};
 use crate::packet::{LinkId, Packet};
 use crate::params::ParamDoc;
@@ -124,6 +124,10 @@ pub struct Shaper {
     /// (0: none yet; a one-entry cache, most frames are full-size).
     line_bytes: u32,
     line_tx: SimDuration,
+    /// Tests: the link records its statistics straight into `LinkStats`, not through
+    /// its cached bin (the slow path the cache is compared with).
+    #[cfg(test)]
+    pub(crate) direct_records: bool,
 }
 
 impl Shaper {
@@ -139,7 +143,19 @@ impl Shaper {
             wait_tx: SimDuration::ZERO,
             line_bytes: 0,
             line_tx: SimDuration::ZERO,
+            #[cfg(test)]
+            direct_records: false,
         }
+    }
+
+    /// Whether the link records this shaper's packets straight into `LinkStats` (only
+    /// tests ask for it) instead of through its cached bin (`WireHot`).
+    #[inline(always)]
+    pub(crate) fn records_direct(&self) -> bool {
+        #[cfg(test)]
+        return self.direct_records;
+        #[cfg(not(test))]
+        false
     }
 
     /// Uses the lazy wake-up (module doc). Only valid for tbf over a one-packet device
@@ -255,13 +271,15 @@ impl Shaper {
     /// Moves packets from the qdisc to the device queue while the device has room and
     /// the bucket allows; arms the wake-up timer when the bucket is what stops it.
     /// `line` is the physical rate (the lazy wake-up schedules the transmission's end).
+    /// Sojourns are recorded through `hot` (the link's cached series bin).
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub fn pull(
+    pub(super) fn pull(
         &mut self,
         qdisc: &mut AnyQdisc,
         out: &mut QdiscOut,
         stats: &mut LinkStats,
+        hot: &mut WireHot,
         device: &mut VecDeque<Packet>,
         device_limit: usize,
         overhead: u32,
@@ -293,7 +311,11 @@ impl Shaper {
                     let Some(p) = super::dequeue_cold(qdisc, now, out) else {
                         break;
                     };
-                    note_dequeue(stats, p.enqueued_at, p.ecn, now);
+                    if self.records_direct() {
+                        note_dequeue(stats, p.enqueued_at, p.ecn, now);
+                    } else {
+                        hot.note_dequeue(stats, p.enqueued_at, p.ecn, now);
+                    }
                     self.tb.charge((p.size + overhead) as u64);
                     device.push_back(p);
                 }
@@ -319,7 +341,10 @@ impl Shaper {
                     if self.stash.is_none() {
                         self.stash = super::dequeue_cold(qdisc, now, out);
                         match &self.stash {
-                            Some(p) => note_dequeue(stats, p.enqueued_at, p.ecn, now),
+                            Some(p) if self.records_direct() => {
+                                note_dequeue(stats, p.enqueued_at, p.ecn, now)
+                            }
+                            Some(p) => hot.note_dequeue(stats, p.enqueued_at, p.ecn, now),
                             None => break,
                         }
                     }
