@@ -509,7 +509,17 @@ impl DualPi2 {
         };
     }
 
+    /// Runs the `tupdate` ticks due by `now`: an inline test, as most packets find none
+    /// due (a call with the loop's frame cost more than the test).
+    #[inline(always)]
     fn run_updates(&mut self, now: SimTime, out: &mut QdiscOut) {
+        if self.timer.is_due(now) {
+            self.run_due_updates(now, out);
+        }
+    }
+
+    #[inline(never)]
+    fn run_due_updates(&mut self, now: SimTime, out: &mut QdiscOut) {
         while let Some(t) = self.timer.due(now) {
             let before = (self.prob, self.last_qdelay);
             self.update(t);

@@ -93,6 +93,11 @@ impl UpdateTimer {
             period,
         }
     }
+    /// Whether a tick is due by `now` (the glue's inline test before its out-of-line loop).
+    #[inline(always)]
+    pub fn is_due(&self, now: SimTime) -> bool {
+        self.next <= now
+    }
     /// The next tick at or before `now`, advancing the timer; `None` when none is due.
     pub fn due(&mut self, now: SimTime) -> Option<SimTime> {
         if self.next <= now {
