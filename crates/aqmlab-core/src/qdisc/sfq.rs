@@ -295,7 +295,7 @@ impl Sfq {
         self.link(x);
     }
     /// Slot `x` gained a packet.
-    #[inline]
+    #[inline(always)]
     fn relink_inc(&mut self, x: u32) {
         self.unlink(x);
         let d = self.slots[x as usize].q.len();
