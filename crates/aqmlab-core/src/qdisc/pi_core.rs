@@ -171,4 +171,23 @@ mod tests {
         t.skip_through(SimTime::from_nanos(1000));
         assert_eq!(t.next().as_nanos(), 1100);
     }
+
+    #[test]
+    fn is_due_is_exactly_when_due_yields() {
+        // The glue's inline test must agree with the loop it guards, at every instant
+        // around the ticks (before, at, just after a tick, after several missed ones).
+        let mut t = UpdateTimer::new(SimTime::from_nanos(500), SimDuration::from_nanos(100));
+        for now in [
+            0u64, 499, 500, 501, 599, 600, 950, 950, 1000, 1099, 1100, 5000,
+        ] {
+            let now = SimTime::from_nanos(now);
+            loop {
+                let expect = t.is_due(now);
+                assert_eq!(t.due(now).is_some(), expect, "at {now:?}");
+                if !expect {
+                    break;
+                }
+            }
+        }
+    }
 }
