@@ -65,10 +65,11 @@ impl Net {
     #[inline(always)]
     pub(crate) fn fold_if_owed(&mut self, l: usize) {
         if self.links[l].fold_owed() {
+            let routes = &self.routes;
             crate::link::fold_arrivals(
                 &mut self.links,
                 l,
-                &self.routes,
+                &|at, dst| routes.next(at, dst),
                 self.horizon,
                 &mut self.events,
             );

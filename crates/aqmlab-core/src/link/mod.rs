@@ -47,7 +47,6 @@ use crate::metrics::{Histogram, LinkField, LinkSeries};
 use crate::packet::{Ecn, LinkId, NodeId, Packet};
 use crate::qdisc::{AnyQdisc, DropReason, Qdisc, QdiscOut};
 use crate::rng::Rng;
-use crate::scenario::routes::Routes;
 use crate::time::{Rate, SimDuration, SimTime};
 use std::collections::VecDeque;
 
@@ -682,14 +681,16 @@ pub(crate) fn arrival_event(link: LinkId, multi_peer: bool) -> Event {
 /// the run's statistics hold the same packets as with the ordinary path. The packets, their instants and every statistic are those of
 /// the ordinary path; events at one and the same nanosecond may run in another order
 /// (the far arrival is scheduled earlier, so it takes an earlier insertion number).
-/// Called when a packet went on `a`'s empty wire, and when one that took the ordinary
+/// `next_hop(node, dst)` is the routes' outgoing link (`Routes::next`, passed in so that
+/// the link layer does not depend on the routing tables). Called when a packet went on
+/// `a`'s empty wire, and when one that took the ordinary
 /// path has been handed over with others behind it (`Link::fold_owed`), before any
 /// other event; folds on along a chain of such links.
 #[inline(never)]
-pub(crate) fn fold_arrivals(
+pub(crate) fn fold_arrivals<R: Fn(NodeId, NodeId) -> Option<u32>>(
     links: &mut [Link],
     a: usize,
-    routes: &Routes,
+    next_hop: &R,
     horizon: SimTime,
     ev: &mut EventQueue,
 ) {
@@ -699,7 +700,7 @@ pub(crate) fn fold_arrivals(
         if t > horizon || pkt.dst == router {
             break;
         }
-        let Some(b) = routes.next(router, pkt.dst) else {
+        let Some(b) = next_hop(router, pkt.dst) else {
             break;
         };
         let b = b as usize;
@@ -710,7 +711,7 @@ pub(crate) fn fold_arrivals(
         links[b].take_folded(pkt, t, ev);
         debug_assert!(links[b].out.drops.is_empty(), "a folded packet was dropped");
         if links[b].hot.fold_owed {
-            fold_arrivals(links, b, routes, horizon, ev);
+            fold_arrivals(links, b, next_hop, horizon, ev);
         }
     }
     if let Some(&(t, _)) = links[a].wire.front() {
