@@ -197,6 +197,25 @@ pub struct LinkParams {
 }
 
 impl LinkParams {
+    /// A lossless point-to-point wire with a one-packet device queue: with a qdisc that
+    /// does not throttle, the lazy wire (`Link::enqueue_lazy`).
+    pub fn is_plain_wire(&self) -> bool {
+        matches!(self.lower, LowerParams::Wire)
+            && self.device_queue == 1
+            && self.loss == 0.0
+            && self.loss_periods.is_empty()
+            && self.peers.is_empty()
+    }
+
+    /// Whether this link can hand its packets to the next link without an arrival event
+    /// (see [`fold_arrivals`]): a point-to-point wire or shaper (the links that put
+    /// packets on their wire through `Link::wire_started`) without GRO at the far end.
+    pub fn can_feed_fold(&self) -> bool {
+        self.peers.is_empty()
+            && !self.gro
+            && matches!(self.lower, LowerParams::Wire | LowerParams::Shaper(_))
+    }
+
     /// Whether this link logs packets inside `run.packet_trace` windows: the measured
     /// queues (`trace`, the `bottleneck*` links, `docsis_down`).
     pub fn packet_traced(&self) -> bool {
@@ -669,7 +688,7 @@ pub(crate) fn arrival_event(link: LinkId, multi_peer: bool) -> Event {
 
 /// **Folded arrivals.** A router hands a packet arriving on link `a` to the next link at
 /// the instant it arrives. When that link is fed by `a` alone (on every flow's path,
-/// both ways, the hop before it is `a`: `Link::set_fold_from`), is a lazy FIFO wire, and
+/// both ways, the hop before it is `a`: `Plan::fold_feeders`), is a lazy FIFO wire, and
 /// will find the packet with its serialiser free and its queue empty, what happens at
 /// the router is known as soon as the packet goes on `a`'s wire: nothing else can reach
 /// the next link before it. The packet is then handed over at once, stamped with its
@@ -678,14 +697,16 @@ pub(crate) fn arrival_event(link: LinkId, multi_peer: bool) -> Event {
 /// each host, for data and ACKs alike. A packet that would find the next link busy, and
 /// any packet behind one still on `a`'s wire, takes the ordinary path (an `Arrive` on
 /// `a`). Only packets due at the router by `horizon` (the end of the run) are folded, so
-/// the run's statistics hold the same packets as with the ordinary path. The packets, their instants and every statistic are those of
-/// the ordinary path; events at one and the same nanosecond may run in another order
-/// (the far arrival is scheduled earlier, so it takes an earlier insertion number).
+/// the run's statistics hold the same packets as with the ordinary path. The packets,
+/// their instants and every statistic are those of the ordinary path; events at one and
+/// the same nanosecond may run in another order (the far arrival is scheduled earlier,
+/// so it takes an earlier insertion number).
+///
 /// `next_hop(node, dst)` is the routes' outgoing link (`Routes::next`, passed in so that
 /// the link layer does not depend on the routing tables). Called when a packet went on
-/// `a`'s empty wire, and when one that took the ordinary
-/// path has been handed over with others behind it (`Link::fold_owed`), before any
-/// other event; folds on along a chain of such links.
+/// `a`'s empty wire, and when one that took the ordinary path has been handed over with
+/// others behind it (`Link::fold_owed`), before any other event; folds on along a chain
+/// of such links.
 #[inline(never)]
 pub(crate) fn fold_arrivals<R: Fn(NodeId, NodeId) -> Option<u32>>(
     links: &mut [Link],
@@ -744,12 +765,7 @@ impl Link {
         qdisc.set_warmup(warmup);
         let trace = p.trace;
         let throttles = qdisc.throttles();
-        let lazy = !throttles
-            && matches!(p.lower, LowerParams::Wire)
-            && p.device_queue == 1
-            && p.loss == 0.0
-            && p.loss_periods.is_empty()
-            && p.peers.is_empty();
+        let lazy = !throttles && p.is_plain_wire();
         let mut lower = Lower::new(&p.lower);
         if let Lower::Shaper(s) = &mut lower {
             // the lazy wake-up (see `shaper`): what a tbf wake-up does is known in
@@ -1051,34 +1067,21 @@ impl Link {
         self.hot.fold_owed
     }
 
-    /// Makes this link take the packets of link `from` without their arrival event
-    /// (see [`fold_arrivals`]); false (nothing changed) if it cannot: it must be a lazy
-    /// wire (no loss, no jitter, one-packet device queue) whose qdisc is a FIFO taking an
-    /// MTU-sized packet when empty, outside any per-packet trace window.
-    pub(crate) fn set_fold_from(&mut self, from: LinkId) -> bool {
-        let fifo_admits = match &self.qdisc {
-            AnyQdisc::Fifo(f) => f.admits_when_empty(self.p.mtu),
-            _ => false,
-        };
-        if !(self.hot.lazy
-            && !self.hot.jitter
-            && fifo_admits
-            && self.stats.packet_windows.is_empty())
-        {
-            return false;
-        }
+    /// Makes this link take the packets of link `from` without their arrival event (see
+    /// [`fold_arrivals`]), as `Plan::fold_feeders` allows: a lazy wire without host
+    /// jitter, whose FIFO takes an MTU-sized packet when empty, outside any per-packet
+    /// trace window.
+    pub(crate) fn set_fold_from(&mut self, from: LinkId) {
+        debug_assert!(
+            self.hot.lazy
+                && !self.hot.jitter
+                && self.stats.packet_windows.is_empty()
+                && matches!(self.qdisc, AnyQdisc::Fifo(_)),
+            "link {} cannot take folded packets",
+            self.p.name
+        );
         self.fold_from = from;
         self.hot.fold_target = true;
-        true
-    }
-
-    /// Whether this link can hand its packets to the next link without an arrival
-    /// event (see [`fold_arrivals`]): a point-to-point wire or shaper (the links that put
-    /// packets on their wire through `wire_started`) without GRO at the far end.
-    pub(crate) fn can_fold(&self) -> bool {
-        self.p.peers.is_empty()
-            && !self.hot.gro
-            && matches!(self.lower, Lower::Wire | Lower::Shaper(_))
     }
 
     /// Back to an `Arrive` per packet at the far end, as either end of a fold.
@@ -1092,7 +1095,7 @@ impl Link {
     /// Makes this link fold its packets into the next link where one has accepted it
     /// (`set_fold_from`).
     pub(crate) fn set_fold(&mut self) {
-        debug_assert!(self.can_fold());
+        debug_assert!(self.p.can_feed_fold());
         self.hot.fold = true;
     }
 
@@ -1213,7 +1216,7 @@ impl Link {
             if soj == 0 {
                 self.hot.zero_soj += 1;
                 if self.hot.zero_soj == u32::MAX {
-                    self.flush_zero_soj();
+                    self.hot.flush_zero_soj(&mut self.stats);
                 }
             } else {
                 self.stats.sojourn.record(soj);
@@ -1245,57 +1248,22 @@ impl Link {
     fn hot_bin(&mut self, t: SimTime, field: LinkField) {
         let tn = t.as_nanos();
         if !(tn >= self.hot.bin_lo && tn < self.hot.bin_hi) {
-            self.load_bin(t);
+            self.hot.load_bin(&mut self.stats, t);
         }
         self.hot.bin_recorded |= 1 << field as u8;
-    }
-
-    /// Writes the cached bin back and caches the one holding `t` (a write-back cache:
-    /// the bin's values are loaded, so every record adds to the same running values in
-    /// the same order as recording straight into the series).
-    #[inline(never)]
-    fn load_bin(&mut self, t: SimTime) {
-        self.store_bin();
-        let (b, lo, hi) = self.stats.series.bin_mut(t, 0);
-        self.hot.bin_tx = b.tx_bytes;
-        self.hot.bin_soj_sum = b.sojourn_sum;
-        self.hot.bin_soj_n = b.sojourn_n;
-        self.hot.bin_backlog = b.backlog_max;
-        self.hot.bin_lo = lo;
-        self.hot.bin_hi = hi;
-    }
-
-    /// Writes the cached bin (if any) back to the series and drops it from the cache.
-    fn store_bin(&mut self) {
-        if self.hot.bin_recorded != 0 {
-            let t = SimTime::from_nanos(self.hot.bin_lo);
-            let (b, _, _) = self.stats.series.bin_mut(t, self.hot.bin_recorded);
-            b.tx_bytes = self.hot.bin_tx;
-            b.sojourn_sum = self.hot.bin_soj_sum;
-            b.sojourn_n = self.hot.bin_soj_n;
-            b.backlog_max = self.hot.bin_backlog;
-        }
-        self.hot.bin_recorded = 0;
-        self.hot.bin_lo = 0;
-        self.hot.bin_hi = 0;
-    }
-
-    #[cold]
-    fn flush_zero_soj(&mut self) {
-        self.stats.sojourn.record_zeros(self.hot.zero_soj as u64);
-        self.hot.zero_soj = 0;
     }
 
     /// Writes what `hot` holds of the statistics (the series' bin, the zero sojourns)
     /// to `stats`.
     fn flush_hot(&mut self) {
-        self.store_bin();
-        self.flush_zero_soj();
+        self.hot.store_bin(&mut self.stats);
+        self.hot.flush_zero_soj(&mut self.stats);
     }
 
     /// Makes an owed empty dequeue (lazy wire) that falls at or before `t`, so the qdisc's
     /// state at `t` is what the eager model leaves. The simulator calls this when
     /// `run_until(t)` returns.
+    #[inline(never)]
     pub fn settle(&mut self, t: SimTime) {
         // a lazy shaper wake-up at or before `t` has moved its packet to the device
         if let Some(pkt) = self.released_stash(t) {

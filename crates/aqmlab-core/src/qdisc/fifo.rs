@@ -60,15 +60,17 @@ pub struct Fifo {
     stats: QdiscStats,
 }
 
-impl Fifo {
-    /// Whether the empty queue takes a packet of `size` bytes (a link that passes
-    /// packets through it when idle needs this of every packet it can get).
-    pub(crate) fn admits_when_empty(&self, size: u32) -> bool {
-        match self.limit {
-            Limit::Packets(n) => n > 0,
-            Limit::Bytes(b) => size as u64 <= b,
-        }
+/// Whether an empty FIFO of `limit` takes a packet of `size` bytes (`pass_through`'s
+/// test; a link that folds arrivals into its FIFO needs it of every packet it can get).
+#[inline]
+pub(crate) fn admits_when_empty(limit: Limit, size: u32) -> bool {
+    match limit {
+        Limit::Packets(n) => n > 0,
+        Limit::Bytes(b) => size as u64 <= b,
     }
+}
+
+impl Fifo {
     pub fn new(cfg: &FifoConfig, _ctx: BuildCtx) -> Self {
         Fifo {
             limit: cfg.limit,
@@ -92,11 +94,7 @@ impl Qdisc for Fifo {
         if !self.q.is_empty() {
             return false;
         }
-        let full = match self.limit {
-            Limit::Packets(n) => n == 0,
-            Limit::Bytes(b) => pkt.size as u64 > b,
-        };
-        if full {
+        if !admits_when_empty(self.limit, pkt.size) {
             return false;
         }
         self.stats.on_enqueue(pkt);

@@ -704,38 +704,24 @@ impl Plan {
             }
         }
         let jitter = !self.noise.host_jitter.is_zero();
+        // (a FIFO does not throttle: a plain wire with one is a lazy wire)
         let takes = |(p, q): &(LinkParams, QdiscConfig)| {
             let fifo_admits = match q {
-                QdiscConfig::Fifo(c) => match c.limit {
-                    crate::units::Limit::Packets(n) => n > 0,
-                    crate::units::Limit::Bytes(b) => b >= p.mtu as u64,
-                },
+                QdiscConfig::Fifo(c) => crate::qdisc::fifo::admits_when_empty(c.limit, p.mtu),
                 _ => false,
             };
             let host_egress = self.nodes[p.from as usize].kind == NodeKind::Host;
-            matches!(p.lower, crate::link::LowerParams::Wire)
-                && p.device_queue == 1
-                && p.loss == 0.0
-                && p.loss_periods.is_empty()
-                && p.peers.is_empty()
+            p.is_plain_wire()
                 && fifo_admits
                 && !(jitter && host_egress)
                 && (!p.packet_traced() || self.packet_trace.is_empty())
-        };
-        let feeds = |p: &LinkParams| {
-            p.peers.is_empty()
-                && !p.gro
-                && matches!(
-                    p.lower,
-                    crate::link::LowerParams::Wire | crate::link::LowerParams::Shaper(_)
-                )
         };
         feeder
             .iter()
             .enumerate()
             .map(|(b, &a)| {
                 let ok = (a as usize) < self.links.len()
-                    && feeds(&self.links[a as usize].0)
+                    && self.links[a as usize].0.can_feed_fold()
                     && takes(&self.links[b]);
                 if ok {
                     a
