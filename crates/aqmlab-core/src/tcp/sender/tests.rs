@@ -34,6 +34,26 @@ fn kinds(out: &[TxSeg]) -> Vec<(u64, bool)> {
 fn ms(x: u64) -> SimTime {
     SimTime::from_nanos(x * 1_000_000)
 }
+/// Every stack profile, for the tests that compare a fast path with the general one.
+const STACKS: [crate::tcp::Stack; 5] = [
+    crate::tcp::Stack::Linux,
+    crate::tcp::Stack::Linux3_14,
+    crate::tcp::Stack::Linux2_6_29,
+    crate::tcp::Stack::Ns2Sack1,
+    crate::tcp::Stack::Ns3,
+];
+/// The resolved configuration of `stack` with congestion control `cc` and segments of
+/// `MSS` bytes.
+fn stack_config(stack: crate::tcp::Stack, cc: CcKind) -> TcpConfig {
+    TcpOptions {
+        mss: Some(MSS as u32),
+        stack: Some(stack),
+        cc: Some(cc),
+        ..Default::default()
+    }
+    .resolve("tcp")
+    .unwrap()
+}
 /// An established sender with an RTT sample of 100 ms and unlimited data.
 fn sender(c: TcpConfig, ecn: bool) -> Sender {
     let mut s = Sender::new(&c);
@@ -1367,14 +1387,6 @@ fn receive_window_limits_and_fin() {
 /// (stats, app-limited mark, timers, RTT state: the whole `Debug` state).
 #[test]
 fn idle_ack_fast_path_matches_the_general_path() {
-    use crate::tcp::Stack;
-    let stacks = [
-        Stack::Linux,
-        Stack::Linux3_14,
-        Stack::Linux2_6_29,
-        Stack::Ns2Sack1,
-        Stack::Ns3,
-    ];
     let ccs = [
         CcKind::NewReno,
         CcKind::Cubic,
@@ -1382,17 +1394,10 @@ fn idle_ack_fast_path_matches_the_general_path() {
         CcKind::Prague,
     ];
     let mut taken = 0;
-    for stack in stacks {
+    for stack in STACKS {
         for cc in ccs {
             for ecn in [false, true] {
-                let c = TcpOptions {
-                    mss: Some(MSS as u32),
-                    stack: Some(stack),
-                    cc: Some(cc),
-                    ..Default::default()
-                }
-                .resolve("tcp")
-                .unwrap();
+                let c = stack_config(stack, cc);
                 // a fresh receiver-side sender, and one whose segment was
                 // acknowledged (snd_una = snd_nxt after a transfer)
                 let fresh = {
@@ -1439,26 +1444,11 @@ fn idle_ack_fast_path_matches_the_general_path() {
 
 #[test]
 fn quiescent_sender_skips_only_no_op_sends() {
-    use crate::tcp::Stack;
-    let stacks = [
-        Stack::Linux,
-        Stack::Linux3_14,
-        Stack::Linux2_6_29,
-        Stack::Ns2Sack1,
-        Stack::Ns3,
-    ];
     let mut taken = 0;
-    for stack in stacks {
+    for stack in STACKS {
         for cc in [CcKind::NewReno, CcKind::Cubic, CcKind::Bbr, CcKind::Prague] {
             for ecn in [false, true] {
-                let c = TcpOptions {
-                    mss: Some(MSS as u32),
-                    stack: Some(stack),
-                    cc: Some(cc),
-                    ..Default::default()
-                }
-                .resolve("tcp")
-                .unwrap();
+                let c = stack_config(stack, cc);
                 let mut s = Sender::new(&c);
                 let ctx = format!("{stack:?} {cc:?} ecn {ecn}");
                 // not established: next_segment returns at once, but the fast path
@@ -1641,26 +1631,11 @@ impl LossyPath {
 /// fast path's sender, so its later ACKs start from states it produced.
 #[test]
 fn clean_ack_fast_path_matches_the_general_path() {
-    use crate::tcp::Stack;
-    let stacks = [
-        Stack::Linux,
-        Stack::Linux3_14,
-        Stack::Linux2_6_29,
-        Stack::Ns2Sack1,
-        Stack::Ns3,
-    ];
     let (mut taken, mut rejected, mut undo_pending) = (0, 0, 0);
-    for (k, stack) in stacks.into_iter().enumerate() {
+    for (k, stack) in STACKS.into_iter().enumerate() {
         for cc in [CcKind::NewReno, CcKind::Cubic, CcKind::Dctcp] {
             for ecn in [false, true] {
-                let c = TcpOptions {
-                    mss: Some(MSS as u32),
-                    stack: Some(stack),
-                    cc: Some(cc),
-                    ..Default::default()
-                }
-                .resolve("tcp")
-                .unwrap();
+                let c = stack_config(stack, cc);
                 let mut s = Sender::new(&c);
                 s.establish(ms(100), Some(SimDuration::from_millis(60)), 0, ecn);
                 s.write(ms(100), UNLIMITED);
