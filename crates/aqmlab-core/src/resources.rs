@@ -5,7 +5,7 @@
 //!
 //! - **events**: every packet a source sends costs about one event per hop it travels
 //!   plus one at the source, but for the hops into a link that takes its packets from the
-//!   link before it without an arrival event (`scenario::Plan::fold_feeders`; in a
+//!   link before it without an arrival event (`scenario::Plan::find_fold_feeders`; in a
 //!   dumbbell, the last hop to each host: the benchmarks in `benchmarks/README.md`
 //!   measure 3.1–3.4 events per bottleneck packet with ACKs). A source with its own
 //!   clock (CBR, ping, udp_rr, voip) sends `1/interval` packets per second; a TCP-based

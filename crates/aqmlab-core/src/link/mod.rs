@@ -688,7 +688,7 @@ pub(crate) fn arrival_event(link: LinkId, multi_peer: bool) -> Event {
 
 /// **Folded arrivals.** A router hands a packet arriving on link `a` to the next link at
 /// the instant it arrives. When that link is fed by `a` alone (on every flow's path,
-/// both ways, the hop before it is `a`: `Plan::fold_feeders`), is a lazy FIFO wire, and
+/// both ways, the hop before it is `a`: `Plan::find_fold_feeders`), is a lazy FIFO wire, and
 /// will find the packet with its serialiser free and its queue empty, what happens at
 /// the router is known as soon as the packet goes on `a`'s wire: nothing else can reach
 /// the next link before it. The packet is then handed over at once, stamped with its

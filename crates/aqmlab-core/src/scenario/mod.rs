@@ -667,6 +667,9 @@ pub struct Plan {
     pub estimate: crate::resources::Estimate,
     /// The run-to-run variability mechanisms (`[run]` `noise`, `start_jitter`, `host_jitter`).
     pub noise: NoiseConfig,
+    /// For each link, the one link whose packets it takes without an arrival event at the
+    /// router between them (`u32::MAX`: none; [`Plan::find_fold_feeders`]).
+    pub fold_feeders: Vec<u32>,
 }
 
 impl Plan {
@@ -680,7 +683,7 @@ impl Plan {
     /// wire (point-to-point, lossless, one-packet device queue, no host jitter) with a FIFO
     /// that takes an MTU-sized packet when empty, outside any per-packet trace window; its
     /// feeder must be a point-to-point wire or shaper without GRO at the router.
-    pub fn fold_feeders(&self, routes: &Routes) -> Vec<u32> {
+    pub fn find_fold_feeders(&self, routes: &Routes) -> Vec<u32> {
         const UNSEEN: u32 = u32::MAX;
         const SEVERAL: u32 = u32::MAX - 1;
         const ORIGIN: u32 = u32::MAX - 2;

@@ -69,7 +69,9 @@ impl Scenario {
             env,
             estimate: crate::resources::Estimate::default(),
             noise,
+            fold_feeders: Vec::new(),
         };
+        plan.fold_feeders = plan.find_fold_feeders(&routes);
         let loads = flow_loads(&plan, &routes);
         plan.estimate =
             crate::resources::estimate(&plan.shape(), &loads, routes.routers(), run.trace);
@@ -406,10 +408,9 @@ fn packet_trace_windows(run: &RunConfig) -> Result<Vec<(SimTime, SimTime)>, Scen
 /// What the resource model needs of each resolved flow: its load profile, active time
 /// and routed paths.
 fn flow_loads(plan: &Plan, routes: &Routes) -> Vec<crate::resources::FlowLoad> {
-    let feeders = plan.fold_feeders(routes);
     let folds = |path: &[u32]| {
         path.iter()
-            .filter(|&&l| feeders[l as usize] != u32::MAX)
+            .filter(|&&l| plan.fold_feeders[l as usize] != u32::MAX)
             .count()
     };
     plan.flows

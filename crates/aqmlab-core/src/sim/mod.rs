@@ -140,7 +140,7 @@ impl Simulator {
         for (l, t) in routes.peer_tables() {
             links[*l as usize].set_peer_table(t.clone());
         }
-        plan_folds(&plan, &routes, &mut links);
+        plan_folds(&plan, &mut links);
         let media: Vec<WifiMedium> = plan
             .media
             .iter()
@@ -385,8 +385,8 @@ impl Simulator {
 }
 
 /// Sets up the folded arrivals the plan allows (`Plan::fold_feeders`).
-fn plan_folds(plan: &Plan, routes: &Routes, links: &mut [Link]) {
-    for (b, a) in plan.fold_feeders(routes).into_iter().enumerate() {
+fn plan_folds(plan: &Plan, links: &mut [Link]) {
+    for (b, &a) in plan.fold_feeders.iter().enumerate() {
         if a != u32::MAX {
             links[b].set_fold_from(a);
             links[a as usize].set_fold();
