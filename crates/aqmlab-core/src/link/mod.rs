@@ -496,8 +496,24 @@ pub(crate) fn to_qdisc(
     qdisc: &mut AnyQdisc,
     out: &mut QdiscOut,
     stats: &mut LinkStats,
+    pkt: Packet,
+    now: SimTime,
+) {
+    to_qdisc_recording(qdisc, out, stats, pkt, now, |stats, n| {
+        stats.series.backlog(now, n)
+    });
+}
+
+/// `to_qdisc` with the backlog after the enqueue recorded by `backlog` (the series
+/// itself, or a link's cached bin: `WireHot::backlog`).
+#[inline(always)]
+fn to_qdisc_recording(
+    qdisc: &mut AnyQdisc,
+    out: &mut QdiscOut,
+    stats: &mut LinkStats,
     mut pkt: Packet,
     now: SimTime,
+    backlog: impl FnOnce(&mut LinkStats, usize),
 ) {
     pkt.enqueued_at = now;
     // Inside a packet-trace window: the queue length this arrival finds (packets in the
@@ -505,26 +521,7 @@ pub(crate) fn to_qdisc(
     // queue-length distribution.
     let seen = (!stats.packet_windows.is_empty()).then(|| qdisc.len());
     let _ = qdisc.enqueue(pkt, now, out);
-    stats.series.backlog(now, qdisc.len());
-    if let Some(n) = seen {
-        stats.log_packet(now, PKT_QLEN, n as f64);
-    }
-}
-
-/// `to_qdisc` with the backlog recorded into `hot`'s cached bin (the shaped link).
-#[inline(always)]
-fn to_qdisc_hot(
-    qdisc: &mut AnyQdisc,
-    out: &mut QdiscOut,
-    stats: &mut LinkStats,
-    hot: &mut WireHot,
-    mut pkt: Packet,
-    now: SimTime,
-) {
-    pkt.enqueued_at = now;
-    let seen = (!stats.packet_windows.is_empty()).then(|| qdisc.len());
-    let _ = qdisc.enqueue(pkt, now, out);
-    hot.backlog(stats, now, qdisc.len());
+    backlog(stats, qdisc.len());
     if let Some(n) = seen {
         stats.log_packet(now, PKT_QLEN, n as f64);
     }
@@ -1359,13 +1356,14 @@ impl Link {
             if s.records_direct() {
                 to_qdisc(&mut self.qdisc, &mut self.out, &mut self.stats, pkt, now);
             } else {
-                to_qdisc_hot(
+                let hot = &mut self.hot;
+                to_qdisc_recording(
                     &mut self.qdisc,
                     &mut self.out,
                     &mut self.stats,
-                    &mut self.hot,
                     pkt,
                     now,
+                    |stats, n| hot.backlog(stats, now, n),
                 );
             }
             // a tbf lazy wake-up is pending: the shaper's pull would only count the
