@@ -331,6 +331,44 @@ def test_parquet_bytes_are_those_of_pandas_to_parquet():
         assert list(back.dtypes) == list(pd.read_parquet(io.BytesIO(buf.getvalue())).dtypes)
 
 
+def test_a_runs_own_files_read_back_as_with_pyarrows_defaults_without_statistics():
+    """encode_run writes a run's own files without column statistics, and the few-row
+    tables (runs, flows, queues) without dictionary pages: every table reads back equal
+    to what pyarrow's default writer gives (values, types and pandas metadata), through
+    pandas and through pyarrow; the long tables keep their dictionary pages."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    frames = {
+        "runs": pd.DataFrame({"run_id": ["r1"], "experiment": ["e"], "repetition": [0], "p_qdisc": ["codel"],
+                              "goodput_down": [np.nan], "events": [12]}),
+        "flows": pd.DataFrame({"run_id": "r1", "name": ["a", "b", "c"], "rtt_mean": [0.1, np.nan, 0.3], "pkts": [1, 2, 3]}),
+        "queues": pd.DataFrame({"run_id": "r1", "name": ["q"], "drops": [0]}),
+        "samples": pd.DataFrame({"run_id": "r1", "t": rng.random(n), "value": rng.random(n),
+                                 "kind": pd.Categorical(rng.choice(["flow", "queue"], n)), "entity": rng.choice(["a", "bb"], n)}),
+        "series": pd.DataFrame({"run_id": "r1", "metric": rng.choice(["goodput_bps", "cwnd"], n), "value": rng.random(n)}),
+    }
+    files = store.encode_run(frames)
+    assert set(files) == set(frames)
+    for name, df in frames.items():
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        ref, got = buf.getvalue(), files[name]
+        pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(got)), pd.read_parquet(io.BytesIO(ref)))
+        assert pq.read_table(io.BytesIO(got)).equals(pq.read_table(io.BytesIO(ref)), check_metadata=True), name
+        meta = pq.ParquetFile(io.BytesIO(got)).metadata
+        cols = [meta.row_group(0).column(i) for i in range(meta.num_columns)]
+        assert all(c.statistics is None for c in cols), name
+        dict_pages = any(c.dictionary_page_offset is not None for c in cols)
+        assert dict_pages == (name in ("samples", "series")), name
+        # the arrow table path (a sweep's workers) gives the same bytes as the frame's
+        assert store.encode_run({name: pa.Table.from_pandas(df, preserve_index=False)})[name] == got
+
+
 def test_select_where_keeps_matching_rows_of_one_experiment_and_names_a_missing_axis():
     """The selection figures and tables share: the experiment's rows (other experiments'
     axis columns dropped), axis values compared as text (labels are stored as text), an
