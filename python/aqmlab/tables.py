@@ -198,22 +198,24 @@ def table(store: StoreLike, spec: dict, experiment: Any = None) -> Table:
     num_cols: dict[str, list[float] | list[int]] = {}
     cells: dict[str, list[str]] = {c: [] for c in clab}
     spread = stat in ("mean", "mean±sd")
+    # each cell's values in table order: the rows whose axis labels are the cell's
+    vals = runs[value].to_numpy(dtype=float)
+    cell_of = _positions(runs, [f"p_{rows}"] + ([f"p_{cols}"] if cols else []))
+    none = np.array([], dtype=np.intp)
+
+    def cell(r: str, c: str) -> np.ndarray:
+        return vals[cell_of.get((r, c) if cols else (r,), none)]
+
     counts: dict[tuple[str, str], int] = {}
     for c in clab:
         for r in rlab:
-            sel = runs[runs[f"p_{rows}"].astype(str) == r]
-            if cols:
-                sel = sel[sel[f"p_{cols}"].astype(str) == c]
-            counts[(r, c)] = int(np.isfinite(sel[value].to_numpy(dtype=float)).sum())
+            counts[(r, c)] = int(np.isfinite(cell(r, c)).sum())
     nz = [k for k in counts.values() if k > 0]
     common = max(set(nz), key=lambda k: (nz.count(k), k)) if nz else 0  # most frequent n (ties: the larger)
     for c in clab:
         means, sds, ns = [], [], []
         for r in rlab:
-            sel = runs[runs[f"p_{rows}"].astype(str) == r]
-            if cols:
-                sel = sel[sel[f"p_{cols}"].astype(str) == c]
-            m, sd = _reduce(sel[value].to_numpy(dtype=float), stat)
+            m, sd = _reduce(cell(r, c), stat)
             k = 1.0 if stat == "count" else scale
             means.append(m * k)
             sds.append(sd * k)
@@ -270,15 +272,15 @@ def summary_table(store: StoreLike, experiment: Any) -> Table:
     else:
         combos = pd.DataFrame(index=[0])
     rows_num, rows_txt, labels = [], [], []
+    combo_of = _positions(runs, pcols)
+    vals = {m: runs[m].to_numpy(dtype=float) for m in measures}
     for _, combo in combos.iterrows():
-        sel = runs
-        for c in pcols:
-            sel = sel[sel[c].astype(str) == combo[c]]
+        sel = combo_of[tuple(combo[c] for c in pcols)] if pcols else np.arange(len(runs))
         labels.append(", ".join(f"{c[2:]}={combo[c]}" for c in pcols) or "all")
         num, txt = {"runs": float(len(sel))}, {"runs": str(len(sel))}
         for m in measures:
             s, u = unit_for(m)
-            ci = mean_ci(sel[m].to_numpy(dtype=float))
+            ci = mean_ci(vals[m][sel])
             col = f"{m} ({u})" if u else m
             num[f"{col} mean"], num[f"{col} sd"], num[f"{col} ci95"] = ci.mean * s, ci.sd * s, ci.half * s
             txt[col] = fmt_num(ci.mean * s) + ("" if np.isnan(ci.half) else f" ± {fmt_num(ci.half * s)}")
@@ -286,6 +288,17 @@ def summary_table(store: StoreLike, experiment: Any) -> Table:
         rows_txt.append(txt)
     idx = pd.Index(labels, name="combination")
     return Table(_file_stem(f"{exp_name}-summary"), title, pd.DataFrame(rows_num, index=idx), pd.DataFrame(rows_txt, index=idx))
+
+
+def _positions(runs: pd.DataFrame, cols: list[str]) -> dict[tuple[str, ...], np.ndarray]:
+    """The row positions of `runs` (ascending) of each combination of the values of
+    `cols` as strings: what selecting the rows equal to each combination in turn gives,
+    in one pass over the table."""
+    keys = zip(*(runs[c].astype(str).tolist() for c in cols))
+    found: dict[tuple[str, ...], list[int]] = {}
+    for i, k in enumerate(keys):
+        found.setdefault(k, []).append(i)
+    return {k: np.array(v, dtype=np.intp) for k, v in found.items()}
 
 
 def _rank(order: list[str] | None, v: str) -> tuple:

@@ -75,6 +75,16 @@ def test_summary_table_has_every_combination(synth, synth_study):
     assert len(t.cells) == 6 and t.cells.index[0] == "qdisc=codel, flows=1"
     assert (t.numeric["runs"] == 2).all()
     assert "bottleneck_utilization (%) mean" in t.numeric.columns
+    # every combination's numbers are those of the runs with its axis values, in table order
+    from aqmlab.stats import mean_ci
+
+    r = synth.runs[synth.runs.experiment == "saturated"]
+    for label in t.numeric.index:
+        q, f = (kv.split("=")[1] for kv in label.split(", "))
+        sel = r[(r.p_qdisc.astype(str) == q) & (r.p_flows.astype(str) == f)]["bottleneck_utilization"].to_numpy(dtype=float)
+        ci = mean_ci(sel)
+        got = t.numeric.loc[label]
+        assert (got["bottleneck_utilization (%) mean"], got["bottleneck_utilization (%) sd"]) == (ci.mean * 100, ci.sd * 100)
 
 
 def test_render_tables_writes_csv_and_md(synth, synth_study, tmp_path):
