@@ -189,6 +189,41 @@ impl PacketStore {
         Some(p)
     }
 
+    /// Unlinks the head of `q` and frees its node, returning the node's index (None if
+    /// `q` is empty). The packet stays readable through [`packet`](Self::packet) until
+    /// the next push into this store: a caller that finishes its bookkeeping first and
+    /// copies the packet out last saves the copy through a temporary that `pop_front`'s
+    /// caller makes when it writes to its own state between the pop and its return.
+    #[inline(always)]
+    pub fn unlink_front(&mut self, q: &mut PktQueue) -> Option<u32> {
+        if q.head == NIL {
+            return None;
+        }
+        let i = q.head;
+        let nodes = &mut self.nodes[..];
+        let n = &mut nodes[i as usize];
+        let next = n.next;
+        let size = n.pkt.size;
+        n.next = self.free;
+        n.prev = NIL;
+        self.free = i;
+        q.head = next;
+        if next == NIL {
+            q.tail = NIL;
+        } else {
+            nodes[next as usize].prev = NIL;
+        }
+        q.len -= 1;
+        q.bytes -= size as u64;
+        Some(i)
+    }
+
+    /// The packet of node `i` (one just returned by [`unlink_front`](Self::unlink_front)).
+    #[inline(always)]
+    pub fn packet(&self, i: u32) -> &Packet {
+        &self.nodes[i as usize].pkt
+    }
+
     /// Removes and returns the tail of `q` (SFQ's overflow drop).
     #[inline]
     pub fn pop_back(&mut self, q: &mut PktQueue) -> Option<Packet> {
@@ -551,6 +586,36 @@ mod tests {
             s.iter(&a).map(|p| p.uid).collect::<Vec<_>>(),
             vec![20, 21, 22]
         );
+    }
+
+    /// `unlink_front` then `packet` is `pop_front`: same packets, same queue and slab
+    /// state (node reuse order included), under random pushes and pops on three queues.
+    #[test]
+    fn unlink_front_then_packet_equals_pop_front() {
+        let t = SimTime::ZERO;
+        let mut rng = crate::rng::Rng::stream(3, "test", 0);
+        let (mut a, mut b) = (PacketStore::with_capacity(4), PacketStore::with_capacity(4));
+        let (mut qa, mut qb) = ([PktQueue::EMPTY; 3], [PktQueue::EMPTY; 3]);
+        for uid in 0..2000u64 {
+            let k = rng.below(3) as usize;
+            if rng.below(2) == 0 {
+                let p = pkt(k as u32, 64 + rng.below(1437) as u32, uid, t);
+                a.push_back(&mut qa[k], p);
+                b.push_back(&mut qb[k], p);
+            } else {
+                let want = a.pop_front(&mut qa[k]);
+                let got = b.unlink_front(&mut qb[k]).map(|i| *b.packet(i));
+                assert_eq!(got.map(|p| (p.uid, p.size)), want.map(|p| (p.uid, p.size)));
+            }
+            assert_eq!(qa, qb);
+            assert_eq!(a.free, b.free);
+            assert_eq!(a.allocated(), b.allocated());
+            for k in 0..3 {
+                let ia: Vec<u64> = a.iter(&qa[k]).map(|p| p.uid).collect();
+                let ib: Vec<u64> = b.iter(&qb[k]).map(|p| p.uid).collect();
+                assert_eq!(ia, ib);
+            }
+        }
     }
 
     #[test]

@@ -150,6 +150,9 @@ impl SfqConfig {
     }
 }
 
+/// A flow slot, or (at indices `dep_base..`) the head of a per-depth list, of which only
+/// `dep_next`/`dep_prev` are used: slots and heads share one link space, as Linux's
+/// `sfq_index` does, so a link is written without asking which of the two it is.
 #[derive(Copy, Clone, Debug)]
 struct Slot {
     q: PktQueue,
@@ -170,10 +173,10 @@ pub struct Sfq {
     store: PacketStore,
     /// Bucket → slot (NIL: none).
     ht: Vec<u32>,
+    /// The `dep_base` flow slots, then the heads of the per-depth slot lists: entry
+    /// `dep_base + d` heads the list of slots holding `d` packets (`d = 0`: the free slots).
     slots: Vec<Slot>,
-    /// Heads of the per-depth slot lists `(next, prev)`; `dep[0]` holds the free slots.
-    dep: Vec<(u32, u32)>,
-    /// Index offset of the `dep` heads in the link space (= number of slots).
+    /// Index of the first depth-list head in `slots` (= number of flow slots).
     dep_base: u32,
     /// The slot that was served last (the ring's current end), NIL when idle.
     tail: u32,
@@ -187,6 +190,8 @@ pub struct Sfq {
     salt: u32,
     rng: Rng,
     perturb: Option<SimDuration>,
+    /// End of the current perturbation period; `SimTime::NEVER` without `perturb`, so
+    /// the per-packet check is one compare.
     next_perturb: SimTime,
     len: u32,
     bytes: u64,
@@ -215,8 +220,7 @@ impl Sfq {
         let mut q = Sfq {
             store: PacketStore::with_capacity((limit as usize + 1).min(4096)),
             ht: vec![NIL; c.divisor as usize],
-            slots: vec![blank; maxflows as usize],
-            dep: vec![(0, 0); MAX_DEPTH as usize + 1],
+            slots: vec![blank; (maxflows + MAX_DEPTH + 1) as usize],
             dep_base: maxflows,
             tail: NIL,
             cur_depth: 0,
@@ -229,7 +233,10 @@ impl Sfq {
             salt,
             rng: ctx.rng,
             perturb: c.perturb.map(|p| p.0),
-            next_perturb: SimTime::ZERO + c.perturb.map(|p| p.0).unwrap_or(SimDuration::ZERO),
+            next_perturb: c
+                .perturb
+                .map(|p| SimTime::ZERO + p.0)
+                .unwrap_or(SimTime::NEVER),
             len: 0,
             bytes: 0,
             active: 0,
@@ -237,70 +244,14 @@ impl Sfq {
             scratch: Vec::new(),
             traced: f64::NAN,
         };
-        for d in 0..q.dep.len() as u32 {
-            q.dep[d as usize] = (q.dep_base + d, q.dep_base + d);
+        for h in maxflows..q.slots.len() as u32 {
+            q.slots[h as usize].dep_next = h;
+            q.slots[h as usize].dep_prev = h;
         }
         for i in 0..maxflows {
-            q.link(i);
+            link(&mut q.slots, maxflows, i);
         }
         q
-    }
-
-    // --- the depth lists (Linux sfq_link / sfq_unlink / sfq_inc / sfq_dec) ---
-
-    #[inline]
-    fn set_next(&mut self, at: u32, v: u32) {
-        if at < self.dep_base {
-            self.slots[at as usize].dep_next = v;
-        } else {
-            self.dep[(at - self.dep_base) as usize].0 = v;
-        }
-    }
-    #[inline]
-    fn set_prev(&mut self, at: u32, v: u32) {
-        if at < self.dep_base {
-            self.slots[at as usize].dep_prev = v;
-        } else {
-            self.dep[(at - self.dep_base) as usize].1 = v;
-        }
-    }
-    /// Puts slot `x` at the head of the list for its current depth.
-    #[inline]
-    fn link(&mut self, x: u32) {
-        let d = self.slots[x as usize].q.len();
-        let p = self.dep_base + d;
-        let n = self.dep[d as usize].0;
-        self.slots[x as usize].dep_next = n;
-        self.slots[x as usize].dep_prev = p;
-        self.dep[d as usize].0 = x;
-        self.set_prev(n, x);
-    }
-    #[inline(always)]
-    fn unlink(&mut self, x: u32) -> (u32, u32) {
-        let (n, p) = (
-            self.slots[x as usize].dep_next,
-            self.slots[x as usize].dep_prev,
-        );
-        self.set_next(p, n);
-        self.set_prev(n, p);
-        (n, p)
-    }
-    /// Slot `x` lost a packet and had `d` before.
-    #[inline]
-    fn relink_dec(&mut self, x: u32, d: u32) {
-        let (n, p) = self.unlink(x);
-        if n == p && self.cur_depth == d {
-            self.cur_depth -= 1;
-        }
-        self.link(x);
-    }
-    /// Slot `x` gained a packet.
-    #[inline(always)]
-    fn relink_inc(&mut self, x: u32) {
-        self.unlink(x);
-        let d = self.slots[x as usize].q.len();
-        self.cur_depth = self.cur_depth.max(d);
-        self.link(x);
     }
 
     #[inline]
@@ -314,17 +265,21 @@ impl Sfq {
     fn add(&mut self, x: u32, pkt: Packet) {
         self.len += 1;
         self.bytes += pkt.size as u64;
-        self.store.push_back(&mut self.slots[x as usize].q, pkt);
-        self.relink_inc(x);
-        if self.slots[x as usize].q.len() == 1 {
+        let base = self.dep_base;
+        // A local slice: its pointer and length stay in registers across the stores below
+        // (through `self.slots` they are re-read after every store to the heap).
+        let slots = &mut self.slots[..];
+        self.store.push_back(&mut slots[x as usize].q, pkt);
+        self.cur_depth = relink_inc(slots, base, x, self.cur_depth);
+        if slots[x as usize].q.len() == 1 {
             if self.tail == NIL {
-                self.slots[x as usize].next = x;
+                slots[x as usize].next = x;
             } else {
-                self.slots[x as usize].next = self.slots[self.tail as usize].next;
-                self.slots[self.tail as usize].next = x;
+                slots[x as usize].next = slots[self.tail as usize].next;
+                slots[self.tail as usize].next = x;
             }
             self.tail = x;
-            self.slots[x as usize].allot = self.scaled_quantum;
+            slots[x as usize].allot = self.scaled_quantum;
             self.active += 1;
         }
     }
@@ -340,7 +295,7 @@ impl Sfq {
             self.store.pop_back(q)
         }
         .expect("slot holds packets");
-        self.relink_dec(x, d);
+        self.cur_depth = relink_dec(&mut self.slots, self.dep_base, x, d, self.cur_depth);
         self.len -= 1;
         self.bytes -= p.size as u64;
         p
@@ -350,7 +305,7 @@ impl Sfq {
     fn drop_one(&mut self, out: &mut QdiscOut) {
         let d = self.cur_depth;
         let x = if d > 1 {
-            self.dep[d as usize].0
+            self.slots[(self.dep_base + d) as usize].dep_next
         } else if d == 1 {
             // Every slot holds one packet: drop the one next in turn, retiring its slot.
             let x = self.slots[self.tail as usize].next;
@@ -368,7 +323,7 @@ impl Sfq {
     /// Re-salts the hash if a perturbation period has ended, re-filing queued packets.
     #[inline(always)]
     fn maybe_perturb(&mut self, now: SimTime, out: &mut QdiscOut) {
-        if self.perturb.is_some() && now >= self.next_perturb {
+        if now >= self.next_perturb {
             self.perturb_now(now, out);
         }
     }
@@ -405,7 +360,7 @@ impl Sfq {
             let h = self.bucket(&p);
             let mut x = self.ht[h as usize];
             if x == NIL {
-                x = self.dep[0].0;
+                x = self.slots[self.dep_base as usize].dep_next;
                 if x >= self.dep_base {
                     out.drop_queued(&mut self.stats, p, DropReason::Overlimit);
                     continue;
@@ -440,13 +395,59 @@ impl Sfq {
     }
 }
 
+// --- the depth lists (Linux sfq_link / sfq_unlink / sfq_inc / sfq_dec), over the link
+// space of `Sfq::slots` (flow slots below `base`, list heads from `base` on) ---
+
+/// Puts slot `x` at the head of the list for its current depth.
+#[inline(always)]
+fn link(slots: &mut [Slot], base: u32, x: u32) {
+    let d = slots[x as usize].q.len();
+    let p = base + d;
+    let n = slots[p as usize].dep_next;
+    slots[x as usize].dep_next = n;
+    slots[x as usize].dep_prev = p;
+    slots[p as usize].dep_next = x;
+    slots[n as usize].dep_prev = x;
+}
+
+/// Takes slot `x` out of its depth list; returns its former `(next, prev)`.
+#[inline(always)]
+fn unlink(slots: &mut [Slot], x: u32) -> (u32, u32) {
+    let (n, p) = (slots[x as usize].dep_next, slots[x as usize].dep_prev);
+    slots[p as usize].dep_next = n;
+    slots[n as usize].dep_prev = p;
+    (n, p)
+}
+
+/// Slot `x` lost a packet and had `d` before; returns the new maximum depth.
+#[inline(always)]
+fn relink_dec(slots: &mut [Slot], base: u32, x: u32, d: u32, cur_depth: u32) -> u32 {
+    let (n, p) = unlink(slots, x);
+    let cur = if n == p && cur_depth == d {
+        cur_depth - 1
+    } else {
+        cur_depth
+    };
+    link(slots, base, x);
+    cur
+}
+
+/// Slot `x` gained a packet; returns the new maximum depth.
+#[inline(always)]
+fn relink_inc(slots: &mut [Slot], base: u32, x: u32, cur_depth: u32) -> u32 {
+    unlink(slots, x);
+    let d = slots[x as usize].q.len();
+    link(slots, base, x);
+    cur_depth.max(d)
+}
+
 impl Qdisc for Sfq {
     fn enqueue(&mut self, pkt: Packet, now: SimTime, out: &mut QdiscOut) -> Verdict {
         self.maybe_perturb(now, out);
         let h = self.bucket(&pkt);
         let mut x = self.ht[h as usize];
         if x == NIL {
-            x = self.dep[0].0; // a free slot
+            x = self.slots[self.dep_base as usize].dep_next; // a free slot
             if x >= self.dep_base {
                 return out.drop_arrival(&mut self.stats, pkt, DropReason::Overlimit);
             }
@@ -484,9 +485,11 @@ impl Qdisc for Sfq {
         if self.tail == NIL {
             return None;
         }
+        let base = self.dep_base;
+        let slots = &mut self.slots[..];
         let a = loop {
-            let a = self.slots[self.tail as usize].next;
-            let s = &mut self.slots[a as usize];
+            let a = slots[self.tail as usize].next;
+            let s = &mut slots[a as usize];
             if s.allot <= 0 {
                 s.allot += self.scaled_quantum;
                 self.tail = a;
@@ -494,24 +497,34 @@ impl Qdisc for Sfq {
             }
             break a;
         };
-        let p = self.take(a, true);
-        if self.slots[a as usize].q.is_empty() {
-            self.ht[self.slots[a as usize].hash as usize] = NIL;
+        // All bookkeeping first, the packet copied out of its (freed) node last: straight
+        // into the caller's slot, not through a temporary.
+        let d = slots[a as usize].q.len();
+        let i = self
+            .store
+            .unlink_front(&mut slots[a as usize].q)
+            .expect("a slot in the ring holds packets");
+        let size = self.store.packet(i).size;
+        self.cur_depth = relink_dec(slots, base, a, d, self.cur_depth);
+        self.len -= 1;
+        self.bytes -= size as u64;
+        if slots[a as usize].q.is_empty() {
+            self.ht[slots[a as usize].hash as usize] = NIL;
             self.active -= 1;
-            let next_a = self.slots[a as usize].next;
+            let next_a = slots[a as usize].next;
             if a == next_a {
                 self.tail = NIL;
             } else {
-                self.slots[self.tail as usize].next = next_a;
+                slots[self.tail as usize].next = next_a;
             }
         } else {
-            self.slots[a as usize].allot -= allot_size(p.size + self.overhead);
+            slots[a as usize].allot -= allot_size(size + self.overhead);
         }
-        self.stats.on_dequeue(&p);
+        self.stats.on_dequeue(self.store.packet(i));
         if out.tracing {
             self.trace(now, out);
         }
-        Some(p)
+        Some(*self.store.packet(i))
     }
 
     fn len(&self) -> usize {
