@@ -366,6 +366,22 @@ pub struct BuildCtx {
     pub rng: Rng,
 }
 
+/// `AnyQdisc`'s enqueue of one discipline, in a function of its own. The dispatch is then
+/// a jump to it: with the disciplines inlined into one dispatching function, every call
+/// paid that function's frame (the largest any discipline needs, saved and restored
+/// around the jump table), and those too large to inline (fq_codel, CoDel) paid it on
+/// top of their own.
+#[inline(never)]
+fn enqueue_one<Q: Qdisc>(q: &mut Q, pkt: Packet, now: SimTime, out: &mut QdiscOut) -> Verdict {
+    q.enqueue(pkt, now, out)
+}
+
+/// `AnyQdisc`'s dequeue of one discipline (see [`enqueue_one`]).
+#[inline(never)]
+fn dequeue_one<Q: Qdisc>(q: &mut Q, now: SimTime, out: &mut QdiscOut) -> Option<Packet> {
+    q.dequeue(now, out)
+}
+
 /// Generates `QdiscConfig` (the scenario-file table, tagged by `kind`), `AnyQdisc` (static
 /// dispatch over the implementations) and the name list for `aqmlab list qdiscs`.
 macro_rules! qdisc_registry {
@@ -429,11 +445,11 @@ macro_rules! qdisc_registry {
         impl Qdisc for AnyQdisc {
             #[inline]
             fn enqueue(&mut self, pkt: Packet, now: SimTime, out: &mut QdiscOut) -> Verdict {
-                match self { $( AnyQdisc::$variant(q) => q.enqueue(pkt, now, out), )* }
+                match self { $( AnyQdisc::$variant(q) => enqueue_one(q, pkt, now, out), )* }
             }
             #[inline]
             fn dequeue(&mut self, now: SimTime, out: &mut QdiscOut) -> Option<Packet> {
-                match self { $( AnyQdisc::$variant(q) => q.dequeue(now, out), )* }
+                match self { $( AnyQdisc::$variant(q) => dequeue_one(q, now, out), )* }
             }
             #[inline]
             fn len(&self) -> usize {
