@@ -70,6 +70,67 @@ def _memo(res: Result, key: Any, make: Callable[[], Any]) -> Any:
     return kept[key]
 
 
+# -- the simulator's columns -------------------------------------------------------------
+# A sweep's run computes its measures and then stores its tables straight from the
+# simulator's columns: building the flows and queues DataFrames for the measures alone
+# cost more than the measures. The measures a study usually names read those columns
+# directly when they can (a Result from :func:`aqmlab.run` whose table was not yet
+# built or replaced); each gives what it computes from the DataFrame
+# (test_measures checks both ways on every residential experiment).
+
+
+def _columns(res: Result, table: str) -> Mapping[str, Any] | None:
+    """The simulator's columns of `table` ("flows" or "queues") of `res` (lists, one value
+    per row of the DataFrame built from them), or None when the measures must read the
+    DataFrame: no such columns, or ``res.<table>`` already built or replaced."""
+    attrs = getattr(res, "__dict__", None)
+    raw = getattr(res, "_raw", None)
+    if attrs is None or table in attrs or not isinstance(raw, Mapping):
+        return None
+    cols = raw.get(table)
+    if not isinstance(cols, Mapping) or "name" not in cols:
+        return None
+    return cols
+
+
+def _raw_memo(res: Result, cols: Mapping[str, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """:func:`_memo` for values derived from the simulator's columns `cols`."""
+    attrs = res.__dict__
+    memo = attrs.get("_measure_raw_memo")
+    if memo is None or memo[0] is not cols:
+        memo = attrs["_measure_raw_memo"] = (cols, {})
+    kept: dict[Any, Any] = memo[1]
+    if key not in kept:
+        kept[key] = make()
+    return kept[key]
+
+
+def _rows_where(res: Result, cols: Mapping[str, Any], column: str, values: tuple[str, ...]) -> np.ndarray:
+    """Positions (in table order) of the rows whose `column` is one of `values`."""
+    return _raw_memo(res, cols, ("rows", column, values),
+                     lambda: np.array([i for i, v in enumerate(cols[column]) if v in values], dtype=np.intp))
+
+
+def _floats(cols: Mapping[str, Any], column: str, rows: np.ndarray) -> np.ndarray:
+    """Column `column` at `rows` as float64: ``DataFrame(cols)[column].astype(float)``
+    (None is NaN)."""
+    return np.asarray(cols[column], dtype=float)[rows]
+
+
+def _nansum(v: np.ndarray) -> float:
+    """``pandas.Series(v).sum()`` of a float64 array: NaN counts as 0, the rest summed as
+    numpy sums (pairwise) with the NaNs in place."""
+    nan = np.isnan(v)
+    return float((np.where(nan, 0.0, v) if nan.any() else v).sum())
+
+
+def _nanmean(v: np.ndarray) -> float:
+    """``pandas.Series(v).mean()`` of a float64 array: that sum over the values that are
+    not NaN (NaN if none)."""
+    n = v.size - int(np.isnan(v).sum())
+    return _nansum(v) / n if n else math.nan
+
+
 def _of_kind(res: Result, kind: str):
     """The flows of `kind` (shared by the measures of one Result)."""
 
@@ -94,13 +155,30 @@ def _goodput(way: str) -> Callable[[Result], float]:
         f = f[_memo(res, "tcp_direction", lambda: f["src"].map(direction)) == way]
         return float(f["goodput_bps"].sum()) if len(f) else math.nan
 
+    def of_columns(res: Result, cols: Mapping[str, Any]) -> float:
+        tcp = _rows_where(res, cols, "kind", TCP_KINDS)
+        ways = _raw_memo(res, cols, "tcp_direction", lambda: [direction(cols["src"][i]) for i in tcp])
+        rows = tcp[[w == way for w in ways]] if len(tcp) else tcp
+        return _nansum(_floats(cols, "goodput_bps", rows)) if len(rows) else math.nan
+
     def g(res: Result) -> float:
+        cols = _columns(res, "flows")
+        if cols is not None:
+            return float(_raw_memo(res, cols, ("goodput", way), lambda: of_columns(res, cols)))
         return float(_memo(res, ("goodput", way), lambda: make(res)))
 
     return g
 
 
 def _probe_rtts(res: Result, suffix: str | None = None) -> tuple[np.ndarray, float]:
+    cols = _columns(res, "flows") if suffix is None else None
+    if cols is not None:
+        rows = _rows_where(res, cols, "kind", PROBE_KINDS)
+        if not len(rows):
+            return np.array([]), math.nan
+        rtts = _flow_rtts_of_columns(res, [cols["name"][i] for i in rows])
+        if rtts is not None:
+            return rtts, _nanmean(_floats(cols, "base_rtt", rows))
     f = res.flows
     probes = f[f["kind"].isin(PROBE_KINDS)]
     if suffix is not None:
@@ -181,6 +259,10 @@ def voip_mos(res: Result) -> float:
 
 def jain_tcp(res: Result) -> float:
     """Jain's index over the goodputs of the TCP bulk flows."""
+    cols = _columns(res, "flows")
+    if cols is not None:
+        rows = _rows_where(res, cols, "kind", TCP_KINDS)
+        return metrics.jain_index(_floats(cols, "goodput_bps", rows)) if len(rows) else math.nan
     f = _tcp(res)
     return metrics.jain_index(f["goodput_bps"]) if len(f) else math.nan
 
@@ -190,10 +272,17 @@ def _weighted(kind: str, col: str, weight: str) -> Callable[[Result], float]:
     (`weight`): the mean over all events (pages, responses, objects) of those flows."""
 
     def g(res: Result) -> float:
-        f = _of_kind(res, kind)
-        if f.empty or col not in f.columns or weight not in f.columns:
-            return math.nan
-        v, w = f[col].astype(float).to_numpy(), f[weight].astype(float).to_numpy()
+        cols = _columns(res, "flows")
+        if cols is not None:
+            rows = _rows_where(res, cols, "kind", (kind,))
+            if not len(rows) or col not in cols or weight not in cols:
+                return math.nan
+            v, w = _floats(cols, col, rows), _floats(cols, weight, rows)
+        else:
+            f = _of_kind(res, kind)
+            if f.empty or col not in f.columns or weight not in f.columns:
+                return math.nan
+            v, w = f[col].astype(float).to_numpy(), f[weight].astype(float).to_numpy()
         ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
         return float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else math.nan
 
@@ -244,6 +333,13 @@ def has_application_bias(res: Result) -> float:
 
 def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
     def g(res: Result) -> float:
+        cols = _columns(res, "flows")
+        if cols is not None:
+            rows = _rows_where(res, cols, "kind", (kind,))
+            if not len(rows) or col not in cols:
+                return math.nan
+            a = _floats(cols, col, rows)
+            return _nanmean(a) if how == "mean" else _nansum(a)
         f = _of_kind(res, kind)
         if f.empty or col not in f.columns:
             return math.nan
@@ -284,6 +380,13 @@ def below_qdisc_latency(res: Result) -> float:
     aggregation, contention, retries, airtime). With one station the sum over the AP's and
     the station's interface is what a round trip through the hop spends below the qdiscs.
     """
+    cols = _columns(res, "queues")
+    if cols is not None:
+        if "lower" not in cols or "below_qdisc_mean" not in cols:
+            return math.nan
+        a = _floats(cols, "below_qdisc_mean", np.array([i for i, v in enumerate(cols["lower"]) if v == "wifi"], dtype=np.intp))
+        a = a[~np.isnan(a)]
+        return float(a.sum()) if len(a) else math.nan
     q = res.queues
     if "lower" not in q.columns or "below_qdisc_mean" not in q.columns:
         return math.nan

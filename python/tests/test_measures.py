@@ -379,3 +379,39 @@ def test_probe_rtts_from_the_columns_are_the_samples_tables_rows(apps):
     late = s[(s["metric"] == "rtt") & (s["t"] < r.warmup)]
     assert len(late)  # samples before warm-up exist and are left out
     assert measures._flow_rtts_of_columns(r, []).size == 0
+
+
+def test_measures_from_the_simulators_columns_equal_those_from_the_tables():
+    """A Result whose flows/queues DataFrames were not built gives its measures from the
+    simulator's columns; every measure equals what the DataFrames give (the same float,
+    not just close: the same rows summed in the same way), on two runs of each
+    residential experiment (bulk TCP both ways, probes, VoIP, web, WiFi queues)."""
+    from aqmlab import runner
+    from aqmlab.result import Result
+    from aqmlab.study import load_study
+
+    study = load_study("residential", quick=True)
+    names = list(measures.MEASURES)
+    checked = set()
+    for e in study.experiments:
+        specs = [s for s in study.runs(only=[e.name]) if s.experiment == e.name and s.repetition == 0]
+        for s in (specs[0], specs[-1]):
+            d = runner._spec_to_dict(s)
+            res = aqmlab.run(dict(d["scenario"], run=dict(d["scenario"]["run"], duration="2s", warmup="0.5s")), seed=s.seed)
+            alone = {}
+            built = Result(res._raw, res.scenario)
+            built.flows, built.queues  # noqa: B018 - built: measured on the DataFrames
+            for n in names + [m for m in e.measures if m not in names]:
+                a = alone[n] = measures.compute(Result(res._raw, res.scenario), [n])[n]
+                b = measures.compute(built, [n])[n]
+                assert a == b or (math.isnan(a) and math.isnan(b)), (e.name, s.params, n, a, b)
+                if not math.isnan(a):
+                    checked.add(n)
+            together = Result(res._raw, res.scenario)
+            for n, a in measures.compute(together, e.measures).items():  # sharing rows and sums
+                assert a == alone[n] or (math.isnan(a) and math.isnan(alone[n])), (e.name, n)
+            if not any(":" in m for m in e.measures):  # a study's measures leave the DataFrames unbuilt
+                assert "flows" not in vars(together) and "queues" not in vars(together), e.name
+    # the measures with a path of their own all gave numbers somewhere
+    assert {"goodput_up", "goodput_down", "up_share", "jain", "induced_latency", "voip_loss", "voip_owd", "voip_r",
+            "page_time", "below_qdisc_latency"} <= checked
