@@ -368,3 +368,24 @@ def test_the_lock_of_a_killed_holder_is_taken_once_its_workers_end(tmp_path):
     with store.lock(out):  # waits for the orphaned worker instead of refusing
         pass
     assert time.monotonic() - t0 < store.LOCK_GRACE
+
+
+def test_part_run_ids_are_the_distinct_run_ids_in_file_order(tmp_path):
+    """part_run_ids reads the run_id column as dictionary codes: the same ids, in order
+    of first appearance, as the distinct strings of the column, over several row groups
+    (each with its own dictionary), unsorted ids and ids repeated across row groups."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from aqmlab.store.meta import part_run_ids
+
+    ids = ["r9", "r9", "r3", "r3", "r3", "r7", "r3", "r1", "r1", "r9", "r2"]
+    f = tmp_path / "part-000001.parquet"
+    pq.write_table(pa.table({"run_id": ids, "x": list(range(len(ids)))}), f, row_group_size=3)
+    assert pq.ParquetFile(f).num_row_groups == 4
+    want = [str(v) for v in pc.unique(pq.read_table(f).column("run_id")).to_pylist()]
+    assert part_run_ids(f) == want == ["r9", "r3", "r7", "r1", "r2"]
+    g = tmp_path / "part-000002.parquet"
+    pq.write_table(pa.table({"run_id": ids}), g, use_dictionary=False)  # stored plain: the same
+    assert part_run_ids(g) == want

@@ -142,13 +142,20 @@ def part_files(out: pathlib.Path) -> list[str]:
 
 
 def part_run_ids(f: pathlib.Path) -> list[str]:
-    """The run ids a part file holds, in file order (reads only its run_id column)."""
+    """The run ids a part file holds, in file order (reads only its run_id column, as
+    dictionary codes: each row group's distinct codes looked up in its dictionary, not a
+    string per row; a fifth of the CPU on the parts of a full residential store)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(f) as pf:
+    with pq.ParquetFile(f, read_dictionary=["run_id"]) as pf:
         col = pf.read(columns=["run_id"], use_threads=False).column("run_id")
-    return [str(v) for v in pc.unique(col).to_pylist()]
+    seen: dict[str, None] = {}
+    for chunk in col.chunks:
+        values = chunk.dictionary.to_pylist()
+        for code in pc.unique(chunk.indices).to_pylist():
+            seen.setdefault(str(values[code] if code is not None else None), None)
+    return list(seen)
 
 
 def manifest_or_raise(out: pathlib.Path) -> tuple[dict, str | None]:
