@@ -146,18 +146,19 @@ def identical_repetitions(runs: pd.DataFrame, measures: dict[str, list[str]] | N
             cols = [c for c in cols if c in er.columns] + (["events"] if "events" in er.columns else [])
         if not cols:
             continue
-        groups = er.groupby([er[c].astype(str) for c in pcols], sort=False) if pcols else [((), er)]
-        combos = same = 0
-        reps = 0
-        for _, g in groups:
-            if len(g) < 2:
-                continue
-            combos += 1
-            reps = max(reps, len(g))
-            vals = g[cols].to_numpy(dtype=float)
-            first = vals[0]
-            if all(np.array_equal(first, row, equal_nan=True) for row in vals[1:]):
-                same += 1
+        # each row against the first row of its combination (NaN equal to NaN), all at once
+        codes = (er.groupby([er[c].astype(str) for c in pcols], sort=False).ngroup().to_numpy() if pcols
+                 else np.zeros(len(er), dtype=np.int64))
+        vals = er[cols].to_numpy(dtype=float)
+        _, first = np.unique(codes, return_index=True)
+        ref = vals[first[codes]]
+        differs = ~((vals == ref) | (np.isnan(vals) & np.isnan(ref))).all(axis=1)
+        size = np.bincount(codes)
+        diff = np.bincount(codes, weights=differs)
+        many = size >= 2
+        combos = int(many.sum())
+        same = int((many & (diff == 0)).sum())
+        reps = int(size[many].max()) if combos else 0
         if same:
             out.append(IdenticalRuns(str(exp), reps, same, combos))
     return out
