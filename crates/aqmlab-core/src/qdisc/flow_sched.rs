@@ -480,6 +480,17 @@ impl FqScheduler {
         Some(p)
     }
 
+    /// Removes the head of flow `idx` like [`pop`](Self::pop) but leaves the packet in its
+    /// freed node, returning the node's index for [`PacketStore::packet`] (valid until
+    /// the next enqueue): see [`PacketStore::unlink_front`].
+    #[inline(always)]
+    pub fn unlink_front(&mut self, idx: usize) -> Option<u32> {
+        let i = self.store.unlink_front(&mut self.flows[idx].q)?;
+        self.len -= 1;
+        self.bytes -= self.store.packet(i).size as u64;
+        Some(i)
+    }
+
     /// The head packet of flow `idx`.
     #[inline]
     pub fn front(&self, idx: usize) -> Option<&Packet> {

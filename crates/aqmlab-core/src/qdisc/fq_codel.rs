@@ -245,6 +245,9 @@ pub struct FqCodel {
     ns3_min_bytes: Option<u64>,
     stats: QdiscStats,
     traced: [f64; 3],
+    /// Tests only: always take CoDel's general dequeue (to compare the fast path with it).
+    #[cfg(test)]
+    general_only: bool,
 }
 
 /// One flow's queue as its CoDel sees it.
@@ -302,6 +305,8 @@ impl FqCodel {
             ns3_min_bytes: (c.backlog_rule == BacklogRule::Ns3).then_some(ctx.mtu as u64),
             stats: QdiscStats::default(),
             traced: [f64::NAN; 3],
+            #[cfg(test)]
+            general_only: false,
         }
     }
 
@@ -346,6 +351,31 @@ impl FqCodel {
         self.cvars[fat].add_count(&self.params, i);
     }
 
+    /// The common case of `codel_dequeue`, without its general machinery: flow `idx`'s
+    /// CoDel is not in drop state and its head has waited less than `target`, and no
+    /// `ce_threshold` is set. `CodelVars::dequeue` would then only record the head
+    /// (`ldelay`, `maxpacket`, the sojourn back below target) and hand it over, whatever
+    /// the backlog rule says; this does the same and unlinks the head, returning its node
+    /// (`None`: not this case, or the flow is empty; nothing changed).
+    #[inline(always)]
+    fn below_target_head(&mut self, idx: usize, now: SimTime) -> Option<u32> {
+        #[cfg(test)]
+        if self.general_only {
+            return None;
+        }
+        let head = self.sched.front(idx)?;
+        let sojourn = now.saturating_since(head.enqueued_at);
+        let size = head.size;
+        let v = &mut self.cvars[idx];
+        if v.dropping || sojourn >= self.params.target || self.params.ce_threshold.is_some() {
+            return None;
+        }
+        v.ldelay = sojourn;
+        v.first_above_time = None;
+        self.cstats.maxpacket = self.cstats.maxpacket.max(size);
+        self.sched.unlink_front(idx)
+    }
+
     fn trace(&mut self, now: SimTime, out: &mut QdiscOut) {
         let (n, o) = (self.sched.new_len() as f64, self.sched.old_len() as f64);
         let v = [n + o, n, o];
@@ -386,6 +416,16 @@ impl Qdisc for FqCodel {
             let Some((idx, from_new)) = self.sched.next_flow() else {
                 break None;
             };
+            if let Some(i) = self.below_target_head(idx, now) {
+                let size = self.sched.store.packet(i).size;
+                self.sched.charge(idx, size + overhead);
+                self.stats.on_dequeue(self.sched.store.packet(i));
+                if out.tracing {
+                    self.trace(now, out);
+                }
+                // Copied out of its freed node last, straight into the caller's slot.
+                return Some(*self.sched.store.packet(i));
+            }
             let mut view = FlowView {
                 s: &mut self.sched,
                 idx,
@@ -449,6 +489,90 @@ mod tests {
             }
         }
         unreachable!()
+    }
+
+    /// The below-target fast path of `dequeue` against CoDel's general dequeue: the same
+    /// packets out (ECN field included), the same drops, and the same CoDel state and
+    /// statistics after every call, under random arrivals of ECN-capable and Not-ECT
+    /// packets that build and drain queues across target (drop and mark states, fat-flow
+    /// drops, ce_threshold, every variant, both backlog rules, fq_nocodel).
+    #[test]
+    fn below_target_fast_path_equals_general_dequeue() {
+        let cfgs = [
+            FqCodelConfig {
+                limit: 60,
+                ..Default::default()
+            },
+            FqCodelConfig {
+                limit: 60,
+                ecn: false,
+                variant: CodelVariant::Rfc8289,
+                ..Default::default()
+            },
+            FqCodelConfig {
+                limit: 200,
+                ce_threshold: Some(DurationSpec(SimDuration::from_millis(1))),
+                backlog_rule: BacklogRule::Ns3,
+                ..Default::default()
+            },
+            FqCodelConfig {
+                limit: 60,
+                ecn: false,
+                variant: CodelVariant::Act,
+                drop_batch: 1,
+                ..Default::default()
+            },
+        ];
+        let mut rng = crate::rng::Rng::stream(11, "test", 0);
+        for (k, c) in cfgs.iter().enumerate() {
+            for nocodel in [false, true] {
+                let build = || {
+                    if nocodel {
+                        FqCodel::new(&FqNoCodelConfig(c.clone()), ctx(10_000_000))
+                    } else {
+                        FqCodel::new(c, ctx(10_000_000))
+                    }
+                };
+                let (mut fast, mut general) = (build(), build());
+                general.general_only = true;
+                let (mut of, mut og) = (QdiscOut::new(false), QdiscOut::new(false));
+                let mut now = SimTime::ZERO;
+                for uid in 0..20_000u64 {
+                    now += SimDuration::from_micros(rng.below(1500));
+                    // Bursts of arrivals (queues build past target), then drain.
+                    let arrive = (uid / 2000) % 2 == 0 && rng.below(3) > 0 || rng.below(4) == 0;
+                    if arrive {
+                        let mut p = pkt(rng.below(6) as u32, 64 + rng.below(1437) as u32, uid, now);
+                        if rng.below(2) == 0 {
+                            p.ecn = Ecn::Ect0;
+                        }
+                        assert_eq!(
+                            fast.enqueue(p, now, &mut of),
+                            general.enqueue(p, now, &mut og)
+                        );
+                    } else {
+                        let (a, b) = (fast.dequeue(now, &mut of), general.dequeue(now, &mut og));
+                        assert_eq!(
+                            a.map(|p| (p.uid, p.ecn)),
+                            b.map(|p| (p.uid, p.ecn)),
+                            "config {k} nocodel {nocodel} step {uid}"
+                        );
+                    }
+                    let drops = |o: &mut QdiscOut| {
+                        o.drops
+                            .drain(..)
+                            .map(|(p, why)| (p.uid, why))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(drops(&mut of), drops(&mut og));
+                    assert_eq!(fast.stats, general.stats);
+                    assert_eq!(fast.cstats, general.cstats);
+                    assert_eq!(fast.cvars, general.cvars);
+                    assert_eq!(fast.sched.lists(), general.sched.lists());
+                }
+                assert!(fast.cstats.drops + fast.cstats.ecn_marks > 0 || nocodel);
+            }
+        }
     }
 
     #[test]
