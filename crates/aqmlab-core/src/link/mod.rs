@@ -1245,9 +1245,22 @@ impl Link {
     fn hot_bin(&mut self, t: SimTime, field: LinkField) {
         let tn = t.as_nanos();
         if !(tn >= self.hot.bin_lo && tn < self.hot.bin_hi) {
-            self.hot.load_bin(&mut self.stats, t);
+            self.change_hot_bin(t);
         }
         self.hot.bin_recorded |= 1 << field as u8;
+    }
+
+    /// Lazy wire: the cached bin becomes the one holding `t`. A transmission that ended
+    /// at or before `t` is counted first (`count_tx`, as the next transmission or
+    /// `settle` would count it: its end has passed), while the bin it ended in — on a
+    /// link that sends rarely, mostly the cached one — is still cached; counted after
+    /// the change, it would go back into the series' earlier bin, one more search there.
+    #[inline(never)]
+    fn change_hot_bin(&mut self, t: SimTime) {
+        if self.hot.busy_until <= t {
+            self.count_tx();
+        }
+        self.hot.load_bin(&mut self.stats, t);
     }
 
     /// Writes what `hot` holds of the statistics (the series' bin, the zero sojourns)
