@@ -685,7 +685,15 @@ impl TcpHost for TestNet {
     fn now(&self) -> SimTime {
         self.now
     }
-    fn new_packet(&mut self, from: NodeId, size: u32, _conn: u32) -> Packet {
+    fn packet_hash(&self, from: NodeId, conn: u32) -> u32 {
+        from ^ conn.rotate_left(16)
+    }
+    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32, hash: u32) -> Packet {
+        assert_eq!(
+            hash,
+            self.packet_hash(from, conn),
+            "the hash given is the side's"
+        );
         self.uid += 1;
         Packet {
             uid: self.uid,
@@ -693,6 +701,7 @@ impl TcpHost for TestNet {
             dst: 1 - from,
             size,
             kind: PacketKind::Tcp,
+            hash,
             sent_at: self.now,
             ..Default::default()
         }

@@ -130,6 +130,30 @@ impl FlowCtx<'_> {
     /// each sub-connection hashes like its own 5-tuple, and `seq` carries `conn` so the
     /// application can demultiplex (TCP packets do not use `seq` otherwise).
     pub fn packet_conn(&mut self, from: NodeId, size: u32, kind: PacketKind, conn: u32) -> Packet {
+        let hash = self.conn_hash(from, conn);
+        self.packet_hashed(from, size, kind, conn, hash)
+    }
+    /// The hash of sub-connection `conn`'s packets from `from` (a function of the flow,
+    /// `conn` and the two endpoints only).
+    #[inline]
+    pub fn conn_hash(&self, from: NodeId, conn: u32) -> u32 {
+        let to = if from == self.src { self.dst } else { self.src };
+        // rotate, not shift: connection numbers above 4095 keep distinct hashes
+        // (identical to `conn << 20` below 4096).
+        flow_hash(self.id ^ conn.rotate_left(20), from.min(to), from.max(to))
+    }
+    /// [`packet_conn`](Self::packet_conn) with the hash given, `conn_hash(from, conn)`
+    /// (TCP computes it once per connection side).
+    #[inline]
+    fn packet_hashed(
+        &mut self,
+        from: NodeId,
+        size: u32,
+        kind: PacketKind,
+        conn: u32,
+        hash: u32,
+    ) -> Packet {
+        debug_assert_eq!(hash, self.conn_hash(from, conn));
         let to = if from == self.src { self.dst } else { self.src };
         let uid = self.net.next_uid();
         Packet {
@@ -139,9 +163,7 @@ impl FlowCtx<'_> {
             dst: to,
             size,
             kind,
-            // rotate, not shift: connection numbers above 4095 keep distinct hashes
-            // (identical to `conn << 20` below 4096).
-            hash: flow_hash(self.id ^ conn.rotate_left(20), from.min(to), from.max(to)),
+            hash,
             seq: conn as u64,
             sent_at: self.now,
             dscp: self.dscp,
@@ -354,8 +376,12 @@ impl TcpHost for FlowCtx<'_> {
         self.now
     }
     #[inline]
-    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32) -> Packet {
-        self.packet_conn(from, size, PacketKind::Tcp, conn)
+    fn packet_hash(&self, from: NodeId, conn: u32) -> u32 {
+        self.conn_hash(from, conn)
+    }
+    #[inline]
+    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32, hash: u32) -> Packet {
+        self.packet_hashed(from, size, PacketKind::Tcp, conn, hash)
     }
     #[inline]
     fn send(&mut self, pkt: Packet) {

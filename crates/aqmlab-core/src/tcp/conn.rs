@@ -111,8 +111,12 @@ pub fn decode_timer(kind: u32) -> Option<(u32, Side, TimerType)> {
 /// their own network.
 pub trait TcpHost {
     fn now(&self) -> SimTime;
-    /// A fresh packet of sub-connection `conn` from node `from` to the other endpoint.
-    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32) -> Packet;
+    /// The 5-tuple hash of sub-connection `conn`'s packets from node `from`. It is
+    /// constant for a connection's side: [`TcpConn::connect`] asks once per side.
+    fn packet_hash(&self, from: NodeId, conn: u32) -> u32;
+    /// A fresh packet of sub-connection `conn` from node `from` to the other endpoint,
+    /// with `hash`, what [`TcpHost::packet_hash`] gave for `from` and `conn`.
+    fn new_packet(&mut self, from: NodeId, size: u32, conn: u32, hash: u32) -> Packet;
     fn send(&mut self, pkt: Packet);
     fn timer_at(&mut self, at: SimTime, kind: u32);
     fn sample(&mut self, metric: &'static str, value: f64);
@@ -220,6 +224,8 @@ impl TcpEvents {
 struct Endpoint {
     phase: Phase,
     node: NodeId,
+    /// `TcpHost::packet_hash` of this side's packets (set by `connect`).
+    hash: u32,
     snd: Sender,
     rcv: Receiver,
     rto: Timer,
@@ -242,6 +248,7 @@ impl Endpoint {
         Endpoint {
             phase: Phase::Idle,
             node: 0,
+            hash: 0,
             snd: Sender::new(cfg),
             rcv: {
                 let mut r = Receiver::new(cfg.delayed_ack, cfg.mss, cfg.rcv_window);
@@ -328,6 +335,9 @@ impl TcpConn {
     pub fn connect<H: TcpHost>(&mut self, h: &mut H, a: NodeId, b: NodeId) {
         self.ends[0].node = a;
         self.ends[1].node = b;
+        for e in self.ends.iter_mut() {
+            e.hash = h.packet_hash(e.node, self.idx);
+        }
         self.ends[1].phase = Phase::Listen;
         self.ends[0].phase = Phase::SynSent;
         if self.cfg.cc.uses_rng() {
@@ -635,7 +645,7 @@ impl TcpConn {
             (SYN_BYTES_NO_TS, SimTime::ZERO)
         };
         let e = &mut self.ends[side.idx()];
-        let mut p = h.new_packet(e.node, size, self.idx);
+        let mut p = h.new_packet(e.node, size, self.idx, e.hash);
         let (flags, ack) = if side == Side::A {
             (
                 tcp_flags::SYN
@@ -691,13 +701,11 @@ impl TcpConn {
         if e.snd.is_quiescent() {
             return; // next_segment would return None and change nothing
         }
-        loop {
-            let n_sack = e.rcv.sack_blocks().len().min(3);
-            let budget = cfg.mss - sack_option_bytes(n_sack);
-            let Some(seg) = e.snd.next_segment(now, budget) else {
-                break;
-            };
-            let pkt = build(h, e, &seg, 1, idx, cfg);
+        // Sending changes no SACK block: the option space is the same for the whole burst.
+        let n_sack = e.rcv.sack_blocks().len().min(3);
+        let budget = cfg.mss - sack_option_bytes(n_sack);
+        while let Some(seg) = e.snd.next_segment(now, budget) {
+            let pkt = build(h, e, &seg, 1, n_sack, idx, cfg);
             h.send(pkt);
         }
     }
@@ -715,9 +723,10 @@ impl TcpConn {
         now: SimTime,
     ) {
         let joins = |s: &TxSeg, budget: u32| !s.retrans && !s.fin && s.payload == budget;
+        // Sending changes no SACK block: the option space is the same for the whole burst.
+        let n_sack = e.rcv.sack_blocks().len().min(3);
+        let budget = cfg.mss - sack_option_bytes(n_sack);
         loop {
-            let n_sack = e.rcv.sack_blocks().len().min(3);
-            let budget = cfg.mss - sack_option_bytes(n_sack);
             let Some(first) = e.snd.next_segment(now, budget) else {
                 e.snd.close_skb(now);
                 break;
@@ -743,11 +752,11 @@ impl TcpConn {
                 }
             }
             e.snd.close_skb(now);
-            let pkt = build(h, e, &skb, segs, idx, cfg);
+            let pkt = build(h, e, &skb, segs, n_sack, idx, cfg);
             e.snd.tsq_sent(pkt.size);
             h.send(pkt);
             if let Some(s) = rest {
-                let pkt = build(h, e, &s, 1, idx, cfg);
+                let pkt = build(h, e, &s, 1, n_sack, idx, cfg);
                 e.snd.tsq_sent(pkt.size);
                 h.send(pkt);
             }
@@ -762,6 +771,7 @@ impl TcpConn {
             e.node,
             self.cfg.header_bytes() + sack_option_bytes(n),
             self.idx,
+            e.hash,
         );
         p.tcp = header(
             ts_clock(h.now(), self.cfg.timestamps),
@@ -872,19 +882,23 @@ fn ts_clock(now: SimTime, timestamps: bool) -> SimTime {
 /// or, with GSO on, an skb of `segs` segments of `seg.payload / segs` bytes each, every
 /// one with its own headers (`gso_segs` = `segs`). Always inlined: at its callers
 /// `segs` is a constant (1 without GSO) and the call frame goes (−27 instructions per
-/// bottleneck packet on the ns-2 RED case and on residential RRUL).
+/// bottleneck packet on the ns-2 RED case and on residential RRUL). `n_sack` is the
+/// number of the receiver's SACK blocks an option could carry, `sack_blocks().len()`
+/// capped at 3.
 #[inline(always)]
 fn build<H: TcpHost>(
     h: &mut H,
     e: &mut Endpoint,
     seg: &TxSeg,
     segs: u32,
+    n_sack: usize,
     idx: u32,
     cfg: &TcpConfig,
 ) -> Packet {
+    debug_assert_eq!(n_sack, e.rcv.sack_blocks().len().min(3));
     // As many SACK blocks as fit next to this segment's payload.
     let per_seg = seg.payload / segs;
-    let mut n = e.rcv.sack_blocks().len().min(3);
+    let mut n = n_sack;
     while n > 0 && per_seg + sack_option_bytes(n) > cfg.mss {
         n -= 1;
     }
@@ -896,7 +910,7 @@ fn build<H: TcpHost>(
         flags |= tcp_flags::CWR;
     }
     let size = segs * (cfg.header_bytes() + sack_option_bytes(n)) + seg.payload;
-    let mut p = h.new_packet(e.node, size, idx);
+    let mut p = h.new_packet(e.node, size, idx, e.hash);
     if cfg.gso.is_some() {
         p.gso_segs = segs as u8;
     }
