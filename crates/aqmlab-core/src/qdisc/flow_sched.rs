@@ -123,13 +123,16 @@ impl PacketStore {
         }
     }
 
-    #[inline]
-    fn alloc(&mut self, pkt: Packet) -> u32 {
+    /// Stores `pkt` in a free node (or a new one) linked after `prev`, with no successor.
+    #[inline(always)]
+    fn alloc(&mut self, pkt: Packet, prev: u32) -> u32 {
         if self.free != NIL {
             let i = self.free;
             let n = &mut self.nodes[i as usize];
             self.free = n.next;
             n.pkt = pkt;
+            n.next = NIL;
+            n.prev = prev;
             i
         } else {
             let i = self.nodes.len() as u32;
@@ -137,7 +140,7 @@ impl PacketStore {
             self.nodes.push(Node {
                 pkt,
                 next: NIL,
-                prev: NIL,
+                prev,
             });
             i
         }
@@ -156,9 +159,7 @@ impl PacketStore {
     #[inline(always)]
     pub fn push_back(&mut self, q: &mut PktQueue, pkt: Packet) {
         let size = pkt.size as u64;
-        let i = self.alloc(pkt);
-        self.nodes[i as usize].next = NIL;
-        self.nodes[i as usize].prev = q.tail;
+        let i = self.alloc(pkt, q.tail);
         if q.tail == NIL {
             q.head = i;
         } else {
