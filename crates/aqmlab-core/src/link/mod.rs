@@ -85,27 +85,30 @@ pub struct LossPeriod {
     pub loss: f64,
 }
 
-/// Per-link measurements.
+/// Per-link measurements. Laid out in declaration order (`repr(C)`): the fields a packet
+/// crossing a lazy wire reads or counts into (`warmup` .. `packet_windows`) fill one
+/// cache line, the series' state follows.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct LinkStats {
     /// Statistics exclude what happens before this instant.
     pub warmup: SimTime,
-    pub tx_pkts: u64,
-    /// IP bytes transmitted (after warm-up); for WiFi, bytes acknowledged.
-    pub tx_bytes: u64,
     /// Transmitter time used after warm-up (for a bonding group, divided by the number
     /// of channels; for WiFi, the airtime of this interface's PPDUs incl. SIFS + block ack).
     pub busy: SimDuration,
+    pub tx_pkts: u64,
+    /// IP bytes transmitted (after warm-up); for WiFi, bytes acknowledged.
+    pub tx_bytes: u64,
+    pub ce_marked_seen: u64,
+    /// `run.packet_trace` windows (empty: no per-packet log).
+    pub packet_windows: Vec<(SimTime, SimTime)>,
+    /// Per-bin series: bytes sent, sojourn sum and count, drops, largest backlog.
+    pub series: LinkSeries,
     /// Qdisc sojourn times in ns (after warm-up).
     pub sojourn: Histogram,
     pub wire_drops: u64,
     /// Drops below the qdisc: DOCSIS regulator overflow, WiFi retry limit.
     pub lower_drops: u64,
-    pub ce_marked_seen: u64,
-    /// Per-bin series: bytes sent, sojourn sum and count, drops, largest backlog.
-    pub series: LinkSeries,
-    /// `run.packet_trace` windows (empty: no per-packet log).
-    pub packet_windows: Vec<(SimTime, SimTime)>,
     /// Per-packet log inside the windows: (time, PKT_SOJOURN, PKT_DROP or PKT_QLEN, value).
     pub packet_log: Vec<(SimTime, u8, f64)>,
 }
@@ -425,39 +428,44 @@ impl WireHot {
     }
 }
 
-/// A unidirectional link with its egress qdisc.
+/// A unidirectional link with its egress qdisc. Laid out in declaration order
+/// (`repr(C)`, 64-byte aligned through `hot`): what a packet crossing a lazy wire touches
+/// comes first — `hot` (two cache lines), the wire, lower layer and flags (one), the
+/// qdisc's side output that the caller checks for drops (one), then the statistics
+/// (their per-packet fields in one line, the series after them) and the qdisc.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Link {
-    pub id: LinkId,
-    pub p: LinkParams,
-    pub qdisc: AnyQdisc,
-    /// Reused side-output buffer of the qdisc; drained by the simulator after each call.
-    pub out: QdiscOut,
-    device: VecDeque<Packet>,
-    busy: bool,
     /// The lazy wire's per-packet state and the link constants its path reads, together
     /// in two cache lines (see [`WireHot`]).
     hot: WireHot,
     wire: VecDeque<(SimTime, Packet)>,
+    pub lower: Lower,
+    pub id: LinkId,
+    /// The only link whose packets this (lazy, FIFO) link forwards, if that link folds
+    /// into it ([`fold_arrivals`]; `LinkId::MAX`: none).
+    fold_from: LinkId,
+    busy: bool,
+    /// The qdisc may hold packets back (`Qdisc::throttles`): such a link asks it for
+    /// `next_ready` after each operation and wakes itself with a `timer::QDISC`.
+    throttles: bool,
+    /// Reused side-output buffer of the qdisc; drained by the simulator after each call.
+    pub out: QdiscOut,
+    pub stats: LinkStats,
+    pub qdisc: AnyQdisc,
+    device: VecDeque<Packet>,
     rng: Rng,
     /// Host processing jitter (end hosts' egress links with noise on; else off).
     jitter: HostJitter,
-    pub stats: LinkStats,
-    pub lower: Lower,
+    pub p: LinkParams,
     /// GRO: the packet (possibly merged segments) held for the next segment already on
     /// the wire.
     gro_held: Option<Packet>,
     /// Multi-peer links: destination node → index into `p.peers` (`u32::MAX` where
     /// this link is not the route). Empty for point-to-point links.
     peer_of: Vec<u32>,
-    /// The qdisc may hold packets back (`Qdisc::throttles`): such a link asks it for
-    /// `next_ready` after each operation and wakes itself with a `timer::QDISC`.
-    throttles: bool,
     /// The instant of the pending `timer::QDISC` wake-up, if any.
     wake_at: Option<SimTime>,
-    /// The only link whose packets this (lazy, FIFO) link forwards, if that link folds
-    /// into it ([`fold_arrivals`]; `LinkId::MAX`: none).
-    fold_from: LinkId,
 }
 
 /// Records a packet leaving the qdisc (sojourn, CE seen). Takes the two fields, not
@@ -1804,6 +1812,42 @@ mod tests {
         });
         let warmup = SimTime::from_nanos(3_000_000);
         Link::new(0, p, qd, Rng::stream(seed, "link", 0), warmup, bin)
+    }
+
+    /// What a packet crossing a lazy wire touches of `Link` lies in its first lines:
+    /// `hot` (two), the wire and flags (one), the qdisc's side output (one) and the
+    /// statistics' per-packet fields (one).
+    #[test]
+    fn per_packet_fields_share_the_first_cache_lines() {
+        use std::mem::{offset_of, size_of};
+        let line = |off: usize| off / 64;
+        assert_eq!(offset_of!(Link, hot), 0);
+        assert_eq!(size_of::<WireHot>(), 128);
+        for off in [
+            offset_of!(Link, wire),
+            offset_of!(Link, lower),
+            offset_of!(Link, id),
+            offset_of!(Link, fold_from),
+            offset_of!(Link, busy),
+            offset_of!(Link, throttles),
+        ] {
+            assert_eq!(line(off), 2, "offset {off}");
+        }
+        let out = offset_of!(Link, out);
+        assert_eq!((line(out), line(out + size_of::<QdiscOut>() - 1)), (3, 3));
+        let st = offset_of!(Link, stats);
+        let pw = st + offset_of!(LinkStats, packet_windows);
+        for off in [
+            st + offset_of!(LinkStats, warmup),
+            st + offset_of!(LinkStats, busy),
+            st + offset_of!(LinkStats, tx_pkts),
+            st + offset_of!(LinkStats, tx_bytes),
+            st + offset_of!(LinkStats, ce_marked_seen),
+            pw,
+            pw + size_of::<Vec<(SimTime, SimTime)>>() - 1,
+        ] {
+            assert_eq!(line(off), 4, "offset {off}");
+        }
     }
 
     /// The lazy wire keeps its series' current bin and its zero sojourns in `WireHot`
