@@ -120,8 +120,8 @@ impl Application for Bulk {
         cx.timer_at(stop, STOP_TIMER);
     }
 
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
-        let ev = self.conn.on_packet(cx, &pkt);
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
+        let ev = self.conn.on_packet(cx, pkt);
         if ev.side == Side::B {
             if ev.delivered > 0 {
                 cx.delivered(ev.delivered);

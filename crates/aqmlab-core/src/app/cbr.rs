@@ -126,7 +126,7 @@ impl Application for Cbr {
         cx.send(p);
         cx.timer_at(cx.now + self.gap, 0);
     }
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
         let owd = cx.now.saturating_since(pkt.sent_at);
         if cx.now >= cx.stats.warmup {
             self.owd.record(owd.as_nanos());

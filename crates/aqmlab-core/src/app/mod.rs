@@ -215,7 +215,7 @@ pub trait Application {
     /// The flow starts (at its start time).
     fn start(&mut self, cx: &mut FlowCtx);
     /// A packet of this flow arrived at one of its endpoints (`pkt.dst`).
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet);
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet);
     /// A timer armed with `timer_at` fired.
     fn on_timer(&mut self, cx: &mut FlowCtx, kind: u32);
     /// `bytes` of a GSO sender's skbs left its host's first link (`Event::TxComplete`;
@@ -301,7 +301,7 @@ macro_rules! workload_registry {
                 match self { $( AnyApp::$variant(a) => a.start(cx), )* }
             }
             #[inline]
-            fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+            fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
                 match self { $( AnyApp::$variant(a) => a.on_packet(cx, pkt), )* }
             }
             #[inline]

@@ -130,7 +130,7 @@ impl Application for Probe {
         cx.send(p);
         cx.timer_at(cx.now + self.interval, 0);
     }
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
         if pkt.kind == self.req {
             // At the responder: answer at once, echoing the request's send instant (as
             // ping and irtt carry their timestamps in the payload; see `Packet::tcp`).
@@ -224,7 +224,7 @@ macro_rules! delegate {
             fn start(&mut self, cx: &mut FlowCtx) {
                 self.0.start(cx)
             }
-            fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+            fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
                 self.0.on_packet(cx, pkt)
             }
             fn on_timer(&mut self, cx: &mut FlowCtx, kind: u32) {

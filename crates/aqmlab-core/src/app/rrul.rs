@@ -292,7 +292,7 @@ impl Application for Composite {
     fn start(&mut self, _cx: &mut FlowCtx) {
         match *self {}
     }
-    fn on_packet(&mut self, _cx: &mut FlowCtx, _pkt: Packet) {
+    fn on_packet(&mut self, _cx: &mut FlowCtx, _pkt: &Packet) {
         match *self {}
     }
     fn on_timer(&mut self, _cx: &mut FlowCtx, _kind: u32) {

@@ -251,7 +251,7 @@ impl Application for Voip {
         cx.send(p);
         cx.timer_at(cx.now + self.interval, 0);
     }
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
         let owd = cx.now.saturating_since(pkt.sent_at).as_nanos();
         // RFC 3550: transit difference between consecutive arrivals, smoothed with gain 1/16.
         let transit = owd as i128;

@@ -519,10 +519,10 @@ impl Application for Web {
         self.begin_page(cx);
     }
 
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
         match pkt.kind {
             PacketKind::Tcp => {
-                if let Some(out) = self.http.on_packet(cx, &pkt) {
+                if let Some(out) = self.http.on_packet(cx, pkt) {
                     self.on_http(cx, out);
                 }
             }

@@ -351,9 +351,9 @@ impl Application for WebUsers {
         self.begin_page(cx);
     }
 
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
         if pkt.kind == PacketKind::Tcp {
-            if let Some(out) = self.http.on_packet(cx, &pkt) {
+            if let Some(out) = self.http.on_packet(cx, pkt) {
                 self.on_outcome(cx, out);
             }
         }

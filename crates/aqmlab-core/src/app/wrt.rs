@@ -226,9 +226,9 @@ impl Application for Wrt {
         self.issue(cx);
     }
 
-    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: Packet) {
+    fn on_packet(&mut self, cx: &mut FlowCtx, pkt: &Packet) {
         if pkt.kind == PacketKind::Tcp {
-            if let Some(out) = self.http.on_packet(cx, &pkt) {
+            if let Some(out) = self.http.on_packet(cx, pkt) {
                 self.on_outcome(cx, out);
             }
         }

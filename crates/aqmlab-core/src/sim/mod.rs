@@ -332,7 +332,7 @@ impl Simulator {
                 f.stats.ce_pkts += 1;
             }
             let (app, mut cx) = f.split(pkt.flow, self.net.now, &mut self.net);
-            app.on_packet(&mut cx, pkt);
+            app.on_packet(&mut cx, &pkt);
         } else {
             self.net.send(at, pkt);
         }
