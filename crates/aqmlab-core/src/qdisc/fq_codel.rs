@@ -250,6 +250,16 @@ pub struct FqCodel {
     general_only: bool,
 }
 
+/// What [`FqCodel::fast_head`] did.
+enum FastHead {
+    /// Unlinked the head (its node in the packet store) to send it.
+    Send(u32),
+    /// The flow is empty; its CoDel left drop state.
+    Empty,
+    /// Neither: the general CoDel dequeue decides.
+    General,
+}
+
 /// One flow's queue as its CoDel sees it.
 struct FlowView<'a> {
     s: &'a mut FqScheduler,
@@ -355,25 +365,32 @@ impl FqCodel {
     /// CoDel is not in drop state and its head has waited less than `target`, and no
     /// `ce_threshold` is set. `CodelVars::dequeue` would then only record the head
     /// (`ldelay`, `maxpacket`, the sojourn back below target) and hand it over, whatever
-    /// the backlog rule says; this does the same and unlinks the head, returning its node
-    /// (`None`: not this case, or the flow is empty; nothing changed).
+    /// the backlog rule says; this does the same and unlinks the head, returning its node.
+    /// An empty flow's CoDel only leaves drop state (`Empty`). `General`: neither case,
+    /// nothing changed.
     #[inline(always)]
-    fn below_target_head(&mut self, idx: usize, now: SimTime) -> Option<u32> {
+    fn fast_head(&mut self, idx: usize, now: SimTime) -> FastHead {
         #[cfg(test)]
         if self.general_only {
-            return None;
+            return FastHead::General;
         }
-        let head = self.sched.front(idx)?;
+        let Some(head) = self.sched.front(idx) else {
+            self.cvars[idx].dropping = false;
+            return FastHead::Empty;
+        };
         let sojourn = now.saturating_since(head.enqueued_at);
         let size = head.size;
         let v = &mut self.cvars[idx];
         if v.dropping || sojourn >= self.params.target || self.params.ce_threshold.is_some() {
-            return None;
+            return FastHead::General;
         }
         v.ldelay = sojourn;
         v.first_above_time = None;
         self.cstats.maxpacket = self.cstats.maxpacket.max(size);
-        self.sched.unlink_front(idx)
+        match self.sched.unlink_front(idx) {
+            Some(i) => FastHead::Send(i),
+            None => FastHead::General,
+        }
     }
 
     fn trace(&mut self, now: SimTime, out: &mut QdiscOut) {
@@ -416,15 +433,22 @@ impl Qdisc for FqCodel {
             let Some((idx, from_new)) = self.sched.next_flow() else {
                 break None;
             };
-            if let Some(i) = self.below_target_head(idx, now) {
-                let size = self.sched.store.packet(i).size;
-                self.sched.charge(idx, size + overhead);
-                self.stats.on_dequeue(self.sched.store.packet(i));
-                if out.tracing {
-                    self.trace(now, out);
+            match self.fast_head(idx, now) {
+                FastHead::Send(i) => {
+                    let size = self.sched.store.packet(i).size;
+                    self.sched.charge(idx, size + overhead);
+                    self.stats.on_dequeue(self.sched.store.packet(i));
+                    if out.tracing {
+                        self.trace(now, out);
+                    }
+                    // Copied out of its freed node last, straight into the caller's slot.
+                    return Some(*self.sched.store.packet(i));
                 }
-                // Copied out of its freed node last, straight into the caller's slot.
-                return Some(*self.sched.store.packet(i));
+                FastHead::Empty => {
+                    self.sched.flow_empty(idx, from_new);
+                    continue;
+                }
+                FastHead::General => {}
             }
             let mut view = FlowView {
                 s: &mut self.sched,
