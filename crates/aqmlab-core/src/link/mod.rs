@@ -255,7 +255,7 @@ impl Lower {
 }
 
 /// The fields a packet's passage over a lazy wire reads and writes (`enqueue_lazy`,
-/// `transmit_lazy`, `arrive`), in two cache lines of their own: in a `Link` (1.7 KiB,
+/// `transmit_lazy`, `arrive`), in two cache lines of their own: in a `Link` (1.9 KiB,
 /// its qdisc, statistics and parameters) they were spread over a dozen lines, and with
 /// thousands of links most of a hop's cost was missing the cache on them. `rate`,
 /// `delay`, `overhead`, `from` and `to` are copies of the link's parameters (`p`),
