@@ -173,21 +173,8 @@ impl PacketStore {
     /// Removes and returns the head of `q`.
     #[inline]
     pub fn pop_front(&mut self, q: &mut PktQueue) -> Option<Packet> {
-        if q.head == NIL {
-            return None;
-        }
-        let i = q.head;
-        let next = self.nodes[i as usize].next;
-        q.head = next;
-        if next == NIL {
-            q.tail = NIL;
-        } else {
-            self.nodes[next as usize].prev = NIL;
-        }
-        let p = self.release(i);
-        q.len -= 1;
-        q.bytes -= p.size as u64;
-        Some(p)
+        let i = self.unlink_front(q)?;
+        Some(*self.packet(i))
     }
 
     /// Unlinks the head of `q` and frees its node, returning the node's index (None if
@@ -475,10 +462,8 @@ impl FqScheduler {
     /// Removes the head packet of flow `idx` (no scheduling side effects).
     #[inline(always)]
     pub fn pop(&mut self, idx: usize) -> Option<Packet> {
-        let p = self.store.pop_front(&mut self.flows[idx].q)?;
-        self.len -= 1;
-        self.bytes -= p.size as u64;
-        Some(p)
+        let i = self.unlink_front(idx)?;
+        Some(*self.store.packet(i))
     }
 
     /// Removes the head of flow `idx` like [`pop`](Self::pop) but leaves the packet in its
