@@ -518,11 +518,7 @@ impl TcpConn {
             e.unacked_writes = false;
             ev.all_acked = true;
         }
-        // The receiving end of a one-way transfer has nothing to send on most segments:
-        // the test `transmit` starts with, here without its call.
-        if !(self.cfg.gso.is_none() && e.snd.is_quiescent()) {
-            self.transmit(h, side);
-        }
+        self.transmit(h, side);
         let e = &mut self.ends[i];
         if ack_now && e.rcv.ack_pending() {
             self.send_ack(h, side);
@@ -692,7 +688,19 @@ impl TcpConn {
     }
 
     /// Sends everything the sender allows now, each segment carrying the current ACK.
+    #[inline(always)]
     fn transmit<H: TcpHost>(&mut self, h: &mut H, side: Side) {
+        // A sender with nothing to send (the receiving end of a one-way transfer, on most
+        // segments): next_segment would return None and change nothing. Tested here, in
+        // every caller, without a call.
+        if self.cfg.gso.is_none() && self.ends[side.idx()].snd.is_quiescent() {
+            return;
+        }
+        self.transmit_some(h, side);
+    }
+
+    /// `transmit` once the sender may have something to send.
+    fn transmit_some<H: TcpHost>(&mut self, h: &mut H, side: Side) {
         let now = h.now();
         let (idx, cfg) = (self.idx, &self.cfg);
         let e = &mut self.ends[side.idx()];
@@ -701,9 +709,6 @@ impl TcpConn {
         }
         if cfg.gso.is_some() {
             return Self::transmit_gso(h, e, idx, cfg, now);
-        }
-        if e.snd.is_quiescent() {
-            return; // next_segment would return None and change nothing
         }
         // Sending changes no SACK block: the option space is the same for the whole burst.
         let n_sack = e.rcv.sack_blocks().len().min(3);
