@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,70 +51,125 @@ TCP_KINDS = ("bulk",)
 PROBE_KINDS = ("ping", "udp_rr")
 
 
-def _memo(res: Result, key: Any, make: Callable[[], Any]) -> Any:
-    """What ``make()`` derives from `res`, computed once per Result: several measures of a
-    run read the same rows (the TCP bulk flows, each one's direction, the goodput sums
-    that ``up_share`` shares with ``goodput_up``/``goodput_down``). Measures never change
-    what they read, so the shared value is what each would have computed; it is kept
-    with the flows table it came from and dropped if the object's ``flows`` is replaced."""
-    attrs = getattr(res, "__dict__", None)
-    if attrs is None:
-        return make()
-    flows = res.flows
-    memo = attrs.get("_measure_memo")
-    if memo is None or memo[0] is not flows:
-        memo = attrs["_measure_memo"] = (flows, {})
-    kept = memo[1]
-    if key not in kept:
-        kept[key] = make()
-    return kept[key]
+# -- a run's tables as columns ------------------------------------------------------------
+# Every measure reads the flows and queues tables as a column mapping (column name ->
+# values, one per row, in table order). A sweep's run has the simulator's own columns
+# (lists): building the flows/queues DataFrames for the measures alone cost more than the
+# measures, so they are read as they are while ``res.flows``/``res.queues`` is not yet
+# built or replaced; otherwise the DataFrame's columns are read (as NumPy arrays). Sums
+# and means are pandas' (NaN skipped, numpy's pairwise sum over the rows in table order),
+# so a measure is the same float either way (test_measures checks both ways on every
+# residential experiment).
 
 
-# -- the simulator's columns -------------------------------------------------------------
-# A sweep's run computes its measures and then stores its tables straight from the
-# simulator's columns: building the flows and queues DataFrames for the measures alone
-# cost more than the measures. The measures a study usually names read those columns
-# directly when they can (a Result from :func:`aqmlab.run` whose table was not yet
-# built or replaced); each gives what it computes from the DataFrame
-# (test_measures checks both ways on every residential experiment).
+class _FrameColumns(Mapping[str, Any]):
+    """A DataFrame's columns as a column mapping: each column's values as a NumPy array
+    (converted when first read)."""
+
+    __slots__ = ("_df", "_got")
+
+    def __init__(self, df: Any) -> None:
+        self._df = df
+        self._got: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._got:
+            self._got[name] = self._df[name].to_numpy()
+        return self._got[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._df.columns
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._df.columns)
+
+    def __len__(self) -> int:
+        return len(self._df.columns)
 
 
-def _columns(res: Result, table: str) -> Mapping[str, Any] | None:
-    """The simulator's columns of `table` ("flows" or "queues") of `res` (lists, one value
-    per row of the DataFrame built from them), or None when the measures must read the
-    DataFrame: no such columns, or ``res.<table>`` already built or replaced."""
+class _Table:
+    """One table of a run ("flows" or "queues") as a column mapping, and what the measures
+    of the run derive from it (the rows of a kind, the TCP flows' directions, the goodput
+    sums that ``up_share`` shares with ``goodput_up``/``goodput_down``), each derived once."""
+
+    __slots__ = ("source", "cols", "n", "_derived")
+
+    def __init__(self, source: Any, cols: Mapping[str, Any], n: int) -> None:
+        self.source = source
+        self.cols = cols
+        self.n = n
+        self._derived: dict[Any, Any] = {}
+
+    def derived(self, key: Any, make: Callable[[], Any]) -> Any:
+        kept = self._derived
+        if key not in kept:
+            kept[key] = make()
+        return kept[key]
+
+    def has(self, *columns: str) -> bool:
+        return all(c in self.cols for c in columns)
+
+    def rows(self, column: str, values: tuple[str, ...]) -> np.ndarray:
+        """Positions (in table order) of the rows whose `column` is one of `values`."""
+        col = self.cols[column]
+        return self.derived(("rows", column, values),
+                            lambda: np.array([i for i, v in enumerate(col) if v in values], dtype=np.intp))
+
+    def rows_if(self, column: str, keep: Callable[[Any], bool], rows: np.ndarray | None = None) -> np.ndarray:
+        """Positions of the rows (of `rows`, default all) whose `column` value passes `keep`."""
+        col = self.cols[column]
+        among = range(self.n) if rows is None else rows.tolist()
+        return np.array([i for i in among if keep(col[i])], dtype=np.intp)
+
+    def floats(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """Column `column` at `rows` as float64 (None is NaN), as ``.astype(float)`` gives it."""
+        return self.derived(("floats", column), lambda: np.asarray(self.cols[column], dtype=float))[rows]
+
+    def row(self, i: int) -> _Row:
+        return _Row(self.cols, i)
+
+
+class _Row(Mapping[str, Any]):
+    """Row `i` of a column mapping, read like a DataFrame row (``row[column]``)."""
+
+    __slots__ = ("_cols", "_i")
+
+    def __init__(self, cols: Mapping[str, Any], i: int) -> None:
+        self._cols = cols
+        self._i = i
+
+    def __getitem__(self, name: str) -> Any:
+        return self._cols[name][self._i]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cols
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cols)
+
+    def __len__(self) -> int:
+        return len(self._cols)
+
+
+def _table(res: Result, table: str) -> _Table:
+    """`res`'s `table` ("flows" or "queues") as columns: the simulator's (kept with `res`,
+    so that the measures of one Result share what they derive) while ``res.<table>`` was
+    neither built nor replaced, else that DataFrame's (read afresh on every call: a
+    DataFrame may be changed in place)."""
     attrs = getattr(res, "__dict__", None)
     raw = getattr(res, "_raw", None)
-    if attrs is None or table in attrs or not isinstance(raw, Mapping):
-        return None
-    cols = raw.get(table)
-    if not isinstance(cols, Mapping) or "name" not in cols:
-        return None
-    return cols
-
-
-def _raw_memo(res: Result, cols: Mapping[str, Any], key: Any, make: Callable[[], Any]) -> Any:
-    """:func:`_memo` for values derived from the simulator's columns `cols`."""
-    attrs = res.__dict__
-    memo = attrs.get("_measure_raw_memo")
-    if memo is None or memo[0] is not cols:
-        memo = attrs["_measure_raw_memo"] = (cols, {})
-    kept: dict[Any, Any] = memo[1]
-    if key not in kept:
-        kept[key] = make()
-    return kept[key]
-
-
-def _rows_where(res: Result, cols: Mapping[str, Any], column: str, values: tuple[str, ...]) -> np.ndarray:
-    """Positions (in table order) of the rows whose `column` is one of `values`."""
-    return _raw_memo(res, cols, ("rows", column, values),
-                     lambda: np.array([i for i, v in enumerate(cols[column]) if v in values], dtype=np.intp))
-
-
-def _floats(cols: Mapping[str, Any], column: str, rows: np.ndarray) -> np.ndarray:
-    """Column `column` at `rows` as float64: ``DataFrame(cols)[column].astype(float)``
-    (None is NaN)."""
-    return np.asarray(cols[column], dtype=float)[rows]
+    if attrs is not None and table not in attrs and isinstance(raw, Mapping):
+        cols = raw.get(table)
+        if isinstance(cols, Mapping) and "name" in cols:
+            kept = attrs.get("_measure_tables")
+            if kept is None:
+                kept = attrs["_measure_tables"] = {}
+            t = kept.get(table)
+            if t is None or t.source is not cols:
+                t = kept[table] = _Table(cols, cols, len(cols["name"]))
+            return t  # type: ignore[no-any-return]
+    df = getattr(res, table)
+    return _Table(df, _FrameColumns(df), len(df))
 
 
 def _nansum(v: np.ndarray) -> float:
@@ -131,67 +186,57 @@ def _nanmean(v: np.ndarray) -> float:
     return _nansum(v) / n if n else math.nan
 
 
-def _of_kind(res: Result, kind: str):
-    """The flows of `kind` (shared by the measures of one Result)."""
-
-    def make():
-        f = res.flows
-        return f[f["kind"] == kind]
-
-    return _memo(res, ("kind", kind), make)
+def _value(v: Any) -> float:
+    """A cell as a float (None is NaN)."""
+    return math.nan if v is None else float(v)
 
 
-def _tcp(res: Result):
-    def make():
-        f = res.flows
-        return f[f["kind"].isin(TCP_KINDS)]
+def _tcp_rows(t: _Table) -> np.ndarray:
+    return t.rows("kind", TCP_KINDS)
 
-    return _memo(res, "tcp", make)
+
+def _tcp_directions(t: _Table) -> list[str]:
+    """:func:`direction` of each TCP bulk flow's sender, in the order of :func:`_tcp_rows`."""
+    src = t.cols["src"]
+    return t.derived("tcp_direction", lambda: [direction(src[i]) for i in _tcp_rows(t).tolist()])  # type: ignore[no-any-return]
 
 
 def _goodput(way: str) -> Callable[[Result], float]:
-    def make(res: Result) -> float:
-        f = _tcp(res)
-        f = f[_memo(res, "tcp_direction", lambda: f["src"].map(direction)) == way]
-        return float(f["goodput_bps"].sum()) if len(f) else math.nan
-
-    def of_columns(res: Result, cols: Mapping[str, Any]) -> float:
-        tcp = _rows_where(res, cols, "kind", TCP_KINDS)
-        ways = _raw_memo(res, cols, "tcp_direction", lambda: [direction(cols["src"][i]) for i in tcp])
-        rows = tcp[[w == way for w in ways]] if len(tcp) else tcp
-        return _nansum(_floats(cols, "goodput_bps", rows)) if len(rows) else math.nan
+    def of(t: _Table) -> float:
+        tcp = _tcp_rows(t)
+        rows = tcp[[w == way for w in _tcp_directions(t)]] if len(tcp) else tcp
+        return _nansum(t.floats("goodput_bps", rows)) if len(rows) else math.nan
 
     def g(res: Result) -> float:
-        cols = _columns(res, "flows")
-        if cols is not None:
-            return float(_raw_memo(res, cols, ("goodput", way), lambda: of_columns(res, cols)))
-        return float(_memo(res, ("goodput", way), lambda: make(res)))
+        t = _table(res, "flows")
+        return float(t.derived(("goodput", way), lambda: of(t)))
 
     return g
 
 
+def goodput_total(res: Result) -> float:
+    """Sum of the goodput of all TCP bulk flows (0 without any)."""
+    t = _table(res, "flows")
+    return _nansum(t.floats("goodput_bps", _tcp_rows(t)))
+
+
 def _probe_rtts(res: Result, suffix: str | None = None) -> tuple[np.ndarray, float]:
-    cols = _columns(res, "flows") if suffix is None else None
-    if cols is not None:
-        rows = _rows_where(res, cols, "kind", PROBE_KINDS)
-        if not len(rows):
-            return np.array([]), math.nan
-        rtts = _flow_rtts_of_columns(res, [cols["name"][i] for i in rows])
-        if rtts is not None:
-            return rtts, _nanmean(_floats(cols, "base_rtt", rows))
-    f = res.flows
-    probes = f[f["kind"].isin(PROBE_KINDS)]
-    if suffix is not None:
-        probes = probes[probes["name"].astype(str).str.endswith("." + suffix)]
-    if probes.empty:
+    """The rtt samples after warm-up of the latency probes (those named ``*.SUFFIX`` when
+    `suffix` is given) and their mean base RTT."""
+    t = _table(res, "flows")
+    rows = t.rows("kind", PROBE_KINDS)
+    if suffix is not None and len(rows):
+        end = "." + suffix
+        rows = t.rows_if("name", lambda n: str(n).endswith(end), rows)
+    if not len(rows):
         return np.array([]), math.nan
-    names = list(probes["name"])
+    names = [t.cols["name"][i] for i in rows.tolist()]
     rtts = _flow_rtts_of_columns(res, names)
     if rtts is None:
         s = res.samples
         s = s[(s["kind"] == "flow") & (s["metric"] == "rtt") & (s["entity"].isin(names)) & (s["t"] >= res.warmup)]
         rtts = s["value"].to_numpy(dtype=float)
-    return rtts, float(probes["base_rtt"].mean())
+    return rtts, _nanmean(t.floats("base_rtt", rows))
 
 
 def _flow_rtts_of_columns(res: Result, names: list[str]) -> np.ndarray | None:
@@ -248,23 +293,20 @@ def mos_from_r(r: float) -> float:
 
 def voip_mos(res: Result) -> float:
     """Mean over VoIP flows of the MOS of their E-model R-value (G.107 Annex B)."""
-    f = res.flows
-    f = _of_kind(res, "voip")
-    if f.empty or "r_value" not in f.columns:
+    t = _table(res, "flows")
+    rows = t.rows("kind", ("voip",))
+    if not len(rows) or not t.has("r_value"):
         return math.nan
-    vals = [mos_from_r(float(r)) for r in f["r_value"]]
+    vals = [mos_from_r(r) for r in t.floats("r_value", rows).tolist()]
     vals = [v for v in vals if math.isfinite(v)]
     return float(np.mean(vals)) if vals else math.nan
 
 
 def jain_tcp(res: Result) -> float:
     """Jain's index over the goodputs of the TCP bulk flows."""
-    cols = _columns(res, "flows")
-    if cols is not None:
-        rows = _rows_where(res, cols, "kind", TCP_KINDS)
-        return metrics.jain_index(_floats(cols, "goodput_bps", rows)) if len(rows) else math.nan
-    f = _tcp(res)
-    return metrics.jain_index(f["goodput_bps"]) if len(f) else math.nan
+    t = _table(res, "flows")
+    rows = _tcp_rows(t)
+    return metrics.jain_index(t.floats("goodput_bps", rows)) if len(rows) else math.nan
 
 
 def _weighted(kind: str, col: str, weight: str) -> Callable[[Result], float]:
@@ -272,17 +314,11 @@ def _weighted(kind: str, col: str, weight: str) -> Callable[[Result], float]:
     (`weight`): the mean over all events (pages, responses, objects) of those flows."""
 
     def g(res: Result) -> float:
-        cols = _columns(res, "flows")
-        if cols is not None:
-            rows = _rows_where(res, cols, "kind", (kind,))
-            if not len(rows) or col not in cols or weight not in cols:
-                return math.nan
-            v, w = _floats(cols, col, rows), _floats(cols, weight, rows)
-        else:
-            f = _of_kind(res, kind)
-            if f.empty or col not in f.columns or weight not in f.columns:
-                return math.nan
-            v, w = f[col].astype(float).to_numpy(), f[weight].astype(float).to_numpy()
+        t = _table(res, "flows")
+        rows = t.rows("kind", (kind,))
+        if not len(rows) or not t.has(col, weight):
+            return math.nan
+        v, w = t.floats(col, rows), t.floats(weight, rows)
         ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
         return float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else math.nan
 
@@ -294,12 +330,12 @@ def _pooled_sd(kind: str, mean: str, sd: str, count: str) -> Callable[[Result], 
     count, mean and sample standard deviation (equal to the sd of the pooled values)."""
 
     def g(res: Result) -> float:
-        f = _of_kind(res, kind)
-        if f.empty or not {mean, sd, count} <= set(f.columns):
+        t = _table(res, "flows")
+        rows = t.rows("kind", (kind,))
+        if not len(rows) or not t.has(mean, sd, count):
             return math.nan
-        n = f[count].astype(float).to_numpy()
-        m = f[mean].astype(float).to_numpy()
-        s = np.nan_to_num(f[sd].astype(float).to_numpy())  # one event: no spread
+        n, m = t.floats(count, rows), t.floats(mean, rows)
+        s = np.nan_to_num(t.floats(sd, rows))  # one event: no spread
         ok = (n > 0) & np.isfinite(m)
         n, m, s = n[ok], m[ok], s[ok]
         total = n.sum()
@@ -317,59 +353,52 @@ def has_application_bias(res: Result) -> float:
     goodput lies above (+) or below (-) their max-min fair share of the bandwidth that the
     HAS flows and the TCP bulk flows carrying data in the same direction actually consumed.
     A HAS flow's demand is capped at its top bitrate (`max_bitrate`); bulk flows are greedy."""
-    f = res.flows
-    has = f[f["kind"] == "has"]
-    if has.empty:
+    t = _table(res, "flows")
+    has = t.rows("kind", ("has",))
+    if not len(has):
         return math.nan
     # HAS data flows server -> player (dst -> src); bulk data flows src -> dst.
-    data_dir = has["dst"].map(direction).iloc[0]
-    bulk = _tcp(res)
-    bulk = bulk[bulk["src"].map(direction) == data_dir]
-    tput = np.concatenate([has["goodput_bps"].to_numpy(float), bulk["goodput_bps"].to_numpy(float)])
-    caps = list(has["max_bitrate"].astype(float)) + [math.inf] * len(bulk)
+    data_dir = direction(t.cols["dst"][has[0]])
+    tcp = _tcp_rows(t)
+    bulk = tcp[[w == data_dir for w in _tcp_directions(t)]] if len(tcp) else tcp
+    tput = np.concatenate([t.floats("goodput_bps", has), t.floats("goodput_bps", bulk)])
+    caps = t.floats("max_bitrate", has).tolist() + [math.inf] * len(bulk)
     shares = metrics.max_min_fair(float(tput.sum()), demands=caps)
     return metrics.application_bias(float(tput[: len(has)].sum()), float(shares[: len(has)].sum()))
 
 
 def _flow_kind_col(kind: str, col: str, how: str) -> Callable[[Result], float]:
     def g(res: Result) -> float:
-        cols = _columns(res, "flows")
-        if cols is not None:
-            rows = _rows_where(res, cols, "kind", (kind,))
-            if not len(rows) or col not in cols:
-                return math.nan
-            a = _floats(cols, col, rows)
-            return _nanmean(a) if how == "mean" else _nansum(a)
-        f = _of_kind(res, kind)
-        if f.empty or col not in f.columns:
+        t = _table(res, "flows")
+        rows = t.rows("kind", (kind,))
+        if not len(rows) or not t.has(col):
             return math.nan
-        v = f[col].astype(float)
-        return float(v.mean() if how == "mean" else v.sum())
+        a = t.floats(col, rows)
+        return _nanmean(a) if how == "mean" else _nansum(a)
 
     return g
 
 
-def _bottleneck_rows(res: Result):
-    q = res.queues
-    return q[[is_bottleneck_link(str(n)) for n in q["name"]]] if len(q) else q
+def _bottleneck_rows(t: _Table) -> np.ndarray:
+    return t.rows_if("name", lambda n: is_bottleneck_link(str(n)))
 
 
-def _busiest_bottleneck(res: Result):
+def _busiest_bottleneck(res: Result) -> _Row | None:
     """The bottleneck queue a run-level queue measure reads: of the links the topology
     builder names as bottlenecks (:func:`aqmlab.result.is_bottleneck_link`), the one that
     sent the most bytes; in a topology without such names, the link nearest its capacity
     (highest utilisation of its rate or shaper rate), not the one carrying the most bytes,
     which is usually a fast core link in front of the real bottleneck."""
-    q = res.queues
-    if not len(q):
+    t = _table(res, "queues")
+    if not t.n:
         return None
-    b = _bottleneck_rows(res)
+    b = _bottleneck_rows(t)
     if len(b):
-        return b.loc[b["tx_bytes"].idxmax()]
-    util = [link_utilization(row) for _, row in q.iterrows()]
+        return t.row(int(b[np.nanargmax(t.floats("tx_bytes", b))]))
+    util = [link_utilization(t.row(i)) for i in range(t.n)]
     if all(math.isnan(u) for u in util):
-        return q.loc[q["tx_bytes"].idxmax()]
-    return q.iloc[int(np.nanargmax(util))]
+        return t.row(int(np.nanargmax(t.floats("tx_bytes", np.arange(t.n)))))
+    return t.row(int(np.nanargmax(util)))
 
 
 def below_qdisc_latency(res: Result) -> float:
@@ -380,18 +409,12 @@ def below_qdisc_latency(res: Result) -> float:
     aggregation, contention, retries, airtime). With one station the sum over the AP's and
     the station's interface is what a round trip through the hop spends below the qdiscs.
     """
-    cols = _columns(res, "queues")
-    if cols is not None:
-        if "lower" not in cols or "below_qdisc_mean" not in cols:
-            return math.nan
-        a = _floats(cols, "below_qdisc_mean", np.array([i for i, v in enumerate(cols["lower"]) if v == "wifi"], dtype=np.intp))
-        a = a[~np.isnan(a)]
-        return float(a.sum()) if len(a) else math.nan
-    q = res.queues
-    if "lower" not in q.columns or "below_qdisc_mean" not in q.columns:
+    t = _table(res, "queues")
+    if not t.has("lower", "below_qdisc_mean"):
         return math.nan
-    w = q[q["lower"] == "wifi"]["below_qdisc_mean"].dropna()
-    return float(w.sum()) if len(w) else math.nan
+    a = t.floats("below_qdisc_mean", t.rows("lower", ("wifi",)))
+    a = a[~np.isnan(a)]
+    return float(a.sum()) if len(a) else math.nan
 
 
 def up_share(res: Result) -> float:
@@ -408,9 +431,15 @@ def _on_bottleneck(res: Result, f: Callable[[Any], float]) -> float:
 def _bq(col: str) -> Callable[[Result], float]:
     def g(res: Result) -> float:
         row = _busiest_bottleneck(res)
-        return float(row[col]) if row is not None and col in row.index else math.nan
+        return _value(row[col]) if row is not None and col in row else math.nan
 
     return g
+
+
+def bottleneck_utilization(res: Result) -> float:
+    """The highest utilisation of a link named as a bottleneck (NaN without one)."""
+    t = _table(res, "queues")
+    return float(max((link_utilization(t.row(i)) for i in _bottleneck_rows(t).tolist()), default=math.nan))
 
 
 MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
@@ -426,7 +455,7 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     ),
     "goodput_up": (_goodput("up"), "sum of upstream TCP bulk goodput after warm-up (bit/s)"),
     "goodput_down": (_goodput("down"), "sum of downstream TCP bulk goodput after warm-up (bit/s)"),
-    "goodput_total": (lambda r: float(_tcp(r)["goodput_bps"].sum()), "sum of all TCP bulk goodput (bit/s)"),
+    "goodput_total": (goodput_total, "sum of all TCP bulk goodput (bit/s)"),
     "induced_latency": (induced_latency, "mean probe RTT minus base RTT (s)"),
     "below_qdisc_latency": (
         below_qdisc_latency,
@@ -459,9 +488,7 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "c_delay_p99": (_bq("c_sojourn_p99"), "DualPI2: 99th percentile sojourn in the C (classic) queue (s)"),
     "pi2_prob_mean": (_bq("p_prime_mean"), "DualPI2: time-mean base probability p' (p_C = p'^2, p_CL = k p')"),
     "bottleneck_utilization": (
-        lambda r: float(
-            max((link_utilization(row) for _, row in _bottleneck_rows(r).iterrows()), default=math.nan)
-        ),
+        bottleneck_utilization,
         "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link)",
     ),
 }
@@ -474,12 +501,10 @@ def describe() -> dict[str, str]:
 def _generic(res: Result, name: str) -> float:
     head, _, rest = name.partition(":")
     target, _, col = rest.rpartition(".")
-    if head == "flow":
-        f = res.flows[res.flows["name"] == target]
-        return float(f[col].iloc[0]) if len(f) and col in f.columns else math.nan
-    if head == "queue":
-        q = res.queues[res.queues["name"] == target]
-        return float(q[col].iloc[0]) if len(q) and col in q.columns else math.nan
+    if head in ("flow", "queue"):
+        t = _table(res, "flows" if head == "flow" else "queues")
+        rows = t.rows_if("name", lambda n: n == target)
+        return _value(t.cols[col][rows[0]]) if len(rows) and t.has(col) else math.nan
     if head in ("mean", "sum"):
         return _flow_kind_col(target, col, head)(res)
     if head == "ratio":
@@ -495,9 +520,12 @@ def _generic(res: Result, name: str) -> float:
 def goodput_ratio(res: Result, a: str, b: str) -> float:
     """`ratio:A/B`: summed goodput of the flows whose name starts with A over that of the
     flows whose name starts with B (e.g. ``ratio:prague/cubic``)."""
-    f = res.flows
-    ga = float(f[f["name"].str.startswith(a)]["goodput_bps"].sum())
-    gb = float(f[f["name"].str.startswith(b)]["goodput_bps"].sum())
+    t = _table(res, "flows")
+
+    def goodput(prefix: str) -> float:
+        return _nansum(t.floats("goodput_bps", t.rows_if("name", lambda n: isinstance(n, str) and n.startswith(prefix))))
+
+    ga, gb = goodput(a), goodput(b)
     return ga / gb if gb > 0 else math.nan
 
 
