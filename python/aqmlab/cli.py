@@ -1213,10 +1213,12 @@ def compare_cmd(sources: tuple[str, ...], out: str, names: tuple[str, ...], dpi:
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder (default: DIR/flent).")
 def export_cmd(store: str, fmt: str, out: str | None) -> None:
     """Write Flent data files of a study store (`aqmlab reproduce`/`sweep`) or of one
-    `aqmlab run --out DIR` result. `flent -i FILE` draws each test's default plot
-    (all_scaled for rrul_be, voip-rrul and http-rrul; totals for http-1up, tcp_ndown and
-    tcp_nup — downloads or uploads only, with a ping —; http_delay for http, totals_loss
-    for voip-1up).
+    `aqmlab run --out DIR` result. `flent -i FILE -f plot -o F.png` draws each test's
+    default plot (all_scaled for rrul and rrul_be; totals_loss for voip-rrul and
+    voip-1up; totals_delay for http-rrul; totals for http-1up, tcp_ndown and tcp_nup —
+    downloads or uploads only, with a ping —; http_delay for http), `-p PLOT` instead of
+    `-f plot` another one. Without `-p` or `-f plot` flent writes its text summary (also
+    into F.png with `-o F.png`).
 
     \b
     Examples:
@@ -1247,7 +1249,8 @@ def export_cmd(store: str, fmt: str, out: str | None) -> None:
         with gzip.open(p, "rt") as fh:
             first.setdefault(json.load(fh)["metadata"]["NAME"], p)
     for t, ex in sorted(first.items()):
-        click.echo(f"  {t}: flent -i {ex} -p {FLENT_PLOTS.get(t, 'all_scaled')}")
+        plot = FLENT_PLOTS.get(t, "all_scaled")
+        click.echo(f"  {t}: flent -i {ex} -p {plot} -o {t}-{plot}.png")
 
 
 #: what to do when the machine refuses an operation, by errno

@@ -1,9 +1,12 @@
 """Export runs as Flent data files (``*.flent.gz``) that the real ``flent`` tool loads
-and plots: ``flent -i FILE`` draws the test's default plot (:data:`FLENT_PLOTS`:
-``all_scaled`` for ``rrul``/``rrul_be``/``voip-rrul``/``http-rrul``, ``totals`` for
-``http-1up``, ``http_delay`` for ``http`` …; ``-p all_scaled`` exists only for the
-RRUL-based tests), and ``flent -i A -i B … -p box_combine`` compares runs. Both a study
-store and a single ``aqmlab run --out DIR`` result export (:func:`export_flent_run`).
+and plots: ``flent -i FILE -f plot -o FILE.png`` draws the test's default plot
+(:data:`FLENT_PLOTS`: ``all_scaled`` for ``rrul``/``rrul_be``, ``totals_loss`` for
+``voip-rrul``/``voip-1up``, ``totals`` for ``http-1up``, ``http_delay`` for ``http`` …),
+``-p PLOT`` instead of ``-f plot`` another one (``-p all_scaled`` exists only for the
+RRUL-based tests), and ``flent -i A -i B … -p box_combine -o F.png`` compares runs.
+Without ``-p`` or ``-f plot`` Flent writes its text summary (its default output format),
+to the terminal or, with ``-o F.png``, as text into ``F.png``. Both a study store and a
+single ``aqmlab run --out DIR`` result export (:func:`export_flent_run`).
 
 Which runs are exported, and as which Flent test
 ================================================
@@ -99,7 +102,8 @@ from aqmlab.result import direction
 __all__ = ["export_flent", "export_flent_run", "flent_conf_for", "flent_test_for", "run_to_flent", "FLENT_TESTS", "FLENT_PLOTS"]
 
 #: Each test's default plot in Flent 2.3 (``DEFAULTS['PLOT']`` of its ``tests/*.conf``):
-#: what ``flent -i FILE`` draws without ``-p``. ``all_scaled`` exists only in the tests
+#: what ``flent -i FILE -f plot`` draws (without ``-p`` nor ``-f plot``, Flent writes a
+#: text summary). ``all_scaled`` exists only in the tests
 #: that include ``rrul_be.conf`` (``rrul_be``, ``voip-rrul``, ``http-rrul``).
 FLENT_PLOTS = {
     "rrul": "all_scaled",

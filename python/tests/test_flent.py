@@ -160,6 +160,13 @@ def test_real_flent_plots_the_files(exported, tmp_path):
     one = d / "rrul_be_nflows-rrul-fq_codel_10_10-01.flent.gz"
     log = _run_flent(exe, ["-i", str(one), "-p", "all_scaled", "-o", str(tmp_path / "all.png")], d)
     assert_nontrivial_png(tmp_path / "all.png", min_bytes=20_000)
+    # the test's default plot (all_scaled) needs `-f plot`: without it (nor -p) flent's
+    # output is its text summary, written as text even into a file named .png
+    log += _run_flent(exe, ["-i", str(one), "-f", "plot", "-o", str(tmp_path / "default.png")], d)
+    assert_nontrivial_png(tmp_path / "default.png", min_bytes=20_000)
+    log += _run_flent(exe, ["-i", str(one), "-o", str(tmp_path / "summary.png")], d)
+    summary = (tmp_path / "summary.png").read_text()
+    assert "Summary of rrul_be_nflows test run" in summary and "TCP download sum" in summary, summary
     many = sorted(d.glob("rrul_be_nflows-rrul-*_10_10-*.flent.gz"))
     assert len(many) == 9
     args = [a for p in many for a in ("-i", str(p))]
@@ -312,13 +319,22 @@ def test_runner_keeps_goodput_series_of_flent_runs_without_keep_series():
 def test_real_flent_plots_web_runs_with_their_default_plots(run_dirs, tmp_path):
     from aqmlab.flent import FLENT_PLOTS
 
+    from conftest import run_cli
+
     exe = _flent()
     if exe is None:
         pytest.skip("flent is not installed and scripts/install-flent.sh could not install it (no PyPI access?)")
     for tag, f in run_dirs.items():
-        png = tmp_path / f"{tag}.png"
-        _run_flent(exe, ["-i", str(f), "-p", FLENT_PLOTS[tag], "-o", str(png)], f.parent)
+        png = tmp_path / f"{tag}.png"  # the test's default plot: the one its NAME selects
+        _run_flent(exe, ["-i", str(f), "-f", "plot", "-o", str(png)], f.parent)
         assert_nontrivial_png(png, min_bytes=10_000)
+        # the command `aqmlab export` prints for the test draws its plot as it says
+        r = run_cli("export", f.parent.parent, "--out", tmp_path / tag)
+        cmd = next(line.split(": ", 1)[1] for line in r.stdout.splitlines() if line.startswith(f"  {tag}: flent -i "))
+        args = cmd.split()[1:]
+        assert args[-4:] == ["-p", FLENT_PLOTS[tag], "-o", f"{tag}-{FLENT_PLOTS[tag]}.png"], cmd
+        _run_flent(exe, args, tmp_path)
+        assert_nontrivial_png(tmp_path / args[-1], min_bytes=10_000)
     # all_scaled exists for the RRUL-based tests
     png = tmp_path / "http-rrul-all.png"
     _run_flent(exe, ["-i", str(run_dirs["http-rrul"]), "-p", "all_scaled", "-o", str(png)], run_dirs["http-rrul"].parent)
