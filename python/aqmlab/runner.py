@@ -96,7 +96,20 @@ def _failure_text(e: BaseException) -> str:
 
 
 def _spec_to_dict(spec: RunSpec) -> dict:
-    return dataclasses.asdict(spec) | {"run_id": spec.run_id}
+    """The run as the dict a worker gets (the spec's fields and its ``run_id``). Its
+    ``params`` and ``scenario`` are the spec's own objects, which the repetitions of a
+    combination share, not copies: nothing that runs or records a spec changes them, a
+    worker process gets its own copy by pickling, and a deep copy of every run's scenario
+    was most of a sweep's start (6,150 of them for the full residential study)."""
+    return {
+        "study": spec.study,
+        "experiment": spec.experiment,
+        "params": spec.params,
+        "repetition": spec.repetition,
+        "seed": spec.seed,
+        "scenario": spec.scenario,
+        "run_id": spec.run_id,
+    }
 
 
 def _run_and_row(spec: dict, measures: list[str]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -654,7 +667,11 @@ def _validate_all(specs: list[RunSpec], study_text: str = "") -> None:
     from aqmlab.study import StudyError
 
     seen: set[str] = set()
+    seen_objects: set[int] = set()  # the repetitions of a combination share one scenario dict
     for s in specs:
+        if id(s.scenario) in seen_objects:
+            continue
+        seen_objects.add(id(s.scenario))
         key = json.dumps(s.scenario, sort_keys=True)
         if key in seen:
             continue

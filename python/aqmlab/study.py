@@ -104,6 +104,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -315,7 +316,7 @@ class RunSpec:
     seed: int
     scenario: dict
 
-    @property
+    @functools.cached_property
     def run_id(self) -> str:
         key = json.dumps([self.study, self.experiment, sorted(self.params.items()), self.repetition], sort_keys=True)
         return hashlib.sha1(key.encode()).hexdigest()[:16]

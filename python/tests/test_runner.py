@@ -180,6 +180,43 @@ def test_bad_scenario_in_a_study_fails_before_any_run(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+def test_sweep_start_validates_each_distinct_scenario_once_and_hands_workers_the_specs(monkeypatch):
+    """The repetitions of a combination share one scenario: a sweep's start validates it
+    once (the same scenarios, in the same order, as a check of every run would), and the
+    dict a worker gets holds the spec's fields and run id (what dataclasses.asdict gave)."""
+    import dataclasses
+
+    import aqmlab.runner as R
+    from aqmlab.study import StudyError, parse_study
+
+    study = parse_study(MINI.read_text())
+    specs = study.runs()
+    distinct = []
+    for s in specs:
+        if s.scenario not in distinct:
+            distinct.append(s.scenario)
+    assert len(specs) > len(distinct) > 1  # repetitions share their combination's scenario
+    checked = []
+    monkeypatch.setattr(aqmlab, "validate", lambda sc, flow_rows=None: checked.append(sc))
+    R._validate_all(specs, study.text)
+    assert checked == distinct
+    # a copy of a scenario equal to one already checked is not checked again
+    again = [dataclasses.replace(specs[0], scenario=dict(specs[0].scenario))]
+    checked.clear()
+    R._validate_all(specs + again, study.text)
+    assert checked == distinct
+    monkeypatch.undo()
+    for s in specs:
+        d = R._spec_to_dict(s)
+        assert d == dataclasses.asdict(s) | {"run_id": s.run_id}
+        assert d["scenario"] is s.scenario  # not copied: nothing changes it
+    # the error names the first bad combination, as before
+    text = MINI.read_text().replace('{ kind = "fq_codel" }', '{ kind = "fq_codel", target = "-5ms" }')
+    bad = parse_study(text)
+    with pytest.raises(StudyError, match=r"^experiment load \(.*qdisc=fq_codel.*\): .*target"):
+        R._validate_all(bad.runs(), bad.text)
+
+
 def test_damaged_finished_run_is_rerun_and_reported(reference, tmp_path):
     from aqmlab import report, store
 
