@@ -310,7 +310,7 @@ struct WireHot {
     /// without their arrival event at the router.
     fold_target: bool,
     /// Which fields of the cached bin were recorded (`1 << LinkField as u8`; 0: no bin
-    /// is cached).
+    /// is cached), and `BIN_FRESH`.
     bin_recorded: u8,
     /// Sojourns of 0 ns after warm-up not yet in `LinkStats::sojourn`.
     zero_soj: u32,
@@ -326,6 +326,10 @@ struct WireHot {
 }
 
 const _: () = assert!(std::mem::size_of::<WireHot>() == 128);
+
+/// `WireHot::bin_recorded`: the cached bin started from zeros and is added to the
+/// series on write-back (`WireHot::load_bin`).
+const BIN_FRESH: u8 = 0x80;
 
 /// The statistics records kept in `WireHot` (the lazy wire's, and the shaped link's:
 /// its `rate`..`gro` fields serve the wire only, the bin cache and the zero sojourns any
@@ -394,8 +398,29 @@ impl WireHot {
     /// Writes the cached bin back and caches the one holding `t` (a write-back cache:
     /// the bin's values are loaded, so every record adds to the same running values in
     /// the same order as recording straight into the series).
+    ///
+    /// Moving on from a cached bin to a later one (time moved on: the common case), the
+    /// new bin starts from zeros without being looked up in the series (`BIN_FRESH`):
+    /// it is added to the series' bin on write-back (`LinkSeries::merge_bin`), which
+    /// then holds at most drops and late transmissions recorded straight into it. On a
+    /// link that sends a packet every few bins, this leaves one visit to the series'
+    /// storage per bin instead of two.
     #[inline(never)]
     fn load_bin(&mut self, stats: &mut LinkStats, t: SimTime) {
+        let tn = t.as_nanos();
+        if self.bin_recorded & !BIN_FRESH != 0 && tn >= self.bin_hi && self.bin_hi < u64::MAX {
+            // (`bin_hi - bin_lo` is the series' width unless `bin_hi` saturated)
+            let width = self.bin_hi - self.bin_lo;
+            self.store_bin(stats);
+            self.bin_lo = tn / width * width;
+            self.bin_hi = self.bin_lo.saturating_add(width);
+            self.bin_tx = 0;
+            self.bin_soj_sum = 0.0;
+            self.bin_soj_n = 0;
+            self.bin_backlog = 0;
+            self.bin_recorded = BIN_FRESH;
+            return;
+        }
         self.store_bin(stats);
         let (b, lo, hi) = stats.series.bin_mut(t, 0);
         self.bin_tx = b.tx_bytes;
@@ -408,9 +433,21 @@ impl WireHot {
 
     /// Writes the cached bin (if any) back to the series and drops it from the cache.
     fn store_bin(&mut self, stats: &mut LinkStats) {
-        if self.bin_recorded != 0 {
+        let recorded = self.bin_recorded & !BIN_FRESH;
+        if self.bin_recorded & BIN_FRESH != 0 {
+            if recorded != 0 {
+                stats.series.merge_bin(
+                    self.bin_lo,
+                    self.bin_tx,
+                    self.bin_soj_sum,
+                    self.bin_soj_n,
+                    self.bin_backlog,
+                    recorded,
+                );
+            }
+        } else if recorded != 0 {
             let t = SimTime::from_nanos(self.bin_lo);
-            let (b, _, _) = stats.series.bin_mut(t, self.bin_recorded);
+            let (b, _, _) = stats.series.bin_mut(t, recorded);
             b.tx_bytes = self.bin_tx;
             b.sojourn_sum = self.bin_soj_sum;
             b.sojourn_n = self.bin_soj_n;
@@ -1848,6 +1885,9 @@ mod tests {
         ] {
             assert_eq!(line(off), 4, "offset {off}");
         }
+        // what a bin's write-back reads of the series (`LinkSeries::merge_bin`): one line
+        let se = st + offset_of!(LinkStats, series);
+        assert_eq!((line(se), line(se + 55)), (5, 5));
     }
 
     /// The lazy wire keeps its series' current bin and its zero sojourns in `WireHot`

@@ -252,16 +252,35 @@ pub enum LinkField {
 /// The dense series ([`LinkSeries::dense`]) are exactly what four dense `f64` series
 /// padded to the run's end gave: each field remembers the highest bin it touched, so a
 /// record at the run's last instant lengthens only its own series.
-#[derive(Clone, Debug)]
+///
+/// Laid out in declaration order (`repr(C)`): what `merge_bin` reads (the storage, the
+/// lengths, the last bin's index and the width) comes first, in 56 bytes, so that a
+/// link's write-back of a new bin reads one line of the series and writes its last bin.
+#[derive(Clone)]
+#[repr(C)]
 pub struct LinkSeries {
-    width: u64,
     bins: Vec<LinkBin>,
+    /// Per field (in [`LinkField`] order): one past the highest bin index it recorded in.
+    len: [u32; 4],
+    /// The index of the last bin (`bins[bins.len() - 1].index`; 0 while there is none).
+    last: u32,
+    width: u64,
     /// Cached bin: `bins[cur]` covers `[lo, hi)` ns (`lo == hi` before the first record).
     lo: u64,
     hi: u64,
     cur: usize,
-    /// Per field (in [`LinkField`] order): one past the highest bin index it recorded in.
-    len: [u32; 4],
+}
+
+/// The series' contents (width, bins, lengths), without its cached bin: two series
+/// that recorded the same values print the same whichever bins they last looked up.
+impl std::fmt::Debug for LinkSeries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkSeries")
+            .field("width", &self.width)
+            .field("bins", &self.bins)
+            .field("len", &self.len)
+            .finish()
+    }
 }
 
 impl LinkSeries {
@@ -270,12 +289,13 @@ impl LinkSeries {
     const FIRST_ROOM: usize = 16;
     pub fn new(width: SimDuration) -> Self {
         LinkSeries {
-            width: width.as_nanos().max(1),
             bins: Vec::new(),
+            len: [0; 4],
+            last: 0,
+            width: width.as_nanos().max(1),
             lo: 0,
             hi: 0,
             cur: 0,
-            len: [0; 4],
         }
     }
     /// The bin holding `t` (created if new), and the field's length updated.
@@ -299,9 +319,9 @@ impl LinkSeries {
             panic!("time-series bin {i} is past the 2^32 a link can hold (the resource model should have refused this run.bin)");
         };
         let n = self.bins.len();
-        self.cur = if n > 0 && self.bins[n - 1].index == index {
+        self.cur = if n > 0 && self.last == index {
             n - 1
-        } else if n == 0 || self.bins[n - 1].index < index {
+        } else if n == 0 || self.last < index {
             // the common case: time moved on into a new bin
             let room = if n == 0 { Self::FIRST_ROOM } else { 1 };
             if self.bins.try_reserve(room).is_err() {
@@ -311,6 +331,7 @@ impl LinkSeries {
                 index,
                 ..LinkBin::default()
             });
+            self.last = index;
             n
         } else if n >= 2 && self.bins[n - 2].index == index {
             // back one bin: a lazy link counts a transmission once its end has passed,
@@ -352,6 +373,72 @@ impl LinkSeries {
             }
         }
         (b, self.lo, self.hi)
+    }
+    /// For a caller whose cache of a bin started from zeros without looking it up (a
+    /// lazy link moving on to a later bin): adds the cached records `v` to the bin
+    /// starting at `lo` ns (created if new), as recording them one by one would have —
+    /// bytes and packets added, the largest backlog kept — and counts the fields set in
+    /// `recorded` as recorded. The sojourn sum is added too: sums of whole nanoseconds
+    /// are exact in `f64`, so the total does not depend on the grouping (and the bin
+    /// holds none when it was only reached by drops and late transmissions). Compares
+    /// with the series' last bin, not its cached one: such a bin is mostly a new one,
+    /// appended without reading the storage.
+    #[inline(never)]
+    pub fn merge_bin(
+        &mut self,
+        lo: u64,
+        tx_bytes: u64,
+        sojourn_sum: f64,
+        sojourn_n: u32,
+        backlog_max: u32,
+        recorded: u8,
+    ) {
+        let i = lo / self.width;
+        let Ok(index) = u32::try_from(i) else {
+            panic!("time-series bin {i} is past the 2^32 a link can hold (the resource model should have refused this run.bin)");
+        };
+        let n = self.bins.len();
+        let k = if n == 0 || self.last < index {
+            let room = if n == 0 { Self::FIRST_ROOM } else { 1 };
+            if self.bins.try_reserve(room).is_err() {
+                panic!("out of memory for a link's time-series bins (the resource model underestimated this scenario)");
+            }
+            self.bins.push(LinkBin {
+                index,
+                ..LinkBin::default()
+            });
+            self.last = index;
+            n
+        } else if self.last == index {
+            n - 1
+        } else {
+            match self.bins.binary_search_by_key(&index, |b| b.index) {
+                Ok(k) => k,
+                Err(k) => {
+                    self.bins.insert(
+                        k,
+                        LinkBin {
+                            index,
+                            ..LinkBin::default()
+                        },
+                    );
+                    // (the series' own cached bin may have moved up one place)
+                    self.lo = 0;
+                    self.hi = 0;
+                    k
+                }
+            }
+        };
+        let b = &mut self.bins[k];
+        b.tx_bytes += tx_bytes;
+        b.sojourn_sum += sojourn_sum;
+        b.sojourn_n += sojourn_n;
+        b.backlog_max = b.backlog_max.max(backlog_max);
+        for (f, l) in self.len.iter_mut().enumerate() {
+            if recorded & (1 << f) != 0 && index >= *l {
+                *l = index + 1;
+            }
+        }
     }
     /// `bytes` transmitted at `t`.
     #[inline(always)]
@@ -564,6 +651,85 @@ mod tests {
     /// earlier bins (as a lazy link's transmission count does), skip bins, land on bin
     /// edges and end with records at the run's last instant, which lengthen only the
     /// series they touch.
+    /// Records gathered per bin and added with `merge_bin` (a lazy link's fresh bins)
+    /// leave the series exactly as recording them one by one: with drops recorded
+    /// straight into the same bins meanwhile, bins revisited later, and time going back.
+    #[test]
+    fn merged_bins_equal_single_records() {
+        let w = 1_000_000u64;
+        let d = SimDuration::from_nanos(w);
+        let (mut direct, mut merged) = (LinkSeries::new(d), LinkSeries::new(d));
+        // the gathered bin: its start, bytes, sojourn sum and count, backlog, fields
+        let mut acc: Option<(u64, u64, f64, u32, u32, u8)> = None;
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut t: u64 = 5 * w;
+        for k in 0..30_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            t = match x % 16 {
+                0 => t.saturating_sub((x >> 8) % (3 * w)),
+                1..=3 => t + (x >> 12) % (2 * w),
+                _ => t + (x >> 20) % (w / 20),
+            };
+            let at = SimTime::from_nanos(t);
+            let lo = t / w * w;
+            if acc.is_some_and(|a| a.0 != lo) || x.is_multiple_of(97) {
+                let (a_lo, tx, ss, sn, bl, rec) = acc.take().unwrap_or((lo, 0, 0.0, 0, 0, 0));
+                if rec != 0 {
+                    merged.merge_bin(a_lo, tx, ss, sn, bl, rec);
+                }
+            }
+            let a = acc.get_or_insert((lo, 0, 0.0, 0, 0, 0));
+            match (x >> 40) % 4 {
+                0 => {
+                    let size = 40 + (k % 1460) as u32;
+                    direct.tx(at, size);
+                    a.1 += size as u64;
+                    a.5 |= 1 << LinkField::TxBytes as u8;
+                }
+                1 => {
+                    let soj = (x >> 24) % 50_000_000;
+                    direct.sojourn(at, soj);
+                    a.2 += soj as f64;
+                    a.3 += 1;
+                    a.5 |= 1 << LinkField::Sojourn as u8;
+                }
+                2 => {
+                    direct.drop(at);
+                    merged.drop(at);
+                }
+                _ => {
+                    let n = ((x >> 32) % 100) as u32;
+                    direct.backlog(at, n as usize);
+                    a.4 = a.4.max(n);
+                    a.5 |= 1 << LinkField::BacklogMax as u8;
+                }
+            }
+        }
+        if let Some((a_lo, tx, ss, sn, bl, rec)) = acc {
+            merged.merge_bin(a_lo, tx, ss, sn, bl, rec);
+        }
+        assert!(direct.bins().len() > 1_000, "{}", direct.bins().len());
+        assert_eq!(format!("{direct:?}"), format!("{merged:?}"));
+    }
+
+    /// `merge_bin` reads the first 56 bytes of the series (storage, lengths, last
+    /// index, width), which a link keeps in one cache line.
+    #[test]
+    fn merge_fields_lead_the_series() {
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(LinkSeries, bins), 0);
+        for off in [
+            offset_of!(LinkSeries, len),
+            offset_of!(LinkSeries, last),
+            offset_of!(LinkSeries, width),
+        ] {
+            assert!(off + 8 <= 56, "offset {off}");
+        }
+        assert_eq!(offset_of!(LinkSeries, width), 48);
+    }
+
     #[test]
     fn link_series_matches_dense_bins() {
         let w = 200_000_000u64;
