@@ -53,8 +53,7 @@ impl Net {
         };
         let now = self.now;
         let link = &mut self.links[l as usize];
-        link.enqueue(pkt, now, &mut self.events);
-        if !link.out.drops.is_empty() {
+        if link.enqueue(pkt, now, &mut self.events) && !link.out.drops.is_empty() {
             self.drain_link_drops(l as usize);
         }
         self.fold_if_owed(l as usize);

@@ -264,9 +264,14 @@ impl Lower {
 /// The per-bin series' current bin (`bin_*`) and the queue-free passages (`zero_soj`)
 /// are recorded here too, and written to `LinkStats` when the bin changes and when a
 /// run stops (`Link::settle`): each was one more cache line per hop (the bin in the
-/// series' storage, the histogram's first bucket).
+/// series' storage, the histogram's first bucket). So are the lazy wire's transmit
+/// counters (`busy`, `tx_pkts`, `tx_bytes`: added to `LinkStats` when a run stops),
+/// with copies of `LinkStats::warmup` and of whether the link logs packets: with them,
+/// a packet crossing a lazy wire reads no line of `LinkStats` but the series' (when
+/// its bin changes) and the sojourn histogram (when it waited). 160 bytes: the third
+/// cache line of a `Link` holds the last 32 and the wire.
 #[derive(Debug)]
-#[repr(C, align(64))]
+#[repr(C)]
 struct WireHot {
     rate: Rate,
     /// Lazy mode: the instant the serialiser finishes the packet it last started.
@@ -281,7 +286,7 @@ struct WireHot {
     /// transmission the run stops in the middle of is not counted, as in the eager model.
     uncounted: u32,
     /// Lazy mode: packets on the wire that `uncounted` counts (a GSO skb's segments).
-    uncounted_segs: u32,
+    uncounted_segs: u16,
     /// Lazy serialiser (see [`Link::enqueue_lazy`]): a lossless point-to-point wire with a
     /// one-packet device queue. Such a link schedules no `TxDone` while its qdisc is empty.
     lazy: bool,
@@ -312,6 +317,8 @@ struct WireHot {
     /// Which fields of the cached bin were recorded (`1 << LinkField as u8`; 0: no bin
     /// is cached), and `BIN_FRESH`.
     bin_recorded: u8,
+    /// The link logs packets (`LinkStats::packet_windows` is not empty).
+    traced: bool,
     /// Sojourns of 0 ns after warm-up not yet in `LinkStats::sojourn`.
     zero_soj: u32,
     /// The cached bin's packets dequeued and largest backlog (`LinkBin` fields).
@@ -323,9 +330,16 @@ struct WireHot {
     /// The cached bin's bytes transmitted and sojourn sum (`LinkBin` fields).
     bin_tx: u64,
     bin_soj_sum: f64,
+    /// `LinkStats::warmup`.
+    warmup: SimTime,
+    /// Lazy wire: transmitter time, packets and bytes counted here and not yet in
+    /// `LinkStats` (`busy`, `tx_pkts`, `tx_bytes`).
+    busy: SimDuration,
+    tx_pkts: u64,
+    tx_bytes: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<WireHot>() == 128);
+const _: () = assert!(std::mem::size_of::<WireHot>() == 160);
 
 /// `WireHot::bin_recorded`: the cached bin started from zeros and is added to the
 /// series on write-back (`WireHot::load_bin`).
@@ -347,7 +361,7 @@ impl WireHot {
         now: SimTime,
     ) {
         let soj = now.saturating_since(enqueued_at).as_nanos();
-        if now >= stats.warmup {
+        if now >= self.warmup {
             if soj == 0 {
                 self.zero_soj += 1;
                 if self.zero_soj == u32::MAX {
@@ -360,7 +374,7 @@ impl WireHot {
         self.bin(stats, now, LinkField::Sojourn);
         self.bin_soj_sum += soj as f64;
         self.bin_soj_n += 1;
-        if !stats.packet_windows.is_empty() {
+        if self.traced {
             stats.log_packet(now, PKT_SOJOURN, soj as f64 * 1e-9);
         }
         if ecn == Ecn::Ce {
@@ -466,29 +480,30 @@ impl WireHot {
 }
 
 /// A unidirectional link with its egress qdisc. Laid out in declaration order
-/// (`repr(C)`, 64-byte aligned through `hot`): what a packet crossing a lazy wire touches
-/// comes first — `hot` (two cache lines), the wire, lower layer and flags (one), the
-/// qdisc's side output that the caller checks for drops (one), then the statistics
-/// (their per-packet fields in one line, the series after them) and the qdisc.
+/// (`repr(C, align(64))`): what a packet crossing a lazy wire touches comes first —
+/// `hot` and the wire (three cache lines), then the qdisc's side output (which a lazy
+/// wire's caller reads only when the qdisc may have dropped: `enqueue`'s result), the
+/// statistics (the other lower layers' per-packet fields in one line, the series'
+/// header in the next), the flags and the qdisc.
 #[derive(Debug)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Link {
     /// The lazy wire's per-packet state and the link constants its path reads, together
-    /// in two cache lines (see [`WireHot`]).
+    /// in two and a half cache lines (see [`WireHot`]).
     hot: WireHot,
     wire: VecDeque<(SimTime, Packet)>,
-    pub lower: Lower,
+    /// Reused side-output buffer of the qdisc; drained by the simulator after each call.
+    pub out: QdiscOut,
     pub id: LinkId,
     /// The only link whose packets this (lazy, FIFO) link forwards, if that link folds
     /// into it ([`fold_arrivals`]; `LinkId::MAX`: none).
     fold_from: LinkId,
+    pub stats: LinkStats,
+    pub lower: Lower,
     busy: bool,
     /// The qdisc may hold packets back (`Qdisc::throttles`): such a link asks it for
     /// `next_ready` after each operation and wakes itself with a `timer::QDISC`.
     throttles: bool,
-    /// Reused side-output buffer of the qdisc; drained by the simulator after each call.
-    pub out: QdiscOut,
-    pub stats: LinkStats,
     pub qdisc: AnyQdisc,
     device: VecDeque<Packet>,
     rng: Rng,
@@ -848,6 +863,11 @@ impl Link {
                 bin_hi: 0,
                 bin_tx: 0,
                 bin_soj_sum: 0.0,
+                traced: false,
+                warmup,
+                busy: SimDuration::ZERO,
+                tx_pkts: 0,
+                tx_bytes: 0,
             },
             wire: VecDeque::new(),
             qdisc,
@@ -989,10 +1009,12 @@ impl Link {
         self.packets_inside() - self.qdisc.len() as u64 - self.wire.len() as u64
     }
 
-    /// A packet arrives for transmission on this link. Any drops are left in `self.out`.
+    /// A packet arrives for transmission on this link. Any drops are left in `self.out`;
+    /// false if there are none for sure (a lazy wire's queue-free passage), so that the
+    /// caller need not look.
     #[inline]
-    pub fn enqueue(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
-        if !self.stats.packet_windows.is_empty() && matches!(self.lower, Lower::Wire) {
+    pub fn enqueue(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) -> bool {
+        if self.hot.traced && matches!(self.lower, Lower::Wire) {
             // the queue length this arrival finds (lower layers log it in `to_qdisc`,
             // when the packet reaches their qdisc)
             self.stats
@@ -1002,7 +1024,8 @@ impl Link {
             return self.enqueue_lazy(pkt, now, ev);
         }
         if !matches!(self.lower, Lower::Wire) {
-            return self.enqueue_lower(pkt, now, ev);
+            self.enqueue_lower(pkt, now, ev);
+            return !self.out.drops.is_empty();
         }
         pkt.enqueued_at = now;
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
@@ -1011,6 +1034,7 @@ impl Link {
         if self.throttles {
             self.arm_qdisc_wake(now, ev);
         }
+        !self.out.drops.is_empty()
     }
 
     /// The lazy wire (lossless, point-to-point, device queue of one packet). It gives the
@@ -1023,8 +1047,10 @@ impl Link {
     /// - the dequeue the eager model makes on an empty qdisc when a transmission ends is
     ///   made later with its original timestamp (`idle_deq`), before the qdisc is touched
     ///   again or the run stops (`settle`).
+    ///
+    /// Returns whether the qdisc may have dropped (`enqueue`).
     #[inline]
-    fn enqueue_lazy(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+    fn enqueue_lazy(&mut self, mut pkt: Packet, now: SimTime, ev: &mut EventQueue) -> bool {
         if self.hot.idle_deq && now >= self.hot.busy_until {
             self.hot.idle_deq = false;
             let none = self.qdisc.dequeue(self.hot.busy_until, &mut self.out);
@@ -1039,12 +1065,13 @@ impl Link {
             && self.qdisc.pass_through(&pkt, now)
         {
             self.hot_backlog(now, 1);
-            return self.transmit_lazy(pkt, now, ev);
+            self.transmit_lazy(pkt, now, ev);
+            return false;
         }
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
         self.hot_backlog(now, self.qdisc.len());
         if self.hot.txdone_pending {
-            return;
+            return true;
         }
         if now < self.hot.busy_until {
             // the serialiser is busy: wake when it ends (the eager model's TxDone, which
@@ -1052,9 +1079,10 @@ impl Link {
             self.hot.idle_deq = false;
             self.hot.txdone_pending = true;
             ev.push(self.hot.busy_until, Event::TxDone(self.hot.id));
-            return;
+            return true;
         }
         self.start_lazy(now, ev);
+        true
     }
 
     /// Lazy wire: the serialiser is free at `now`; dequeue and transmit one packet.
@@ -1074,8 +1102,8 @@ impl Link {
             return self.transmit_lazy_gso(pkt, now, ev);
         }
         let tx = self.hot.rate.tx_time(pkt.size + self.hot.overhead);
-        if now >= self.stats.warmup {
-            self.stats.busy += tx;
+        if now >= self.hot.warmup {
+            self.hot.busy += tx;
         }
         self.count_tx();
         let done = now + tx;
@@ -1207,8 +1235,8 @@ impl Link {
         for i in 0..pkt.segs() {
             let seg = pkt.segment(i);
             let tx = self.p.rate.tx_time(seg.size + self.p.overhead);
-            if now >= self.stats.warmup {
-                self.stats.busy += tx;
+            if now >= self.hot.warmup {
+                self.hot.busy += tx;
             }
             end += tx;
             let at = self.jitter.apply(end + self.p.delay);
@@ -1221,7 +1249,7 @@ impl Link {
         tx_complete(self.p.from, &pkt, end, ev);
         self.hot.busy_until = end;
         self.hot.uncounted = pkt.size;
-        self.hot.uncounted_segs = pkt.segs();
+        self.hot.uncounted_segs = pkt.segs() as u16;
         self.after_lazy_tx(ev);
     }
 
@@ -1232,9 +1260,9 @@ impl Link {
         if self.hot.uncounted > 0 {
             let (done, size) = (self.hot.busy_until, self.hot.uncounted);
             self.hot.uncounted = 0;
-            if done >= self.stats.warmup {
-                self.stats.tx_pkts += self.hot.uncounted_segs as u64;
-                self.stats.tx_bytes += size as u64;
+            if done >= self.hot.warmup {
+                self.hot.tx_pkts += self.hot.uncounted_segs as u64;
+                self.hot.tx_bytes += size as u64;
             }
             let tn = done.as_nanos();
             if tn >= self.hot.bin_lo && tn < self.hot.bin_hi {
@@ -1254,7 +1282,7 @@ impl Link {
     #[inline(always)]
     fn note_dequeue_lazy(&mut self, enqueued_at: SimTime, ecn: Ecn, now: SimTime) {
         let soj = now.saturating_since(enqueued_at).as_nanos();
-        if now >= self.stats.warmup {
+        if now >= self.hot.warmup {
             if soj == 0 {
                 self.hot.zero_soj += 1;
                 if self.hot.zero_soj == u32::MAX {
@@ -1267,7 +1295,7 @@ impl Link {
         self.hot_bin(now, LinkField::Sojourn);
         self.hot.bin_soj_sum += soj as f64;
         self.hot.bin_soj_n += 1;
-        if !self.stats.packet_windows.is_empty() {
+        if self.hot.traced {
             self.stats.log_packet(now, PKT_SOJOURN, soj as f64 * 1e-9);
         }
         if ecn == Ecn::Ce {
@@ -1308,11 +1336,24 @@ impl Link {
         self.hot.load_bin(&mut self.stats, t);
     }
 
-    /// Writes what `hot` holds of the statistics (the series' bin, the zero sojourns)
-    /// to `stats`.
+    /// Writes what `hot` holds of the statistics (the series' bin, the zero sojourns,
+    /// the transmit counters) to `stats`.
     fn flush_hot(&mut self) {
         self.hot.store_bin(&mut self.stats);
         self.hot.flush_zero_soj(&mut self.stats);
+        self.stats.busy += self.hot.busy;
+        self.stats.tx_pkts += self.hot.tx_pkts;
+        self.stats.tx_bytes += self.hot.tx_bytes;
+        self.hot.busy = SimDuration::ZERO;
+        self.hot.tx_pkts = 0;
+        self.hot.tx_bytes = 0;
+    }
+
+    /// Makes this link log packets inside the `run.packet_trace` windows `w`
+    /// (`LinkStats::packet_windows`).
+    pub fn set_packet_windows(&mut self, w: Vec<(SimTime, SimTime)>) {
+        self.hot.traced = !w.is_empty();
+        self.stats.packet_windows = w;
     }
 
     /// Makes an owed empty dequeue (lazy wire) that falls at or before `t`, so the qdisc's
@@ -1851,22 +1892,25 @@ mod tests {
         Link::new(0, p, qd, Rng::stream(seed, "link", 0), warmup, bin)
     }
 
-    /// What a packet crossing a lazy wire touches of `Link` lies in its first lines:
-    /// `hot` (two), the wire and flags (one), the qdisc's side output (one) and the
-    /// statistics' per-packet fields (one).
+    /// What a packet crossing a lazy wire touches of `Link` lies in its first three
+    /// lines: `hot` (two and a half) and the wire. The qdisc's side output follows (one
+    /// line), then the statistics: the other lower layers' per-packet fields in one
+    /// line, what a bin's write-back reads of the series (`LinkSeries::merge_bin`) in
+    /// the next.
     #[test]
     fn per_packet_fields_share_the_first_cache_lines() {
-        use std::mem::{offset_of, size_of};
+        use std::mem::{align_of, offset_of, size_of};
         let line = |off: usize| off / 64;
+        assert_eq!(align_of::<Link>(), 64);
         assert_eq!(offset_of!(Link, hot), 0);
-        assert_eq!(size_of::<WireHot>(), 128);
+        assert_eq!(size_of::<WireHot>(), 160);
         for off in [
+            offset_of!(WireHot, warmup),
+            offset_of!(WireHot, busy),
+            offset_of!(WireHot, tx_pkts),
+            offset_of!(WireHot, tx_bytes) + 7,
             offset_of!(Link, wire),
-            offset_of!(Link, lower),
-            offset_of!(Link, id),
-            offset_of!(Link, fold_from),
-            offset_of!(Link, busy),
-            offset_of!(Link, throttles),
+            offset_of!(Link, wire) + size_of::<VecDeque<(SimTime, Packet)>>() - 1,
         ] {
             assert_eq!(line(off), 2, "offset {off}");
         }
@@ -1885,7 +1929,6 @@ mod tests {
         ] {
             assert_eq!(line(off), 4, "offset {off}");
         }
-        // what a bin's write-back reads of the series (`LinkSeries::merge_bin`): one line
         let se = st + offset_of!(LinkStats, series);
         assert_eq!((line(se), line(se + 55)), (5, 5));
     }
@@ -2070,7 +2113,9 @@ mod tests {
                     }
                     held.push(link.packets_inside());
                 }
-                Event::FlowTimer { .. } => link.enqueue(tcp(1, 4345, 1), now, &mut ev),
+                Event::FlowTimer { .. } => {
+                    link.enqueue(tcp(1, 4345, 1), now, &mut ev);
+                }
                 // (the test's packets start at the link's own node: TSQ completions)
                 Event::TxComplete { .. } => {}
                 _ => unreachable!(),

@@ -137,7 +137,7 @@ impl Simulator {
                 }
                 // Per-packet logging only on the measured queues.
                 if p.packet_traced() {
-                    link.stats.packet_windows = plan.packet_trace.clone();
+                    link.set_packet_windows(plan.packet_trace.clone());
                 }
                 link
             })
