@@ -484,7 +484,8 @@ impl WireHot {
 /// `hot` and the wire (three cache lines), then the qdisc's side output (which a lazy
 /// wire's caller reads only when the qdisc may have dropped: `enqueue`'s result), the
 /// statistics (the other lower layers' per-packet fields in one line, the series'
-/// header in the next), the flags and the qdisc.
+/// header in the next), the qdisc (a FIFO's queue-free passage reads two lines of it)
+/// and the flags.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Link {
@@ -499,12 +500,14 @@ pub struct Link {
     /// into it ([`fold_arrivals`]; `LinkId::MAX`: none).
     fold_from: LinkId,
     pub stats: LinkStats,
+    /// (At a line boundary: a FIFO's queue and limit share the tag's line, its counters
+    /// the next.)
+    pub qdisc: AnyQdisc,
     pub lower: Lower,
     busy: bool,
     /// The qdisc may hold packets back (`Qdisc::throttles`): such a link asks it for
     /// `next_ready` after each operation and wakes itself with a `timer::QDISC`.
     throttles: bool,
-    pub qdisc: AnyQdisc,
     device: VecDeque<Packet>,
     rng: Rng,
     /// Host processing jitter (end hosts' egress links with noise on; else off).
@@ -1931,6 +1934,30 @@ mod tests {
         }
         let se = st + offset_of!(LinkStats, series);
         assert_eq!((line(se), line(se + 55)), (5, 5));
+        // a FIFO's queue-free passage (`Fifo::pass_through`): the tag, queue and limit
+        // in one line, the six counters it adds to in the next
+        let link = wire_link("kind = \"fifo\"", SimDuration::from_millis(100), 1);
+        let AnyQdisc::Fifo(f) = &link.qdisc else {
+            panic!("a FIFO link")
+        };
+        let base = &link as *const Link as usize;
+        let at = |p: usize| p - base;
+        let q = offset_of!(Link, qdisc);
+        assert_eq!(q % 64, 0, "offset {q}");
+        let fq = at(&f.q as *const _ as usize);
+        let fb = at(&f.bytes as *const _ as usize);
+        for off in [
+            q,
+            fq,
+            fq + size_of::<VecDeque<Packet>>() - 1,
+            at(&f.limit as *const _ as usize),
+            fb + 7,
+        ] {
+            assert_eq!(line(off), line(q), "offset {off}");
+        }
+        let c = at(&f.stats.arrivals as *const _ as usize);
+        assert_eq!(line(c), line(q) + 1);
+        assert_eq!(at(&f.stats.dequeued_bytes as *const _ as usize), c + 40);
     }
 
     /// The lazy wire keeps its series' current bin and its zero sojourns in `WireHot`

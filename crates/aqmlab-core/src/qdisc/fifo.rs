@@ -52,12 +52,16 @@ impl FifoConfig {
     }
 }
 
+/// Laid out in declaration order (`repr(C)`): the queue, limit and backlog in 56 bytes,
+/// which with the `AnyQdisc` tag in front make one cache line of a `Link`, and the
+/// counters in the next (`Link`'s layout test pins both).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Fifo {
-    limit: Limit,
-    q: VecDeque<Packet>,
-    bytes: u64,
-    stats: QdiscStats,
+    pub(crate) q: VecDeque<Packet>,
+    pub(crate) limit: Limit,
+    pub(crate) bytes: u64,
+    pub(crate) stats: QdiscStats,
 }
 
 /// Whether an empty FIFO of `limit` takes a packet of `size` bytes (`pass_through`'s

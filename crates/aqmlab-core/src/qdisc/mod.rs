@@ -162,8 +162,11 @@ pub enum Verdict {
     Dropped(DropReason),
 }
 
-/// Counters every qdisc keeps. See the module doc for the identities.
+/// Counters every qdisc keeps. See the module doc for the identities. Laid out in
+/// declaration order (`repr(C)`): the six a packet passing through counts come first,
+/// in 48 bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct QdiscStats {
     pub arrivals: u64,
     pub arrival_bytes: u64,
