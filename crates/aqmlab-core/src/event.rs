@@ -484,6 +484,15 @@ impl EventQueue {
             (a, b) => a.or(b),
         }
     }
+    /// Whether nothing is due at or before `t`: no pending event and no deferred push
+    /// whose place lies at or before `t`. An event pushed now at `t` would then be the
+    /// next one popped, whatever else is pushed at `t` afterwards.
+    #[inline]
+    pub fn nothing_due_by(&self, t: SimTime) -> bool {
+        let limit = ((t.as_nanos() as u128) << 64) | u64::MAX as u128;
+        let (p, q) = self.front_keys();
+        p.min(q).min(self.deferred_min) > limit
+    }
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
         self.pop_due(SimTime::NEVER)

@@ -123,6 +123,12 @@ pub struct DocsisDown {
     reseq: Vec<VecDeque<(u64, Option<Packet>)>>,
     /// Frame bytes each regulator released (for reports).
     pub released_bytes: Vec<u64>,
+    /// Whether a packet that reaches its cable modem at the instant it leaves the
+    /// channels may do so without an arrival event of its own ([`Self::owe_arrival`]).
+    pub(crate) inline_arrivals: bool,
+    /// The oldest packet on the link's wire arrives now, before anything else happens
+    /// (set by `owe_arrival`, taken by `Link::take_arrival_owed`).
+    pub(crate) arrival_owed: bool,
 }
 
 impl DocsisDown {
@@ -149,8 +155,34 @@ impl DocsisDown {
                 .map(|_| VecDeque::with_capacity(p.channels as usize))
                 .collect(),
             released_bytes: vec![0; n],
+            inline_arrivals: true,
+            arrival_owed: false,
             p,
         }
+    }
+
+    /// Whether packets may reach their modems without an arrival event of their own
+    /// ([`Self::owe_arrival`]; on by default). Off: one event per packet, the reference
+    /// the tests compare with. Only before the run starts.
+    #[doc(hidden)]
+    pub fn set_inline_arrivals(&mut self, on: bool) {
+        self.inline_arrivals = on;
+    }
+
+    /// **Arrivals without an event.** A packet put on the link's empty wire at `now` and
+    /// due at its cable modem at `at` would get an arrival event (`timer::ARRIVE`). When
+    /// it is due at once (`at == now`: no propagation delay, the default) and nothing
+    /// else is due by `now` — no event, no deferred push — that event would be the very
+    /// next one popped: events pushed after it at `now` come after it, later ones later.
+    /// Making the arrival right after the current event instead (the simulator does it
+    /// when `Link::take_arrival_owed` says so) then runs the same steps in the same
+    /// order; only the insertion counter skips one number, which keeps the order of
+    /// every other pair of events. Returns whether the arrival is now owed.
+    #[inline]
+    pub(crate) fn owe_arrival(&mut self, at: SimTime, now: SimTime, ev: &EventQueue) -> bool {
+        let owe = self.inline_arrivals && at == now && ev.nothing_due_by(now);
+        self.arrival_owed = owe;
+        owe
     }
 
     /// Packets held below/beside the qdisc: regulator queues and channels (a packet that

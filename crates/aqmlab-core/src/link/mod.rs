@@ -658,7 +658,9 @@ fn gro_joins(h: &Packet, p: &Packet) -> bool {
 }
 
 /// A packet finished its serialisation: count it, then the wire loses or carries it.
-/// (`Link::tx_done` has the same steps written out.)
+/// (`Link::tx_done` has the same steps written out.) Returns true instead of pushing
+/// the arrival event when `inline` allows it and that event would be the very next one
+/// (see [`DocsisDown::owe_arrival`]): the caller then owes the arrival at once.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn carry(
@@ -672,7 +674,8 @@ fn carry(
     pkt: Packet,
     now: SimTime,
     ev: &mut EventQueue,
-) {
+    inline: bool,
+) -> bool {
     if now >= stats.warmup {
         stats.tx_pkts += 1;
         stats.tx_bytes += pkt.size as u64;
@@ -686,9 +689,13 @@ fn carry(
         let at = jitter.apply(now + p.delay);
         wire.push_back((at, pkt));
         if wire.len() == 1 {
+            if inline && at == now && ev.nothing_due_by(now) {
+                return true;
+            }
             ev.push(at, arrival_event(id, !p.peers.is_empty()));
         }
     }
+    false
 }
 
 /// Host processing jitter on an end host's egress link (see
@@ -1703,9 +1710,11 @@ impl Link {
                     &mut self.out,
                     self.id,
                 );
+                let (inline, mut owed) = (d.inline_arrivals, false);
                 d.on_channel_done(idx, &self.peer_of, |pkt| {
-                    carry(p, stats, rng, wire, jitter, out, id, pkt, now, ev)
+                    owed |= carry(p, stats, rng, wire, jitter, out, id, pkt, now, ev, inline)
                 });
+                d.arrival_owed = owed;
                 self.kick_lower(now, ev);
             }
             (tag, _) => debug_assert!(
@@ -1779,7 +1788,8 @@ impl Link {
     }
 
     /// The oldest packet on the wire reaches its next hop (multi-peer links): returns
-    /// the node and the packet.
+    /// the node and the packet. A DOCSIS downstream may owe the next packet's arrival
+    /// at once instead of pushing its event ([`take_arrival_owed`](Self::take_arrival_owed)).
     pub fn arrive_multi(&mut self, now: SimTime, ev: &mut EventQueue) -> (NodeId, Packet) {
         let (t, pkt) = self
             .wire
@@ -1787,6 +1797,11 @@ impl Link {
             .expect("Arrive with nothing on the wire");
         debug_assert_eq!(t, now);
         if let Some(&(next, _)) = self.wire.front() {
+            if let Lower::Docsis(d) = &mut self.lower {
+                if d.owe_arrival(next, now, ev) {
+                    return (self.next_hop(pkt.dst), pkt);
+                }
+            }
             ev.push(
                 next,
                 Event::LinkTimer {
@@ -1796,6 +1811,17 @@ impl Link {
             );
         }
         (self.next_hop(pkt.dst), pkt)
+    }
+
+    /// Whether the link owes the arrival of its oldest packet on the wire now, with no
+    /// event of its own (DOCSIS, `DocsisDown::owe_arrival`); clears the debt: the caller
+    /// makes the arrival (`arrive_multi`) before anything else happens.
+    #[inline]
+    pub(crate) fn take_arrival_owed(&mut self) -> bool {
+        match &mut self.lower {
+            Lower::Docsis(d) => std::mem::take(&mut d.arrival_owed),
+            _ => false,
+        }
     }
 
     /// Counts a drop (qdisc or wire) into the per-bin series; the simulator calls this

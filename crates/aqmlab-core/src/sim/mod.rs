@@ -309,6 +309,9 @@ impl Simulator {
                     self.arrive_multi(link);
                 } else {
                     self.net.link_timer(link, kind);
+                    if kind & crate::link::timer::TAG == crate::link::timer::CHANNEL {
+                        self.arrive_owed(link);
+                    }
                 }
             }
         }
@@ -316,11 +319,33 @@ impl Simulator {
 
     /// A multi-peer link (DOCSIS downstream, WiFi access point) delivers a packet to the
     /// peer on its route. Out of line: plain links use `Event::Arrive`.
+    /// Also the arrivals the link then owes at once (`Link::take_arrival_owed`).
     #[inline(never)]
     fn arrive_multi(&mut self, l: u32) {
         let now = self.net.now;
-        let (at, pkt) = self.net.links[l as usize].arrive_multi(now, &mut self.net.events);
-        self.deliver(at, pkt);
+        loop {
+            let (at, pkt) = self.net.links[l as usize].arrive_multi(now, &mut self.net.events);
+            self.deliver(at, pkt);
+            if !self.net.links[l as usize].take_arrival_owed() {
+                break;
+            }
+            // (what the event loop does between two events)
+            if !self.net.pending_drops.is_empty() {
+                self.attribute_drops();
+            }
+        }
+    }
+
+    /// A DOCSIS channel's packet went on the wire due at its modem now, its arrival
+    /// owed at once instead of an event of its own (`DocsisDown::owe_arrival`).
+    #[inline(never)]
+    fn arrive_owed(&mut self, l: u32) {
+        if self.net.links[l as usize].take_arrival_owed() {
+            if !self.net.pending_drops.is_empty() {
+                self.attribute_drops();
+            }
+            self.arrive_multi(l);
+        }
     }
 
     #[inline]
