@@ -79,7 +79,7 @@ impl BulkConfig {
 /// A running bulk transfer.
 #[derive(Debug)]
 pub struct Bulk {
-    /// Boxed: a connection is ~1.5 KB and `AnyApp` should stay small for other kinds.
+    /// Boxed: a connection is ~4 KiB and `AnyApp` should stay small for other kinds.
     conn: Box<TcpConn>,
     size: Option<u64>,
     started: SimTime,

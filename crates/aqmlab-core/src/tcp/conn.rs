@@ -220,26 +220,31 @@ impl TcpEvents {
     }
 }
 
+/// One side of a connection. Laid out in declaration order (`repr(C)`), 64-byte
+/// aligned: the timers and identity every segment and timer of this side reads share
+/// the first cache line; the receiver and the sender (each with its per-segment state
+/// first) follow; the handshake and trace state, read rarely, come last.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Endpoint {
-    phase: Phase,
-    node: NodeId,
-    /// `TcpHost::packet_hash` of this side's packets (set by `connect`).
-    hash: u32,
-    snd: Sender,
-    rcv: Receiver,
     rto: Timer,
     delack: Timer,
     pace: Timer,
-    /// Handshake retransmission state.
-    hs_deadline: SimTime,
-    hs_timeout: SimDuration,
-    hs_retries: u32,
-    /// When this side last sent its SYN or SYN-ACK.
-    hs_sent: SimTime,
+    node: NodeId,
+    /// `TcpHost::packet_hash` of this side's packets (set by `connect`).
+    hash: u32,
+    phase: Phase,
     /// Data written since the last `all_acked` event.
     unacked_writes: bool,
     trace: bool,
+    rcv: Receiver,
+    snd: Sender,
+    /// Handshake retransmission state.
+    hs_deadline: SimTime,
+    hs_timeout: SimDuration,
+    /// When this side last sent its SYN or SYN-ACK.
+    hs_sent: SimTime,
+    hs_retries: u32,
     last_trace: (u32, u32, SimDuration),
 }
 
@@ -272,12 +277,49 @@ impl Endpoint {
     }
 }
 
+/// The configuration every transmitted segment reads, copied from the connection's
+/// [`TcpConfig`] into the connection's first cache line.
+#[derive(Copy, Clone, Debug)]
+struct SegCfg {
+    mss: u32,
+    timestamps: bool,
+    gso: Option<super::gso::GsoKernel>,
+}
+
+impl SegCfg {
+    fn of(cfg: &TcpConfig) -> Self {
+        SegCfg {
+            mss: cfg.mss,
+            timestamps: cfg.timestamps,
+            gso: cfg.gso,
+        }
+    }
+    /// [`TcpConfig::header_bytes`].
+    fn header_bytes(&self) -> u32 {
+        if self.timestamps {
+            super::config::HEADER_BYTES
+        } else {
+            super::config::HEADER_BYTES_NO_TS
+        }
+    }
+}
+
 /// A TCP connection (both endpoints). See the module doc.
+///
+/// Laid out in declaration order (`repr(C)`), 64-byte aligned: a segment reads the
+/// first cache line (the connection's number, which side it is for, the segment
+/// configuration) and then only its own side's [`Endpoint`]; the full configuration,
+/// read at set-up and on rare paths, comes last. `layout_keeps_each_path_on_few_lines`
+/// pins it.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct TcpConn {
-    cfg: TcpConfig,
     idx: u32,
+    /// `ends[0].node`, for [`TcpConn::side_at`] without reading side A's state.
+    node_a: NodeId,
+    seg: SegCfg,
     ends: [Endpoint; 2],
+    cfg: TcpConfig,
 }
 
 impl TcpConn {
@@ -287,9 +329,11 @@ impl TcpConn {
         let mut ends = [Endpoint::new(cfg), Endpoint::new(cfg)];
         ends[0].trace = cfg.trace;
         TcpConn {
-            cfg: *cfg,
             idx,
+            node_a: 0,
+            seg: SegCfg::of(cfg),
             ends,
+            cfg: *cfg,
         }
     }
 
@@ -335,6 +379,7 @@ impl TcpConn {
     pub fn connect<H: TcpHost>(&mut self, h: &mut H, a: NodeId, b: NodeId) {
         self.ends[0].node = a;
         self.ends[1].node = b;
+        self.node_a = a;
         for e in self.ends.iter_mut() {
             e.hash = h.packet_hash(e.node, self.idx);
         }
@@ -357,7 +402,7 @@ impl TcpConn {
 
     /// The side whose endpoint is at `node`.
     pub fn side_at(&self, node: NodeId) -> Side {
-        if self.ends[0].node == node {
+        if self.node_a == node {
             Side::A
         } else {
             Side::B
@@ -693,7 +738,7 @@ impl TcpConn {
         // A sender with nothing to send (the receiving end of a one-way transfer, on most
         // segments): next_segment would return None and change nothing. Tested here, in
         // every caller, without a call.
-        if self.cfg.gso.is_none() && self.ends[side.idx()].snd.is_quiescent() {
+        if self.seg.gso.is_none() && self.ends[side.idx()].snd.is_quiescent() {
             return;
         }
         self.transmit_some(h, side);
@@ -702,7 +747,7 @@ impl TcpConn {
     /// `transmit` once the sender may have something to send.
     fn transmit_some<H: TcpHost>(&mut self, h: &mut H, side: Side) {
         let now = h.now();
-        let (idx, cfg) = (self.idx, &self.cfg);
+        let (idx, cfg) = (self.idx, &self.seg);
         let e = &mut self.ends[side.idx()];
         if e.phase != Phase::Established {
             return;
@@ -724,13 +769,7 @@ impl TcpConn {
     /// with `gso_segs`); a retransmission, a short segment or a FIN goes in an skb of
     /// its own. The sender paces once per skb.
     #[inline(never)]
-    fn transmit_gso<H: TcpHost>(
-        h: &mut H,
-        e: &mut Endpoint,
-        idx: u32,
-        cfg: &TcpConfig,
-        now: SimTime,
-    ) {
+    fn transmit_gso<H: TcpHost>(h: &mut H, e: &mut Endpoint, idx: u32, cfg: &SegCfg, now: SimTime) {
         let joins = |s: &TxSeg, budget: u32| !s.retrans && !s.fin && s.payload == budget;
         // Sending changes no SACK block: the option space is the same for the whole burst.
         let n_sack = e.rcv.sack_blocks().len().min(3);
@@ -778,12 +817,12 @@ impl TcpConn {
         let n = e.rcv.sack_blocks().len().min(3);
         let mut p = h.new_packet(
             e.node,
-            self.cfg.header_bytes() + sack_option_bytes(n),
+            self.seg.header_bytes() + sack_option_bytes(n),
             self.idx,
             e.hash,
         );
         p.tcp = header(
-            ts_clock(h.now(), self.cfg.timestamps),
+            ts_clock(h.now(), self.seg.timestamps),
             e,
             seq,
             0,
@@ -902,7 +941,7 @@ fn build<H: TcpHost>(
     segs: u32,
     n_sack: usize,
     idx: u32,
-    cfg: &TcpConfig,
+    cfg: &SegCfg,
 ) -> Packet {
     debug_assert_eq!(n_sack, e.rcv.sack_blocks().len().min(3));
     // As many SACK blocks as fit next to this segment's payload.
@@ -941,6 +980,63 @@ fn build<H: TcpHost>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A segment reads the connection's first cache line and then its own side only;
+    /// an endpoint's timers and identity fill its first line, the receiver and the
+    /// sender start on lines of their own (their inner order: their own tests).
+    #[test]
+    fn layout_keeps_each_path_on_few_lines() {
+        use std::mem::{align_of, offset_of, size_of};
+        let line = |off: usize| off / 64;
+        assert_eq!(align_of::<TcpConn>(), 64);
+        assert_eq!(align_of::<Endpoint>(), 64);
+        for off in [
+            offset_of!(TcpConn, idx),
+            offset_of!(TcpConn, node_a),
+            offset_of!(TcpConn, seg) + size_of::<SegCfg>() - 1,
+        ] {
+            assert_eq!(line(off), 0, "offset {off}");
+        }
+        assert_eq!(offset_of!(TcpConn, ends), 64);
+        assert!(offset_of!(TcpConn, cfg) >= 64 + 2 * size_of::<Endpoint>());
+        for off in [
+            offset_of!(Endpoint, rto),
+            offset_of!(Endpoint, delack),
+            offset_of!(Endpoint, pace) + size_of::<Timer>() - 1,
+            offset_of!(Endpoint, node),
+            offset_of!(Endpoint, hash),
+            offset_of!(Endpoint, phase),
+            offset_of!(Endpoint, unacked_writes),
+            offset_of!(Endpoint, trace),
+        ] {
+            assert_eq!(line(off), 0, "offset {off}");
+        }
+        assert_eq!(offset_of!(Endpoint, rcv), 64);
+        assert_eq!(offset_of!(Endpoint, snd) % 64, 0);
+        assert!(
+            offset_of!(Endpoint, hs_deadline) >= offset_of!(Endpoint, snd) + size_of::<Sender>()
+        );
+    }
+
+    /// The copy of the segment configuration in the first line equals the configuration.
+    #[test]
+    fn segment_configuration_copy_matches_the_configuration() {
+        for (ts, gso) in [
+            (true, None),
+            (false, Some(super::super::gso::GsoKernel::Linux6_1)),
+        ] {
+            let cfg = TcpConfig {
+                timestamps: ts,
+                gso,
+                mss: 1448,
+                ..Default::default()
+            };
+            let c = TcpConn::new(&cfg, 3);
+            assert_eq!(c.seg.mss, cfg.mss);
+            assert_eq!(c.seg.gso, cfg.gso);
+            assert_eq!(c.seg.header_bytes(), cfg.header_bytes());
+        }
+    }
 
     #[test]
     fn timer_kinds_round_trip_and_leave_room_for_the_application() {

@@ -50,54 +50,57 @@ pub struct RcvOutcome {
     pub ack_now: bool,
 }
 
-/// Receiver state of one endpoint.
+/// Receiver state of one endpoint. Laid out in declaration order (`repr(C)`), 64-byte
+/// aligned, by use: what every segment reads (a pure ACK too) in the first two cache
+/// lines, the rest of a data segment's state in the third, the SACK blocks after.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Receiver {
-    mode: DelayedAck,
-    mss: u32,
-    /// Advertised window in bytes.
-    pub wnd: u32,
-    ecn: bool,
     /// Next sequence number expected.
     pub rcv_nxt: u64,
     /// `rcv_nxt` when the last ACK was sent (Linux `rcv_wup`).
     rcv_wup: u64,
+    delack_deadline: SimTime,
+    /// RFC 7323 TS.Recent.
+    pub ts_recent: SimTime,
+    last_ack_sent: u64,
+    /// The right edge of the window last advertised (`rcv_wup + rcv_wnd`).
+    adv_edge: u64,
+    mss: u32,
+    /// Advertised window in bytes.
+    pub wnd: u32,
     segs_unacked: u32,
-    /// Out-of-order intervals above `rcv_nxt`, sorted and disjoint.
-    ooo: Vec<(u64, u64)>,
-    /// SACK blocks, most recent first.
-    sacks: [SackBlock; MAX_SACKS],
+    quick: u32,
     n_sacks: usize,
+    /// Total payload bytes delivered in order.
+    pub delivered: u64,
+    /// CE-marked packets received (AccECN `r.cep`), fed back in every ACK's `ace`.
+    pub ce_packets: u32,
+    mode: DelayedAck,
+    ecn: bool,
     /// D-SACK (RFC 2883, Linux `tcp_dsack = 1`): report a duplicate segment as the first
     /// SACK block (`dsack`: `out` holds that block and then the SACK blocks) until the
     /// next data segment arrives (Linux `tcp_dsack_set`, cleared in `tcp_data_queue`).
     dsack_on: bool,
     dsack: bool,
-    out: [SackBlock; MAX_SACKS],
-    n_out: usize,
-    fin_seq: Option<u64>,
     pub fin_received: bool,
-    quick: u32,
-    delack_deadline: SimTime,
     ack_pending: bool,
-    /// RFC 7323 TS.Recent.
-    pub ts_recent: SimTime,
-    last_ack_sent: u64,
     /// ECN-Echo: set on a CE mark, cleared by the peer's CWR.
     pub ece: bool,
-    lrcvtime: Option<SimTime>,
-    /// Total payload bytes delivered in order.
-    pub delivered: u64,
     /// Accurate ECN negotiated: count CE marks instead of the ECE handshake.
     accecn: bool,
-    /// CE-marked packets received (AccECN `r.cep`), fed back in every ACK's `ace`.
-    pub ce_packets: u32,
     /// Whether the last data packet was CE (for change-triggered ACKs).
     last_ce: bool,
+    /// Out-of-order intervals above `rcv_nxt`, sorted and disjoint.
+    ooo: Vec<(u64, u64)>,
+    n_out: usize,
+    lrcvtime: Option<SimTime>,
+    fin_seq: Option<u64>,
     /// Receive-buffer autotuning (None: the window stays `wnd`).
     tune: Option<RcvBuf>,
-    /// The right edge of the window last advertised (`rcv_wup + rcv_wnd`).
-    adv_edge: u64,
+    /// SACK blocks, most recent first.
+    sacks: [SackBlock; MAX_SACKS],
+    out: [SackBlock; MAX_SACKS],
 }
 
 impl Receiver {
@@ -454,6 +457,44 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every segment (a pure ACK too) reads the first two lines; a data segment also
+    /// the third (and the SACK blocks with data out of order).
+    #[test]
+    fn layout_puts_the_per_segment_fields_first() {
+        use std::mem::{align_of, offset_of, size_of};
+        let line = |off: usize| off / 64;
+        assert_eq!(align_of::<Receiver>(), 64);
+        for (l, off) in [
+            (0, offset_of!(Receiver, rcv_nxt)),
+            (0, offset_of!(Receiver, rcv_wup)),
+            (0, offset_of!(Receiver, delack_deadline)),
+            (0, offset_of!(Receiver, ts_recent)),
+            (0, offset_of!(Receiver, last_ack_sent)),
+            (0, offset_of!(Receiver, adv_edge)),
+            (0, offset_of!(Receiver, mss)),
+            (0, offset_of!(Receiver, wnd)),
+            (0, offset_of!(Receiver, segs_unacked)),
+            (0, offset_of!(Receiver, quick)),
+            (1, offset_of!(Receiver, n_sacks)),
+            (1, offset_of!(Receiver, delivered)),
+            (1, offset_of!(Receiver, ce_packets)),
+            (1, offset_of!(Receiver, mode)),
+            (1, offset_of!(Receiver, ack_pending)),
+            (1, offset_of!(Receiver, ece)),
+            (1, offset_of!(Receiver, last_ce)),
+            (
+                1,
+                offset_of!(Receiver, ooo) + size_of::<Vec<(u64, u64)>>() - 1,
+            ),
+            (2, offset_of!(Receiver, lrcvtime)),
+            (2, offset_of!(Receiver, fin_seq)),
+            (2, offset_of!(Receiver, tune)),
+        ] {
+            assert_eq!(line(off), l, "offset {off}");
+        }
+        assert!(offset_of!(Receiver, sacks) > offset_of!(Receiver, tune));
+    }
 
     const MSS: u32 = 1000;
 

@@ -43,23 +43,26 @@ struct Ns2Clock {
     rtxcur: SimDuration,
 }
 
-/// RTT estimator and RTO computation of one sender.
+/// RTT estimator and RTO computation of one sender. Laid out in declaration order
+/// (`repr(C)`), 64-byte aligned: what every segment reads (the estimator in use, SRTT,
+/// the timeout) in the first cache line, the rest of a sample's update in the second.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct RttEstimator {
+    /// `rtt_timing = "ns2"`: ns-2's estimator replaces the RFC 6298 one.
+    ns2: Option<Ns2Clock>,
     srtt: Option<SimDuration>,
+    /// [`RttEstimator::compute_rto`] of the current state: every method that changes
+    /// an input of it refreshes it (the timeout is read on every ACK and segment).
+    rto: SimDuration,
     rttvar: SimDuration,
     min_rtt: SimDuration,
     latest: SimDuration,
     min_rto: SimDuration,
-    initial_rto: SimDuration,
     backoff: u32,
     /// `rto_floor = "sum"`: RFC 6298 (2.4) max(min_rto, SRTT + 4·RTTVAR).
     floor_on_sum: bool,
-    /// `rtt_timing = "ns2"`: ns-2's estimator replaces the RFC 6298 one.
-    ns2: Option<Ns2Clock>,
-    /// [`RttEstimator::compute_rto`] of the current state: every method that changes
-    /// an input of it refreshes it (the timeout is read on every ACK and segment).
-    rto: SimDuration,
+    initial_rto: SimDuration,
 }
 
 impl RttEstimator {
@@ -271,6 +274,20 @@ impl RttEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every segment reads which estimator runs, SRTT and the timeout: the first line.
+    #[test]
+    fn layout_puts_the_per_segment_fields_first() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(align_of::<RttEstimator>(), 64);
+        for off in [
+            offset_of!(RttEstimator, ns2),
+            offset_of!(RttEstimator, srtt),
+            offset_of!(RttEstimator, rto) + size_of::<SimDuration>() - 1,
+        ] {
+            assert_eq!(off / 64, 0, "offset {off}");
+        }
+    }
 
     #[test]
     fn kept_timeout_equals_the_computed_one_after_every_change() {

@@ -208,40 +208,45 @@ pub struct RackOutcome {
     pub timeout: Option<SimDuration>,
 }
 
-/// Outstanding segments and the counters derived from them.
+/// Outstanding segments and the counters derived from them. Laid out in declaration
+/// order (`repr(C)`), 64-byte aligned: the counters, the queue and what an ACK
+/// reads first (an idle ACK: the first two cache lines), RACK's state in the third,
+/// the rest after.
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 pub struct Scoreboard {
-    segs: VecDeque<Seg>,
-    /// Id (running index) of `segs[0]`.
-    base: u64,
     pub packets_out: u32,
     pub sacked_out: u32,
     pub lost_out: u32,
     pub retrans_out: u32,
-    /// Segments ever marked lost (Linux `tp->lost`).
-    pub lost_total: u64,
-    /// Id of the highest SACKed segment.
-    high_sacked: Option<u64>,
-    /// Segments with a lower id have been examined by loss marking.
-    lost_mark: u64,
-    /// Segments with a lower id need no retransmission (RFC 6675 HighRxt, as an index).
-    rtx_hint: u64,
     /// Segments deemed lost, not SACKed and not being retransmitted: due for retransmission.
     pending_rtx: u32,
-    /// FACK: the lowest `rtx_nxt` of the retransmissions in flight (Linux
-    /// `lost_retrans_low`), and the first segment `tcp_timeout_skbs` has not passed
-    /// (`scoreboard_skb_hint`, as an id).
-    lost_retrans_low: u64,
-    timeout_mark: u64,
-    /// RACK loss detection is on: its state and time-ordered transmissions.
+    /// RACK loss detection is on (its state: `rack`, `tsorted`).
     rack_on: bool,
-    pub rack: Rack,
-    tsorted: VecDeque<TsEntry>,
+    segs: VecDeque<Seg>,
+    /// Id (running index) of `segs[0]`.
+    base: u64,
+    /// Id of the highest SACKed segment.
+    high_sacked: Option<u64>,
     /// Clock and `tcp_min_rtt` of the ACK being processed ([`Scoreboard::begin_ack`]),
     /// and the highest SACKed sequence when it arrived (Linux `prior_fack`).
     now: SimTime,
     min_rtt: SimDuration,
     prior_fack: u64,
+    /// Segments ever marked lost (Linux `tp->lost`).
+    pub lost_total: u64,
+    /// Segments with a lower id have been examined by loss marking.
+    lost_mark: u64,
+    /// Segments with a lower id need no retransmission (RFC 6675 HighRxt, as an index).
+    rtx_hint: u64,
+    /// RACK's state and the transmissions in time order.
+    pub rack: Rack,
+    tsorted: VecDeque<TsEntry>,
+    /// FACK: the lowest `rtx_nxt` of the retransmissions in flight (Linux
+    /// `lost_retrans_low`), and the first segment `tcp_timeout_skbs` has not passed
+    /// (`scoreboard_skb_hint`, as an id).
+    lost_retrans_low: u64,
+    timeout_mark: u64,
     /// The last SACK blocks processed (a ring; Linux keeps the previous ACK's blocks in
     /// `recv_sack_cache` for the same purpose): every segment wholly inside one of them
     /// is SACKed, and stays so until cumulatively acknowledged (a mark is never
@@ -926,6 +931,42 @@ impl Scoreboard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An ACK reads the counters, the queue and the ACK's clock in the first two lines,
+    /// RACK's state in the third.
+    #[test]
+    fn layout_puts_the_per_ack_fields_first() {
+        use std::mem::{align_of, offset_of, size_of};
+        let line = |off: usize| off / 64;
+        assert_eq!(align_of::<Scoreboard>(), 64);
+        for (l, off) in [
+            (0, offset_of!(Scoreboard, packets_out)),
+            (0, offset_of!(Scoreboard, sacked_out)),
+            (0, offset_of!(Scoreboard, lost_out)),
+            (0, offset_of!(Scoreboard, retrans_out)),
+            (0, offset_of!(Scoreboard, pending_rtx)),
+            (0, offset_of!(Scoreboard, rack_on)),
+            (
+                0,
+                offset_of!(Scoreboard, segs) + size_of::<VecDeque<Seg>>() - 1,
+            ),
+            (0, offset_of!(Scoreboard, base)),
+            (1, offset_of!(Scoreboard, high_sacked)),
+            (1, offset_of!(Scoreboard, now)),
+            (1, offset_of!(Scoreboard, min_rtt)),
+            (1, offset_of!(Scoreboard, prior_fack)),
+            (1, offset_of!(Scoreboard, lost_total)),
+            (1, offset_of!(Scoreboard, lost_mark)),
+            (1, offset_of!(Scoreboard, rtx_hint)),
+            (2, offset_of!(Scoreboard, rack)),
+            (
+                2,
+                offset_of!(Scoreboard, tsorted) + size_of::<VecDeque<TsEntry>>() - 1,
+            ),
+        ] {
+            assert_eq!(line(off), l, "offset {off}");
+        }
+    }
 
     const MSS: u64 = 1000;
 

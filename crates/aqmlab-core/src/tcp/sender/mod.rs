@@ -115,9 +115,19 @@ enum Probe {
 /// probe timeout.
 const TIMEOUT_MIN_JIFFIES: u64 = 2;
 
-/// Counters of one sender.
+/// Counters of one sender. Laid out in declaration order (`repr(C)`), 64-byte aligned,
+/// the counters every ACK updates in the first cache line.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C, align(64))]
 pub struct SenderStats {
+    pub acks: u64,
+    /// Sum of cwnd (segments) over ACKs, for the mean.
+    pub cwnd_sum: f64,
+    /// Payload bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    pub rtt_samples: u64,
+    /// Sum of SRTT (seconds) after each RTT sample, for the mean.
+    pub srtt_sum: f64,
     /// Segments transmitted (first transmissions and retransmissions).
     pub segs_sent: u64,
     pub retransmits: u64,
@@ -146,14 +156,6 @@ pub struct SenderStats {
     pub ecn_reductions: u64,
     /// ACKs that carried ECE.
     pub ece_acks: u64,
-    /// Payload bytes cumulatively acknowledged.
-    pub bytes_acked: u64,
-    pub acks: u64,
-    /// Sum of cwnd (segments) over ACKs, for the mean.
-    pub cwnd_sum: f64,
-    pub rtt_samples: u64,
-    /// Sum of SRTT (seconds) after each RTT sample, for the mean.
-    pub srtt_sum: f64,
 }
 
 /// What an ACK did, for the connection.
@@ -168,126 +170,155 @@ pub struct AckOutcome {
 }
 
 /// Sender state of one endpoint.
+///
+/// Laid out in declaration order (`repr(C)`), 64-byte aligned, by use: an ACK or
+/// segment of a many-flow run finds the connection cold in cache, so what it reads
+/// comes first and together. The first three cache lines hold what every arriving
+/// segment reads (the idle-ACK and quiescent-sender tests, the sequence space, the
+/// window, the timer slot: also at the receiving end of a transfer); the fourth the
+/// per-ACK `u64`s of a data sender; then the congestion control (its variant and
+/// small states first), the RTT estimator, the scoreboard and the counters, each
+/// with its per-ACK fields first; the rest (undo, probes, pacing, GSO/TSQ,
+/// configuration) after. `layout_puts_the_per_ack_fields_first` pins it.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Sender {
-    mss: u32,
-    sack: bool,
-    recovery: Recovery,
-    /// Rate halving's floor is ssthresh/2 for Reno (`tcp_reno_min_cwnd`), else ssthresh.
-    reno_floor: bool,
-    init_cwnd: u32,
-    ecn_ok: bool,
-    established: bool,
+    // -- lines 0-1: read by every arriving segment --
     pub snd_una: u64,
     pub snd_nxt: u64,
     /// Data occupies sequence numbers [1, write_end).
     write_end: u64,
-    fin_requested: bool,
-    fin_sent: bool,
     rwnd: u64,
-    pub sb: Scoreboard,
+    /// Deadline of the retransmission-timer slot (what it is armed for: `timer`).
+    rto_deadline: SimTime,
+    /// The open loss-probe episode (Linux `tlp_high_seq`, 0 = none; see `tlp`).
+    tlp_high_seq: u64,
+    /// snd_una when the reduction that may be undone began (Linux `undo_marker`, 0 =
+    /// none; see `undo`).
+    undo_marker: u64,
+    /// Delivery-rate estimation (Linux `tcp_rate.c`): segments delivered so far
+    /// (`tp->delivered`), when that count last grew (`delivered_time`), the start of the
+    /// current send phase (`first_tx`), and the application-limited mark
+    /// (`tp->app_limited`: the delivery count that ends it, 0 = not limited).
+    delivered: u64,
+    app_limited: u64,
+    /// The time of the first retransmission of the episode (Linux `retrans_stamp`).
+    retrans_stamp: Option<SimTime>,
+    /// Minimum RTT seen (Linux `tcp_min_rtt`; its window is 300 s, longer than runs).
+    min_rtt: Option<SimDuration>,
+    pub w: Window,
+    // -- line 2: the counters and flags of the same tests --
     /// Duplicate ACKs counted as delivered segments when SACK is off (Linux reno SACK).
     reno_sacked: u32,
-    pub w: Window,
-    pub cc: AnyCc,
-    pub state: CaState,
-    /// Recovery point (RFC 6675 RecoveryPoint, RFC 6582 `recover`, Linux `high_seq`).
-    high_seq: u64,
-    prior_cwnd: u32,
-    prr_delivered: u32,
-    prr_out: u32,
-    force_rtx: bool,
-    pub rtt: RttEstimator,
-    /// `rtt_timing = "ns2"`: the segment being timed, as (its end, its send time).
-    rtt_timed: Option<(u64, SimTime)>,
+    burst_sent: u32,
+    max_packets_out: u32,
+    last_ace: u32,
+    /// Retransmissions since the undo marker less the D-SACKed ones (`undo_retrans`;
+    /// 6.1: -1 = none yet).
+    undo_retrans: i32,
+    mss: u32,
     /// IP + TCP header bytes of a segment (52 with timestamps, 40 without).
     hdr: u32,
-    /// Deadline of the retransmission-timer slot and what it is armed for.
-    rto_deadline: SimTime,
-    timer: XmitTimer,
+    /// GSO: the bytes of the skb being built (paced once, when it closes: `pacing.rs`).
+    skb_bytes: u32,
+    established: bool,
+    sack: bool,
+    ecn_ok: bool,
+    /// Accurate ECN negotiated: the ACK's `ace` counter gives the CE count.
+    accecn: bool,
+    pub state: CaState,
+    fin_requested: bool,
+    fin_sent: bool,
     /// RACK loss detection is on (`loss_detection = "rack"` with SACK).
     rack: bool,
     /// FACK loss detection is on (`loss_detection = "fack"` with SACK).
     fack: bool,
-    /// RFC 5827 early retransmit with Linux's delay (`early_retransmit` with SACK).
-    early_rtx: bool,
-    /// Tail loss probes (`Tlp::Off` without SACK), the open probe episode (Linux
-    /// `tlp_high_seq`, 0 = none), whether its probe was a retransmission
-    /// (`tlp_retrans`), the probe waiting to be sent, and a deferred RTO re-arm (after
-    /// the transmissions a reorder timeout triggers).
-    tlp: Tlp,
-    tlp_high_seq: u64,
-    tlp_retrans: bool,
+    is_cwnd_limited: bool,
+    /// Pacing (Linux internal pacing): on, and waiting for `wstamp` (the earliest time
+    /// of the next transmission).
+    pacing: bool,
+    pace_blocked: bool,
+    /// The loss probe waiting to be sent, and a deferred RTO re-arm (after the
+    /// transmissions a reorder timeout triggers).
     probe: Option<Probe>,
     probe_after_send: bool,
     rearm_after_send: bool,
-    min_rto: SimDuration,
-    /// One jiffy of the modelled kernel (`TcpConfig::hz`).
-    jiffy: SimDuration,
-    /// 10 ms in whole jiffies: the 3.14 probe timeout's floor (fixed per sender).
-    probe_floor_3_14: SimDuration,
-    /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
-    rto_retrans: u32,
-    /// Undo of spurious reductions (`TcpConfig::undo`; `Off` also for controls that own
-    /// cwnd) and its state, as Linux's: snd_una when the reduction that may be undone
-    /// began (`undo_marker`, 0 = none), retransmissions since less the D-SACKed ones
-    /// (`undo_retrans`; 6.1: -1 = none yet), cwnd and ssthresh before it (`prior_cwnd`
-    /// for `ca_ops->undo_cwnd`, `prior_ssthresh`; 0 = none), when the last timeout fired,
-    /// the time of the first retransmission of the episode (`retrans_stamp`), F-RTO
-    /// armed (`tp->frto`) and past its step 2b, and (2.6) the sequence after which the
-    /// Disorder state that keeps a late D-SACK undo possible ends.
-    undo: Undo,
-    undo_marker: u64,
-    undo_retrans: i32,
-    undo_cwnd: u32,
-    prior_ssthresh: u32,
-    loss_time: SimTime,
-    retrans_stamp: Option<SimTime>,
-    frto: bool,
-    frto_2b: bool,
-    undo_until: u64,
-    is_cwnd_limited: bool,
-    max_packets_out: u32,
-    cwnd_usage_seq: u64,
-    burst_sent: u32,
-    lsndtime: SimTime,
-    queue_cwr: bool,
-    /// Accurate ECN negotiated: the ACK's `ace` counter gives the CE count.
-    accecn: bool,
-    want_accecn: bool,
-    last_ace: u32,
-    /// Send data as ECT(1) (L4S) rather than ECT(0).
-    ect1: bool,
-    /// Pacing (Linux internal pacing): the earliest time of the next transmission.
-    pacing: bool,
-    pacing_ss_ratio: u32,
-    pacing_ca_ratio: u32,
-    wstamp: SimTime,
-    pace_blocked: bool,
-    /// Delivery-rate estimation (Linux `tcp_rate.c`): segments delivered so far
-    /// (`tp->delivered`), when that count last grew, the start of the current send
-    /// phase, and the application-limited mark (`tp->app_limited`: the delivery count
-    /// that ends it, 0 = not limited).
-    delivered: u64,
-    delivered_time: SimTime,
-    first_tx: SimTime,
-    app_limited: u64,
-    delivered_ce: u64,
-    /// Minimum RTT seen (Linux `tcp_min_rtt`; its window is 300 s, longer than runs).
-    min_rtt: Option<SimDuration>,
-    /// GSO super-packets (`[tcp] gso = "on"`): the kernel whose rules apply, and the
-    /// bytes of the skb being built (paced once, when it closes: `pacing.rs`).
-    gso: Option<super::gso::GsoKernel>,
-    skb_bytes: u32,
     /// TCP Small Queues (`tsq.rs`): the kernel whose limit applies (`None`: off, or the
-    /// application delivers no TX completions), the bytes of this socket's skbs below it
-    /// (`sk_wmem_alloc`), and whether it waits for a completion (`TSQ_THROTTLED`).
+    /// application delivers no TX completions), and whether it waits for a completion
+    /// (`TSQ_THROTTLED`; the bytes below it: `wmem`).
     tsq: Option<super::gso::GsoKernel>,
+    tsq_throttled: bool,
+    /// GSO super-packets (`[tcp] gso = "on"`): the kernel whose rules apply
+    /// (`skb_bytes`: the skb being built).
+    gso: Option<super::gso::GsoKernel>,
     /// GSO: `next_segment` returned the first segment of an skb not yet closed.
     skb_open: bool,
-    wmem: u64,
-    tsq_throttled: bool,
+    /// What the retransmission-timer slot is armed for.
+    timer: XmitTimer,
+    /// Tail loss probes (`Tlp::Off` without SACK); the episode (`tlp_high_seq`) and
+    /// whether its probe was a retransmission (`tlp_retrans`).
+    tlp: Tlp,
+    tlp_retrans: bool,
+    /// Undo of spurious reductions (`TcpConfig::undo`; `Off` also for controls that own
+    /// cwnd) and its state, as Linux's: `undo_marker`, `undo_retrans`, cwnd and
+    /// ssthresh before the reduction (`undo_cwnd` for `ca_ops->undo_cwnd`,
+    /// `prior_ssthresh`; 0 = none), when the last timeout fired (`loss_time`),
+    /// `retrans_stamp`, F-RTO armed (`tp->frto`) and past its step 2b, and (2.6) the
+    /// sequence after which the Disorder state that keeps a late D-SACK undo possible
+    /// ends (`undo_until`).
+    undo: Undo,
+    frto: bool,
+    frto_2b: bool,
+    queue_cwr: bool,
+    force_rtx: bool,
+    /// Send data as ECT(1) (L4S) rather than ECT(0).
+    ect1: bool,
+    want_accecn: bool,
+    /// Rate halving's floor is ssthresh/2 for Reno (`tcp_reno_min_cwnd`), else ssthresh.
+    reno_floor: bool,
+    recovery: Recovery,
+    /// RFC 5827 early retransmit with Linux's delay (`early_retransmit` with SACK).
+    early_rtx: bool,
+    // -- line 3: the per-ACK fields of a sender with data in flight --
+    /// One jiffy of the modelled kernel (`TcpConfig::hz`).
+    jiffy: SimDuration,
+    lsndtime: SimTime,
+    cwnd_usage_seq: u64,
+    delivered_time: SimTime,
+    first_tx: SimTime,
+    /// CE-marked segments delivered (Accurate ECN).
+    delivered_ce: u64,
+    /// Proportional rate reduction (RFC 6937): segments delivered and sent in the
+    /// reduction (`prr_out` counts every transmission).
+    prr_delivered: u32,
+    prr_out: u32,
+    // -- then each part with its per-ACK fields first (the control's variant at the
+    // end of line 3) --
+    pub cc: AnyCc,
+    pub rtt: RttEstimator,
+    pub sb: Scoreboard,
     pub stats: SenderStats,
+    // -- cold: per loss episode, per probe, or configuration --
+    /// `rtt_timing = "ns2"`: the segment being timed, as (its end, its send time).
+    rtt_timed: Option<(u64, SimTime)>,
+    /// Recovery point (RFC 6675 RecoveryPoint, RFC 6582 `recover`, Linux `high_seq`).
+    high_seq: u64,
+    wstamp: SimTime,
+    loss_time: SimTime,
+    undo_until: u64,
+    /// TSQ: the bytes of this socket's skbs below the first link (`sk_wmem_alloc`).
+    wmem: u64,
+    min_rto: SimDuration,
+    /// 10 ms in whole jiffies: the 3.14 probe timeout's floor (fixed per sender).
+    probe_floor_3_14: SimDuration,
+    prior_cwnd: u32,
+    /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
+    rto_retrans: u32,
+    undo_cwnd: u32,
+    prior_ssthresh: u32,
+    init_cwnd: u32,
+    pacing_ss_ratio: u32,
+    pacing_ca_ratio: u32,
 }
 
 impl Sender {

@@ -174,7 +174,7 @@ impl Sender {
         let tx = self.tx_stamp(now, in_flight + 1);
         self.sb.push_sent(seq, end, now, fin, tx);
         self.snd_nxt = end;
-        if self.rtt_timed.is_none() && self.rtt.is_ns2() {
+        if self.rtt.is_ns2() && self.rtt_timed.is_none() {
             // ns-2 `output`: new data is timed when no segment is
             self.rtt_timed = Some((end, now));
         }

@@ -3,6 +3,83 @@ use super::*;
 use crate::packet::SackBlock;
 use crate::tcp::config::{CcKind, TcpOptions};
 
+/// What every arriving segment reads lies in the sender's first three cache lines, the
+/// per-ACK fields of a data sender in the fourth (the control's variant after them);
+/// each part starts on a line of its own with its per-ACK fields first.
+#[test]
+fn layout_puts_the_per_ack_fields_first() {
+    use std::mem::{align_of, offset_of, size_of};
+    let line = |off: usize| off / 64;
+    assert_eq!(align_of::<Sender>(), 64);
+    let every_segment = [
+        (0, offset_of!(Sender, snd_una)),
+        (0, offset_of!(Sender, snd_nxt)),
+        (0, offset_of!(Sender, write_end)),
+        (0, offset_of!(Sender, rwnd)),
+        (0, offset_of!(Sender, rto_deadline)),
+        (0, offset_of!(Sender, tlp_high_seq)),
+        (0, offset_of!(Sender, undo_marker)),
+        (0, offset_of!(Sender, delivered)),
+        (1, offset_of!(Sender, app_limited)),
+        (1, offset_of!(Sender, retrans_stamp)),
+        (1, offset_of!(Sender, min_rtt)),
+        (1, offset_of!(Sender, w) + size_of::<Window>() - 1),
+        (2, offset_of!(Sender, reno_sacked)),
+        (2, offset_of!(Sender, burst_sent)),
+        (2, offset_of!(Sender, max_packets_out)),
+        (2, offset_of!(Sender, mss)),
+        (2, offset_of!(Sender, hdr)),
+        (2, offset_of!(Sender, established)),
+        (2, offset_of!(Sender, state)),
+        (2, offset_of!(Sender, fin_sent)),
+        (2, offset_of!(Sender, fin_requested)),
+        (2, offset_of!(Sender, rack)),
+        (2, offset_of!(Sender, pacing)),
+        (2, offset_of!(Sender, pace_blocked)),
+        (2, offset_of!(Sender, probe)),
+        (2, offset_of!(Sender, tsq)),
+        (2, offset_of!(Sender, gso)),
+        (2, offset_of!(Sender, tlp)),
+        (2, offset_of!(Sender, undo)),
+        (3, offset_of!(Sender, jiffy)),
+        (3, offset_of!(Sender, lsndtime)),
+        (3, offset_of!(Sender, cwnd_usage_seq)),
+        (3, offset_of!(Sender, delivered_time)),
+        (3, offset_of!(Sender, first_tx)),
+        (3, offset_of!(Sender, delivered_ce)),
+        (3, offset_of!(Sender, prr_out)),
+        (4, offset_of!(Sender, cc)),
+    ];
+    for (l, off) in every_segment {
+        assert_eq!(line(off), l, "offset {off}");
+    }
+    // the parts: each 64-byte aligned (their inner order: their own tests)
+    for off in [
+        offset_of!(Sender, rtt),
+        offset_of!(Sender, sb),
+        offset_of!(Sender, stats),
+    ] {
+        assert_eq!(off % 64, 0, "offset {off}");
+    }
+    let st = offset_of!(Sender, stats);
+    for off in [
+        offset_of!(SenderStats, acks),
+        offset_of!(SenderStats, cwnd_sum),
+        offset_of!(SenderStats, bytes_acked),
+        offset_of!(SenderStats, rtt_samples),
+        offset_of!(SenderStats, srtt_sum),
+        offset_of!(SenderStats, segs_sent),
+        offset_of!(SenderStats, retransmits),
+        offset_of!(SenderStats, rtos),
+    ] {
+        assert_eq!(line(st + off), line(st), "offset {off}");
+    }
+    // the cold rest follows the parts
+    assert!(offset_of!(Sender, rtt_timed) > st);
+    assert!(offset_of!(Sender, high_seq) > st);
+    assert!(offset_of!(Sender, wstamp) > st);
+}
+
 const MSS: u64 = 1000;
 
 /// NewReno with RFC 6675 DupThresh loss detection and no loss probes (the hand
