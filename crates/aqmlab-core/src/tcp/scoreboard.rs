@@ -223,6 +223,8 @@ pub struct Scoreboard {
     pending_rtx: u32,
     /// RACK loss detection is on (its state: `rack`, `tsorted`).
     rack_on: bool,
+    /// The next slot of `sack_cache` to write (in the first line's padding).
+    sack_cache_next: u8,
     segs: VecDeque<Seg>,
     /// Id (running index) of `segs[0]`.
     base: u64,
@@ -242,17 +244,16 @@ pub struct Scoreboard {
     /// RACK's state and the transmissions in time order.
     pub rack: Rack,
     tsorted: VecDeque<TsEntry>,
-    /// FACK: the lowest `rtx_nxt` of the retransmissions in flight (Linux
-    /// `lost_retrans_low`), and the first segment `tcp_timeout_skbs` has not passed
-    /// (`scoreboard_skb_hint`, as an id).
-    lost_retrans_low: u64,
-    timeout_mark: u64,
     /// The last SACK blocks processed (a ring; Linux keeps the previous ACK's blocks in
     /// `recv_sack_cache` for the same purpose): every segment wholly inside one of them
     /// is SACKed, and stays so until cumulatively acknowledged (a mark is never
     /// cleared), so a block that repeats or extends one of them starts its walk after it.
     sack_cache: [(u64, u64); SACK_CACHE],
-    sack_cache_next: usize,
+    /// FACK: the lowest `rtx_nxt` of the retransmissions in flight (Linux
+    /// `lost_retrans_low`), and the first segment `tcp_timeout_skbs` has not passed
+    /// (`scoreboard_skb_hint`, as an id).
+    lost_retrans_low: u64,
+    timeout_mark: u64,
 }
 
 /// Blocks remembered by `Scoreboard::sack` (an ACK carries up to four).
@@ -620,8 +621,8 @@ impl Scoreboard {
                 i = skip;
             }
         }
-        self.sack_cache[self.sack_cache_next] = (b.start, b.end);
-        self.sack_cache_next = (self.sack_cache_next + 1) % SACK_CACHE;
+        self.sack_cache[self.sack_cache_next as usize] = (b.start, b.end);
+        self.sack_cache_next = ((self.sack_cache_next as usize + 1) % SACK_CACHE) as u8;
         while i < self.segs.len() && self.segs[i].end <= b.end {
             let s = &mut self.segs[i];
             if !s.has(SACKED) {
@@ -933,7 +934,7 @@ mod tests {
     use super::*;
 
     /// An ACK reads the counters, the queue and the ACK's clock in the first two lines,
-    /// RACK's state in the third.
+    /// RACK's state in the third; an ACK with SACK blocks the SACK cache in the next two.
     #[test]
     fn layout_puts_the_per_ack_fields_first() {
         use std::mem::{align_of, offset_of, size_of};

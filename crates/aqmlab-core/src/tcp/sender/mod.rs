@@ -131,6 +131,9 @@ pub struct SenderStats {
     /// Segments transmitted (first transmissions and retransmissions).
     pub segs_sent: u64,
     pub retransmits: u64,
+    /// Retransmissions of segments marked lost that were found lost again, by RACK, by
+    /// a timeout with RACK, or by FACK's `tcp_mark_lost_retrans` (`TCPLostRetransmit`).
+    pub lost_retransmits: u64,
     pub rtos: u64,
     /// Timeouts found spurious and undone (Linux MIB `TCPLossUndo`).
     pub rto_undos: u64,
@@ -145,9 +148,6 @@ pub struct SenderStats {
     pub loss_probes: u64,
     /// Probe episodes that repaired a loss and reduced cwnd (`TCPLossProbeRecovery`).
     pub loss_probe_recoveries: u64,
-    /// Retransmissions of segments marked lost that were found lost again, by RACK, by
-    /// a timeout with RACK, or by FACK's `tcp_mark_lost_retrans` (`TCPLostRetransmit`).
-    pub lost_retransmits: u64,
     /// RACK reorder timeouts that fired.
     pub reo_timeouts: u64,
     /// Fast recoveries started by early retransmit (RFC 5827), at once or by its timer.
@@ -219,8 +219,8 @@ pub struct Sender {
     mss: u32,
     /// IP + TCP header bytes of a segment (52 with timestamps, 40 without).
     hdr: u32,
-    /// GSO: the bytes of the skb being built (paced once, when it closes: `pacing.rs`).
-    skb_bytes: u32,
+    /// cwnd when the reduction began (PRR's `prior_cwnd`).
+    prior_cwnd: u32,
     established: bool,
     sack: bool,
     ecn_ok: bool,
@@ -292,17 +292,17 @@ pub struct Sender {
     /// reduction (`prr_out` counts every transmission).
     prr_delivered: u32,
     prr_out: u32,
+    /// Recovery point (RFC 6675 RecoveryPoint, RFC 6582 `recover`, Linux `high_seq`).
+    high_seq: u64,
     // -- then each part with its per-ACK fields first (the control's variant at the
     // end of line 3) --
     pub cc: AnyCc,
     pub rtt: RttEstimator,
     pub sb: Scoreboard,
     pub stats: SenderStats,
-    // -- cold: per loss episode, per probe, or configuration --
+    // -- cold: per timeout, per probe, or configuration --
     /// `rtt_timing = "ns2"`: the segment being timed, as (its end, its send time).
     rtt_timed: Option<(u64, SimTime)>,
-    /// Recovery point (RFC 6675 RecoveryPoint, RFC 6582 `recover`, Linux `high_seq`).
-    high_seq: u64,
     wstamp: SimTime,
     loss_time: SimTime,
     undo_until: u64,
@@ -311,7 +311,8 @@ pub struct Sender {
     min_rto: SimDuration,
     /// 10 ms in whole jiffies: the 3.14 probe timeout's floor (fixed per sender).
     probe_floor_3_14: SimDuration,
-    prior_cwnd: u32,
+    /// GSO: the bytes of the skb being built (paced once, when it closes: `pacing.rs`).
+    skb_bytes: u32,
     /// Timeouts since the last forward progress (Linux `icsk_retransmits`).
     rto_retrans: u32,
     undo_cwnd: u32,

@@ -85,7 +85,10 @@ impl Sender {
         self.high_seq = self.snd_nxt;
         self.state = CaState::Recovery;
         // ns-2 `dupack_action` resets the retransmit timer, which abandons the timing
-        self.rtt_timed = None;
+        // (only ns-2 timing sets `rtt_timed`: the test keeps its cache line unread)
+        if self.rtt.is_ns2() {
+            self.rtt_timed = None;
+        }
         if !self.sack {
             self.sb.mark_head_lost();
         }

@@ -41,6 +41,7 @@ fn layout_puts_the_per_ack_fields_first() {
         (2, offset_of!(Sender, gso)),
         (2, offset_of!(Sender, tlp)),
         (2, offset_of!(Sender, undo)),
+        (2, offset_of!(Sender, prior_cwnd)),
         (3, offset_of!(Sender, jiffy)),
         (3, offset_of!(Sender, lsndtime)),
         (3, offset_of!(Sender, cwnd_usage_seq)),
@@ -48,6 +49,7 @@ fn layout_puts_the_per_ack_fields_first() {
         (3, offset_of!(Sender, first_tx)),
         (3, offset_of!(Sender, delivered_ce)),
         (3, offset_of!(Sender, prr_out)),
+        (3, offset_of!(Sender, high_seq)),
         (4, offset_of!(Sender, cc)),
     ];
     for (l, off) in every_segment {
@@ -70,13 +72,13 @@ fn layout_puts_the_per_ack_fields_first() {
         offset_of!(SenderStats, srtt_sum),
         offset_of!(SenderStats, segs_sent),
         offset_of!(SenderStats, retransmits),
-        offset_of!(SenderStats, rtos),
+        offset_of!(SenderStats, lost_retransmits),
     ] {
         assert_eq!(line(st + off), line(st), "offset {off}");
     }
     // the cold rest follows the parts
     assert!(offset_of!(Sender, rtt_timed) > st);
-    assert!(offset_of!(Sender, high_seq) > st);
+    assert!(offset_of!(Sender, skb_bytes) > st);
     assert!(offset_of!(Sender, wstamp) > st);
 }
 

@@ -386,7 +386,10 @@ impl Sender {
         self.force_rtx = false;
         self.queue_cwr = self.ecn_ok && !self.accecn;
         self.rto_retrans += 1;
-        self.rtt_timed = None;
+        if self.rtt.is_ns2() {
+            // (only ns-2 timing sets `rtt_timed`)
+            self.rtt_timed = None;
+        }
         self.rtt.on_timeout();
         self.arm(XmitTimer::Rto, now + self.rtt.rto());
     }
