@@ -319,6 +319,10 @@ struct WireHot {
     bin_recorded: u8,
     /// The link logs packets (`LinkStats::packet_windows` is not empty).
     traced: bool,
+    /// The qdisc is a FIFO that takes any packet when empty
+    /// (`Fifo::admits_any_when_empty`): a queue-free passage needs only its counters,
+    /// since a lazy wire's qdisc holds packets only while a `TxDone` is pending.
+    fifo_any: bool,
     /// Sojourns of 0 ns after warm-up not yet in `LinkStats::sojourn`.
     zero_soj: u32,
     /// The cached bin's packets dequeued and largest backlog (`LinkBin` fields).
@@ -874,6 +878,7 @@ impl Link {
                 bin_tx: 0,
                 bin_soj_sum: 0.0,
                 traced: false,
+                fifo_any: matches!(&qdisc, AnyQdisc::Fifo(f) if f.admits_any_when_empty()),
                 warmup,
                 busy: SimDuration::ZERO,
                 tx_pkts: 0,
@@ -1070,12 +1075,10 @@ impl Link {
         // fast path: a free serialiser would dequeue the packet at once; a qdisc that
         // can say so (`Qdisc::pass_through`: an empty FIFO) lets it skip the queue (same
         // stats, same backlog record)
-        if !self.hot.txdone_pending
-            && now >= self.hot.busy_until
-            && self.qdisc.pass_through(&pkt, now)
-        {
+        if !self.hot.txdone_pending && now >= self.hot.busy_until && self.passes(&pkt, now) {
             self.hot_backlog(now, 1);
-            self.transmit_lazy(pkt, now, ev);
+            let emptied = self.hot.fifo_any;
+            self.transmit_lazy(pkt, now, ev, emptied);
             return false;
         }
         let _ = self.qdisc.enqueue(pkt, now, &mut self.out);
@@ -1101,15 +1104,31 @@ impl Link {
         let Some(pkt) = self.qdisc.dequeue(now, &mut self.out) else {
             return;
         };
-        self.transmit_lazy(pkt, now, ev);
+        self.transmit_lazy(pkt, now, ev, false);
     }
 
-    /// Lazy wire: `pkt` has left the qdisc at `now` and the serialiser is free.
+    /// Lazy wire, serialiser free and no `TxDone` pending (so the qdisc is empty):
+    /// `Qdisc::pass_through`, for a FIFO that takes any packet when empty straight to its
+    /// counters (`Fifo::count_pass`).
     #[inline(always)]
-    fn transmit_lazy(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+    fn passes(&mut self, pkt: &Packet, now: SimTime) -> bool {
+        if self.hot.fifo_any {
+            if let AnyQdisc::Fifo(f) = &mut self.qdisc {
+                f.count_pass(pkt);
+                return true;
+            }
+        }
+        self.qdisc.pass_through(pkt, now)
+    }
+
+    /// Lazy wire: `pkt` has left the qdisc at `now` and the serialiser is free;
+    /// `emptied`: the qdisc is known to be empty (a FIFO's queue-free passage), so
+    /// `after_lazy_tx` need not ask it.
+    #[inline(always)]
+    fn transmit_lazy(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue, emptied: bool) {
         self.note_dequeue_lazy(pkt.enqueued_at, pkt.ecn, now);
         if pkt.gso_segs > 1 {
-            return self.transmit_lazy_gso(pkt, now, ev);
+            return self.transmit_lazy_gso(pkt, now, ev, emptied);
         }
         let tx = self.hot.rate.tx_time(pkt.size + self.hot.overhead);
         if now >= self.hot.warmup {
@@ -1126,7 +1145,7 @@ impl Link {
         if self.wire.len() == 1 {
             self.wire_started(at, ev);
         }
-        self.after_lazy_tx(ev);
+        self.after_lazy_tx(ev, emptied);
     }
 
     /// The first packet on the empty wire arrives at `at`: its `Arrive`, unless the link
@@ -1201,9 +1220,10 @@ impl Link {
     #[inline(never)]
     fn take_folded(&mut self, mut pkt: Packet, t: SimTime, ev: &mut EventQueue) {
         pkt.enqueued_at = t;
-        if self.qdisc.pass_through(&pkt, t) {
+        if self.passes(&pkt, t) {
             self.hot_backlog(t, 1);
-            return self.transmit_lazy(pkt, t, ev);
+            let emptied = self.hot.fifo_any;
+            return self.transmit_lazy(pkt, t, ev, emptied);
         }
         // (a FIFO that admits an MTU-sized packet takes every packet a wire carries)
         debug_assert!(false, "a folded packet did not pass through");
@@ -1223,11 +1243,13 @@ impl Link {
         }
     }
 
-    /// Lazy wire, after a transmission started: wake at its end if packets wait.
+    /// Lazy wire, after a transmission started: wake at its end if packets wait
+    /// (`emptied`: none do).
     #[inline(always)]
-    fn after_lazy_tx(&mut self, ev: &mut EventQueue) {
+    fn after_lazy_tx(&mut self, ev: &mut EventQueue, emptied: bool) {
         let done = self.hot.busy_until;
-        if self.qdisc.len() > 0 {
+        debug_assert!(!emptied || self.qdisc.is_empty());
+        if !emptied && self.qdisc.len() > 0 {
             self.hot.txdone_pending = true;
             ev.push(done, Event::TxDone(self.hot.id));
         } else {
@@ -1240,7 +1262,7 @@ impl Link {
     /// (Linux segments it in `validate_xmit_skb` → `skb_gso_segment` between the qdisc
     /// and the driver), each arriving when its own last bit has crossed.
     #[inline(never)]
-    fn transmit_lazy_gso(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue) {
+    fn transmit_lazy_gso(&mut self, pkt: Packet, now: SimTime, ev: &mut EventQueue, emptied: bool) {
         let mut end = now;
         for i in 0..pkt.segs() {
             let seg = pkt.segment(i);
@@ -1260,7 +1282,7 @@ impl Link {
         self.hot.busy_until = end;
         self.hot.uncounted = pkt.size;
         self.hot.uncounted_segs = pkt.segs() as u16;
-        self.after_lazy_tx(ev);
+        self.after_lazy_tx(ev, emptied);
     }
 
     /// Lazy wire: the eager model's end-of-transmission accounting of the packet that
@@ -1960,8 +1982,8 @@ mod tests {
         }
         let se = st + offset_of!(LinkStats, series);
         assert_eq!((line(se), line(se + 55)), (5, 5));
-        // a FIFO's queue-free passage (`Fifo::pass_through`): the tag, queue and limit
-        // in one line, the six counters it adds to in the next
+        // a FIFO's queue-free passage (`Fifo::count_pass`): the tag and the six counters
+        // it adds to in one line
         let link = wire_link("kind = \"fifo\"", SimDuration::from_millis(100), 1);
         let AnyQdisc::Fifo(f) = &link.qdisc else {
             panic!("a FIFO link")
@@ -1970,20 +1992,11 @@ mod tests {
         let at = |p: usize| p - base;
         let q = offset_of!(Link, qdisc);
         assert_eq!(q % 64, 0, "offset {q}");
-        let fq = at(&f.q as *const _ as usize);
-        let fb = at(&f.bytes as *const _ as usize);
-        for off in [
-            q,
-            fq,
-            fq + size_of::<VecDeque<Packet>>() - 1,
-            at(&f.limit as *const _ as usize),
-            fb + 7,
-        ] {
-            assert_eq!(line(off), line(q), "offset {off}");
-        }
         let c = at(&f.stats.arrivals as *const _ as usize);
-        assert_eq!(line(c), line(q) + 1);
-        assert_eq!(at(&f.stats.dequeued_bytes as *const _ as usize), c + 40);
+        let d = at(&f.stats.dequeued_bytes as *const _ as usize);
+        assert_eq!(d, c + 40);
+        assert_eq!((line(c), line(d + 7)), (line(q), line(q)));
+        assert!(link.hot.fifo_any);
     }
 
     /// The lazy wire keeps its series' current bin and its zero sojourns in `WireHot`

@@ -52,16 +52,17 @@ impl FifoConfig {
     }
 }
 
-/// Laid out in declaration order (`repr(C)`): the queue, limit and backlog in 56 bytes,
-/// which with the `AnyQdisc` tag in front make one cache line of a `Link`, and the
-/// counters in the next (`Link`'s layout test pins both).
+/// Laid out in declaration order (`repr(C)`): the counters first, whose six per-packet
+/// ones share a cache line of a `Link` with the `AnyQdisc` tag in front, so that a lazy
+/// link's queue-free passage (`count_pass`) reads that one line (`Link`'s layout test
+/// pins it).
 #[derive(Debug)]
 #[repr(C)]
 pub struct Fifo {
+    pub(crate) stats: QdiscStats,
     pub(crate) q: VecDeque<Packet>,
     pub(crate) limit: Limit,
     pub(crate) bytes: u64,
-    pub(crate) stats: QdiscStats,
 }
 
 /// Whether an empty FIFO of `limit` takes a packet of `size` bytes (`pass_through`'s
@@ -75,6 +76,25 @@ pub(crate) fn admits_when_empty(limit: Limit, size: u32) -> bool {
 }
 
 impl Fifo {
+    /// Whether an empty FIFO takes a packet of any size (a packet limit, or a byte limit
+    /// of at least `u32::MAX`).
+    pub(crate) fn admits_any_when_empty(&self) -> bool {
+        match self.limit {
+            Limit::Packets(n) => n > 0,
+            Limit::Bytes(b) => b >= u32::MAX as u64,
+        }
+    }
+
+    /// `pass_through` of a packet the caller knows this FIFO takes (its queue is empty,
+    /// and it admits any packet when empty: `admits_any_when_empty`): counts the enqueue
+    /// and the dequeue, without reading the queue or the limit.
+    #[inline(always)]
+    pub(crate) fn count_pass(&mut self, pkt: &Packet) {
+        debug_assert!(self.q.is_empty() && admits_when_empty(self.limit, pkt.size));
+        self.stats.on_enqueue(pkt);
+        self.stats.on_dequeue(pkt);
+    }
+
     pub fn new(cfg: &FifoConfig, _ctx: BuildCtx) -> Self {
         Fifo {
             limit: cfg.limit,
