@@ -23,16 +23,19 @@ use crate::time::{Rate, SimDuration, SimTime};
 /// Nano-bits per byte.
 const PER_BYTE: i128 = 8 * 1_000_000_000;
 
-/// A token bucket with rate `rate` and depth `depth_bytes`.
+/// A token bucket with rate `rate` and depth `depth_bytes`. Laid out in declaration
+/// order (`repr(C)`): the state a refill and a test read and write (tokens, depth, last
+/// refill) is the first 40 bytes, the rate follows.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct TokenBucket {
-    rate: Rate,
-    /// Bucket depth in nano-bits.
-    depth: i128,
     /// Current tokens in nano-bits (negative = debt, only in debt mode).
     tokens: i128,
+    /// Bucket depth in nano-bits.
+    depth: i128,
     /// Instant up to which `tokens` is accounted.
     last: SimTime,
+    rate: Rate,
 }
 
 impl TokenBucket {
@@ -121,6 +124,15 @@ impl TokenBucket {
 
 #[cfg(test)]
 mod tests {
+
+    /// A refill and a test read and write the first 40 bytes only.
+    #[test]
+    fn state_read_per_packet_is_the_first_40_bytes() {
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(TokenBucket, tokens), 0);
+        assert_eq!(offset_of!(TokenBucket, depth), 16);
+        assert_eq!(offset_of!(TokenBucket, last), 32);
+    }
     use super::*;
 
     fn t(ns: u64) -> SimTime {
