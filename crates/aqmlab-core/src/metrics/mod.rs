@@ -312,45 +312,62 @@ impl LinkSeries {
         }
         b
     }
-    #[inline(never)]
-    fn locate(&mut self, t: u64) {
-        let i = t / self.width;
+    /// Bin number `i` as stored (a link holds at most 2^32 bins).
+    #[inline(always)]
+    fn bin_number(i: u64) -> u32 {
         let Ok(index) = u32::try_from(i) else {
             panic!("time-series bin {i} is past the 2^32 a link can hold (the resource model should have refused this run.bin)");
         };
+        index
+    }
+    /// Appends an empty bin `index` (past every stored one) and returns its position.
+    #[inline(always)]
+    fn append_bin(&mut self, index: u32) -> usize {
+        let n = self.bins.len();
+        let room = if n == 0 { Self::FIRST_ROOM } else { 1 };
+        if self.bins.try_reserve(room).is_err() {
+            panic!("out of memory for a link's time-series bins (the resource model underestimated this scenario)");
+        }
+        self.bins.push(LinkBin {
+            index,
+            ..LinkBin::default()
+        });
+        self.last = index;
+        n
+    }
+    /// The position of bin `index` among the stored ones, inserted empty in order if
+    /// new (then `true`).
+    fn find_or_insert_bin(&mut self, index: u32) -> (usize, bool) {
+        match self.bins.binary_search_by_key(&index, |b| b.index) {
+            Ok(k) => (k, false),
+            Err(k) => {
+                self.bins.insert(
+                    k,
+                    LinkBin {
+                        index,
+                        ..LinkBin::default()
+                    },
+                );
+                (k, true)
+            }
+        }
+    }
+    #[inline(never)]
+    fn locate(&mut self, t: u64) {
+        let i = t / self.width;
+        let index = Self::bin_number(i);
         let n = self.bins.len();
         self.cur = if n > 0 && self.last == index {
             n - 1
         } else if n == 0 || self.last < index {
             // the common case: time moved on into a new bin
-            let room = if n == 0 { Self::FIRST_ROOM } else { 1 };
-            if self.bins.try_reserve(room).is_err() {
-                panic!("out of memory for a link's time-series bins (the resource model underestimated this scenario)");
-            }
-            self.bins.push(LinkBin {
-                index,
-                ..LinkBin::default()
-            });
-            self.last = index;
-            n
+            self.append_bin(index)
         } else if n >= 2 && self.bins[n - 2].index == index {
             // back one bin: a lazy link counts a transmission once its end has passed,
             // which is often just before the bin its next packet opened
             n - 2
         } else {
-            match self.bins.binary_search_by_key(&index, |b| b.index) {
-                Ok(k) => k,
-                Err(k) => {
-                    self.bins.insert(
-                        k,
-                        LinkBin {
-                            index,
-                            ..LinkBin::default()
-                        },
-                    );
-                    k
-                }
-            }
+            self.find_or_insert_bin(index).0
         };
         self.lo = i * self.width;
         self.hi = self.lo.saturating_add(self.width);
@@ -393,41 +410,20 @@ impl LinkSeries {
         backlog_max: u32,
         recorded: u8,
     ) {
-        let i = lo / self.width;
-        let Ok(index) = u32::try_from(i) else {
-            panic!("time-series bin {i} is past the 2^32 a link can hold (the resource model should have refused this run.bin)");
-        };
+        let index = Self::bin_number(lo / self.width);
         let n = self.bins.len();
         let k = if n == 0 || self.last < index {
-            let room = if n == 0 { Self::FIRST_ROOM } else { 1 };
-            if self.bins.try_reserve(room).is_err() {
-                panic!("out of memory for a link's time-series bins (the resource model underestimated this scenario)");
-            }
-            self.bins.push(LinkBin {
-                index,
-                ..LinkBin::default()
-            });
-            self.last = index;
-            n
+            self.append_bin(index)
         } else if self.last == index {
             n - 1
         } else {
-            match self.bins.binary_search_by_key(&index, |b| b.index) {
-                Ok(k) => k,
-                Err(k) => {
-                    self.bins.insert(
-                        k,
-                        LinkBin {
-                            index,
-                            ..LinkBin::default()
-                        },
-                    );
-                    // (the series' own cached bin may have moved up one place)
-                    self.lo = 0;
-                    self.hi = 0;
-                    k
-                }
+            let (k, inserted) = self.find_or_insert_bin(index);
+            if inserted {
+                // (the series' own cached bin may have moved up one place)
+                self.lo = 0;
+                self.hi = 0;
             }
+            k
         };
         let b = &mut self.bins[k];
         b.tx_bytes += tx_bytes;
