@@ -296,11 +296,7 @@ impl SegCfg {
     }
     /// [`TcpConfig::header_bytes`].
     fn header_bytes(&self) -> u32 {
-        if self.timestamps {
-            super::config::HEADER_BYTES
-        } else {
-            super::config::HEADER_BYTES_NO_TS
-        }
+        super::config::header_bytes(self.timestamps)
     }
 }
 

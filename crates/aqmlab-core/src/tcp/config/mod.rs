@@ -29,6 +29,17 @@ pub const HEADER_BYTES: u32 = 52;
 /// The same without the timestamp option (`timestamps = false`): 40 bytes.
 pub const HEADER_BYTES_NO_TS: u32 = 40;
 
+/// A segment's header bytes without SACK blocks: [`HEADER_BYTES`] with the timestamp
+/// option, [`HEADER_BYTES_NO_TS`] without.
+#[inline]
+pub fn header_bytes(timestamps: bool) -> u32 {
+    if timestamps {
+        HEADER_BYTES
+    } else {
+        HEADER_BYTES_NO_TS
+    }
+}
+
 /// The receive window when no profile or key sets one: 3 MiB (Linux `tcp_rmem[2]` 6 MiB with
 /// `tcp_adv_win_scale` 1).
 const DEFAULT_RCV_WINDOW: u32 = 3 * 1024 * 1024;

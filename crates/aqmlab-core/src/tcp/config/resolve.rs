@@ -2,7 +2,7 @@
 //! keys reconciled, the stack profile filled in, every value checked.
 
 use super::options::*;
-use super::{CcKind, Stack, TcpOptions, DEFAULT_RCV_WINDOW, HEADER_BYTES, HEADER_BYTES_NO_TS};
+use super::{CcKind, Stack, TcpOptions, DEFAULT_RCV_WINDOW};
 use crate::params::ScenarioError;
 use crate::time::SimDuration;
 use crate::units::Limit;
@@ -72,11 +72,7 @@ impl TcpConfig {
     /// IP + TCP header bytes of a segment without SACK blocks: 52 with the timestamp
     /// option, 40 without.
     pub fn header_bytes(&self) -> u32 {
-        if self.timestamps {
-            HEADER_BYTES
-        } else {
-            HEADER_BYTES_NO_TS
-        }
+        super::header_bytes(self.timestamps)
     }
 }
 impl TcpOptions {
