@@ -193,7 +193,7 @@ impl DocsisDown {
     /// every other pair of events. Returns whether the arrival is now owed.
     #[inline]
     pub(crate) fn owe_arrival(&mut self, at: SimTime, now: SimTime, ev: &EventQueue) -> bool {
-        let owe = self.inline_arrivals && at == now && ev.nothing_due_by(now);
+        let owe = arrival_owable(self.inline_arrivals, at, now, ev);
         self.arrival_owed = owe;
         owe
     }
@@ -379,6 +379,14 @@ impl DocsisDown {
     pub fn busy_channels(&self) -> usize {
         self.channels.len() - self.free.count_ones() as usize
     }
+}
+
+/// Whether an arrival due at `at`, scheduled at `now`, may be owed instead of pushed as
+/// an event ([`DocsisDown::owe_arrival`]): `inline` (the link allows it), due at once,
+/// and nothing else due by then.
+#[inline]
+pub(super) fn arrival_owable(inline: bool, at: SimTime, now: SimTime, ev: &EventQueue) -> bool {
+    inline && at == now && ev.nothing_due_by(now)
 }
 
 /// The free-channel mask of `n` (1 to 64) idle channels.

@@ -693,7 +693,7 @@ fn carry(
         let at = jitter.apply(now + p.delay);
         wire.push_back((at, pkt));
         if wire.len() == 1 {
-            if inline && at == now && ev.nothing_due_by(now) {
+            if docsis::arrival_owable(inline, at, now, ev) {
                 return true;
             }
             ev.push(at, arrival_event(id, !p.peers.is_empty()));
