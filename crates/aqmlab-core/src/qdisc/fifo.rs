@@ -121,8 +121,7 @@ impl Qdisc for Fifo {
         if !admits_when_empty(self.limit, pkt.size) {
             return false;
         }
-        self.stats.on_enqueue(pkt);
-        self.stats.on_dequeue(pkt);
+        self.count_pass(pkt);
         true
     }
 
