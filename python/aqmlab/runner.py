@@ -101,15 +101,7 @@ def _spec_to_dict(spec: RunSpec) -> dict:
     combination share, not copies: nothing that runs or records a spec changes them, a
     worker process gets its own copy by pickling, and a deep copy of every run's scenario
     was most of a sweep's start (6,150 of them for the full residential study)."""
-    return {
-        "study": spec.study,
-        "experiment": spec.experiment,
-        "params": spec.params,
-        "repetition": spec.repetition,
-        "seed": spec.seed,
-        "scenario": spec.scenario,
-        "run_id": spec.run_id,
-    }
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)} | {"run_id": spec.run_id}
 
 
 def _run_and_row(spec: dict, measures: list[str]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
