@@ -26,6 +26,7 @@
 pub mod app;
 pub mod describe;
 pub mod event;
+pub mod hugealloc;
 pub mod link;
 pub mod metrics;
 pub mod net;

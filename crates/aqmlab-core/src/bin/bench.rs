@@ -17,6 +17,10 @@
 use aqmlab_core::qdisc::Qdisc;
 use aqmlab_core::{Scenario, Simulator};
 
+/// The simulator's heap on transparent huge pages (`aqmlab_core::hugealloc`).
+#[global_allocator]
+static ALLOC: aqmlab_core::hugealloc::HugePageAlloc = aqmlab_core::hugealloc::HugePageAlloc;
+
 /// `println!` that ends the program quietly when stdout is closed (`| head -1`) instead
 /// of panicking on the broken pipe.
 macro_rules! out {
