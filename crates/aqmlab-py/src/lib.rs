@@ -32,6 +32,11 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+/// The simulator's heap on transparent huge pages (`aqmlab_core::hugealloc`); serves the
+/// extension's Rust allocations (Python objects keep the interpreter's allocator).
+#[global_allocator]
+static ALLOC: aqmlab_core::hugealloc::HugePageAlloc = aqmlab_core::hugealloc::HugePageAlloc;
+
 /// Number of slices a run is cut into for Ctrl-C checks and progress reports.
 const SLICES: u64 = 100;
 
