@@ -613,6 +613,9 @@ pub struct Red {
     traced: [f64; 2],
     /// ns-2's state (`variant = "ns2"`).
     ns2: Option<Ns2State>,
+    /// ns-2 variant: the EWMA's decay `(1 − w)^(m + 1)` for `m` = 0, 1, … below
+    /// [`NS2_DECAYS`] virtual arrivals (`ns2_decay_pow`, computed once; empty otherwise).
+    ns2_decays: Box<[f64]>,
 }
 
 /// ns-2 `Queue/RED` variables (`edv_`).
@@ -639,6 +642,10 @@ impl Red {
         let max_p = p.max_p;
         let max_p_delta = (max_p / p.qth_delta().min(u32::MAX as u64) as u32).max(1);
         let p_ns2 = p.ns2.as_ref().map(|n| n.max_p0);
+        let ns2_decays = match &p.ns2 {
+            Some(n) => ns2_decay_table(n.weight),
+            None => Box::default(),
+        };
         Red {
             max_p,
             max_p_delta,
@@ -662,6 +669,7 @@ impl Red {
                 cur_max_p: max_p0,
                 lastset: SimTime::ZERO,
             }),
+            ns2_decays,
         }
     }
 
@@ -870,7 +878,7 @@ impl Red {
             None => 0.0,
         };
         let q = self.backlog_units() as f64;
-        n.ave = n.ave * ns2_decay(w, m) + w * q;
+        n.ave = n.ave * ns2_decay(&self.ns2_decays, w, m) + w * q;
         if self.p.adaptive && now > n.lastset + ADAPT_PERIOD {
             self.ns2_adapt(&mut n, now);
         }
@@ -913,14 +921,41 @@ impl Red {
     }
 }
 
+/// Entries of `Red::ns2_decays`: the decays after up to 63 virtual arrivals (an idle
+/// period of up to 64 packet times at ns-2's `ptc`, e.g. 25.6 ms at 10 Mbit/s and 500-byte
+/// `avpkt`: the gap between two ACKs on a dumbbell's reverse link) come from the table.
+const NS2_DECAYS: usize = 64;
+
 /// The EWMA's decay over `m + 1` arrivals, `(1 − w)^(m + 1)`, for an arrival that follows
-/// `m` (whole) virtual arrivals at an empty queue. `m` is 0 unless the queue idled, and
-/// `pow(x, 1)` is `x` exactly (IEEE pow is correctly rounded to within half an ulp, and
-/// `x` is representable), so the usual arrival skips libm's `pow`.
-#[inline]
-fn ns2_decay(w: f64, m: f64) -> f64 {
+/// `m` (whole) virtual arrivals at an empty queue, as libm's `pow` gives it. `pow(x, 1)`
+/// is `x` exactly (IEEE pow is correctly rounded to within half an ulp, and `x` is
+/// representable), so `m = 0` needs no call. The exponent goes through `black_box`:
+/// with an exponent the compiler can see, it may replace `powf` (by `x * x` for 2, which
+/// can differ in the last bit), and the table must hold the bits the run-time call gives.
+fn ns2_decay_pow(w: f64, m: f64) -> f64 {
     if m == 0.0 {
         1.0 - w
+    } else {
+        (1.0 - w).powf(std::hint::black_box(m + 1.0))
+    }
+}
+
+/// `ns2_decay_pow(w, m)` for `m` = 0 … `NS2_DECAYS` − 1.
+fn ns2_decay_table(w: f64) -> Box<[f64]> {
+    (0..NS2_DECAYS)
+        .map(|m| ns2_decay_pow(w, m as f64))
+        .collect()
+}
+
+/// `ns2_decay_pow(w, m)`: computed for the usual arrival (`m = 0`, no idle period),
+/// looked up in `table` (`ns2_decay_table(w)`) after a short idle period, and libm's `pow`
+/// after a long one.
+#[inline]
+fn ns2_decay(table: &[f64], w: f64, m: f64) -> f64 {
+    if m == 0.0 {
+        1.0 - w
+    } else if m < table.len() as f64 {
+        table[m as usize]
     } else {
         (1.0 - w).powf(m + 1.0)
     }
@@ -1622,10 +1657,12 @@ mod tests {
     }
 
     #[test]
-    fn ns2_decay_without_idle_is_pow_exactly() {
-        // The arrival's decay skips `pow` when no virtual arrivals are due: the result must
-        // be the bits `powf(1.0)` gives, for ns-2's automatic weights (1 − exp(−1/C) over
-        // link rates from 64 kbit/s to 100 Gbit/s and avpkt 40..9000 B) and for random w.
+    fn ns2_decay_is_pow_exactly() {
+        // The arrival's decay skips `pow` when no virtual arrivals are due and looks it up
+        // in a table after a short idle period: the result must be the bits `powf(m + 1)`
+        // gives, for ns-2's automatic weights (1 − exp(−1/C) over link rates from 64 kbit/s
+        // to 100 Gbit/s and avpkt 40..9000 B) and for random w, at every `m` the table
+        // holds and past it.
         let mut ws: Vec<f64> = vec![0.5, 0.002, 1.0 / 3.0, f64::MIN_POSITIVE, 1.0 - f64::EPSILON];
         for bps in [64e3f64, 1e6, 10e6, 38e6, 100e6, 1e9, 10e9, 100e9] {
             for avpkt in [40.0, 500.0, 1000.0, 1500.0, 9000.0] {
@@ -1633,11 +1670,15 @@ mod tests {
             }
         }
         let mut rng = crate::rng::Rng::stream(11, "ns2-decay", 0);
-        for _ in 0..200_000 {
+        for _ in 0..10_000 {
             let w = rng.uniform();
             ws.push(w);
             ws.push(w * 1e-6);
         }
+        let ms: Vec<f64> = (0..NS2_DECAYS as u32 + 2)
+            .map(f64::from)
+            .chain([1234.0])
+            .collect();
         for &w in &ws {
             if !(w > 0.0 && w < 1.0) {
                 continue;
@@ -1646,12 +1687,12 @@ mod tests {
             // base for 1, by `x * x` for 2, which can differ in the last bit); both sides
             // must run as the simulator runs them, with `m` known only at run time
             let bb = std::hint::black_box::<f64>;
-            let d = ns2_decay(w, bb(0.0));
-            assert_eq!(d.to_bits(), (1.0 - w).powf(bb(1.0)).to_bits(), "w = {w:e}");
-            for m in [1.0, 2.0, 7.0, 1234.0] {
+            let table = ns2_decay_table(bb(w));
+            assert_eq!(table.len(), NS2_DECAYS);
+            for &m in &ms {
                 let e = (1.0 - w).powf(bb(m + 1.0));
                 assert_eq!(
-                    ns2_decay(w, bb(m)).to_bits(),
+                    ns2_decay(&table, w, bb(m)).to_bits(),
                     e.to_bits(),
                     "w = {w:e}, m = {m}"
                 );
