@@ -287,8 +287,15 @@ impl Simulator {
                         self.deliver(at, pkt);
                     }
                 } else {
+                    // (`deliver` written out: the packet stays this arm's local, which
+                    // `Net::send` takes in place; `deliver`'s by-value parameter was
+                    // copied once more on its way there)
                     let pkt = link.arrive(now, &mut self.net.events);
-                    self.deliver(at, pkt);
+                    if pkt.dst == at {
+                        self.deliver_here(&pkt);
+                    } else {
+                        self.net.send(at, pkt);
+                    }
                     self.net.fold_if_owed(l as usize);
                 }
             }
@@ -348,19 +355,26 @@ impl Simulator {
         }
     }
 
+    /// `pkt` reached node `at`: its application takes it there, or the node forwards it.
     #[inline]
     fn deliver(&mut self, at: NodeId, pkt: Packet) {
         if pkt.dst == at {
-            self.net.delivered_pkts += 1;
-            let f = &mut self.flows[pkt.flow as usize];
-            if pkt.ecn == crate::packet::Ecn::Ce {
-                f.stats.ce_pkts += 1;
-            }
-            let (app, mut cx) = f.split(pkt.flow, self.net.now, &mut self.net);
-            app.on_packet(&mut cx, &pkt);
+            self.deliver_here(&pkt);
         } else {
             self.net.send(at, pkt);
         }
+    }
+
+    /// `pkt` reached its destination host: its flow's application takes it.
+    #[inline(never)]
+    fn deliver_here(&mut self, pkt: &Packet) {
+        self.net.delivered_pkts += 1;
+        let f = &mut self.flows[pkt.flow as usize];
+        if pkt.ecn == crate::packet::Ecn::Ce {
+            f.stats.ce_pkts += 1;
+        }
+        let (app, mut cx) = f.split(pkt.flow, self.net.now, &mut self.net);
+        app.on_packet(&mut cx, pkt);
     }
 
     fn attribute_drops(&mut self) {
