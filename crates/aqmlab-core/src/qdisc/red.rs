@@ -796,10 +796,17 @@ impl Red {
         }
     }
 
+    /// Traces the average and max_p where they changed, if the run traces queues: the
+    /// test inline (a call on every arrival cost more than it), the tracing out of line.
+    #[inline(always)]
     fn trace(&mut self, t: SimTime, out: &mut QdiscOut) {
-        if !out.tracing {
-            return;
+        if out.tracing {
+            self.trace_vars_at(t, out);
         }
+    }
+
+    #[inline(never)]
+    fn trace_vars_at(&mut self, t: SimTime, out: &mut QdiscOut) {
         let vals = [self.avg(), self.max_p()];
         for (i, (&x, last)) in vals.iter().zip(self.traced.iter_mut()).enumerate() {
             if x != *last {
@@ -809,18 +816,13 @@ impl Red {
         }
     }
 
-    /// The ns-2 variant's settings (present whenever its state is).
-    fn ns2_params(&self) -> &Ns2Params {
-        self.p.ns2.as_ref().expect("ns-2 params")
-    }
-
     /// ns-2 `calculate_p_new`: p_b at the average `ave`. The gentle slope comes from the
     /// initial max_p (ns-2 sets `v_c`, `v_d` once, at reset).
-    fn ns2_p(&self, n: &Ns2State, ave: f64) -> f64 {
-        let (min, max) = (self.p.qth_min as f64, self.p.qth_max as f64);
-        let p = if ave >= max {
-            if self.p.gentle {
-                let m0 = self.ns2_params().max_p0;
+    fn ns2_p(p: &RedParams, n: &Ns2State, ave: f64) -> f64 {
+        let (min, max) = (p.qth_min as f64, p.qth_max as f64);
+        let pb = if ave >= max {
+            if p.gentle {
+                let m0 = ns2_params(p).max_p0;
                 (1.0 - m0) / max * ave + (2.0 * m0 - 1.0)
             } else {
                 1.0
@@ -828,14 +830,14 @@ impl Red {
         } else {
             (ave - min) / (max - min) * n.cur_max_p
         };
-        p.min(1.0)
+        pb.min(1.0)
     }
 
     /// ns-2 `modify_p` with `wait_` on: spaces drops uniformly over [1/p, 2/p] arrivals;
     /// with byte thresholds the count is in `avpkt` units and p scales with the size.
-    fn ns2_spaced(&self, n: &Ns2State, p: f64, size: u32) -> f64 {
-        let avpkt = self.p.avpkt as u64;
-        let c = if self.p.bytes_mode {
+    fn ns2_spaced(rp: &RedParams, n: &Ns2State, p: f64, size: u32) -> f64 {
+        let avpkt = rp.avpkt as u64;
+        let c = if rp.bytes_mode {
             (n.count_bytes / avpkt) as f64
         } else {
             n.count as f64
@@ -847,16 +849,16 @@ impl Red {
         } else {
             1.0
         };
-        if self.p.bytes_mode && p < 1.0 {
+        if rp.bytes_mode && p < 1.0 {
             p = p * size as f64 / avpkt as f64;
         }
         p.min(1.0)
     }
 
     /// ns-2 `updateMaxP`, run at an arrival once 500 ms have passed since the last change.
-    fn ns2_adapt(&self, n: &mut Ns2State, now: SimTime) {
-        let bottom = self.ns2_params().bottom;
-        let (min, max) = (self.p.qth_min as f64, self.p.qth_max as f64);
+    fn ns2_adapt(p: &RedParams, n: &mut Ns2State, now: SimTime) {
+        let bottom = ns2_params(p).bottom;
+        let (min, max) = (p.qth_min as f64, p.qth_max as f64);
         let part = 0.4 * (max - min);
         if n.ave < min + part && n.cur_max_p > bottom {
             n.cur_max_p *= 0.9;
@@ -868,34 +870,43 @@ impl Red {
     }
 
     /// ns-2 `REDQueue::enque`'s early decision for `pkt`, after updating the average (and
-    /// ARED's max_p). Drops at the hard limit are the caller's.
+    /// ARED's max_p). Drops at the hard limit are the caller's. (The state is updated
+    /// where it lies: taken out of its `Option` and put back, it was copied twice.)
     fn ns2_arrival(&mut self, pkt: &Packet, now: SimTime) -> RedAction {
-        let mut n = self.ns2.take().expect("ns-2 state");
-        let (w, ptc) = (self.ns2_params().weight, self.ns2_params().ptc);
+        let backlog = self.backlog_units();
+        let Red {
+            p,
+            ns2,
+            ns2_decays,
+            idle_since,
+            rng,
+            ..
+        } = self;
+        let n = ns2.as_mut().expect("ns-2 state");
+        let (w, ptc) = (ns2_params(p).weight, ns2_params(p).ptc);
         // Idle: as if ⌊C·idle⌋ packets had found the queue empty (estimator with m + 1).
-        let m = match self.idle_since.take() {
+        let m = match idle_since.take() {
             Some(start) => (ptc * now.saturating_since(start).as_secs_f64()).floor(),
             None => 0.0,
         };
-        let q = self.backlog_units() as f64;
-        n.ave = n.ave * ns2_decay(&self.ns2_decays, w, m) + w * q;
-        if self.p.adaptive && now > n.lastset + ADAPT_PERIOD {
-            self.ns2_adapt(&mut n, now);
+        n.ave = n.ave * ns2_decay(ns2_decays, w, m) + w * backlog as f64;
+        if p.adaptive && now > n.lastset + ADAPT_PERIOD {
+            Self::ns2_adapt(p, n, now);
         }
         n.count += 1;
         n.count_bytes += pkt.size as u64;
         let mut action = RedAction::DontMark;
         // `qlen > 1`: packets, or bytes with byte thresholds, as ns-2 compares them
-        if n.ave >= self.p.qth_min as f64 && self.backlog_units() > 1 {
+        if n.ave >= p.qth_min as f64 && backlog > 1 {
             if !n.old {
                 // just crossed min (or the queue was nearly empty): restart the count
                 n.count = 1;
                 n.count_bytes = pkt.size as u64;
                 n.old = true;
             } else {
-                let p1 = self.ns2_p(&n, n.ave);
-                let p = self.ns2_spaced(&n, p1, pkt.size);
-                if self.rng.uniform() <= p {
+                let p1 = Self::ns2_p(p, n, n.ave);
+                let pm = Self::ns2_spaced(p, n, p1, pkt.size);
+                if rng.uniform() <= pm {
                     n.count = 0;
                     n.count_bytes = 0;
                     // ns-2 marks (setbit_) only while p_b <= mark_p_ = 0.1
@@ -909,7 +920,6 @@ impl Red {
         } else {
             n.old = false;
         }
-        self.ns2 = Some(n);
         action
     }
 
@@ -919,6 +929,11 @@ impl Red {
             Limit::Bytes(b) => self.bytes + pkt.size as u64 > b,
         }
     }
+}
+
+/// The ns-2 variant's settings (present whenever its state is).
+fn ns2_params(p: &RedParams) -> &Ns2Params {
+    p.ns2.as_ref().expect("ns-2 params")
 }
 
 /// Entries of `Red::ns2_decays`: the decays after up to 63 virtual arrivals (an idle
@@ -1588,18 +1603,18 @@ mod tests {
             ..*q.ns2.as_ref().unwrap()
         };
         n2.ave = 10.0;
-        assert!((q.ns2_p(&n2, 10.0) - 0.1).abs() < 1e-12);
-        assert!((q.ns2_p(&n2, 15.0) - 0.55).abs() < 1e-12);
-        assert!((q.ns2_p(&n2, 20.0) - 1.0).abs() < 1e-12);
+        assert!((Red::ns2_p(q.params(), &n2, 10.0) - 0.1).abs() < 1e-12);
+        assert!((Red::ns2_p(q.params(), &n2, 15.0) - 0.55).abs() < 1e-12);
+        assert!((Red::ns2_p(q.params(), &n2, 20.0) - 1.0).abs() < 1e-12);
         assert!(
-            (q.ns2_p(&n2, 6.0) - 0.15).abs() < 1e-12,
+            (Red::ns2_p(q.params(), &n2, 6.0) - 0.15).abs() < 1e-12,
             "between: (6-2)/8 · 0.3"
         );
         // wait_: 0 while c·p < 1, p/(2 − c·p) after, 1 from c·p = 2
         for (c, want) in [(5, 0.0), (10, 0.1), (15, 0.2), (20, 1.0)] {
             n2.count = c;
             assert!(
-                (q.ns2_spaced(&n2, 0.1, 1500) - want).abs() < 1e-12,
+                (Red::ns2_spaced(q.params(), &n2, 0.1, 1500) - want).abs() < 1e-12,
                 "count {c}"
             );
         }
