@@ -1101,10 +1101,20 @@ impl Link {
     /// Lazy wire: the serialiser is free at `now`; dequeue and transmit one packet.
     #[inline]
     fn start_lazy(&mut self, now: SimTime, ev: &mut EventQueue) {
-        let Some(pkt) = self.qdisc.dequeue(now, &mut self.out) else {
+        // `transmit_lazy` with the packet read where the dequeue returned it and moved
+        // from there onto the wire (bound to a local first, it was copied once more)
+        let head = self.qdisc.dequeue(now, &mut self.out);
+        let Some(pkt) = &head else {
             return;
         };
-        self.transmit_lazy(pkt, now, ev, false);
+        self.note_dequeue_lazy(pkt.enqueued_at, pkt.ecn, now);
+        if pkt.gso_segs > 1 {
+            let pkt = head.expect("a dequeued packet");
+            return self.transmit_lazy_gso(pkt, now, ev, false);
+        }
+        let at = self.lazy_tx_begin(pkt, now, ev);
+        self.wire.push_back((at, head.expect("a dequeued packet")));
+        self.lazy_tx_end(at, ev, false);
     }
 
     /// Lazy wire, serialiser free and no `TxDone` pending (so the qdisc is empty):
@@ -1130,18 +1140,31 @@ impl Link {
         if pkt.gso_segs > 1 {
             return self.transmit_lazy_gso(pkt, now, ev, emptied);
         }
+        let at = self.lazy_tx_begin(&pkt, now, ev);
+        self.wire.push_back((at, pkt));
+        self.lazy_tx_end(at, ev, emptied);
+    }
+
+    /// `transmit_lazy` of a packet that is not a GSO skb, up to its push onto the wire:
+    /// the transmission's accounting; returns the packet's arrival instant at the far end.
+    #[inline(always)]
+    fn lazy_tx_begin(&mut self, pkt: &Packet, now: SimTime, ev: &mut EventQueue) -> SimTime {
         let tx = self.hot.rate.tx_time(pkt.size + self.hot.overhead);
         if now >= self.hot.warmup {
             self.hot.busy += tx;
         }
         self.count_tx();
         let done = now + tx;
-        tx_complete(self.hot.from, &pkt, done, ev);
+        tx_complete(self.hot.from, pkt, done, ev);
         self.hot.busy_until = done;
         self.hot.uncounted = pkt.size;
         self.hot.uncounted_segs = 1;
-        let at = self.jittered(done + self.hot.delay);
-        self.wire.push_back((at, pkt));
+        self.jittered(done + self.hot.delay)
+    }
+
+    /// `transmit_lazy` after the packet due at `at` went on the wire.
+    #[inline(always)]
+    fn lazy_tx_end(&mut self, at: SimTime, ev: &mut EventQueue, emptied: bool) {
         if self.wire.len() == 1 {
             self.wire_started(at, ev);
         }
