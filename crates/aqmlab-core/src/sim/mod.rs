@@ -287,12 +287,11 @@ impl Simulator {
                         self.deliver(at, pkt);
                     }
                 } else {
-                    // (`deliver` written out: the packet stays this arm's local, which
-                    // `Net::send` takes in place; `deliver`'s by-value parameter was
-                    // copied once more on its way there)
+                    // (`deliver` written out: a forwarded packet goes to `Net::send`
+                    // without passing through `deliver`'s out-of-line frame)
                     let pkt = link.arrive(now, &mut self.net.events);
                     if pkt.dst == at {
-                        self.deliver_here(&pkt);
+                        self.deliver_here(pkt);
                     } else {
                         self.net.send(at, pkt);
                     }
@@ -359,7 +358,7 @@ impl Simulator {
     #[inline]
     fn deliver(&mut self, at: NodeId, pkt: Packet) {
         if pkt.dst == at {
-            self.deliver_here(&pkt);
+            self.deliver_here(pkt);
         } else {
             self.net.send(at, pkt);
         }
@@ -367,14 +366,14 @@ impl Simulator {
 
     /// `pkt` reached its destination host: its flow's application takes it.
     #[inline(never)]
-    fn deliver_here(&mut self, pkt: &Packet) {
+    fn deliver_here(&mut self, pkt: Packet) {
         self.net.delivered_pkts += 1;
         let f = &mut self.flows[pkt.flow as usize];
         if pkt.ecn == crate::packet::Ecn::Ce {
             f.stats.ce_pkts += 1;
         }
         let (app, mut cx) = f.split(pkt.flow, self.net.now, &mut self.net);
-        app.on_packet(&mut cx, pkt);
+        app.on_packet(&mut cx, &pkt);
     }
 
     fn attribute_drops(&mut self) {
