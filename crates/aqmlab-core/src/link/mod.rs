@@ -1075,7 +1075,7 @@ impl Link {
         // fast path: a free serialiser would dequeue the packet at once; a qdisc that
         // can say so (`Qdisc::pass_through`: an empty FIFO) lets it skip the queue (same
         // stats, same backlog record)
-        if !self.hot.txdone_pending && now >= self.hot.busy_until && self.passes(&pkt, now) {
+        if !self.hot.txdone_pending && now >= self.hot.busy_until && self.passes(pkt.size, now) {
             self.hot_backlog(now, 1);
             let emptied = self.hot.fifo_any;
             self.transmit_lazy(pkt, now, ev, emptied);
@@ -1121,14 +1121,14 @@ impl Link {
     /// `Qdisc::pass_through`, for a FIFO that takes any packet when empty straight to its
     /// counters (`Fifo::count_pass`).
     #[inline(always)]
-    fn passes(&mut self, pkt: &Packet, now: SimTime) -> bool {
+    fn passes(&mut self, size: u32, now: SimTime) -> bool {
         if self.hot.fifo_any {
             if let AnyQdisc::Fifo(f) = &mut self.qdisc {
-                f.count_pass(pkt);
+                f.count_pass(size);
                 return true;
             }
         }
-        self.qdisc.pass_through(pkt, now)
+        self.qdisc.pass_through(size, now)
     }
 
     /// Lazy wire: `pkt` has left the qdisc at `now` and the serialiser is free;
@@ -1243,7 +1243,7 @@ impl Link {
     #[inline(never)]
     fn take_folded(&mut self, mut pkt: Packet, t: SimTime, ev: &mut EventQueue) {
         pkt.enqueued_at = t;
-        if self.passes(&pkt, t) {
+        if self.passes(pkt.size, t) {
             self.hot_backlog(t, 1);
             let emptied = self.hot.fifo_any;
             return self.transmit_lazy(pkt, t, ev, emptied);

@@ -89,10 +89,9 @@ impl Fifo {
     /// and it admits any packet when empty: `admits_any_when_empty`): counts the enqueue
     /// and the dequeue, without reading the queue or the limit.
     #[inline(always)]
-    pub(crate) fn count_pass(&mut self, pkt: &Packet) {
-        debug_assert!(self.q.is_empty() && admits_when_empty(self.limit, pkt.size));
-        self.stats.on_enqueue(pkt);
-        self.stats.on_dequeue(pkt);
+    pub(crate) fn count_pass(&mut self, size: u32) {
+        debug_assert!(self.q.is_empty() && admits_when_empty(self.limit, size));
+        self.stats.on_pass(size);
     }
 
     pub fn new(cfg: &FifoConfig, _ctx: BuildCtx) -> Self {
@@ -114,14 +113,14 @@ impl Qdisc for Fifo {
     /// packet through the queue. False (nothing done) unless the queue is empty and the
     /// packet fits.
     #[inline]
-    fn pass_through(&mut self, pkt: &Packet, _now: SimTime) -> bool {
+    fn pass_through(&mut self, size: u32, _now: SimTime) -> bool {
         if !self.q.is_empty() {
             return false;
         }
-        if !admits_when_empty(self.limit, pkt.size) {
+        if !admits_when_empty(self.limit, size) {
             return false;
         }
-        self.count_pass(pkt);
+        self.count_pass(size);
         true
     }
 

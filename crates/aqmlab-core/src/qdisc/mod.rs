@@ -183,6 +183,17 @@ pub struct QdiscStats {
 }
 
 impl QdiscStats {
+    /// A packet of `size` bytes passed through the empty queue (`Qdisc::pass_through`):
+    /// `on_enqueue` and `on_dequeue` of it.
+    #[inline(always)]
+    pub fn on_pass(&mut self, size: u32) {
+        self.arrivals += 1;
+        self.arrival_bytes += size as u64;
+        self.enqueued += 1;
+        self.enqueued_bytes += size as u64;
+        self.dequeued += 1;
+        self.dequeued_bytes += size as u64;
+    }
     /// The arriving packet was accepted into the queue.
     pub fn on_enqueue(&mut self, p: &Packet) {
         self.arrivals += 1;
@@ -325,8 +336,10 @@ pub trait Qdisc {
     /// packet then bypasses the queue. False (nothing done) otherwise. The default never
     /// takes the fast path; a qdisc may implement it only when an enqueue and dequeue on
     /// its empty queue change nothing but its stats (checked for every qdisc in
-    /// `proptests.rs`).
-    fn pass_through(&mut self, _pkt: &Packet, _now: SimTime) -> bool {
+    /// `proptests.rs`), so the packet's size (`size`) is all it may read. (Given the
+    /// size, not the packet: a borrow of the packet made the link copy it once more
+    /// when it then goes into the queue.)
+    fn pass_through(&mut self, _size: u32, _now: SimTime) -> bool {
         false
     }
     /// Whether `dequeue` on an empty queue changes nothing, at any instant (a plain FIFO,
@@ -469,8 +482,8 @@ macro_rules! qdisc_registry {
                 match self { $( AnyQdisc::$variant(q) => q.trace_vars(), )* }
             }
             #[inline]
-            fn pass_through(&mut self, pkt: &Packet, now: SimTime) -> bool {
-                match self { $( AnyQdisc::$variant(q) => q.pass_through(pkt, now), )* }
+            fn pass_through(&mut self, size: u32, now: SimTime) -> bool {
+                match self { $( AnyQdisc::$variant(q) => q.pass_through(size, now), )* }
             }
             fn empty_dequeue_is_noop(&self) -> bool {
                 match self { $( AnyQdisc::$variant(q) => q.empty_dequeue_is_noop(), )* }

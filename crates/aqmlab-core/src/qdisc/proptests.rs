@@ -265,7 +265,7 @@ fn run_pass_through(case: &Case, ops: &[Op]) -> Result<u64, TestCaseError> {
         case,
         ops,
         |a, b, oa, ob, p, now, ctx| {
-            if a.pass_through(&p, now) {
+            if a.pass_through(p.size, now) {
                 taken += 1;
                 prop_assert_eq!(b.enqueue(p, now, ob), Verdict::Enqueued, "{}", ctx);
                 prop_assert_eq!(b.dequeue(now, ob), Some(p), "{}", ctx);
