@@ -1,27 +1,36 @@
 //! `HugePageAlloc`: the global allocator of the `aqmlab-bench` binary and the Python
-//! extension, which puts the simulator's heap on transparent huge pages.
+//! extension, which puts a large simulation's hot heap on transparent huge pages.
 //!
 //! With thousands of flows the per-packet cost is memory-bound: a packet touches its
 //! connection's, its link's and its queue's lines, which lie on different 4 KiB pages,
 //! so the page walks cost as much as the cache misses. Where the kernel runs transparent
-//! huge pages in `madvise` mode (the common default), a heap gets 2 MiB pages only if
-//! its allocator asks for them. This allocator does, and packs the heap densely so that
-//! a small scenario's resident memory does not grow by much:
+//! huge pages in `madvise` mode (the common default), memory gets 2 MiB pages only if
+//! it asks for them. A huge page is resident as a whole, though, so it also makes
+//! resident whatever capacity around a block is reserved but never written (queues and
+//! series reserve room ahead). Hence:
 //!
-//! - Blocks of up to [`SMALL_MAX`] bytes (alignment up to 64) come from size classes
-//!   (16-byte steps up to 64 bytes, then four classes per power of two, each a multiple
-//!   of 64 bytes and 64-byte aligned). A class takes its blocks from its free list, else
-//!   carves one from the shared bump region: 2 MiB-aligned mappings of [`CHUNK`] bytes
-//!   advised with `MADV_HUGEPAGE`, touched only as far as they are carved. Freed blocks
-//!   go to their class's free list and are never returned to the system.
-//! - Larger blocks get their own mapping, 2 MiB-aligned and advised as well; `realloc`
-//!   between two such sizes moves the pages with `mremap` instead of copying.
+//! - Blocks of up to [`SMALL_MAX`] bytes (alignment up to 64) come from size classes:
+//!   16-byte steps up to 256 bytes, then eight classes per power of two; a class's
+//!   blocks are aligned to the largest power of two dividing its size, at most 64, so a
+//!   `repr(align(64))` structure fits its class. A class takes its blocks from its free
+//!   list, else carves one from a bump region of 2 MiB-aligned [`CHUNK`]-byte mappings,
+//!   touched only as far as they are carved. Freed blocks go to their class's free list
+//!   and are not returned to the system.
+//! - The classes up to [`COLD_ABOVE`] bytes (connections, flow and link state) carve
+//!   from one region; once it passes [`HUGE_AFTER`] bytes its mappings are advised
+//!   `MADV_HUGEPAGE` and the earlier ones collapsed into huge pages (`MADV_COLLAPSE`;
+//!   where the kernel cannot, its background scan does it later). A smaller heap stays
+//!   on 4 KiB pages: its page walks are cheap, and its resident memory is what matters.
+//! - The larger classes (the preallocated queue rings and series, written only as far
+//!   as they fill) carve from a second region that stays on 4 KiB pages.
+//! - Blocks over [`SMALL_MAX`] bytes get their own 2 MiB-aligned mapping, advised;
+//!   `realloc` between two such sizes moves the pages with `mremap` instead of copying.
 //! - Alignments above 64 bytes (above 2 MiB for the large blocks) go to the system
 //!   allocator. The route depends only on the layout, so `dealloc` finds it again.
 //!
 //! The simulator allocates per flow, link and series, not per packet (a 10,000-flow run
-//! makes a few hundred thousand allocations), so one spin lock around the classes costs
-//! nothing measurable. Off Linux, `HugePageAlloc` is the system allocator.
+//! makes a few hundred thousand allocations), so one spin lock around the classes is
+//! cheap. Off Linux, `HugePageAlloc` is the system allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -37,6 +46,8 @@ pub const CLASS_ALIGN: usize = 64;
 pub const CLASSES: usize = 112;
 /// The size-class heap moves to huge pages once its mappings would exceed this.
 pub const HUGE_AFTER: usize = 128 << 20;
+/// Classes above this size carve from their own region, which stays on 4 KiB pages.
+pub const COLD_ABOVE: usize = 8 << 10;
 
 /// The size class of a block of `size` bytes (`size <= SMALL_MAX`): 16-byte steps up to
 /// 256 bytes, then eight classes per power of two.
@@ -127,6 +138,9 @@ mod imp {
         /// The bump region: next free byte and end of the current chunk.
         next: usize,
         end: usize,
+        /// The bump region of the large classes, never advised.
+        cold_next: usize,
+        cold_end: usize,
         /// Whether new chunks are advised for huge pages.
         huge: bool,
         /// The chunks mapped before that, and how many.
@@ -148,6 +162,8 @@ mod imp {
             free: [ptr::null_mut(); CLASSES],
             next: 0,
             end: 0,
+            cold_next: 0,
+            cold_end: 0,
             huge: false,
             early: [0; EARLY],
             early_n: 0,
@@ -237,6 +253,19 @@ mod imp {
             if !head.is_null() {
                 s.free[class] = *(head as *mut *mut u8);
                 return (head, false);
+            }
+            if size > COLD_ABOVE {
+                let mut at = round_up(s.cold_next, align);
+                if s.cold_end == 0 || at + size > s.cold_end {
+                    let chunk = map(CHUNK, false);
+                    if chunk.is_null() {
+                        return (ptr::null_mut(), false);
+                    }
+                    at = chunk as usize;
+                    s.cold_end = at + CHUNK;
+                }
+                s.cold_next = at + size;
+                return (at as *mut u8, true);
             }
             let mut at = round_up(s.next, align);
             if s.end == 0 || at + size > s.end {
@@ -486,8 +515,9 @@ mod tests {
     #[test]
     fn blocks_keep_contents_when_the_heap_moves_to_huge_pages() {
         let a = HugePageAlloc;
-        let l = Layout::from_size_align(SMALL_MAX - 64, 64).unwrap();
-        let n = HUGE_AFTER / SMALL_MAX + 8;
+        // the largest class of the region that moves, past its threshold
+        let l = Layout::from_size_align(COLD_ABOVE - 64, 64).unwrap();
+        let n = (HUGE_AFTER + CHUNK) / COLD_ABOVE;
         let blocks: Vec<*mut u8> = (0..n).map(|_| unsafe { a.alloc(l) }).collect();
         for (i, &p) in blocks.iter().enumerate() {
             assert!(!p.is_null());
