@@ -25,8 +25,12 @@
 //!   as they fill) carve from a second region that stays on 4 KiB pages.
 //! - Blocks over [`SMALL_MAX`] bytes get their own 2 MiB-aligned mapping, advised;
 //!   `realloc` between two such sizes moves the pages with `mremap` instead of copying.
-//! - Alignments above 64 bytes (above 2 MiB for the large blocks) go to the system
-//!   allocator. The route depends only on the layout, so `dealloc` finds it again.
+//! - Alignments above 64 bytes (above 4 KiB for the large blocks: `mremap` may move a
+//!   mapping to any page) go to the system allocator. The route depends only on the
+//!   layout, so `dealloc` finds it again.
+//! - A `fork` waits until no other thread is inside the allocator (`pthread_atfork`
+//!   handlers take the lock before and release it after, in parent and child), so a
+//!   child process (a sweep's pool worker) never inherits a held lock.
 //!
 //! The simulator allocates per flow, link and series, not per packet (a 10,000-flow run
 //! makes a few hundred thousand allocations), so one spin lock around the classes is
@@ -40,6 +44,8 @@ pub const SMALL_MAX: usize = 1 << 20;
 pub const CHUNK: usize = 32 << 20;
 /// The transparent huge page size the mappings are aligned to.
 pub const HUGE_PAGE: usize = 2 << 20;
+/// The page size: what `mremap` keeps of a large block's alignment.
+pub const PAGE: usize = 4096;
 /// The largest alignment a size class guarantees.
 pub const CLASS_ALIGN: usize = 64;
 /// The number of size classes.
@@ -93,7 +99,7 @@ fn route(layout: Layout) -> Route {
         } else {
             Route::System
         }
-    } else if align <= HUGE_PAGE {
+    } else if align <= PAGE {
         Route::Large
     } else {
         Route::System
@@ -146,6 +152,8 @@ mod imp {
         /// The chunks mapped before that, and how many.
         early: [usize; EARLY],
         early_n: usize,
+        /// Whether the `fork` handlers are registered (on the first allocation).
+        fork_handlers: bool,
     }
 
     struct Heap {
@@ -167,10 +175,11 @@ mod imp {
             huge: false,
             early: [0; EARLY],
             early_n: 0,
+            fork_handlers: false,
         }),
     };
 
-    fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    fn lock() {
         while HEAP
             .lock
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -178,10 +187,41 @@ mod imp {
         {
             std::hint::spin_loop();
         }
-        // SAFETY: the lock is held, so this is the only reference to the state.
-        let r = f(unsafe { &mut *HEAP.state.get() });
+    }
+
+    fn unlock() {
         HEAP.lock.store(false, Ordering::Release);
+    }
+
+    extern "C" fn fork_prepare() {
+        lock();
+    }
+
+    extern "C" fn fork_after() {
+        unlock();
+    }
+
+    fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+        lock();
+        // SAFETY: the lock is held, so this is the only reference to the state.
+        let s = unsafe { &mut *HEAP.state.get() };
+        if !s.fork_handlers {
+            s.fork_handlers = true;
+            // SAFETY: plain functions without state; glibc keeps the registration in its
+            // own memory, so this does not re-enter the allocator.
+            unsafe {
+                libc::pthread_atfork(Some(fork_prepare), Some(fork_after), Some(fork_after));
+            }
+        }
+        let r = f(s);
+        unlock();
         r
+    }
+
+    /// Holds the allocator's lock for `d` (tests: a fork in the meantime must wait).
+    #[cfg(test)]
+    pub(super) fn hold_lock_for(d: std::time::Duration) {
+        with_state(|_| std::thread::sleep(d));
     }
 
     fn round_up(x: usize, to: usize) -> usize {
@@ -398,6 +438,9 @@ mod tests {
         assert_eq!(r(100, 128), Route::System);
         assert_eq!(r(SMALL_MAX, 8), Route::Class(CLASSES - 1));
         assert_eq!(r(SMALL_MAX + 1, 8), Route::Large);
+        assert_eq!(r(SMALL_MAX + 1, PAGE), Route::Large);
+        // `mremap` keeps only page alignment, so a larger one is the system's
+        assert_eq!(r(SMALL_MAX + 1, 2 * PAGE), Route::System);
         assert_eq!(r(SMALL_MAX + 1, 4 * HUGE_PAGE), Route::System);
     }
 
@@ -536,5 +579,47 @@ mod tests {
 
     fn check_zero(p: *const u8, n: usize) {
         assert!((0..n).all(|i| unsafe { *p.add(i) } == 0));
+    }
+
+    /// A fork while another thread is inside the allocator waits for it: the child can
+    /// allocate (it would spin for ever on an inherited held lock).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_fork_does_not_inherit_a_held_lock() {
+        use std::time::{Duration, Instant};
+        let a = HugePageAlloc;
+        let l = Layout::from_size_align(48, 8).unwrap();
+        // registers the fork handlers
+        unsafe { a.dealloc(a.alloc(l), l) };
+        let holder = std::thread::spawn(|| super::imp::hold_lock_for(Duration::from_millis(200)));
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: the child only allocates, frees and exits without unwinding.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            unsafe {
+                let p = a.alloc(l);
+                a.dealloc(p, l);
+                libc::_exit(if p.is_null() { 1 } else { 0 });
+            }
+        }
+        let start = Instant::now();
+        let mut status = 0;
+        loop {
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                panic!(
+                    "the child did not finish allocating: the allocator's lock was inherited held"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        holder.join().unwrap();
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
     }
 }
