@@ -26,8 +26,9 @@
 //!   the time-series bins (`ceil(duration / bin)` per flow and 4 series per link); the
 //!   samples (probe RTTs, one-way delays, TCP traces, qdisc traces, packet traces); and
 //!   the packets that can wait in queues (each link's qdisc `limit`, or what arrives).
-//!   The per-item costs were measured with `benchmarks/resources.py` (maximum RSS of
-//!   `aqmlab.run` while growing one dimension) and rounded up.
+//!   The per-item costs were measured as the maximum RSS of `aqmlab.run` while growing
+//!   one dimension, and rounded up; `benchmarks/estimate_accuracy.py` compares the whole
+//!   estimate with the peak RSS and events of measured runs of many shapes.
 //!
 //! A scenario whose estimate is over its [`Budget`] is refused with a [`ScenarioError`]
 //! naming the field that dominates the estimate (e.g. `run.bin`, `run.duration`,
