@@ -141,19 +141,52 @@ mod imp {
     struct State {
         /// Head of each class's free list (the next pointer is a freed block's first word).
         free: [*mut u8; CLASSES],
-        /// The bump region: next free byte and end of the current chunk.
+        /// The bump region of the classes up to [`COLD_ABOVE`].
+        hot: Bump,
+        /// The bump region of the large classes, never advised.
+        cold: Bump,
+        /// The hot region's move to huge pages.
+        early: Early,
+        /// Whether the `fork` handlers are registered (on the first allocation).
+        fork_handlers: bool,
+    }
+
+    /// A bump region: the next free byte and the end of the current chunk (0: none yet).
+    struct Bump {
         next: usize,
         end: usize,
-        /// The bump region of the large classes, never advised.
-        cold_next: usize,
-        cold_end: usize,
+    }
+
+    impl Bump {
+        /// `size` bytes at `align`, from a new chunk `chunk(next)` (null: out of memory)
+        /// when the current one cannot hold them.
+        fn carve(
+            &mut self,
+            size: usize,
+            align: usize,
+            chunk: impl FnOnce(usize) -> *mut u8,
+        ) -> *mut u8 {
+            let mut at = round_up(self.next, align);
+            if self.end == 0 || at + size > self.end {
+                let c = chunk(self.next);
+                if c.is_null() {
+                    return ptr::null_mut();
+                }
+                at = c as usize;
+                self.end = at + CHUNK;
+            }
+            self.next = at + size;
+            at as *mut u8
+        }
+    }
+
+    /// The hot region's chunks before it moves to huge pages.
+    struct Early {
         /// Whether new chunks are advised for huge pages.
         huge: bool,
         /// The chunks mapped before that, and how many.
-        early: [usize; EARLY],
-        early_n: usize,
-        /// Whether the `fork` handlers are registered (on the first allocation).
-        fork_handlers: bool,
+        chunks: [usize; EARLY],
+        n: usize,
     }
 
     struct Heap {
@@ -168,13 +201,13 @@ mod imp {
         lock: AtomicBool::new(false),
         state: UnsafeCell::new(State {
             free: [ptr::null_mut(); CLASSES],
-            next: 0,
-            end: 0,
-            cold_next: 0,
-            cold_end: 0,
-            huge: false,
-            early: [0; EARLY],
-            early_n: 0,
+            hot: Bump { next: 0, end: 0 },
+            cold: Bump { next: 0, end: 0 },
+            early: Early {
+                huge: false,
+                chunks: [0; EARLY],
+                n: 0,
+            },
             fork_handlers: false,
         }),
     };
@@ -260,18 +293,18 @@ mod imp {
     }
 
     fn large_len(size: usize) -> usize {
-        round_up(size, 4096)
+        round_up(size, PAGE)
     }
 
-    /// A new chunk for the bump region. Past [`HUGE_AFTER`] the heap moves to huge
-    /// pages: the new chunk is advised, and so are the earlier ones, whose touched part
-    /// is collapsed into huge pages at once (where the kernel cannot, its background
-    /// scan does it later).
-    unsafe fn new_chunk(s: &mut State) -> *mut u8 {
-        if !s.huge && s.early_n == EARLY {
+    /// A new chunk for the hot bump region, whose next free byte is `next`. Past
+    /// [`HUGE_AFTER`] the heap moves to huge pages: the new chunk is advised, and so are
+    /// the earlier ones, whose touched part is collapsed into huge pages at once (where
+    /// the kernel cannot, its background scan does it later).
+    unsafe fn new_chunk(s: &mut Early, next: usize) -> *mut u8 {
+        if !s.huge && s.n == EARLY {
             s.huge = true;
-            for (i, &c) in s.early.iter().enumerate() {
-                let used = if i + 1 == EARLY { s.next - c } else { CHUNK };
+            for (i, &c) in s.chunks.iter().enumerate() {
+                let used = if i + 1 == EARLY { next - c } else { CHUNK };
                 let p = c as *mut libc::c_void;
                 libc::madvise(p, CHUNK, libc::MADV_HUGEPAGE);
                 libc::madvise(p, round_up(used, HUGE_PAGE), MADV_COLLAPSE);
@@ -279,8 +312,8 @@ mod imp {
         }
         let chunk = map(CHUNK, s.huge);
         if !chunk.is_null() && !s.huge {
-            s.early[s.early_n] = chunk as usize;
-            s.early_n += 1;
+            s.chunks[s.n] = chunk as usize;
+            s.n += 1;
         }
         chunk
     }
@@ -294,30 +327,13 @@ mod imp {
                 s.free[class] = *(head as *mut *mut u8);
                 return (head, false);
             }
-            if size > COLD_ABOVE {
-                let mut at = round_up(s.cold_next, align);
-                if s.cold_end == 0 || at + size > s.cold_end {
-                    let chunk = map(CHUNK, false);
-                    if chunk.is_null() {
-                        return (ptr::null_mut(), false);
-                    }
-                    at = chunk as usize;
-                    s.cold_end = at + CHUNK;
-                }
-                s.cold_next = at + size;
-                return (at as *mut u8, true);
-            }
-            let mut at = round_up(s.next, align);
-            if s.end == 0 || at + size > s.end {
-                let chunk = new_chunk(s);
-                if chunk.is_null() {
-                    return (ptr::null_mut(), false);
-                }
-                at = chunk as usize;
-                s.end = at + CHUNK;
-            }
-            s.next = at + size;
-            (at as *mut u8, true)
+            let p = if size > COLD_ABOVE {
+                s.cold.carve(size, align, |_| map(CHUNK, false))
+            } else {
+                let early = &mut s.early;
+                s.hot.carve(size, align, |next| new_chunk(early, next))
+            };
+            (p, !p.is_null())
         })
     }
 
