@@ -287,14 +287,8 @@ impl Simulator {
                         self.deliver(at, pkt);
                     }
                 } else {
-                    // (`deliver` written out: a forwarded packet goes to `Net::send`
-                    // without passing through `deliver`'s out-of-line frame)
                     let pkt = link.arrive(now, &mut self.net.events);
-                    if pkt.dst == at {
-                        self.deliver_here(pkt);
-                    } else {
-                        self.net.send(at, pkt);
-                    }
+                    self.deliver(at, pkt);
                     self.net.fold_if_owed(l as usize);
                 }
             }
