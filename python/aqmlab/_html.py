@@ -20,10 +20,20 @@ def _e(x: Any) -> str:
 
 
 def _num(v: Any, scale: float = 1.0, digits: int | None = None) -> str:
+    if v is None:  # a column of a `run --out` Parquet table holds None where a kind has no value
+        return "–"
     try:
         return fmt_num(float(v) * scale, digits)
     except (TypeError, ValueError):
         return _e(v)
+
+
+def _given(v: Any) -> bool:
+    """Whether `v` is a number (not None, not NaN)."""
+    try:
+        return v is not None and float(v) == float(v)
+    except (TypeError, ValueError):
+        return False
 
 
 def _table(cols: list[tuple[str, str]], rows: list[dict], total: int, what: str) -> str:
@@ -34,23 +44,32 @@ def _table(cols: list[tuple[str, str]], rows: list[dict], total: int, what: str)
 
 
 def result_html(res: Any) -> str:
-    """A run: name, length, seed, warnings, then its flows (goodput, loss, RTT, one-way
-    delay) and its busy queues (utilisation, drops, sojourn), :data:`ROWS` rows each."""
+    """A run: name, length, seed, warnings, then its flows (goodput, loss, RTT — a TCP
+    flow's the sender's mean smoothed RTT, as ``aqmlab run`` prints it —, one-way delay
+    and, with VoIP flows, the E-model R) and its busy queues (utilisation, drops,
+    sojourn), :data:`ROWS` rows each."""
     parts = [f"<b>aqmlab run</b> <code>{_e(res.name or 'scenario')}</code>: {res.duration:g} s simulated "
              f"(statistics after {res.warmup:g} s warm-up), seed {res.seed}, {res.events} events"]
     for w in res.warnings:
         parts.append(f"<br><span style='color:#8b4000'>warning: {_e(w)}</span>")
     f = res.flows
     rows = []
+    any_tcp = False
     for _, r in f.head(ROWS).iterrows():
+        rtt = r.get("rtt_mean")
+        if not _given(rtt) and _given(r.get("srtt_mean")):
+            rtt, any_tcp = r.get("srtt_mean"), True  # a TCP flow: its sender's mean smoothed RTT
         rows.append({
             "name": _e(r["name"]), "kind": _e(r["kind"]), "path": _e(f"{r['src']} → {r['dst']}"),
             "goodput": _num(r.get("goodput_bps"), 1e-6), "loss": _num(r.get("loss_rate"), 100),
-            "rtt": _num(r.get("rtt_mean"), 1e3), "owd": _num(r.get("owd_mean"), 1e3),
+            "rtt": _num(rtt, 1e3), "owd": _num(r.get("owd_mean"), 1e3), "r": _num(r.get("r_value"), digits=1),
         })
-    parts.append("<h4>flows</h4>" + _table([("flow", "name"), ("kind", "kind"), ("path", "path"), ("goodput (Mbit/s)", "goodput"),
-                                            ("loss (%)", "loss"), ("RTT mean (ms)", "rtt"), ("one-way delay mean (ms)", "owd")],
-                                           rows, len(f), "flows"))
+    cols = [("flow", "name"), ("kind", "kind"), ("path", "path"), ("goodput (Mbit/s)", "goodput"),
+            ("loss (%)", "loss"), ("RTT mean (ms)", "rtt"), ("one-way delay mean (ms)", "owd")]
+    if "r_value" in f.columns and f["r_value"].map(_given).any():
+        cols.append(("VoIP R (E-model)", "r"))
+    note = "<p><small>RTT of a TCP flow: its sender's mean smoothed RTT (srtt).</small></p>" if any_tcp else ""
+    parts.append("<h4>flows</h4>" + _table(cols, rows, len(f), "flows") + note)
     q = res.queues
     if "arrivals" in q.columns:
         q = q[q["arrivals"] > 0]

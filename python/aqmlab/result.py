@@ -268,8 +268,11 @@ class Result:
         n = n_all if max_rows is None else min(n_all, max_rows)
         srtt = fl.get("srtt_mean")
         has_rtt, has_owd = "rtt_mean" in fl or srtt is not None, "owd_mean" in fl
+        r_value = fl.get("r_value")
+        has_r = r_value is not None and any(v is not None and v == v for v in r_value[:n])
         flow_cols = ["flow", "kind", "path", "goodput Mbit/s", "sent", "delivered", "lost"]
-        lat_cols = ["loss %"] + (["rtt mean ms", "rtt p99 ms"] if has_rtt else []) + (["owd mean ms", "owd p99 ms"] if has_owd else [])
+        lat_cols = (["loss %"] + (["rtt mean ms", "rtt p99 ms"] if has_rtt else []) + (["owd mean ms", "owd p99 ms"] if has_owd else [])
+                    + (["voip R"] if has_r else []))
         flow_rows, lat_rows = [], []
         probes = fl.get("probes_sent")
         segs = fl.get("segments_sent")
@@ -302,6 +305,8 @@ class Result:
                 lat += [_fmt(mean * 1e3, 3), _fmt(p99 * 1e3, 3)]
             if has_owd:
                 lat += [_fmt(fl["owd_mean"][i] * 1e3, 3), _fmt(fl["owd_p99"][i] * 1e3, 3)]
+            if has_r:
+                lat.append(_fmt(r_value[i], 1))
             lat_rows.append(lat)
 
         q = self._raw["queues"]
@@ -344,6 +349,8 @@ class Result:
                "lost = packets dropped in either direction (they do not add up; retransmits are in --json), rtt mean = the sender's "
                "mean smoothed RTT (srtt)" if any_tcp else "")
             + ("; probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" if any_probe else "")
+            + ("; voip R = the call's E-model R (ITU-T G.109: above 80 users satisfied, below 60 nearly all "
+               "dissatisfied)" if has_r else "")
             + ("; * a shaper's rate (htb/tbf), which util % is relative to" if any_shaped else ""),
             style="dim",
         )

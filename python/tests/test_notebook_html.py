@@ -4,6 +4,7 @@ axes and measures; names are escaped."""
 from __future__ import annotations
 
 import aqmlab
+from aqmlab._fmt import fmt_num
 from aqmlab._html import ROWS
 
 SCENARIO = """\
@@ -37,3 +38,39 @@ def test_store_html_lists_experiments(synth):
     for exp, g in runs.groupby("experiment"):
         assert f"<td>{exp}</td><td>{len(g)}</td>" in page
     assert "qdisc: " in page and "wall_seconds" not in page
+
+
+VOIP_TCP = """\
+[run]
+name = "call"
+duration = "4s"
+warmup = "1s"
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+[[flow]]
+kind = "bulk"
+from = "server0"
+to = "client0"
+[[flow]]
+kind = "voip"
+from = "client0"
+to = "server0"
+"""
+
+
+def test_result_html_shows_tcp_srtt_and_voip_r_never_none(tmp_path):
+    """A TCP flow's RTT cell is its sender's mean smoothed RTT (as `aqmlab run` prints),
+    a VoIP flow gets its E-model R, and a missing number is "–", never "None" — also in
+    the report of a `run --out` folder, whose Parquet tables hold None for them."""
+    from aqmlab import report
+
+    res = aqmlab.run(VOIP_TCP)
+    bulk = res.flows.set_index("name").loc["bulk0"]
+    voip = res.flows.set_index("name").loc["voip1"]
+    res.write_parquet(tmp_path / "run")
+    for page in (res._repr_html_(), report.write_run_report(tmp_path / "run").read_text()):
+        assert "None" not in page
+        assert "VoIP R" in page
+        assert f"<td>{fmt_num(bulk['srtt_mean'] * 1e3)}</td>" in page and "sender's mean smoothed RTT" in page
+        assert f"<td>{voip['r_value']:.1f}</td>" in page

@@ -117,3 +117,30 @@ def test_a_tcp_flows_rtt_column_is_its_senders_mean_srtt():
     assert srtt >= 0.020
     assert f"{srtt * 1e3:.3f}" in row[-2]
     assert "rtt mean = the sender's mean smoothed RTT (srtt)" in " ".join(out.split())
+
+
+def test_a_voip_flow_shows_its_e_model_r():
+    """A VoIP call's quality is its E-model R: the flows table has a `voip R` column with
+    it (and "–" for the other flows), and the footer says what it is; without a VoIP
+    flow there is no such column."""
+    text = ('[run]\nduration = "4s"\nwarmup = "1s"\n[dumbbell]\nrate = "10Mbit"\ndelay = "5ms"\n'
+            '[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\n'
+            '[[flow]]\nkind = "voip"\nfrom = "client0"\nto = "server0"\n')
+    res = aqmlab.run(text)
+    r = res.flows.set_index("name").loc["voip1", "r_value"]
+    assert 50 < r < 94.3
+    for width in (200, 80):
+        out = _render(res, width)
+        # the last column's header (at 80 columns folded over two lines: "voip" above "R")
+        lines = out.splitlines()
+        rule = next(i for i, ln in enumerate(lines) if ln.startswith("━") and "voip1" in "".join(lines[i:i + 4]) and "┃" in lines[i - 1]
+                    and "loss" in "".join(lines[i - 2:i]))
+        head = [ln.split("┃")[-1].strip() for ln in lines[rule - 2:rule] if "┃" in ln]
+        assert " ".join(h for h in head if h) == "voip R"
+        voip = next(ln for ln in out.splitlines() if ln.startswith("voip1") and f"{r:.1f}" in ln)
+        assert voip.split("│")[-1].strip() == f"{r:.1f}"
+        bulk = [ln for ln in out.splitlines() if ln.startswith("bulk0")][-1]
+        assert bulk.split("│")[-1].strip() == "–"
+        assert "voip R = the call's E-model R" in " ".join(out.split())
+    plain = aqmlab.run(text.rsplit("[[flow]]", 1)[0])
+    assert "voip R" not in _render(plain, 200)
