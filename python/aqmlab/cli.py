@@ -1132,8 +1132,8 @@ def report_cmd(store: str, out_html: str | None, jobs: int | None, formats: tupl
 @click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of PNG figures.")
 def plot_cmd(store: str, out: str | None, jobs: int | None, formats: tuple[str, ...], dpi: int) -> None:
     """Render every figure and table the study defines; for an `aqmlab run --out DIR`
-    folder, the run's goodput per flow, queueing delay and probe RTT over time (one
-    figure, run.FORMAT).
+    folder, the run's goodput per flow, queueing delay and probe RTT (without probes,
+    the VoIP packets' one-way delay) over time (one figure, run.FORMAT).
 
     \b
     Examples:
@@ -1176,8 +1176,9 @@ def plot_cmd(store: str, out: str | None, jobs: int | None, formats: tuple[str, 
 @click.option("--dpi", type=click.IntRange(min=20, max=1200), default=110, show_default=True, help="Resolution of a PNG figure.")
 def compare_cmd(sources: tuple[str, ...], out: str, names: tuple[str, ...], dpi: int) -> None:
     """Compare `aqmlab run --out` folders and/or result stores in one figure: the CDF
-    of the latency probes' RTT, total TCP goodput per direction, total goodput and the
-    busiest queue's delay over time, each source labelled by its name.
+    of the latency probes' RTT (when no source has probes, of the VoIP packets' one-way
+    delay), total TCP goodput per direction, total goodput and the busiest queue's delay
+    over time, each source labelled by its name.
 
     \b
     Example:

@@ -95,3 +95,48 @@ def test_report_of_a_run_folder(two_runs):
     page = (two_runs / "fifo" / "report.html").read_text()
     assert r.stdout.strip() == str(two_runs / "fifo" / "report.html")
     assert "data:image/png;base64," in page and "goodput (Mbit/s)" in page and "<td>rrul_be0.icmp</td>" in page
+
+
+CALL = """\
+[run]
+duration = "4s"
+warmup = "1s"
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+qdisc = { kind = "QDISC" }
+[[flow]]
+kind = "bulk"
+from = "client0"
+to = "server0"
+[[flow]]
+kind = "voip"
+from = "client0"
+to = "server0"
+"""
+
+
+def test_a_run_without_probes_shows_its_voip_delay_and_keeps_the_time_axis():
+    """No ping or udp_rr: the latency panel draws the VoIP packets' one-way delay (ms),
+    sample for sample, and `compare` its CDF; with neither probes nor VoIP the empty
+    bottom panel still numbers the shared time axis."""
+    runs = {q: aqmlab.run(CALL.replace("QDISC", q)) for q in ("fifo", "fq_codel")}
+    fig = runs["fifo"].plot()
+    lat = fig.axes[2]
+    assert lat.get_ylabel() == "one-way delay (ms)" and "VoIP" in lat.get_title()
+    (line,) = lat.lines
+    s = runs["fifo"].samples
+    want = s[(s["entity"] == "voip1") & (s["metric"] == "owd")].sort_values("t")["value"].to_numpy() * 1e3
+    assert line.get_label() == "voip1" and np.asarray(line.get_ydata()) == pytest.approx(want)
+    cdf = plots.plot_compare(list(runs.values()), names=list(runs)).axes[0]
+    assert cdf.get_xlabel() == "VoIP one-way delay (ms)" and [ln.get_label() for ln in cdf.lines] == ["fifo", "fq_codel"]
+    # the upload fills the FIFO in front of the call; fq_codel keeps the call's delay low
+    med = {ln.get_label(): np.interp(0.5, ln.get_ydata(), ln.get_xdata()) for ln in cdf.lines}
+    assert med["fifo"] > 3 * med["fq_codel"]
+
+    bare = aqmlab.run(CALL.replace("QDISC", "fifo").rsplit("[[flow]]", 1)[0])
+    fig = bare.plot()
+    fig.canvas.draw()
+    bottom = fig.axes[2]
+    assert bottom.get_xlabel() == "time (s)"
+    assert [t.get_text() for t in bottom.get_xticklabels() if t.get_visible() and t.get_text()], "the time axis has no numbers"

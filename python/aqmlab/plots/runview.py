@@ -2,10 +2,12 @@
 
 - :func:`plot_run`: one run (an :class:`aqmlab.Result` or an ``aqmlab run --out DIR``
   folder) in stacked panels over time, like Flent's ``all_scaled``: each flow's goodput,
-  each busy queue's delay and the latency probes' RTT, with units.
+  each busy queue's delay and the latency probes' RTT (without probes, the VoIP packets'
+  one-way delay), with units.
 - :func:`plot_compare`: several runs or result stores side by side, each labelled by its
-  name: the CDF of the probes' RTT, total TCP goodput per direction, total goodput over
-  time and the busiest queue's delay over time.
+  name: the CDF of the probes' RTT (when no run has probes, of the VoIP packets' one-way
+  delay), total TCP goodput per direction, total goodput over time and the busiest
+  queue's delay over time.
 
 ``aqmlab plot RUNDIR`` and ``aqmlab compare A B [C …]`` draw these.
 """
@@ -89,7 +91,7 @@ def load_source(src: Any, name: str | None = None) -> RunData:
         series = store_data.scan(st, "series", ["kind", "entity", "metric", "t", "value"],
                                  [("metric", "in", ["goodput_bps", "sojourn_mean"])])
         samples = store_data.scan(st, "samples", ["kind", "entity", "metric", "t", "value"],
-                                  [("kind", "==", "flow"), ("metric", "==", "rtt")])
+                                  [("kind", "==", "flow"), ("metric", "in", ["rtt", "owd"])])
         return RunData(label, store_data.scan(st, "flows"), store_data.scan(st, "queues"), series, samples, len(runs))
     raise ValueError(f"{d}: neither an `aqmlab run --out` folder (no flows.parquet) nor a result store (no runs/ folder)")
 
@@ -108,6 +110,22 @@ def _probe_rtts(data: RunData) -> pd.DataFrame:
     s = s[(s["kind"] == "flow") & (s["metric"] == "rtt")]
     probes = _probe_names(data.flows)
     return s[s["entity"].astype(str).isin(probes)] if probes else s.iloc[0:0]
+
+
+def _voip_owds(data: RunData) -> pd.DataFrame:
+    """One-way delay samples of the VoIP flows, with columns run_id, entity, t, value: the
+    latency a run without probes still shows (a call's delay)."""
+    s, f = data.samples, data.flows
+    if s.empty or "metric" not in s.columns or f.empty or "kind" not in f.columns:
+        return pd.DataFrame(columns=["run_id", "entity", "t", "value"])
+    calls = set(f.loc[f["kind"].astype(str) == "voip", "name"].astype(str))
+    s = s[(s["kind"] == "flow") & (s["metric"] == "owd")]
+    return s[s["entity"].astype(str).isin(calls)] if calls else s.iloc[0:0]
+
+
+def _latency(data: RunData, voip: bool) -> pd.DataFrame:
+    """The probes' RTT samples, or with `voip` the VoIP flows' one-way delays."""
+    return _voip_owds(data) if voip else _probe_rtts(data)
 
 
 def _wants_log(values: np.ndarray) -> bool:
@@ -153,7 +171,8 @@ def _goodput_lines(data: RunData) -> tuple[dict[str, pd.DataFrame], str]:
 def plot_run(src: Any, title: str | None = None, width: float = 9.0) -> Figure:
     """One run over time in three stacked panels sharing the time axis: goodput of each
     flow (Mbit/s), delay of each queue that held packets (ms, the per-bin mean sojourn),
-    RTT of the latency probes (ms). `src`: an :class:`aqmlab.Result`, an ``aqmlab run
+    RTT of the latency probes (ms; in a run without probes, the one-way delay of its VoIP
+    flows' packets). `src`: an :class:`aqmlab.Result`, an ``aqmlab run
     --out`` folder or a :class:`RunData`. Delay panels spanning more than 2 decades
     are logarithmic."""
     data = load_source(src)
@@ -200,9 +219,10 @@ def plot_run(src: Any, title: str | None = None, width: float = 9.0) -> Figure:
         "queueing delay (mean per bin)" + (f"; {idle} queues below 1 % of the longest delay not shown" if not q.empty and idle else ""),
         fontsize=10,
     )
-    # 3. probe RTT
+    # 3. probe RTT; without probes, the VoIP calls' one-way delay
     ax = axes[2]
-    r = _probe_rtts(data)
+    voip = _probe_rtts(data).empty and not _voip_owds(data).empty
+    r = _latency(data, voip)
     if not r.empty:
         names = list(dict.fromkeys(r["entity"].astype(str)))
         styles = _styles(names)
@@ -211,17 +231,19 @@ def plot_run(src: Any, title: str | None = None, width: float = 9.0) -> Figure:
             ax.plot(d["t"], d["value"] * 1e3, label=n, linewidth=0.9, **_marked(styles, names, n, len(d)))
         if _wants_log(r["value"].to_numpy(dtype=float) * 1e3):
             ax.set_yscale("log")
-        ax.set_ylabel("RTT (ms)")
-        _legend_right(ax, "probe")
+        ax.set_ylabel("one-way delay (ms)" if voip else "RTT (ms)")
+        _legend_right(ax, "VoIP flow" if voip else "probe")
     else:
-        _no_data(ax, "no latency probes (ping, udp_rr) in this run")
-    ax.set_title("latency probes' round-trip time", fontsize=10)
+        _no_data(ax, "no latency probes (ping, udp_rr) or VoIP flows in this run")
+        # the panel's own tick labels went with its data; the time axis keeps its numbers
+        ax.tick_params(bottom=True, labelbottom=True)
+    ax.set_title("VoIP packets' one-way delay (no latency probes in this run)" if voip else "latency probes' round-trip time", fontsize=10)
     axes[2].set_xlabel("time (s)")
     for a in axes:
         a.grid(alpha=0.3)
         if data.warmup:
             a.axvspan(0, data.warmup, color="0.9", zorder=0)
-    head = title or f"{data.name}: goodput, queueing delay and probe RTT over time"
+    head = title or f"{data.name}: goodput, queueing delay and {'VoIP one-way delay' if voip else 'probe RTT'} over time"
     sub = f"{data.duration:g} s run" if data.duration else ""
     if data.warmup:
         sub += f", warm-up {data.warmup:g} s shaded"
@@ -242,7 +264,8 @@ def _labels(names: list[str]) -> list[str]:
 def plot_compare(sources: list[Any], names: list[str] | None = None, title: str | None = None) -> Figure:
     """Runs or result stores side by side, one colour, line style and marker each, each
     labelled by its name (the folder's name unless `names` are given): the CDF of the
-    latency probes' RTT (all runs pooled), total TCP goodput per direction (mean over the
+    latency probes' RTT (all runs pooled; when no run has probes, of the VoIP packets'
+    one-way delay), total TCP goodput per direction (mean over the
     runs with each run as a dot), total goodput over time and the delay of the busiest
     queue over time (mean over the runs)."""
     if len(sources) < 2:
@@ -254,10 +277,11 @@ def plot_compare(sources: list[Any], names: list[str] | None = None, title: str 
     colors = _colors(labels)
     fig = Figure(figsize=(11, 7.5), layout="constrained")
     (a_cdf, a_bar), (a_ts, a_q) = fig.subplots(2, 2)
-    # RTT CDF
+    # RTT CDF; when no run has latency probes, the CDF of the VoIP packets' one-way delay
+    voip = all(_probe_rtts(d).empty for d in datas) and any(not _voip_owds(d).empty for d in datas)
     allv = []
     for lab, d in zip(labels, datas):
-        v = _probe_rtts(d)["value"].to_numpy(dtype=float) * 1e3
+        v = _latency(d, voip)["value"].to_numpy(dtype=float) * 1e3
         x, p = metrics.ecdf(v)
         if x.size:
             a_cdf.step(np.r_[x[0], x], np.r_[0.0, p], where="post", label=lab, linewidth=1.3, **_marked(styles, labels, lab, x.size + 1))
@@ -265,12 +289,13 @@ def plot_compare(sources: list[Any], names: list[str] | None = None, title: str 
     if allv:
         if _wants_log(np.concatenate(allv)):
             a_cdf.set_xscale("log")
-        a_cdf.set_xlabel("probe RTT (ms)")
+        a_cdf.set_xlabel("VoIP one-way delay (ms)" if voip else "probe RTT (ms)")
         a_cdf.set_ylabel("cumulative probability")
         a_cdf.set_ylim(0, 1.02)
     else:
-        _no_data(a_cdf, "no latency probes (ping, udp_rr)")
-    a_cdf.set_title("RTT of the latency probes (CDF)", fontsize=10)
+        _no_data(a_cdf, "no latency probes (ping, udp_rr) or VoIP flows")
+    a_cdf.set_title("one-way delay of the VoIP packets (CDF; no latency probes)" if voip else "RTT of the latency probes (CDF)",
+                    fontsize=10)
     # goodput bars per direction
     ways = ["down", "up"]
     width = 0.8 / len(datas)
