@@ -939,6 +939,9 @@ def _sweep(
     except StoreMismatch as e:
         _fail(str(e), EXIT_BAD_INPUT)
         return
+    except KeyboardInterrupt:
+        _fail(_interrupted_sweep(out_dir, runs), EXIT_INTERRUPTED)
+        return
     finally:
         if client is not None:
             client.close()
@@ -961,6 +964,19 @@ def _sweep(
             "failed ones",
             EXIT_INTERNAL,
         )
+
+
+def _interrupted_sweep(out_dir: Path, runs: list) -> str:
+    """What an interrupted sweep leaves: how many of its runs the store holds, and how to
+    go on (the same command resumes; finished runs are not run again)."""
+    from aqmlab.store.meta import finished_runs
+
+    try:
+        done = len(finished_runs(out_dir) & {r.run_id for r in runs})
+        kept = f"{done} of {len(runs)} runs are stored in {out_dir}"
+    except Exception:  # noqa: BLE001 - the store unreadable mid-write: say what is certain
+        kept = f"the finished runs are stored in {out_dir}"
+    return f"interrupted: {kept}; run the same command again to resume (finished runs are not run again)"
 
 
 def _report_study(full: Any, ran: Any, st: Any, only: bool) -> Any:

@@ -261,3 +261,35 @@ def test_list_studies_from_a_directory(tmp_path):
     assert names == sorted(names)
     v = subprocess.run([sys.executable, "-m", "aqmlab", "list", "studies", "-v"], capture_output=True, text=True, env=env, timeout=60)
     assert any(line.startswith("saturated-tcp") and line.endswith("bulk TCP flows through each AQM") for line in v.stdout.splitlines())
+
+
+def test_an_interrupted_sweep_says_what_it_kept_and_how_to_resume(tmp_path):
+    """Ctrl-C during `aqmlab sweep`: exit 130 with one sentence that counts the runs the
+    store keeps and says that the same command resumes."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    study = tmp_path / "s.toml"
+    study.write_text(
+        '[study]\nname = "s"\n[base]\ndumbbell = { rate = "1Gbit" }\n'
+        'flow = [ { kind = "cbr", from = "client0", to = "server0", rate = "1Gbit" } ]\n'
+        '[[experiment]]\nname = "e"\n  [[experiment.axis]]\n  name = "length"\n  path = "run.duration"\n'
+        '  values = ["1s", "60min"]\n'
+    )
+    out = tmp_path / "store"
+    env = {k: v for k, v in os.environ.items() if k != "AQMLAB_DEBUG"}
+    p = subprocess.Popen([sys.executable, "-m", "aqmlab", "sweep", str(study), "--out", str(out), "-j", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not list((out / "runs").glob("*.parquet")) and p.poll() is None and time.monotonic() < deadline:  # the 1 s run is stored
+        time.sleep(0.2)
+    time.sleep(0.5)
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.splitlines()[-1] == (f"error: interrupted: 1 of 2 runs are stored in {out}; run the same command again to resume "
+                                    "(finished runs are not run again)")
