@@ -23,7 +23,7 @@ from typing import Any
 from aqmlab import _core
 from aqmlab.errors import AqmlabError, ScenarioError, SimulationError
 from aqmlab.result import Result
-from aqmlab.scenario import Scenario, load_scenario, qdisc_time_warnings, with_line
+from aqmlab.scenario import Scenario, load_scenario, qdisc_time_warnings
 
 __version__: str = _core.version()
 
@@ -109,7 +109,7 @@ def run(
     try:
         raw = _core.run(sc.text, _check_seed(seed), progress, force)
     except ScenarioError as e:
-        raise with_line(e, sc.text) from None
+        raise sc.located(e) from None
     res = Result(raw, sc)
     res.warnings += qdisc_time_warnings(sc.to_dict())
     return res

@@ -52,11 +52,13 @@ _FLOW_ROWS = "flow_rows" in (getattr(_core.validate, "__text_signature__", None)
 
 
 class Scenario:
-    """A scenario as TOML text, plus the file it came from (if any)."""
+    """A scenario as TOML text, plus the file it came from (if any). ``generated``: the
+    text was written from a dict (:func:`load_scenario`), so an error's line number would
+    point into text the user never wrote and is left out."""
 
-    __slots__ = ("text", "path")
+    __slots__ = ("text", "path", "generated")
 
-    def __init__(self, text: str, path: Path | None = None) -> None:
+    def __init__(self, text: str, path: Path | None = None, generated: bool = False) -> None:
         from aqmlab.inputs import surrogate_error
 
         why = surrogate_error(text) if isinstance(text, str) else None
@@ -64,6 +66,15 @@ class Scenario:
             raise ScenarioError("", why)
         self.text = text
         self.path = path
+        self.generated = generated
+
+    def located(self, e: ScenarioError) -> ScenarioError:
+        """`e` with the line of this scenario's text that sets its field (:func:`with_line`),
+        or, for a scenario written from a dict, without any line number."""
+        if not self.generated:
+            return with_line(e, self.text)
+        has = re.search(r"\s*\(line \d+\)\s*$", e.message)
+        return ScenarioError(e.field, e.message[: has.start()]) if has else e
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as nested dicts/lists (TOML parsed by :mod:`tomllib`)."""
@@ -96,7 +107,7 @@ class Scenario:
             else:
                 plan = _core.validate(self.text, force, seed, spread, flow_rows)
         except ScenarioError as e:
-            raise with_line(e, self.text) from None
+            raise self.located(e) from None
         finally:
             if enabled:
                 gc.enable()
@@ -198,7 +209,7 @@ def load_scenario(source: str | os.PathLike[str] | Mapping[str, Any] | Scenario,
     if isinstance(source, Scenario):
         return source
     if isinstance(source, Mapping):
-        return Scenario(to_toml(source))
+        return Scenario(to_toml(source), generated=True)
     if isinstance(source, str) and _looks_like_toml(source):
         return Scenario(source)
     if isinstance(source, (str, os.PathLike)):

@@ -182,3 +182,22 @@ def test_scenario_builder_takes_tcp_docsis_wifi_and_any_run_key():
         aqmlab.run(scenario(duration="1s", nosie=False, flows=[flow("ping", "client0", "server0")], dumbbell=dumbbell("10Mbit")))
     w = scenario(duration="1s", wifi=[{"ap": "ap", "stations": 1}])
     assert w["wifi"] == [{"ap": "ap", "stations": 1}]
+
+
+def test_an_error_in_a_dict_scenario_names_no_line():
+    """A dict has no lines: the error of a scenario given as a dict names the field and
+    what is allowed, but no line number of the TOML text written from it (which the user
+    never saw); the same scenario as TOML text keeps its line."""
+    doc = {"dumbbell": {"rate": "10Mbit"},
+           "flow": [{"kind": "bulk", "from": "client0", "to": "server0", "count": "4"}],
+           "run": {"duration": "-1s"}}
+    for call in (aqmlab.run, aqmlab.validate):
+        with pytest.raises(aqmlab.ScenarioError) as e:
+            call(doc)
+        assert e.value.field and "(line" not in e.value.message and "(line" not in str(e.value)
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.run({"dumbbell": {"rate": "10Mbit", "qdisc": {"kind": "cake", "bandwith": "9Mbit"}}})
+    assert e.value.field == "dumbbell.qdisc.bandwith" and "`bandwidth`" in e.value.message and "(line" not in e.value.message
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.run('[dumbbell]\nrate = "10Mbit"\n\n[run]\nduration = "-1s"\n')
+    assert e.value.field == "run.duration" and e.value.message.endswith("(line 5)")
