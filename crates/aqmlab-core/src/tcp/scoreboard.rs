@@ -262,17 +262,16 @@ const SACK_CACHE: usize = 8;
 const SACK_SKIP_MIN: usize = 8;
 
 impl Scoreboard {
+    /// An empty scoreboard. Its rings take no memory until the first segment is sent
+    /// (a connection's receiving end never sends one), then grow by doubling to the
+    /// next power of two at or above the segments in flight.
     pub fn new() -> Self {
-        Scoreboard {
-            segs: VecDeque::with_capacity(64),
-            ..Default::default()
-        }
+        Scoreboard::default()
     }
 
     /// Turns RACK loss detection on (before the first segment is sent).
     pub fn enable_rack(&mut self) {
         self.rack_on = true;
-        self.tsorted = VecDeque::with_capacity(64);
     }
     pub fn rack_enabled(&self) -> bool {
         self.rack_on
