@@ -51,7 +51,7 @@ pub const CLASS_ALIGN: usize = 64;
 /// The number of size classes.
 pub const CLASSES: usize = 112;
 /// The size-class heap moves to huge pages once its mappings would exceed this.
-pub const HUGE_AFTER: usize = 128 << 20;
+pub const HUGE_AFTER: usize = 64 << 20;
 /// Classes above this size carve from their own region, which stays on 4 KiB pages.
 pub const COLD_ABOVE: usize = 8 << 10;
 
