@@ -54,8 +54,14 @@ def key_line(text: str, field: str) -> int | None:
 
 
 def did_you_mean(name: Any, known: Iterable[Any]) -> str:
-    """", did you mean 'goodput_down'?" for a close match among `known` ("" if none)."""
+    """", did you mean 'goodput_down'?" for a close match among `known` ("" if none); a
+    name that differs only in case (`RTT` for the axis `rtt`) is the closest match."""
     import difflib
 
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
-    return f", did you mean {close[0]!r}?" if close else ""
+    n, names = str(name), [str(k) for k in known]
+    same = [k for k in names if k.lower() == n.lower() and k != n]
+    if same:
+        return f", did you mean {same[0]!r}?"
+    lower = {k.lower(): k for k in reversed(names)}
+    close = difflib.get_close_matches(n.lower(), list(lower), n=1, cutoff=0.6)
+    return f", did you mean {lower[close[0]]!r}?" if close else ""

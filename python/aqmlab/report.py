@@ -199,13 +199,30 @@ def validate_outputs(study: Any) -> None:
 
     problems = []
     by_name = {e.name: e for e in study.experiments}
+    bad: set[str] = set()  # measure names refused below: never suggested as the fix of a figure or table
+
+    def valid(m: str) -> bool:
+        try:
+            M.validate([m])
+        except ValueError:
+            return False
+        return True
+
+    def named(m: str, exp: Any) -> str:
+        """Why `m` is not one of `exp`'s measures, and what to do."""
+        ok = [x for x in exp.measures if x not in bad]
+        fix = f"; add it to the measures of experiment {exp.name!r}" if valid(m) else _did_you_mean(m, ok)
+        return f"{m!r} is not a measure of experiment {exp.name!r}{fix} (its measures: {', '.join(exp.measures) or 'none'})"
+
     for i, e in enumerate(study.experiments):
         for mi, m in enumerate(e.measures):
             try:
                 M.validate([m])
             except M.MeasureColumnError as ex:
+                bad.add(m)
                 problems.append(f"experiment[{i}] ({e.name}).measures[{mi}]: {ex}{_line_of(study, m)}")
             except ValueError:
+                bad.add(m)
                 problems.append(f"experiment[{i}] ({e.name}).measures[{mi}]: unknown measure {m!r}{_did_you_mean(m, list(M.MEASURES))} "
                                 f"(`aqmlab list measures` lists them; or a generic form such as flow:NAME.COL){_line_of(study, m)}")
     for i, e in enumerate(study.experiments):
@@ -223,10 +240,7 @@ def validate_outputs(study: Any) -> None:
                 continue
             for key, m in _figure_measures(spec):
                 if m not in other.measures:
-                    problems.append(
-                        f"{where}.{key}: {m!r} is not a measure of experiment {other.name!r}"
-                        f"{_did_you_mean(m, other.measures)} (its measures: {', '.join(other.measures) or 'none'}){_line_of(study, m)}"
-                    )
+                    problems.append(f"{where}.{key}: {named(m, other)}{_line_of(study, m)}")
             o_axes = {a.name for a in other.axes}
             for ax in (spec.get("where") or {}) if isinstance(spec.get("where"), dict) else ():
                 if ax not in o_axes:
@@ -246,7 +260,8 @@ def validate_outputs(study: Any) -> None:
                     and spec[k] not in axes
                     and spec["type"] not in ("bar", "flows_vs_rtt")
                 ):
-                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
+                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r}{_did_you_mean(spec[k], sorted(axes))} "
+                                    f"(axes: {sorted(axes)})")
         for j, spec in enumerate(e.tables):
             where = f"experiment[{i}] ({e.name}).table[{j}]"
             try:
@@ -256,10 +271,10 @@ def validate_outputs(study: Any) -> None:
                 continue
             for k in ("rows", "cols"):
                 if spec.get(k) is not None and spec.get("experiment", e.name) == e.name and spec[k] not in axes:
-                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r} (axes: {sorted(axes)})")
+                    problems.append(f"{where}.{k}: {spec[k]!r} is not an axis of {e.name!r}{_did_you_mean(spec[k], sorted(axes))} "
+                                    f"(axes: {sorted(axes)})")
             if spec.get("experiment", e.name) == e.name and e.measures and spec["value"] not in e.measures:
-                problems.append(f"{where}.value: {spec['value']!r} is not among the experiment's measures {e.measures}"
-                                f"{_did_you_mean(spec['value'], e.measures)}")
+                problems.append(f"{where}.value: {named(spec['value'], e)}{_line_of(study, spec['value'])}")
     if problems:
         raise StudyError("bad output spec(s):\n  " + "\n  ".join(problems))
 

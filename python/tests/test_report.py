@@ -250,7 +250,7 @@ def test_validate_outputs(synth_study):
     with pytest.raises(StudyError) as ei:
         report.validate_outputs(parse_study(text))
     msg = str(ei.value)
-    assert "'qdisk' is not an axis of 'rrul'" in msg and "colour" in msg and "'voip_jitter' is not among" in msg
+    assert "'qdisk' is not an axis of 'rrul'" in msg and "colour" in msg and "'voip_jitter' is not a measure of experiment" in msg
 
 
 def test_report_of_a_store_without_finished_runs(tmp_path):

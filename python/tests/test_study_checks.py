@@ -67,6 +67,22 @@ def test_misspelt_measures_are_named_with_a_suggestion_and_line(tmp_path):
     assert not (tmp_path / "out").exists(), "nothing ran"
 
 
+def test_a_misspelt_measure_is_never_offered_as_the_fix_of_a_figure_or_table(tmp_path):
+    """`measures = ["goodput_dwn", …]` with a table of goodput_down: the measure's error
+    suggests goodput_down; the table's must not suggest the misspelling (nor a different
+    measure such as goodput_up) but say to list goodput_down among the measures. An axis
+    spelt in another case (`RTT` for `rtt`, `QDISC`) gets the right spelling."""
+    text = STUDY.replace('measures = ["goodput_down", "induced_latency"]', 'measures = ["goodput_dwn", "induced_latency"]')
+    text = text.replace('rows = "qdisc"', 'rows = "QDISC"')
+    r = _sweep(tmp_path, text)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "measures[0]: unknown measure 'goodput_dwn', did you mean 'goodput_down'?" in r.stderr
+    table = next(ln for ln in r.stderr.splitlines() if ".table[0].value" in ln)
+    assert ("'goodput_down' is not a measure of experiment 'a'; add it to the measures of experiment 'a' (its measures: "
+            "goodput_dwn, induced_latency)") in table and "did you mean" not in table
+    assert "table[0].rows: 'QDISC' is not an axis of 'a', did you mean 'qdisc'?" in r.stderr
+
+
 def test_bad_axis_path_names_the_study_files_line(tmp_path):
     text = STUDY.replace('path = "dumbbell.qdisc"', 'path = "dumbbell.qdsic"')
     r = _sweep(tmp_path, text)
