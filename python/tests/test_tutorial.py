@@ -49,3 +49,11 @@ def test_every_shipped_study_has_a_current_page():
     assert r.returncode == 0, r.stderr
     for name in list_studies():
         assert (ROOT / "docs" / f"{name}-study.md").is_file(), name
+
+
+def test_every_workload_has_a_section_in_scenario_md():
+    """docs/scenario.md documents each workload kind `aqmlab list workloads` names under a
+    heading of its own (a user writing a VoIP call from the docs finds its keys there)."""
+    heads = [ln for ln in (ROOT / "docs" / "scenario.md").read_text().splitlines() if ln.startswith("### ")]
+    missing = [k for k, _ in aqmlab.kinds("workloads") if not any(f'`kind = "{k}"`' in h for h in heads)]
+    assert not missing, missing
