@@ -1238,6 +1238,18 @@ def export_cmd(store: str, fmt: str, out: str | None) -> None:
     into F.png with `-o F.png`).
 
     \b
+    The test of a run follows from its flows (client* hosts send upstream, server* hosts
+    downstream; probes are ping and udp_rr flows):
+      bulk up and down + probes      rrul_be (rrul for kind = "rrul")
+        … + a voip / web flow        voip-rrul / http-rrul
+      bulk down only + ping          tcp_ndown
+      bulk up only + ping            tcp_nup
+      voip (web) + one bulk upload   voip-1up (http-1up)
+      voip (web) alone               voip (http)
+    A study's experiment can name its test instead (flent = "tcp_nup"); other runs are
+    skipped, and a `run --out` folder whose flows make no test is an error saying why.
+
+    \b
     Examples:
       aqmlab export results/residential-quick --out flent-files
       aqmlab run examples/rrul_web.toml --out res && aqmlab export res
@@ -1246,6 +1258,17 @@ def export_cmd(store: str, fmt: str, out: str | None) -> None:
 
     d = Path(store)
     target = Path(out) if out else d / "flent"
+    if not (d / "runs").is_dir() and (d / "flows.parquet").is_file():
+        import pandas as pd
+
+        from aqmlab.flent import why_no_test
+
+        f = pd.read_parquet(d / "flows.parquet", columns=["kind", "src"])
+        why = why_no_test(f["kind"].astype(str).tolist(), f["src"].tolist())
+        if why:
+            _fail(f"{d}: no Flent test matches this run: {why} (`aqmlab export --help` lists the tests and their flows)",
+                  EXIT_BAD_INPUT)
+            return
     if (d / "runs").is_dir() or (d / "flows.parquet").exists():
         _check_out_dir(target)
     if (d / "runs").is_dir():
@@ -1255,7 +1278,7 @@ def export_cmd(store: str, fmt: str, out: str | None) -> None:
     else:
         _fail(f"{d} is neither a result store (no runs/ folder) nor an `aqmlab run --out` result (no flows.parquet)", EXIT_BAD_INPUT)
         return
-    none = (" (no run has flows that make a Flent test: tests are recognised from the flows' kinds and directions, "
+    none = (" (no run of the store has flows that make a Flent test: tests are recognised from the flows' kinds and directions, "
             "client* hosts sending upstream and server* hosts downstream; a study's experiment can name its test: "
             "flent = \"tcp_nup\" …)")
     click.echo(f"{len(paths)} file(s) written" + (f" to {paths[0].parent}" if paths else none))

@@ -160,6 +160,33 @@ def flent_test_of(kinds: list[str], srcs: list, names: list[str]) -> str | None:
     return "rrul" if any(k == "udp_rr" and isinstance(n, str) and n.endswith(".udp_ef") for k, n in zip(kinds, names)) else "rrul_be"
 
 
+def why_no_test(kinds: list[str], srcs: list) -> str:
+    """Why flows with these ``kind`` and ``src`` values make no Flent test (see
+    :func:`flent_test_of`), in one clause naming what they have and what the nearest
+    test needs ("" if they do make one)."""
+    if flent_test_of(kinds, srcs, [""] * len(kinds)) is not None:
+        return ""
+    dirs = [direction(s) for s in srcs]
+    up = sum(1 for k, d in zip(kinds, dirs) if k == "bulk" and d == "up")
+    down = sum(1 for k, d in zip(kinds, dirs) if k == "bulk" and d == "down")
+    probes = any(k in PROBE_KINDS for k in kinds)
+    bulk = f"{up} upstream and {down} downstream TCP bulk flow(s)"
+    for extra, name in (("voip", "voip"), ("web", "http")):
+        if extra == "voip" and "voip" not in kinds or extra == "web" and not any(k in WEB_KINDS for k in kinds):
+            continue
+        what = f"a {extra} flow with {bulk}{' and latency probes' if probes else ', no latency probe'}"
+        if up and down:
+            return f"{what}: {name}-rrul needs a latency probe (ping or udp_rr) as well"
+        return f"{what}: {name}-rrul needs bulk flows both ways and a latency probe, {name}-1up exactly one upstream bulk flow"
+    if up or down:
+        if up and down:
+            return f"{bulk} but no latency probe: rrul_be needs a ping or udp_rr flow as well"
+        return (f"{bulk} and no ping flow: {'tcp_nup' if up else 'tcp_ndown'} needs one (an ICMP ping; udp_rr probes "
+                "make an rrul test only with bulk flows both ways)")
+    kinds_txt = ", ".join(sorted(set(kinds))) or "none"
+    return f"no TCP bulk, VoIP or web flows (its kinds: {kinds_txt}): Flent has no test for it"
+
+
 def _grid_values(t: np.ndarray, v: np.ndarray, grid: np.ndarray) -> list:
     """Linear interpolation onto the grid; None away from the data (> 5 steps)."""
     ok = ~np.isnan(v)

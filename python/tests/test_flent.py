@@ -414,3 +414,37 @@ flent = "tcp_nup"
     up1 = [x for x in res["TCP upload::1"] if x is not None]
     assert len(set(up1)) > 5, up1[:10]
     assert 8.0 < _mean_of(res["TCP upload sum"]) <= 10.0
+
+
+def test_why_a_run_makes_no_flent_test():
+    """The clause that says what a run's flows lack for the nearest Flent test; empty
+    when they make one."""
+    from aqmlab.flent import why_no_test
+
+    c, s = "client0", "server0"
+    assert why_no_test(["bulk", "bulk", "ping"], [c, s, c]) == ""
+    assert "voip-rrul needs a latency probe" in why_no_test(["bulk", "bulk", "voip"], [c, s, c])
+    assert "1 upstream and 1 downstream" in why_no_test(["bulk", "bulk", "voip"], [c, s, c])
+    assert "rrul_be needs a ping or udp_rr flow" in why_no_test(["bulk", "bulk"], [c, s])
+    assert "tcp_nup needs one" in why_no_test(["bulk", "udp_rr"], [c, c])
+    assert "tcp_ndown needs one" in why_no_test(["bulk"], [s])
+    assert "http-1up exactly one upstream bulk flow" in why_no_test(["web", "bulk", "bulk"], [c, c, c])
+    assert "its kinds: cbr" in why_no_test(["cbr"], [c])
+
+
+def test_a_run_folder_without_a_flent_test_is_an_error_saying_why(tmp_path):
+    """`aqmlab export RUNDIR` of a run with bulk flows both ways and a VoIP call but no
+    probe: exit 2, one line naming what voip-rrul needs, and no folder written."""
+    from conftest import run_cli
+
+    sc = tmp_path / "call.toml"
+    sc.write_text('[run]\nduration = "2s"\n[dumbbell]\nrate = "10Mbit"\n'
+                  '[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\n'
+                  '[[flow]]\nkind = "bulk"\nfrom = "server0"\nto = "client0"\n'
+                  '[[flow]]\nkind = "voip"\nfrom = "client0"\nto = "server0"\n')
+    d = tmp_path / "run"
+    assert run_cli("run", str(sc), "--out", str(d), "--quiet").returncode == 0
+    r = run_cli("export", str(d))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    assert "no Flent test matches this run" in r.stderr and "voip-rrul needs a latency probe (ping or udp_rr)" in r.stderr
+    assert not (d / "flent").exists()
