@@ -1096,10 +1096,28 @@ def sweep_cmd(
     _sweep(study, quick, jobs, scheduler, out, only, outputs=report)
 
 
-def _store_dir(path: str) -> Path:
+def _store_dir(path: str, run_ok: bool = False) -> Path:
+    """`path` as a result store, or exit 2 saying what it is instead: missing, a file, or
+    a folder that holds results one level down (`report runs` for `report runs/fifo`).
+    `run_ok`: the command also takes an `aqmlab run --out` folder, and says so."""
+    from aqmlab.plots.runview import is_run_dir
+
     d = Path(path)
-    if not (d / "runs").is_dir():
-        _fail(f"{d} is not an aqmlab result store (no runs/ folder; create one with `aqmlab reproduce` or `aqmlab sweep`)", EXIT_BAD_INPUT)
+    if (d / "runs").is_dir():
+        return d
+    if not d.exists():
+        _fail(f"{d}: no such folder", EXIT_BAD_INPUT)
+    if not d.is_dir():
+        _fail(f"{d} is a file, not a folder: give a result store folder" + (" or an `aqmlab run --out` folder" if run_ok else ""),
+              EXIT_BAD_INPUT)
+    what = ("neither an aqmlab result store (no runs/ folder) nor an `aqmlab run --out` folder (no flows.parquet)" if run_ok
+            else "not an aqmlab result store (no runs/ folder; create one with `aqmlab reproduce` or `aqmlab sweep`)")
+    try:
+        inner = sorted(str(c) for c in d.iterdir() if c.is_dir() and ((c / "runs").is_dir() or (run_ok and is_run_dir(c))))
+    except OSError:
+        inner = []
+    hint = f"; it holds {len(inner)} such folder(s) one level down: give one, e.g. {inner[0]}" if inner else ""
+    _fail(f"{d} is {what}{hint}", EXIT_BAD_INPUT)
     return d
 
 
@@ -1132,7 +1150,7 @@ def report_cmd(store: str, out_html: str | None, jobs: int | None, formats: tupl
             _check_out_dir(Path(out_html).parent, "--out")
         click.echo(str(rep.write_run_report(store, out_html, dpi=dpi)))
         return
-    d = _store_dir(store)
+    d = _store_dir(store, run_ok=True)
     if out_html is not None:
         _check_out_dir(Path(out_html).parent, "--out")
     page = rep.write_report(d, None, out_html, jobs=jobs, formats=formats or ("png", "svg"), dpi=dpi)
@@ -1168,7 +1186,7 @@ def plot_cmd(store: str, out: str | None, jobs: int | None, formats: tuple[str, 
             fig.savefig(path, dpi=dpi)
             click.echo(str(path))
         return
-    d = _store_dir(store)
+    d = _store_dir(store, run_ok=True)
     st = load(d)
     study = parse_study(st.study_text, quick=bool(st.provenance.get("quick")))
     outdir = _check_out_dir(Path(out) if out else d / "figures")

@@ -825,7 +825,12 @@ def find_study(name_or_path: str) -> pathlib.Path:
     cand = studies_dir() / f"{name_or_path}.toml"
     if cand.exists():
         return cand
-    raise StudyError(f"unknown study {name_or_path!r} (shipped: {', '.join(list_studies()) or 'none'}; or give a .toml path)")
+    if p.suffix == ".toml" or len(p.parts) > 1:  # a path, not a shipped study's name
+        return p  # read_input names the missing file, the folder or the FIFO
+    from aqmlab._naming import did_you_mean
+
+    raise StudyError(f"unknown study {name_or_path!r}{did_you_mean(name_or_path, list_studies())} "
+                     f"(shipped: {', '.join(list_studies()) or 'none'}; or give a .toml path)")
 
 
 def load_study(name_or_path: str, quick: bool = False, force: bool = False) -> Study:

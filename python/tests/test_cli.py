@@ -293,3 +293,28 @@ def test_an_interrupted_sweep_says_what_it_kept_and_how_to_resume(tmp_path):
     assert p.returncode == 130, err
     assert err.splitlines()[-1] == (f"error: interrupted: 1 of 2 runs are stored in {out}; run the same command again to resume "
                                     "(finished runs are not run again)")
+
+
+def test_a_wrong_folder_or_study_name_says_what_it_is(tmp_path):
+    """A user's slips with folders and study names get one sentence each, naming what the
+    argument is and what fits: a missing folder, a file, a folder of run folders (report
+    and plot take a store or one `run --out` folder), a study file that does not exist
+    (not 'unknown study'), and a misspelt shipped study's name."""
+    from conftest import run_cli
+
+    runs = tmp_path / "runs"
+    sc = tmp_path / "s.toml"
+    sc.write_text('[run]\nduration = "1s"\n[dumbbell]\nrate = "10Mbit"\n[[flow]]\nkind = "ping"\nfrom = "client0"\nto = "server0"\n')
+    assert run_cli("run", str(sc), "--out", str(runs / "fifo"), "--quiet").returncode == 0
+    cases = [
+        (("plot", str(tmp_path / "nothere")), f"error: {tmp_path / 'nothere'}: no such folder"),
+        (("report", str(sc)), f"error: {sc} is a file, not a folder: give a result store folder or an `aqmlab run --out` folder"),
+        (("report", str(runs)), f"error: {runs} is neither an aqmlab result store (no runs/ folder) nor an `aqmlab run --out` folder "
+                                f"(no flows.parquet); it holds 1 such folder(s) one level down: give one, e.g. {runs / 'fifo'}"),
+        (("sweep", str(tmp_path / "mine.toml")), f"error: cannot read study file '{tmp_path / 'mine.toml'}': No such file or directory"),
+        (("reproduce", "residental"), "error: unknown study 'residental', did you mean 'residential'?"),
+    ]
+    for args, want in cases:
+        r = run_cli(*args)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, (args, r.stderr)
+        assert r.stderr.startswith(want), (args, r.stderr)
