@@ -138,5 +138,16 @@ def kinds(category: str) -> list[tuple[str, str]]:
 def describe(kind: str) -> dict[str, Any]:
     """Documentation of a qdisc, workload, congestion-control or link-model kind (or
     ``"tcp"``): ``kind``, ``category``, ``about`` and ``params`` (``name``, ``default``,
-    ``doc``); ``tcp`` adds ``profiles``."""
-    return dict(_core.describe(kind))
+    ``doc``); ``tcp`` adds ``profiles``. An unknown kind raises :class:`ScenarioError`
+    (field ``kind``) listing the kinds, with the closest one (``fq-codel``: ``fq_codel``)."""
+    try:
+        return dict(_core.describe(kind))
+    except ScenarioError as e:
+        head = f"unknown kind {kind!r}"
+        if not isinstance(kind, str) or not e.message.startswith(head):
+            raise
+        from aqmlab._naming import did_you_mean
+
+        known = [k for cat in ("qdiscs", "workloads", "cc", "links") for k, _ in kinds(cat)] + ["tcp"]
+        hint = did_you_mean(kind.replace("-", "_"), known) or did_you_mean(kind, known)
+        raise ScenarioError(e.field, head + hint + e.message[len(head):]) from None

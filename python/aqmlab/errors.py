@@ -58,7 +58,33 @@ def plain_words(message: str) -> str:
     ]
     for pat, rep in rules:
         message = re.sub(pat, rep, message)
-    return message
+    return _suggest_known(message)
+
+
+def _suggest_known(message: str) -> str:
+    """``unknown field `duraton`, expected one of `name`, `duration`, …`` (or a flow's
+    ``unknown field for this kind `byte`, keys of this kind: …``) gains the closest
+    allowed name: ``unknown field `duraton` (did you mean `duration`?), expected …``.
+    Applied once: the result no longer has the comma the pattern needs."""
+    import difflib
+    import re
+
+    m = re.search(r"unknown (?:field|variant|field for this kind) `([^`]*)`(?=, (?:expected |keys of this kind: ))", message)
+    if not m:
+        return message
+    listed = re.match(r", (?:expected (?:one of )?|keys of this kind: )((?:`[^`]*`(?:, | or )?)+)", message[m.end():])
+    if not listed:
+        return message
+    names = re.findall(r"`([^`]*)`", listed[1])
+    common = re.match(r"; common keys: ([\w, ]+)", message[m.end() + listed.end():])
+    if common:
+        names += [n.strip() for n in common[1].split(",") if n.strip()]
+    bad = m[1]
+    same = [n for n in names if n.lower() == bad.lower().replace("-", "_")]
+    close = same or difflib.get_close_matches(bad.lower(), names, n=1, cutoff=0.6)
+    if not close:
+        return message
+    return f"{message[:m.end()]} (did you mean `{close[0]}`?){message[m.end():]}"
 
 
 class ScenarioError(AqmlabError, ValueError):

@@ -96,3 +96,35 @@ def test_unknown_kind_in_describe_and_kinds():
     assert ei.value.field == "kind" and "fifo" in ei.value.message
     with pytest.raises(aqmlab.ScenarioError):
         aqmlab.kinds("colours")
+
+
+@pytest.mark.parametrize("text, field, hint", [
+    ('[dumbbell]\nrate = "10Mbit"\n[run]\nduraton = "10s"\n', "run.duraton", "(did you mean `duration`?)"),
+    ('[dumbbell]\nrate = "10Mbit"\nqdisc = { kind = "fiffo" }\n', "dumbbell.qdisc.kind", "(did you mean `fifo`?)"),
+    ('[dumbbell]\nrate = "10Mbit"\nqdisc = { kind = "fq-codel" }\n', "dumbbell.qdisc.kind", "(did you mean `fq_codel`?)"),
+    ('[dumbbell]\nrate = "10Mbit"\nqdisc = { kind = "cake", bandwith = "9Mbit" }\n', "dumbbell.qdisc.bandwith",
+     "(did you mean `bandwidth`?)"),
+    ('[dumbbell]\nrate = "10Mbit"\n[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\nstrat = "1s"\n', "flow[0].strat",
+     "(did you mean `start`?)"),
+    ('[dumbbell]\nrate = "10Mbit"\n[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\ntcp = { cc = "cubik" }\n',
+     "flow[0].tcp.cc", "(did you mean `cubic`?)"),
+])
+def test_a_misspelt_key_or_kind_gets_the_closest_allowed_name(text, field, hint):
+    """A typo in a key or a kind: the error names the closest allowed name next to the
+    typo, before the list of what is allowed; a name close to nothing gets no guess, and
+    the hint survives pickling unchanged (it is added once)."""
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.validate(text)
+    assert e.value.field == field and hint in e.value.message, e.value.message
+    assert e.value.message.index(hint) < e.value.message.index("`", e.value.message.index(hint) + len(hint))
+    again = pickle.loads(pickle.dumps(e.value))
+    assert again.message == e.value.message and again.message.count("did you mean") == 1
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.validate('[dumbbell]\nrate = "10Mbit"\nqdisc = { kind = "xyz" }\n')
+    assert "did you mean" not in e.value.message
+
+
+def test_describe_suggests_the_closest_kind():
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.describe("fq-codel")
+    assert e.value.message.startswith("unknown kind 'fq-codel', did you mean 'fq_codel'? (qdiscs: ")
