@@ -280,10 +280,18 @@ def validate_outputs(study: Any) -> None:
 
 
 def _bar_axis_problems(spec: dict, exp: Any, where: str) -> list[str]:
-    """A bar figure of run measures averages the repetitions of each bar: an axis of the
+    """A timeseries figure draws the mean and band over the repetitions of each group, and
+    a bar figure of run measures averages the repetitions of each bar: an axis of the
     experiment with several values that the figure neither shows (x, hue, facet) nor fixes
     (where) would be pooled into one bar, which the drawing refuses — say so before the
     runs. `group` names the categories only when `x` is absent."""
+    if spec["type"] == "timeseries":  # one line per group, a band over repetitions
+        fixed = spec.get("where")
+        shown = {spec.get("group", "qdisc"), spec.get("facet"), *(list(fixed) if isinstance(fixed, dict) else [])}
+        from aqmlab.plots.kinds import SHOWN_BY, pooled_axis_advice
+
+        return [f"{where}: runs of experiment {exp.name!r} differ in axis {a.name!r}, {pooled_axis_advice(a.name, SHOWN_BY['timeseries'])}"
+                for a in exp.axes if len(a.values) > 1 and a.name not in shown]
     if spec["type"] != "bar" or spec.get("source", "runs") != "runs":
         return []
     if "x" in spec and "group" in spec:

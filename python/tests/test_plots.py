@@ -426,3 +426,28 @@ def test_bar_refuses_to_pool_an_axis_it_does_not_show(synth, synth_study):
     n_qdiscs = synth.runs[synth.runs.experiment == "rrul"]["p_qdisc"].nunique()
     assert len([p for p in fig.axes[0].patches if isinstance(p, Rectangle)]) == n_qdiscs
     plots.figure(synth, {"type": "bar", "y": "induced_latency", "x": "qdisc", "hue": "link"}, exp)
+
+
+def test_timeseries_refuses_to_pool_conditions_and_says_what_a_line_is(synth, synth_study):
+    """The band of a timeseries is the spread over repetitions: runs of the same qdisc on
+    both links would pass the links' difference off as noise, so a spec that neither shows
+    nor fixes `link` is refused (by the drawing and by the study check before any run);
+    shown as facet it draws, and the title says each line is the sum of the run's flows."""
+    from aqmlab.study import StudyError
+
+    e = synth_study.experiment("rrul")
+    spec = {"type": "timeseries", "metric": "goodput_bps", "flow_kind": "bulk", "direction": "down", "agg": "sum"}
+    with pytest.raises(plots.FigureSpecError, match=r"timeseries: runs differ in axis 'link' .*show it as group or facet"):
+        plots.figure(synth, spec, e)
+    from aqmlab import report
+    from aqmlab.study import parse_study
+
+    fixed = 'agg = "sum"\n  where = { link = "10/10" }\n'
+    assert fixed in synth_study.text
+    report.validate_outputs(parse_study(synth_study.text.replace(fixed, 'agg = "sum"\n  facet = "link"\n')))
+    with pytest.raises(StudyError, match=r"figure\[\d\]: runs of experiment 'rrul' differ in axis 'link'"):
+        report.validate_outputs(parse_study(synth_study.text.replace(fixed, 'agg = "sum"\n')))
+    fig = plots.figure(synth, {**spec, "facet": "link"}, e)
+    n = synth.flows.query("experiment == 'rrul' and kind == 'bulk' and src == 'server0'").groupby("run_id").size()
+    assert n.nunique() == 1
+    assert f"sum of {n.iloc[0]} flows per run, mean of repetitions" in fig._suptitle.get_text()

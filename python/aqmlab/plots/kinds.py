@@ -226,9 +226,15 @@ def _facets(ctx: _Ctx, df: pd.DataFrame) -> tuple[str | None, list]:
     return fcol, ctx.levels(df, fcol)
 
 
-def pooled_axis_advice(axis: str) -> str:
-    """The end of the message that refuses a figure pooling runs that differ in ``axis``."""
-    return f"which this figure neither shows (x, hue, facet) nor fixes: add where = {{ {axis} = ... }} or show it as x, hue or facet"
+def pooled_axis_advice(axis: str, keys: tuple[str, ...] = ("x", "hue", "facet")) -> str:
+    """The end of the message that refuses a figure pooling runs that differ in ``axis``;
+    `keys`: the figure's keys that can show an axis."""
+    return (f"which this figure neither shows ({', '.join(keys)}) nor fixes: add where = {{ {axis} = ... }} or show it as "
+            f"{', '.join(keys[:-1])} or {keys[-1]}")
+
+
+#: the spec keys that show an axis, per figure type that refuses pooled axes
+SHOWN_BY = {"bar": ("x", "hue", "facet"), "timeseries": ("group", "facet")}
 
 
 def _refuse_pooled_axes(df: pd.DataFrame, used: list[str | None], kind: str) -> None:
@@ -240,7 +246,8 @@ def _refuse_pooled_axes(df: pd.DataFrame, used: list[str | None], kind: str) -> 
         levels = sorted({str(v) for v in df[col].dropna()})
         if len(levels) > 1:
             axis = col[2:]
-            raise FigureSpecError(f"{kind}: runs differ in axis {axis!r} ({', '.join(levels)}), {pooled_axis_advice(axis)}")
+            raise FigureSpecError(f"{kind}: runs differ in axis {axis!r} ({', '.join(levels)}), "
+                                  f"{pooled_axis_advice(axis, SHOWN_BY.get(kind, SHOWN_BY['bar']))}")
 
 
 def _empty_figure(ctx: _Ctx, title: str, message: str) -> Figure:
@@ -444,19 +451,28 @@ def plot_timeseries(store: StoreLike, spec: dict, experiment: Any = None) -> Fig
         raise FigureSpecError(f"agg: {agg!r} is not allowed (\"mean\", \"sum\")")
     width = float(spec.get("bin", 0.2)) if source == "samples" else (float(spec["bin"]) if "bin" in spec else None)
 
+    entities: set[int] = set()  # entities per run: a line is their mean (or sum) per bin
+
     def reduce(d: pd.DataFrame) -> pd.DataFrame:  # per run, as the rows stream: its bins
         d = _minus_base(d, spec.get("minus_base"), metric)
+        entities.update(d.groupby("run_id", sort=False)["entity"].nunique().tolist())
         b = _per_run_bins(d, width, agg)
         ident = [c for c in d.columns if c.startswith("p_") or c in ("experiment", "repetition", "seed")]
         return b.merge(d[["run_id", *ident]].drop_duplicates("run_id"), on="run_id", how="left")
 
     df = _entity_samples(ctx, source, metric, per_run=reduce)
-    title = f"{ctx.exp}: {readable(metric)} over time (mean of repetitions{_window(ctx)})"
+    of = ctx.get("of", "flow")
+    n_ent = max(entities, default=1)
+    each = (f"{'sum' if agg == 'sum' else 'mean'} of {n_ent if len(entities) == 1 else f'up to {n_ent}'} {of}s per run, "
+            if n_ent > 1 else "")
+    title = f"{ctx.exp}: {readable(metric)} over time ({each}mean of repetitions{_window(ctx)})"
     if df.empty:
-        return _empty_figure(ctx, title, f"no {ctx.get('of', 'flow')} {source} of {metric!r} in experiment {ctx.exp!r}"
+        return _empty_figure(ctx, title, f"no {of} {source} of {metric!r} in experiment {ctx.exp!r}"
                              + (" (does the experiment set keep_series = true?)" if source == "series" else ""))
     gcol = ctx.group_col(df)
     fcol, facets = _facets(ctx, df)
+    # the band is the spread over repetitions: runs of other conditions must not join it
+    _refuse_pooled_axes(df, [gcol, fcol], "timeseries")
     groups = ctx.levels(df, gcol)
     colors = _colors(groups)
     styles = _styles(groups)
