@@ -186,6 +186,41 @@ stop = "20ms"
     }
 }
 
+/// A run shorter than the default start jitter (100 ms) is valid: the default is capped
+/// at half of each flow's span, so its flows start in the first half of the run; only a
+/// jitter the user wrote must be shorter than the run.
+#[test]
+fn a_run_shorter_than_the_default_start_jitter_is_valid() {
+    let text = r#"
+[run]
+duration = "50ms"
+[dumbbell]
+rate = "10Mbit"
+[[flow]]
+kind = "ping"
+count = 20
+from = "client0"
+to = "server0"
+interval = "5ms"
+"#;
+    let sim = Simulator::new(&sc(text), 1).unwrap();
+    assert!(sim.flows.iter().all(|f| f.start.as_secs_f64() < 0.025));
+    assert!(sim.flows.iter().any(|f| f.start.as_secs_f64() > 0.0));
+    let r = run(text, 1);
+    assert!(r.flows.iter().all(|f| f.delivered_pkts > 0));
+    let e = Scenario::from_toml_str(&text.replace(
+        "[run]
+",
+        "[run]
+start_jitter = \"100ms\"
+",
+    ))
+    .unwrap()
+    .validate()
+    .unwrap_err();
+    assert_eq!(e.field, "run.start_jitter");
+}
+
 /// An idle path: a ping's RTT is exact without noise; with host jitter every sample
 /// lies in [exact, exact + 2 × host_jitter] (one draw at each end host) and the mean
 /// is exact + host_jitter (two uniform draws of mean host_jitter / 2).

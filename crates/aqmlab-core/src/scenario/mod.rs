@@ -216,7 +216,10 @@ impl NoiseConfig {
                 format!("{host_jitter} is not allowed (0 to 1s; it models host timing noise, typically tens of µs)"),
             ));
         }
-        if start_jitter >= run.duration.0 {
+        // only a jitter the user wrote must fit the run: the default (100 ms) is capped
+        // per flow at half its start-to-stop span anyway (spread_starts), so a run
+        // shorter than it is no mistake
+        if run.start_jitter.is_some() && start_jitter >= run.duration.0 {
             return Err(ScenarioError::new(
                 "run.start_jitter",
                 format!(
