@@ -53,6 +53,9 @@ def plain_words(message: str) -> str:
         (r"invalid type: integer `(-?\d+)`, expected a string", lambda m: f"{m[1]} is a number, not text (write it in quotes)"),
         (r"\bexpected (u\d+|i\d+|f\d+|usize)\b", lambda m: f"expected {kind(m[1])}"),
         (r"allowed for this kind:", lambda m: "keys of this kind:"),
+        # limit = "100" is 100 bytes, below one MTU: most likely meant as 100 packets
+        (r"^(\d+)B is not allowed \(at least one MTU \((\d+) bytes\) or a packet count\)(?!; )",
+         lambda m: f"{m[0]}; a quoted number is a size in bytes: write limit = {m[1]} without quotes for {m[1]} packets"),
         # binary-float noise in a duration: 15.000000000000002s → 15s
         (r"(?<![\w.])(\d+\.\d{9,})(?=(?:s|ms|us|ns)\b)", lambda m: f"{float(m[1]):.9g}"),
     ]

@@ -128,3 +128,14 @@ def test_describe_suggests_the_closest_kind():
     with pytest.raises(aqmlab.ScenarioError) as e:
         aqmlab.describe("fq-codel")
     assert e.value.message.startswith("unknown kind 'fq-codel', did you mean 'fq_codel'? (qdiscs: ")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "codel", "pie"])
+def test_a_quoted_packet_limit_says_how_to_write_packets(kind):
+    """`limit = "100"` is 100 bytes (a size), less than one MTU: the error says that a
+    quoted number is bytes and how to write 100 packets; pickling keeps it once."""
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.validate(f'[dumbbell]\nrate = "10Mbit"\nqdisc = {{ kind = "{kind}", limit = "100" }}\n')
+    assert e.value.field == "dumbbell.qdisc.limit"
+    assert "write limit = 100 without quotes for 100 packets" in e.value.message
+    assert pickle.loads(pickle.dumps(e.value)).message.count("without quotes") == 1
