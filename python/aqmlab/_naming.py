@@ -27,10 +27,11 @@ def direction(host: Any) -> str:
 
 def key_line(text: str, field: str) -> int | None:
     """The line of a TOML file (1-based; a scenario or a study) that most likely sets key `field`
-    (``dumbbell.qdsic``, ``flow[0].rate``): an axis ``path = "dumbbell.qdsic"`` naming it,
-    else the first line that assigns its last component (``qdsic = …``); None if
-    neither is found. Lets an error without a line (a check made after parsing, or one in
-    a scenario generated from a study) point at the file's line."""
+    (``dumbbell.qdsic``, ``flow[0].rate``): an axis ``path = "dumbbell.qdsic"`` naming it
+    (or a key below it: ``dumbell`` for ``path = "dumbell.delay"``), else the first line
+    that assigns its last component (``qdsic = …``); None if neither is found. Lets an
+    error without a line (a check made after parsing, or one in a scenario generated
+    from a study) point at the file's line."""
     if not field:
         return None
     lines = text.splitlines()
@@ -38,6 +39,11 @@ def key_line(text: str, field: str) -> int | None:
     for path in dict.fromkeys((field, plain)):
         for i, line in enumerate(lines, 1):
             if re.search(r"\bpath\s*=\s*[\"']" + re.escape(path) + r"[\"']", line):
+                return i
+    # an axis path below the key: `dumbell` refused where `path = "dumbell.delay"` made it
+    for path in dict.fromkeys((field, plain)):
+        for i, line in enumerate(lines, 1):
+            if re.search(r"\bpath\s*=\s*[\"']" + re.escape(path) + r"[.\[]", line):
                 return i
     last = plain.rsplit(".", 1)[-1]
     start = 0

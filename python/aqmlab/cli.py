@@ -924,6 +924,7 @@ def _sweep(
         if bad:
             _fail(f"--only: unknown experiment(s) {bad} (this study has: {', '.join(names)})", EXIT_BAD_INPUT)
     out_dir = Path(out) if out else Path("results") / (study.name + ("-quick" if quick else ""))
+    fresh = not out_dir.exists()
     _check_out_dir(out_dir)
     client = _check_scheduler(scheduler)
     con = _console(stderr=True)
@@ -939,6 +940,12 @@ def _sweep(
     except StoreMismatch as e:
         _fail(str(e), EXIT_BAD_INPUT)
         return
+    except StudyError:
+        # a scenario of the study is refused before any run: leave no empty store folder
+        if fresh:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()  # only if still empty
+        raise
     except KeyboardInterrupt:
         _fail(_interrupted_sweep(out_dir, runs), EXIT_INTERRUPTED)
         return

@@ -83,6 +83,18 @@ def test_a_misspelt_measure_is_never_offered_as_the_fix_of_a_figure_or_table(tmp
     assert "table[0].rows: 'QDISC' is not an axis of 'a', did you mean 'qdisc'?" in r.stderr
 
 
+def test_a_misspelt_table_in_an_axis_path_names_the_axis_line_and_leaves_no_folder(tmp_path):
+    """`path = "dumbell.delay"`: the scenario refuses the top-level table `dumbell`; the
+    error suggests `dumbbell`, names the study file's line of that path, and the sweep
+    leaves no empty store folder behind."""
+    text = STUDY.replace('path = "dumbbell.delay"', 'path = "dumbell.delay"')
+    r = _sweep(tmp_path, text)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "dumbell: unknown field `dumbell` (did you mean `dumbbell`?)" in r.stderr
+    assert r.stderr.rstrip().endswith(f"(study file line {_line(text, 'dumbell.delay')})")
+    assert not (tmp_path / "out").exists()
+
+
 def test_bad_axis_path_names_the_study_files_line(tmp_path):
     text = STUDY.replace('path = "dumbbell.qdisc"', 'path = "dumbbell.qdsic"')
     r = _sweep(tmp_path, text)
