@@ -57,3 +57,16 @@ def test_every_workload_has_a_section_in_scenario_md():
     heads = [ln for ln in (ROOT / "docs" / "scenario.md").read_text().splitlines() if ln.startswith("### ")]
     missing = [k for k, _ in aqmlab.kinds("workloads") if not any(f'`kind = "{k}"`' in h for h in heads)]
     assert not missing, missing
+
+
+def test_the_readmes_python_example_runs(tmp_path, monkeypatch):
+    """README.md's Python block runs as written (from the repository root, where its
+    example paths are), writing its files into a scratch folder."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    (block,) = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    block = block.replace('"examples/', f'"{ROOT / "examples"}/')
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {})
+    assert (tmp_path / "run.png").is_file() and (tmp_path / "out" / "flows.parquet").is_file()
