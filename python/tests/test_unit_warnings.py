@@ -66,3 +66,45 @@ def test_semantic_errors_name_the_files_line_and_print_durations_plainly(tmp_pat
     f.write_text(text.replace('target = "15s"', 'target = "15ms"').replace('rate = "1Mbit"', 'rate = "-1Mbit"'))
     r = run_cli("validate", str(f))
     assert r.returncode == 2 and r.stderr.strip() == "error: flow[1].rate: rate '-1Mbit' must be positive (line 14)"
+
+
+CAKE_ABOVE = """\
+[run]
+duration = "1s"
+[dumbbell]
+rate = "10Mbit"
+up = { qdisc = { kind = "cake", bandwidth = "50Mbit" } }
+down = { qdisc = { kind = "cake", bandwidth = "9.5Mbit" } }
+[[node]]
+name = "lan0"
+kind = "host"
+[[link]]
+name = "lan"
+from = "lan0"
+to = "router_a"
+rate = "100Mbit"
+qdisc = { kind = "cake", bandwidth = "200Mbit" }
+[[flow]]
+kind = "ping"
+from = "client0"
+to = "server0"
+"""
+
+
+def test_a_cake_bandwidth_above_its_link_rate_warns(tmp_path):
+    """CAKE shaping above its link's rate never holds traffic back (the mistake of
+    shaping at the advertised speed): validate, run and the CLI warn, naming the key and
+    the link; a bandwidth below the link rate does not warn."""
+    want = [
+        "dumbbell.up.qdisc.bandwidth: CAKE's bandwidth 50Mbit is above the link rate of bottleneck_up (10Mbit)",
+        "link[0].qdisc.bandwidth: CAKE's bandwidth 200Mbit is above the link rate of lan (100Mbit)",
+    ]
+    text = CAKE_ABOVE
+    for warnings in (aqmlab.validate(text)["warnings"], aqmlab.run(text).warnings):
+        cake = [w for w in warnings if "CAKE" in w]
+        assert [w.split(":", 1)[0] + ":" + w.split(":", 1)[1].split(":")[0] for w in cake] == want, cake
+        assert all("never holds traffic back" in w for w in cake)
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    r = run_cli("validate", str(f))
+    assert r.returncode == 0 and "warning: dumbbell.up.qdisc.bandwidth: CAKE's bandwidth 50Mbit" in r.stdout + r.stderr
