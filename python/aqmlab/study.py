@@ -163,15 +163,19 @@ def path_steps(path: str) -> list[tuple[str, str | None]]:
     raise ValueError(f"{path!r} is not a dotted key such as \"dumbbell.rate\" or \"link[uplink].qdisc\"")
 
 
-def _table_name(key: str, t: Any) -> str | None:
+def _table_name(key: str, t: Any, index: int) -> str | None:
     """The name an array-of-tables element answers to in a path selector: its ``name``;
-    a ``[[link]]`` without one answers to ``FROM->TO``, the name the result tables give it."""
+    without one, the name the result tables give it: ``FROM->TO`` for a ``[[link]]``,
+    ``KIND`` + table index for a ``[[flow]]`` (``bulk0``; its instances are
+    ``bulk0.0``, ``bulk0.1`` … when ``count > 1``)."""
     if not isinstance(t, dict):
         return None
     if "name" in t:
         return str(t["name"])
     if key == "link" and "from" in t and "to" in t:
         return f"{t['from']}->{t['to']}"
+    if key == "flow" and isinstance(t.get("kind"), str):
+        return f"{t['kind']}{index}"
     return None
 
 
@@ -184,7 +188,7 @@ def _select(key: str, items: list, sel: str, path: str) -> int:
             raise StudyError(f"path {path!r}: {key}[{i}] does not exist: the scenario has {len(items)} [[{key}]] table(s) "
                              f"(indices 0 to {len(items) - 1})")
         return i
-    names = [_table_name(key, t) for t in items]
+    names = [_table_name(key, t, i) for i, t in enumerate(items)]
     if sel in names:
         return names.index(sel)
     from aqmlab._naming import did_you_mean

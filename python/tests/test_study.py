@@ -358,3 +358,37 @@ def test_an_axis_path_selects_one_table_of_an_array_by_name_or_index():
 def test_a_bad_array_selector_in_an_axis_path_is_named(path, needle):
     with pytest.raises(StudyError, match=needle):
         parse_study(_TOPO + f"  path = '{path}'\n  values = [{{ kind = 'fifo' }}]\n").runs()
+
+
+def test_a_flow_without_a_name_answers_to_its_result_name():
+    """A [[flow]] without `name` is `KIND` + its table index in the results (`bulk0`,
+    instances `bulk0.0` …): an axis path selects it by that name, as a [[link]] without a
+    name answers to FROM->TO; a named flow keeps its own name."""
+    text = """\
+[study]
+name = "s"
+[base]
+dumbbell = { rate = "10Mbit" }
+flow = [ { kind = "bulk", from = "server0", to = "client0" }, { kind = "ping", from = "client0", to = "server0" },
+         { kind = "bulk", name = "up", from = "client0", to = "server0" } ]
+[[experiment]]
+name = "e"
+  [[experiment.axis]]
+  name = "flows"
+  path = "flow[bulk0].count"
+  values = [1, 4]
+  [[experiment.axis]]
+  name = "probe"
+  path = "flow[ping1].interval"
+  values = ["50ms"]
+"""
+    runs = {str(s.params["flows"]): s.scenario for s in parse_study(text).runs()}
+    assert runs["4"]["flow"][0]["count"] == 4 and "count" not in runs["4"]["flow"][2]
+    assert runs["4"]["flow"][1]["interval"] == "50ms"
+    import aqmlab
+    from aqmlab.scenario import to_toml
+
+    names = [f["name"] for f in aqmlab.validate(to_toml(runs["4"]))["flows"]]
+    assert names[:4] == ["bulk0.0", "bulk0.1", "bulk0.2", "bulk0.3"] and "ping1" in names
+    with pytest.raises(StudyError, match=r"no \[\[flow\]\] named 'bulk2', did you mean 'bulk0'\? \(names: bulk0, ping1, up;"):
+        parse_study(text.replace("flow[bulk0]", "flow[bulk2]")).runs()
