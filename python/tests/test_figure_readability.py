@@ -192,3 +192,28 @@ def test_bar_hue_legend_is_outside_the_bars(synth, synth_study):
     r = _draw(fig)
     assert len(fig.legends) == 1 and not fig.axes[0].get_legend()
     assert not fig.legends[0].get_window_extent(r).overlaps(fig.axes[0].get_window_extent(r))
+
+
+@pytest.mark.parametrize("kind", ["line", "bar"])
+def test_values_that_agree_to_many_digits_are_drawn_as_plain_numbers(kind):
+    """Jain's index 0.99999 … 1.0 over the flow counts: no matplotlib offset notation
+    ("1e-5+9.9999e-1", read as a range of -0.4 to 1.0), and a line figure's y axis is
+    widened to 0.1 % of the values' size, so the noise in the fifth decimal is not drawn
+    as a fall."""
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(6)], "experiment": "n", "repetition": [0, 1] * 3, "seed": 1,
+                         "p_flows": ["1", "1", "4", "4", "16", "16"],
+                         "jain": [1.0, 1.0, 0.999997, 0.999996, 0.9999905, 0.99999]})
+    spec = {"type": kind, "x": "flows", "y": "jain"}
+    fig = plots.figure(_store(runs), spec)
+    ax = fig.axes[0]
+    _draw(fig)
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    if kind == "bar":  # bars start at 0: their axis spans the values' size anyway
+        return
+    lo, hi = ax.get_ylim()
+    assert hi - lo >= 0.999e-3 and lo <= 0.99999 and hi >= 1.0
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert all(0.99 < float(t.replace("−", "-")) < 1.01 for t in labels), labels
+    # a ylim in the spec is kept as given
+    fig = plots.figure(_store(runs), {**spec, "ylim": [0.99999, 1.0]})
+    assert fig.axes[0].get_ylim() == pytest.approx((0.99999, 1.0))

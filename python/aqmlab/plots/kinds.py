@@ -74,7 +74,34 @@ def _finish(fig: Figure, ctx: _Ctx, title: str, note: str | None = None) -> Figu
             ax.set_xscale("log")
         if ctx.get("logy"):
             ax.set_yscale("log")
+        _plain_numbers(ax, widen=ctx.get("ylim") is None)
     return fig
+
+
+#: a linear axis whose values differ by less than this fraction of their size is widened
+#: to it: differences of 10⁻⁵ (Jain's index 0.99999 vs 0.99998) are noise, not a result
+MIN_RELATIVE_SPAN = 1e-3
+
+
+def _plain_numbers(ax: Any, widen: bool = True) -> None:
+    """Tick labels as plain numbers, never matplotlib's offset notation ("1e-5+9.9999e-1"
+    above the axis, which reads as a range of -0.4 to 1.0); and, with `widen`, a linear y
+    axis spanning less than :data:`MIN_RELATIVE_SPAN` of its values' size widened to that
+    span around its middle, so that noise in the last digits is not drawn as a trend."""
+    from matplotlib.ticker import ScalarFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        fmt = axis.get_major_formatter()
+        if isinstance(fmt, ScalarFormatter):
+            fmt.set_useOffset(False)
+    if not widen or ax.get_yscale() != "linear" or not (ax.lines or ax.collections or ax.patches):
+        return
+    y0, y1 = ax.get_ylim()  # y0 > y1 on a flipped axis (the ellipse's latency)
+    lo, hi = min(y0, y1), max(y0, y1)
+    mid, size = (lo + hi) / 2, max(abs(lo), abs(hi))
+    if size > 0 and hi - lo < MIN_RELATIVE_SPAN * size:
+        half = MIN_RELATIVE_SPAN * size / 2
+        ax.set_ylim((mid + half, mid - half) if y0 > y1 else (mid - half, mid + half))
 
 
 def _colors(levels: list) -> dict:
