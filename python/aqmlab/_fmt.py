@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["unit_for", "fmt_num", "natural_key", "label_value", "readable", "axis_label", "label_unit"]
+__all__ = ["unit_for", "fmt_num", "fmt_spread", "natural_key", "label_value", "readable", "axis_label", "label_unit"]
 
 # Order matters: "loss_rate" is a fraction, not a rate in bit/s.
 _FRACTION = ("loss", "utilization", "utilisation", "drop_prob", "drop_rate", "bias_frac")
@@ -161,6 +161,25 @@ def fmt_num(v: Any, digits: int | None = None) -> str:
     if mag >= 5 or mag < -3:
         return f"{x:.3g}"
     return f"{x:.{max(0, 2 - mag)}f}"
+
+
+def fmt_spread(mean: float, spread: float, digits: int | None = None) -> str:
+    """The ``±`` part beside ``fmt_num(mean, digits)``: a spread (sd, CI half-width) to no
+    more decimals than the mean shows, so that "4.42 ± 4.46e-06" reads "4.42 ± 0.00" and
+    "43.7 ± 0.224" reads "43.7 ± 0.2"; fewer when the spread itself needs fewer ("3.00 ±
+    1.96", "1350 ± 284"). A spread of exactly 0 is "0"."""
+    if digits is not None:
+        return fmt_num(spread, digits)
+    if spread == 0:
+        return "0"
+
+    def decimals(text: str) -> float:
+        if "e" in text or not text.lstrip("-").replace(".", "", 1).isdigit():
+            return math.inf
+        return len(text.split(".", 1)[1]) if "." in text else 0
+
+    n = min(decimals(fmt_num(mean)), decimals(fmt_num(spread)))
+    return fmt_num(spread) if math.isinf(n) else f"{float(spread):.{int(n)}f}"
 
 
 _NUM = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")

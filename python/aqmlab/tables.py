@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aqmlab._fmt import fmt_num, natural_key, unit_for
+from aqmlab._fmt import fmt_num, fmt_spread, natural_key, unit_for
 from aqmlab.stats import mean_ci
 from aqmlab.store import StoreArg, StoreLike, runs_of
 
@@ -222,7 +222,7 @@ def table(store: StoreLike, spec: dict, experiment: Any = None) -> Table:
             ns.append(counts[(r, c)])
             txt = fmt_num(m * k, digits)
             if spread and not np.isnan(m) and not np.isnan(sd):
-                txt += f" ± {fmt_num(sd * k, digits)}"
+                txt += f" ± {fmt_spread(m * k, sd * k, digits)}"
             if spread and counts[(r, c)] and counts[(r, c)] != common:
                 txt += f" (n={counts[(r, c)]})"
             cells[c].append(txt)
@@ -283,7 +283,7 @@ def summary_table(store: StoreLike, experiment: Any) -> Table:
             ci = mean_ci(vals[m][sel])
             col = f"{m} ({u})" if u else m
             num[f"{col} mean"], num[f"{col} sd"], num[f"{col} ci95"] = ci.mean * s, ci.sd * s, ci.half * s
-            txt[col] = fmt_num(ci.mean * s) + ("" if np.isnan(ci.half) else f" ± {fmt_num(ci.half * s)}")
+            txt[col] = fmt_num(ci.mean * s) + ("" if np.isnan(ci.half) else f" ± {fmt_spread(ci.mean * s, ci.half * s)}")
         rows_num.append(num)
         rows_txt.append(txt)
     idx = pd.Index(labels, name="combination")

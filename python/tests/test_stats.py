@@ -160,3 +160,18 @@ def test_identical_repetitions_warn_in_the_terminal_and_the_report(tmp_path, cli
     noisy = runs[runs["experiment"] == "noisy"]
     assert sorted(noisy["repetition"]) == [0, 1] and sorted(noisy["seed"]) == [1, 2]
     assert noisy["goodput_up"].nunique() == 2
+
+
+@pytest.mark.parametrize("mean, spread, text", [
+    (4.42, 4.46e-6, "0.00"),     # not "4.46e-06": no more decimals than the mean shows
+    (43.7, 0.224, "0.2"),
+    (3.0, 1.96, "1.96"),
+    (1350.0, 284.0, "284"),
+    (0.00123, 5.2, "5.20"),      # the spread's own 3 digits when it needs fewer decimals
+    (10.0, 0.0, "0"),
+])
+def test_a_spread_shows_no_more_decimals_than_its_mean(mean, spread, text):
+    from aqmlab._fmt import fmt_spread
+
+    assert fmt_spread(mean, spread) == text
+    assert fmt_spread(mean, spread, digits=3) == f"{spread:.3f}"
