@@ -70,7 +70,9 @@ class Scenario:
 
     def located(self, e: ScenarioError) -> ScenarioError:
         """`e` with the line of this scenario's text that sets its field (:func:`with_line`),
-        or, for a scenario written from a dict, without any line number."""
+        or, for a scenario written from a dict, without any line number; a flow to a
+        dumbbell host beyond its `pairs` says so."""
+        e = self._pairs_hint(e)
         if not self.generated:
             return with_line(e, self.text)
         has = re.search(r"\s*\(line \d+\)\s*$", e.message)
@@ -116,6 +118,34 @@ class Scenario:
         if extra:
             plan["warnings"] = list(plan.get("warnings", [])) + extra
         return plan
+
+    def _pairs_hint(self, e: ScenarioError) -> ScenarioError:
+        """``unknown node 'client3'`` in a dumbbell of 2 pairs gains "the [dumbbell] has
+        pairs = 2 (hosts client0 … client1 and server0 … server1): set pairs = 4 or more"
+        (as many as a flow's `count` when its host is ``client{i}``)."""
+        m = re.match(r"unknown node '(client|server)(\d+)'", e.message)
+        if not m:
+            return e
+        try:
+            d = self.to_dict().get("dumbbell")
+        except ScenarioError:
+            return e
+        if not isinstance(d, dict):
+            return e
+        pairs, need = d.get("pairs", 1), int(m[2]) + 1
+        if not isinstance(pairs, int) or need <= pairs:
+            return e
+        f = re.match(r"flow\[(\d+)\]\.(from|to)$", e.field)
+        flows = self.to_dict().get("flow")
+        if f and isinstance(flows, list) and int(f[1]) < len(flows) and isinstance(flows[int(f[1])], dict):
+            tab = flows[int(f[1])]
+            if "{i}" in str(tab.get(f[2], "")) and isinstance(tab.get("count"), int):
+                need = max(need, tab["count"])  # instances 0 … count-1 each need their pair
+        hosts = "client0 and server0" if pairs == 1 else f"client0 … client{pairs - 1} and server0 … server{pairs - 1}"
+        hint = f"; the [dumbbell] has pairs = {pairs} (hosts {hosts}): set pairs = {need} or more"
+        base = re.match(r"^(.*?)(\s*\(line \d+\))?\s*$", e.message, flags=re.S)
+        assert base is not None
+        return ScenarioError(e.field, base[1] + hint + (base[2] or ""))
 
     @property
     def name(self) -> str | None:

@@ -139,3 +139,20 @@ def test_a_quoted_packet_limit_says_how_to_write_packets(kind):
     assert e.value.field == "dumbbell.qdisc.limit"
     assert "write limit = 100 without quotes for 100 packets" in e.value.message
     assert pickle.loads(pickle.dumps(e.value)).message.count("without quotes") == 1
+
+
+def test_a_flow_beyond_the_dumbbells_pairs_says_how_many_pairs_it_needs():
+    """`from = "client{i}"` with `count = 3` on a one-pair dumbbell: the unknown-node
+    error says the dumbbell's hosts and that pairs must be at least 3, from a file (with
+    its line) and from a dict (without)."""
+    text = '[dumbbell]\nrate = "10Mbit"\n[[flow]]\nkind = "bulk"\nfrom = "client{i}"\nto = "server{i}"\ncount = 3\n'
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.validate(text)
+    assert e.value.field == "flow[0].from"
+    assert e.value.message.startswith("unknown node 'client1' (known: ")
+    assert e.value.message.endswith("; the [dumbbell] has pairs = 1 (hosts client0 and server0): set pairs = 3 or more (line 5)")
+    import tomllib
+
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.run(tomllib.loads(text.replace("count = 3", "count = 2")))
+    assert e.value.message.endswith("set pairs = 2 or more")
