@@ -427,7 +427,9 @@ def _axis(raw: dict, key: str) -> Axis:
             out.append(AxisValue(str(v["label"]), dict(v.get("patch", {}))))
     seen = [v.label for v in out]
     if len(set(seen)) != len(seen):
-        raise StudyError(f"{key}: labels must be unique, got {seen}")
+        how = ("without `labels` a table value is labelled by its `kind`, any other by its text: give `labels = [...]`, "
+               "one per value" if path is not None and labels is None else "make them differ")
+        raise StudyError(f"{key}: labels must be unique, got {seen}; {how}")
     return Axis(name, tuple(out))
 
 

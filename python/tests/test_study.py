@@ -392,3 +392,15 @@ name = "e"
     assert names[:4] == ["bulk0.0", "bulk0.1", "bulk0.2", "bulk0.3"] and "ping1" in names
     with pytest.raises(StudyError, match=r"no \[\[flow\]\] named 'bulk2', did you mean 'bulk0'\? \(names: bulk0, ping1, up;"):
         parse_study(text.replace("flow[bulk0]", "flow[bulk2]")).runs()
+
+
+def test_two_tables_of_one_kind_on_an_axis_are_told_to_take_labels():
+    """Two FIFOs of different limits on one axis are both labelled `fifo`: the error says
+    why and that `labels` gives them their own."""
+    text = ('[study]\nname = "x"\n[base]\ndumbbell = { rate = "10Mbit" }\n[[experiment]]\nname = "e"\n'
+            '  [[experiment.axis]]\n  name = "q"\n  path = "dumbbell.qdisc"\n  values = [{kind="fifo"}, {kind="fifo", limit=100}]\n')
+    with pytest.raises(StudyError, match=r"labels must be unique, got \['fifo', 'fifo'\]; without `labels` a table value is "
+                                         r"labelled by its `kind`, any other by its text: give `labels = \[\.\.\.\]`, one per value"):
+        parse_study(text)
+    assert [v.label for v in parse_study(text.replace("limit=100}]", "limit=100}]\n  labels = ['fifo1000', 'fifo100']"))
+            .experiments[0].axes[0].values] == ["fifo1000", "fifo100"]
