@@ -426,8 +426,8 @@ def _budget_of(sc: dict) -> str:
 def test_a_dask_worker_shares_its_memory_limit_among_its_threads(monkeypatch):
     """A Dask worker runs as many tasks at once as it has threads, in one process: each
     run's default budget is half of the worker's memory limit divided by its threads. A
-    scenario estimated at ~130 MB is refused on a worker of 400 MB and 2 threads (budget
-    100 MB), naming the worker's limit; it fit the whole machine's budget before."""
+    scenario estimated at ~85 MB is refused on a worker of 300 MB and 2 threads (budget
+    75 MB), naming the worker's limit; it fit the whole machine's budget before."""
     distributed = pytest.importorskip("dask.distributed")
     import aqmlab.runner as R
 
@@ -436,12 +436,12 @@ def test_a_dask_worker_shares_its_memory_limit_among_its_threads(monkeypatch):
     sc = {"run": {"duration": "5s"}, "dumbbell": {"pairs": 1000, "rate": "100Mbit", "delay": "10ms", "qdisc": {"kind": "codel"}},
           "flow": [{"kind": "bulk", "from": "client{i}", "to": "server{i}", "count": 1000}]}
     assert _budget_of(sc) == "accepted"
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, memory_limit="400MB",
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, memory_limit="300MB",
                                   dashboard_address=None) as cluster:
         with distributed.Client(cluster) as client:
             [(ok, msg)] = client.submit(R._run_batch, [(sc,)], _budget_of, pure=False).result()
     assert ok, msg
-    assert "Dask worker's memory limit of 400 MB, shared by 2 parallel jobs" in msg, msg
+    assert "Dask worker's memory limit of 300 MB, shared by 2 parallel jobs" in msg, msg
 
 
 def test_repeated_tags_are_what_pyarrow_repeat_gives():

@@ -22,13 +22,19 @@
 //!   it; a fixed-rate source's packets beyond it cost an event per link crossed before
 //!   they are dropped. A TCP connection adds its handshake.
 //! - **memory** (peak of the run plus its results, as the Python layer holds them):
-//!   fixed per flow, link and node; the routing tables (per router, one entry per node);
-//!   the time-series bins (`ceil(duration / bin)` per flow and 4 series per link); the
-//!   samples (probe RTTs, one-way delays, TCP traces, qdisc traces, packet traces); and
-//!   the packets that can wait in queues (each link's qdisc `limit`, or what arrives).
-//!   The per-item costs were measured as the maximum RSS of `aqmlab.run` while growing
-//!   one dimension, and rounded up; `benchmarks/estimate_accuracy.py` compares the whole
-//!   estimate with the peak RSS and events of measured runs of many shapes.
+//!   fixed per flow, link and node; per TCP flow its sending end's scoreboard rings,
+//!   which grow with its window ([`ring_bytes`] of its peak window: twice its share of
+//!   its bottleneck's pipe and queue, at least its initial window, at most its window
+//!   limit); the routing tables (per router, one entry per node); the time-series bins
+//!   (`ceil(duration / bin)` per flow and 4 series per link); the samples (probe RTTs,
+//!   one-way delays, TCP traces, qdisc traces, packet traces); the packets that can wait
+//!   in queues (each link's qdisc `limit`, or what arrives, or the windows of the TCP
+//!   flows crossing it; a DOCSIS downstream's service-flow regulators besides); and the
+//!   packets on the links' wires ([`wire_bytes`]). The per-item costs were measured
+//!   through the Python extension (its allocator, `hugealloc`) as the maximum RSS of
+//!   `aqmlab.run` while growing one dimension, and rounded up;
+//!   `benchmarks/estimate_accuracy.py` compares the whole estimate with the peak RSS and
+//!   events of measured runs of many shapes.
 //!
 //! A scenario whose estimate is over its [`Budget`] is refused with a [`ScenarioError`]
 //! naming the field that dominates the estimate (e.g. `run.bin`, `run.duration`,
@@ -49,13 +55,23 @@ use crate::params::ScenarioError;
 use crate::qdisc::QdiscConfig;
 use crate::time::{SimDuration, SimTime};
 
-/// Bytes of one flow instance that runs TCP (two connection ends with their scoreboards,
-/// the application, statistics, the results row). Measured: 6.7 KB.
+/// Bytes of one flow instance that runs TCP besides its scoreboard rings ([`ring_bytes`]):
+/// the two connection ends (one boxed `TcpConn`), the application, statistics, the
+/// results row. Measured through the extension: 8.6 KB per flow with the rings at their
+/// smallest (2,000 → 8,000 flows whose window is capped at 2 segments).
 pub const TCP_FLOW_BYTES: f64 = 8192.0;
+/// Bytes per slot of a sending end's scoreboard rings (a segment and its RACK entry).
+pub const RING_SLOT_BYTES: f64 = crate::tcp::scoreboard::RING_SLOT_BYTES as f64;
+/// Slots of a ring's first allocation (Rust's `VecDeque` reserves 4 on its first push).
+pub const RING_MIN_SLOTS: f64 = 4.0;
+/// Bytes per packet travelling a link's wire (its arrival time and the packet).
+pub const WIRE_PACKET_BYTES: f64 = std::mem::size_of::<(SimTime, crate::packet::Packet)>() as f64;
 /// Bytes of one flow instance without TCP (probes, CBR, VoIP). Measured: 1.7 KB.
 pub const UDP_FLOW_BYTES: f64 = 2048.0;
-/// Bytes of one link (qdisc state, statistics and histograms, results row). Measured.
-pub const LINK_BYTES: f64 = 16384.0;
+/// Bytes of one link (qdisc state, statistics and histograms, results row). Measured
+/// through the extension: 10 KB per link of 1,000 → 4,000 dumbbell pairs with one flow
+/// each (50.9 KB per pair of 4 links, 2 nodes and a flow); 7.5 KB per idle link.
+pub const LINK_BYTES: f64 = 10240.0;
 /// Bytes of one node (name, map entries, results). Measured.
 pub const NODE_BYTES: f64 = 1024.0;
 /// Bytes per routing-table entry (a `u32` link index per router and destination).
@@ -278,7 +294,7 @@ pub struct Estimate {
     pub events: f64,
     /// Peak bytes, the sum of `parts`.
     pub memory: f64,
-    /// Memory by part: flows, links, nodes, routes, series, samples, queues.
+    /// Memory by part: flows, links, nodes, routes, series, samples, queues, wires.
     pub parts: Vec<(&'static str, f64)>,
     /// Time-series bins per series.
     pub bins: f64,
@@ -434,6 +450,9 @@ pub struct LoadProfile {
     /// The most full-sized segments a TCP flow has in flight: the smaller of its receive
     /// window and its cwnd cap (`rcv_window`, `max_window`); infinite without TCP.
     pub window_pkts: f64,
+    /// A TCP flow's initial window (`init_cwnd`, at most `window_pkts`), segments; 0
+    /// without TCP.
+    pub init_window_pkts: f64,
 }
 
 /// The units a request-response workload fetches: each of `bytes` (mean) takes at least
@@ -469,6 +488,7 @@ impl LoadProfile {
             download: false,
             units: None,
             window_pkts: f64::INFINITY,
+            init_window_pkts: 10.0,
         }
     }
 
@@ -760,6 +780,10 @@ struct Traffic {
     per_group_mem: Vec<f64>,
     /// Packets each link carries over the run.
     carried: Vec<f64>,
+    /// Packets arriving at each link over the run: what a TCP flow gets through (it
+    /// sends its share of its bottleneck, not what it would offer without one), and a
+    /// fixed-rate source's every packet up to the first link that cannot carry them.
+    arriving: Vec<f64>,
     /// Packets per second of each flow that get through.
     eff: Vec<f64>,
 }
@@ -772,6 +796,7 @@ struct Traffic {
 fn traffic(flows: &[FlowLoad], offered: &Offered, frac: &[f64], dur: f64, bins: f64) -> Traffic {
     let mut t = Traffic {
         carried: vec![0.0; frac.len()],
+        arriving: vec![0.0; frac.len()],
         ..Traffic::default()
     };
     for (i, f) in flows.iter().enumerate() {
@@ -798,11 +823,19 @@ fn traffic(flows: &[FlowLoad], offered: &Offered, frac: &[f64], dur: f64, bins: 
         // a fixed-rate source's packets that do not get through are dropped at the first
         // overloaded link of their path, having crossed the links before it
         let lost = (sent - through).max(0.0);
-        let before = f
-            .fwd
-            .iter()
-            .position(|&l| frac[l as usize] < 1.0)
-            .unwrap_or(0) as f64;
+        let first_over = f.fwd.iter().position(|&l| frac[l as usize] < 1.0);
+        let before = first_over.unwrap_or(0) as f64;
+        for (k, &l) in f.fwd.iter().enumerate() {
+            let fixed_rate = f.profile.fixed_pps.is_some();
+            t.arriving[l as usize] += if fixed_rate && first_over.is_some_and(|o| k <= o) {
+                sent
+            } else {
+                through
+            };
+        }
+        for &l in &f.rev {
+            t.arriving[l as usize] += back;
+        }
         // an arrival event per link crossed, but for those the link before hands its
         // packets to without one
         let fwd_hops = (f.fwd.len() - f.fwd_folds) as f64;
@@ -844,6 +877,60 @@ struct Queues {
     traced: f64,
     /// Of `traced`: the records of `run.packet_trace` windows.
     packet_traced: f64,
+    /// Bytes of the packets travelling the links' wires ([`wire_bytes`]).
+    wire_bytes: f64,
+    /// Per flow: its window in a round trip ([`window_bound`]).
+    windows: Vec<f64>,
+}
+
+/// The memory of a link's wire, the packets it has sent that have not yet arrived: the
+/// packets it carries per second (`pps`) times its delay, or, if more, the peak windows
+/// of the TCP flows whose data crosses it (`bursts`: slow start sends a window at the
+/// line rate), at most its drain rate times its delay in packets of the mean size
+/// `mean`; kept in a ring that grows by doubling to the next power of two at or above
+/// them.
+pub fn wire_bytes(p: &LinkParams, q: &QdiscConfig, mean: f64, pps: f64, bursts: f64) -> f64 {
+    let delay = p.delay.as_secs_f64();
+    let on_wire = (pps * delay)
+        .max(bursts)
+        .min(drain_bps(p, q) / 8.0 * delay / mean.max(1.0));
+    if on_wire.is_nan() || on_wire < 1.0 {
+        return 0.0;
+    }
+    on_wire
+        .clamp(RING_MIN_SLOTS, 2f64.powi(40))
+        .log2()
+        .ceil()
+        .exp2()
+        * WIRE_PACKET_BYTES
+}
+
+/// The memory of a TCP flow's scoreboard rings when at most `peak` segments are in
+/// flight: its sending end's segment ring and RACK time list grow by doubling from
+/// [`RING_MIN_SLOTS`] to the next power of two at or above the segments in flight; the
+/// receiving end of a one-way transfer never sends a segment and allocates none. The
+/// smaller rings a ring grew through go back to the allocator, where other flows growing
+/// through the same sizes take them (a flow's rings are not all grown at once), so they
+/// are not counted.
+pub fn ring_bytes(peak: f64) -> f64 {
+    if peak.is_nan() || peak <= 0.0 {
+        return 0.0;
+    }
+    // at most 2^40 slots: a window beyond any receive window (and infinity) stays finite
+    let slots = peak
+        .clamp(RING_MIN_SLOTS, 2f64.powi(40))
+        .log2()
+        .ceil()
+        .exp2();
+    slots * RING_SLOT_BYTES
+}
+
+/// The most segments a TCP flow has in flight at its peak, given its `window` in a
+/// round trip ([`window_bound`]): slow start doubles the window every round trip, so it
+/// leaves slow start with up to twice what the path holds; at least the initial window,
+/// at most the window limit of its profile.
+fn peak_window(p: &LoadProfile, window: f64) -> f64 {
+    (2.0 * window).max(p.init_window_pkts).min(p.window_pkts)
 }
 
 /// The packets a TCP flow can have in the network at once: what its bottleneck (the
@@ -852,16 +939,19 @@ struct Queues {
 /// over the flows crossing it (their ACKs: that times ACKs per packet), this bounds the
 /// queue of a link no flow overloads (a host's access link holds at most the windows
 /// its flows send in a burst, not every packet of the run). A flow without TCP does not
-/// bound it (infinite).
+/// bound it (infinite). Also per link, the sum of the peak windows ([`peak_window`]) of
+/// the TCP flows whose data crosses it, and per flow its window (0 without TCP).
 fn window_bound(
     plan: &Shape<'_>,
     flows: &[FlowLoad],
     frac: &[f64],
     t: &Traffic,
     bound: &[f64],
-) -> Vec<f64> {
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let mut w = vec![0.0f64; plan.links.len()];
-    for (f, &eff) in flows.iter().zip(&t.eff) {
+    let mut peak = vec![0.0f64; plan.links.len()];
+    let mut per_flow = vec![0.0f64; flows.len()];
+    for (i, (f, &eff)) in flows.iter().zip(&t.eff).enumerate() {
         if !f.tcp {
             for &l in f.fwd.iter().chain(&f.rev) {
                 w[l as usize] = f64::INFINITY;
@@ -886,14 +976,17 @@ fn window_bound(
             0.0
         };
         let window = eff * f.rtt_secs + share * bound[b as usize];
+        per_flow[i] = window;
+        let at_peak = peak_window(&f.profile, window);
         for &l in &f.fwd {
             w[l as usize] += window;
+            peak[l as usize] += at_peak;
         }
         for &l in &f.rev {
             w[l as usize] += window * f.profile.reverse_per_pkt;
         }
     }
-    w
+    (w, peak, per_flow)
 }
 
 /// Step 4: each link's queue holds at most its qdisc's bound ([`qdisc_limit`]), what
@@ -919,16 +1012,10 @@ fn queues(
         top: None,
         traced: 0.0,
         packet_traced: 0.0,
+        wire_bytes: 0.0,
+        windows: Vec::new(),
     };
-    let arrivals: Vec<f64> = (0..plan.links.len())
-        .map(|l| {
-            if frac[l] < 1.0 {
-                t.carried[l] / frac[l]
-            } else {
-                t.carried[l]
-            }
-        })
-        .collect();
+    let arrivals = t.arriving.clone();
     let limits: Vec<f64> = plan
         .links
         .iter()
@@ -940,11 +1027,35 @@ fn queues(
         .zip(&arrivals)
         .map(|(a, b)| a.min(*b))
         .collect();
-    let inflight = window_bound(plan, flows, frac, t, &bound);
-    for (l, (p, _)) in plan.links.iter().enumerate() {
+    let (inflight, peak, per_flow) = window_bound(plan, flows, frac, t, &bound);
+    q.windows = per_flow;
+    for (l, (p, qd)) in plan.links.iter().enumerate() {
         let arrivals = arrivals[l];
+        let mean = if offered.pkts[l] > 0.0 {
+            offered.bytes[l] / offered.pkts[l]
+        } else {
+            1500.0
+        };
+        let pps = if dur > 0.0 { t.carried[l] / dur } else { 0.0 };
+        q.wire_bytes += wire_bytes(p, qd, mean, pps, peak[l]);
         let limit = limits[l].min(inflight[l]);
-        let here = limit.min(arrivals) + p.device_queue as f64;
+        // a DOCSIS downstream's service-flow regulators hold what the servers send them
+        // faster than the regulated rate, up to their limit: the TCP flows' windows at
+        // their peak (initial windows and slow start arrive as bursts at the servers'
+        // rate), and all that arrives where other sources cross it
+        let regulated = match &p.lower {
+            crate::link::LowerParams::Docsis(d) => {
+                let n = d.flows.iter().flatten().count() as f64;
+                let bursts = if inflight[l].is_finite() {
+                    peak[l]
+                } else {
+                    f64::INFINITY
+                };
+                (n * d.regulator_limit as f64).min(bursts).min(arrivals)
+            }
+            _ => 0.0,
+        };
+        let here = limit.min(arrivals) + regulated + p.device_queue as f64;
         q.packets += here;
         if q.top.is_none_or(|(_, b, _)| here > b) {
             q.top = Some((l as u32, here, limit < arrivals));
@@ -1016,8 +1127,16 @@ pub fn estimate(
         offered = offer(plan, flows, &cap, &standing);
         frac = carried_fractions(plan, &offered, dur);
     }
-    let t = traffic(flows, &offered, &frac, dur, bins);
+    let mut t = traffic(flows, &offered, &frac, dur, bins);
     let q = queues(plan, flows, &offered, &frac, &t, qdisc_trace);
+    // each TCP flow's scoreboard rings, sized by its peak window
+    for (f, &w) in flows.iter().zip(&q.windows) {
+        if f.tcp && f.active_secs > 0.0 {
+            let rings = ring_bytes(peak_window(&f.profile, w));
+            t.flow_mem += rings;
+            t.per_group_mem[f.group as usize] += rings;
+        }
+    }
     let route_entries = routers as f64 * plan.nodes as f64;
     let parts = vec![
         ("flows", t.flow_mem),
@@ -1030,6 +1149,7 @@ pub fn estimate(
         ),
         ("samples", (t.samples + q.traced) * SAMPLE_BYTES),
         ("queues", q.packets * QUEUED_PACKET_BYTES),
+        ("wires", q.wire_bytes),
     ];
     let memory = parts.iter().map(|(_, v)| v).sum();
     let top = |v: &[f64]| {
@@ -1159,6 +1279,8 @@ pub fn check(plan: &Shape<'_>, est: &Estimate, budget: &Budget) -> Result<(), Sc
                 _ => "run.max_memory".to_string(),
             },
             "links" | "nodes" | "routes" => "dumbbell.pairs".to_string(),
+            // the packets a link's rate and delay keep on its wire
+            "wires" => "run.max_memory".to_string(),
             _ => String::new(),
         };
         let why = match part {
@@ -1190,6 +1312,7 @@ pub fn check(plan: &Shape<'_>, est: &Estimate, budget: &Budget) -> Result<(), Sc
                     fmt_count(qdiscs)
                 )
             }
+            "wires" => "the packets travelling the links (their rate times their delay)".to_string(),
             p => p.to_string(),
         };
         return Err(ScenarioError::new(

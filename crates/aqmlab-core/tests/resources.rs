@@ -827,3 +827,85 @@ fn tcp_traces_are_estimated() {
     let expect = 1.5 * 10e6 / (8.0 * 1500.0) * 10.0 * aqmlab_core::resources::SAMPLE_BYTES;
     assert!((added / expect - 1.0).abs() < 0.05, "{added} vs {expect}");
 }
+
+/// Memory of one TCP flow in the estimate: the `flows` part over the flow count.
+fn per_flow_memory(text: &str, flows: f64) -> f64 {
+    validate(text)
+        .unwrap_or_else(|e| panic!("refused: {e}"))
+        .estimate
+        .part("flows")
+        / flows
+}
+
+/// A TCP flow's memory follows its window: its sending end's scoreboard rings grow to the
+/// next power of two at or above the segments in flight (at least the initial window;
+/// slow start leaves with up to twice the window the path holds). 10,000 flows through
+/// one 10 Mbit/s CoDel link have a window of ~0.1 segment (833 segments/s shared over a
+/// 40 ms round trip, plus 1/10,000 of CoDel's 1000 packets): the initial window of 10,
+/// 16 slots. 16 flows through a 1 Gbit/s FIFO of 10,000 packets over a 50 ms base round
+/// trip have ~260 segments in a round trip plus 625 queued each, ~885, ~1,770 at the
+/// peak (under the 3 MiB receive window's 2,172 segments): 2,048 slots, 128 times the
+/// small flows' rings.
+#[test]
+fn a_tcp_flows_memory_follows_its_window() {
+    use aqmlab_core::resources::{ring_bytes, RING_SLOT_BYTES, TCP_FLOW_BYTES};
+    assert_eq!(ring_bytes(0.0), 0.0);
+    assert_eq!(ring_bytes(1.0), 4.0 * RING_SLOT_BYTES);
+    assert_eq!(ring_bytes(16.0), 16.0 * RING_SLOT_BYTES);
+    assert_eq!(ring_bytes(16.5), 32.0 * RING_SLOT_BYTES);
+    assert!(ring_bytes(f64::INFINITY).is_finite());
+    let tiny = per_flow_memory(
+        r#"
+[run]
+duration = "5s"
+[dumbbell]
+rate = "10Mbit"
+delay = "10ms"
+qdisc = { kind = "codel" }
+[[flow]]
+kind = "bulk"
+count = 10000
+from = "client0"
+to = "server0"
+"#,
+        10000.0,
+    );
+    assert_eq!(tiny, TCP_FLOW_BYTES + 16.0 * RING_SLOT_BYTES);
+    let large = per_flow_memory(
+        r#"
+[run]
+duration = "5s"
+[dumbbell]
+rate = "1Gbit"
+delay = "25ms"
+qdisc = { kind = "fifo", limit = 10000 }
+[[flow]]
+kind = "bulk"
+count = 16
+from = "client0"
+to = "server0"
+"#,
+        16.0,
+    );
+    assert_eq!(large, TCP_FLOW_BYTES + 2048.0 * RING_SLOT_BYTES);
+    // a smaller initial window and cwnd cap bound the rings
+    let capped = per_flow_memory(
+        r#"
+[run]
+duration = "5s"
+[dumbbell]
+rate = "1Gbit"
+delay = "25ms"
+qdisc = { kind = "fifo", limit = 10000 }
+[tcp]
+max_window = 3
+[[flow]]
+kind = "bulk"
+count = 16
+from = "client0"
+to = "server0"
+"#,
+        16.0,
+    );
+    assert_eq!(capped, TCP_FLOW_BYTES + 4.0 * RING_SLOT_BYTES);
+}

@@ -43,6 +43,7 @@ impl CbrConfig {
             download: false,
             units: None,
             window_pkts: f64::INFINITY,
+            init_window_pkts: 0.0,
         }
     }
     pub const PARAMS: &'static [crate::params::ParamDoc] = &[

@@ -41,14 +41,17 @@ pub struct AppEnv {
 impl AppEnv {
     /// The load of a TCP-based workload with the flow's `tcp = { ... }` options `o` over
     /// the scenario's `[tcp]` ([`LoadProfile::tcp`], tracing as the merged options say),
-    /// its window the smaller of the receive window and the cwnd cap, in segments.
+    /// its window the smaller of the receive window and the cwnd cap, in segments, and its
+    /// initial window.
     pub fn tcp_load(&self, o: &crate::tcp::TcpOptions) -> LoadProfile {
         let merged = self.tcp.merged(o);
-        let window = merged.resolve("tcp").map_or(f64::INFINITY, |c| {
+        let resolved = merged.resolve("tcp").ok();
+        let window = resolved.as_ref().map_or(f64::INFINITY, |c| {
             (c.rcv_window as f64 / c.mss.max(1) as f64).min(c.max_cwnd as f64)
         });
         LoadProfile {
             window_pkts: window,
+            init_window_pkts: resolved.map_or(10.0, |c| c.init_cwnd as f64).min(window),
             ..LoadProfile::tcp(merged.trace.unwrap_or(false))
         }
     }

@@ -47,6 +47,7 @@ macro_rules! probe_config {
                     download: false,
                     units: None,
                     window_pkts: f64::INFINITY,
+                    init_window_pkts: 0.0,
                 }
             }
             pub const PARAMS: &'static [crate::params::ParamDoc] = &[

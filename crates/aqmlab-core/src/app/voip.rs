@@ -75,6 +75,7 @@ impl VoipConfig {
             download: false,
             units: None,
             window_pkts: f64::INFINITY,
+            init_window_pkts: 0.0,
         }
     }
     pub const PARAMS: &'static [ParamDoc] = &[

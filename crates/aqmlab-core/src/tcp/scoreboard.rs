@@ -256,6 +256,10 @@ pub struct Scoreboard {
     timeout_mark: u64,
 }
 
+/// Bytes per slot of a sending end's rings: a segment and its RACK time-list entry (the
+/// resource model's per-flow memory, `resources::ring_bytes`).
+pub const RING_SLOT_BYTES: usize = std::mem::size_of::<Seg>() + std::mem::size_of::<TsEntry>();
+
 /// Blocks remembered by `Scoreboard::sack` (an ACK carries up to four).
 const SACK_CACHE: usize = 8;
 /// `Scoreboard::sack` looks for an already SACKed prefix only in longer blocks.
