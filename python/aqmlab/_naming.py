@@ -46,13 +46,14 @@ def key_line(text: str, field: str) -> int | None:
             if re.search(r"\bpath\s*=\s*[\"']" + re.escape(path) + r"[.\[]", line):
                 return i
     last = plain.rsplit(".", 1)[-1]
-    start = 0
+    start, end = 0, len(lines)
     m = re.match(r"^(\w+)\[(\d+)\]", field)
-    if m:  # flow[2].to: search from the third [[flow]] header on
+    if m:  # flow[2].to: search the third [[flow]] table, from its header to the next one
         heads = [i for i, line in enumerate(lines) if re.match(r"^\s*\[\[\s*" + re.escape(m[1]) + r"\s*\]\]", line)]
         if int(m[2]) < len(heads):
             start = heads[int(m[2])]
-    for i, line in enumerate(lines[start:], start + 1):
+            end = next((j for j in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[j])), len(lines))
+    for i, line in enumerate(lines[start:end], start + 1):
         code = line.split("#", 1)[0]
         if re.search(r"(^|[{,\s])" + re.escape(last) + r"\s*=", code):
             return i

@@ -248,15 +248,15 @@ def cake_bandwidth_warnings(doc: Mapping[str, Any], link_rates: Mapping[str, flo
 
 def with_line(e: ScenarioError, text: str) -> ScenarioError:
     """`e` with the line of `text` that sets its field, when the core's message has none
-    (checks made after parsing: ranges, cross-field rules) or names the line of an array
-    of tables' first header for a key of a later entry (``flow[1].rate`` at the first
-    ``[[flow]]``)."""
+    (checks made after parsing: ranges, cross-field rules) or names the header line of
+    an array of tables (the first ``[[flow]]``) for a key inside one of its tables
+    (``flow[0].byte`` at its own line; a key the table lacks keeps the header's line)."""
     from aqmlab._naming import key_line
 
     if not e.field:
         return e
     has = re.search(r"\s*\(line (\d+)\)\s*$", e.message)
-    if has and not re.match(r"^\w+\[[1-9]\d*\]", e.field):
+    if has and not re.match(r"^\w+\[\d+\]", e.field):
         return e
     line = key_line(text, e.field)
     if not line or (has and int(has[1]) == line):

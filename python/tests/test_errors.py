@@ -156,3 +156,18 @@ def test_a_flow_beyond_the_dumbbells_pairs_says_how_many_pairs_it_needs():
     with pytest.raises(aqmlab.ScenarioError) as e:
         aqmlab.run(tomllib.loads(text.replace("count = 3", "count = 2")))
     assert e.value.message.endswith("set pairs = 2 or more")
+
+
+def test_an_error_inside_the_first_table_of_an_array_names_its_own_line():
+    """`byte = …` in the first [[flow]] is reported at its own line, not at the table's
+    header; a key the table lacks (link[0] without rate) keeps the header's line rather
+    than the next table's `rate = …`."""
+    text = '[dumbbell]\nrate = "10Mbit"\n[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\nbyte = "10MB"\n'
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.validate(text)
+    assert e.value.field == "flow[0].byte" and e.value.message.endswith("(line 7)")
+    text = ('[[node]]\nname = "a"\nkind = "host"\n[[node]]\nname = "b"\nkind = "host"\n'
+            '[[link]]\nfrom = "a"\nto = "b"\n[[link]]\nfrom = "b"\nto = "a"\nrate = "1Mbit"\nduplex = false\n')
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.validate(text)
+    assert e.value.field == "link[0].rate" and e.value.message.endswith("(line 7)")
