@@ -46,18 +46,19 @@ def key_line(text: str, field: str) -> int | None:
             if re.search(r"\bpath\s*=\s*[\"']" + re.escape(path) + r"[.\[]", line):
                 return i
     last = plain.rsplit(".", 1)[-1]
-    start, end = 0, len(lines)
+    start, end, table = 0, len(lines), False
     m = re.match(r"^(\w+)\[(\d+)\]", field)
     if m:  # flow[2].to: search the third [[flow]] table, from its header to the next one
         heads = [i for i, line in enumerate(lines) if re.match(r"^\s*\[\[\s*" + re.escape(m[1]) + r"\s*\]\]", line)]
         if int(m[2]) < len(heads):
-            start = heads[int(m[2])]
+            start, table = heads[int(m[2])], True
             end = next((j for j in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[j])), len(lines))
     for i, line in enumerate(lines[start:end], start + 1):
         code = line.split("#", 1)[0]
         if re.search(r"(^|[{,\s])" + re.escape(last) + r"\s*=", code):
             return i
-    return None
+    # a key the selected table does not write (its default name, a missing key): the table
+    return start + 1 if table else None
 
 
 def did_you_mean(name: Any, known: Iterable[Any]) -> str:

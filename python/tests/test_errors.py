@@ -171,3 +171,11 @@ def test_an_error_inside_the_first_table_of_an_array_names_its_own_line():
     with pytest.raises(aqmlab.ScenarioError) as e:
         aqmlab.validate(text)
     assert e.value.field == "link[0].rate" and e.value.message.endswith("(line 7)")
+
+
+def test_a_duplicate_link_name_names_the_second_links_line():
+    text = ('[[link]]\nfrom = "a"\nto = "r"\nrate = "10Mbit"\n[[link]]\nfrom = "a"\nto = "r"\nrate = "10Mbit"\n'
+            '[[node]]\nname = "a"\nkind = "host"\n[[node]]\nname = "r"\nkind = "router"\n')
+    with pytest.raises(aqmlab.ScenarioError) as e:
+        aqmlab.validate(text)
+    assert e.value.field == "link[1].name" and e.value.message.endswith("(line 5)")
