@@ -965,6 +965,9 @@ def _sweep(
         _print_numbers(st, study)
         page = rep.write_report(st, _report_study(full, study, st, bool(only)), jobs=jobs)
         con.print(f"report: {page}")
+    elif not summary.failed:
+        con.print(f"next: aqmlab report {out_dir} (tables, figures and findings in one HTML page), aqmlab plot {out_dir} "
+                  f"(figure and table files), or aqmlab.load({str(out_dir)!r}) in Python", markup=False)
     if summary.failed:
         _fail(
             f"{len(summary.failed)} run(s) failed (see {out_dir / 'failed'}/); the other runs are stored, and rerunning retries the "

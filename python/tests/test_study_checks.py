@@ -202,3 +202,12 @@ def test_a_bar_figure_that_would_pool_an_axis_is_refused_before_any_run(tmp_path
     validate_outputs(parse_study(ok))
     fixed = two_axes.replace('  y = "induced_latency"\n', '  y = "induced_latency"\n  where = { rate = "10Mbit" }\n', 1)
     validate_outputs(parse_study(fixed))
+
+
+def test_a_sweep_without_report_says_what_to_do_next(tmp_path):
+    """`aqmlab sweep` without --report prints no numbers: it says how to see them."""
+    r = _sweep(tmp_path, STUDY, "--only", "b")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    assert (f"next: aqmlab report {out} (tables, figures and findings in one HTML page), aqmlab plot {out} (figure and table "
+            f"files), or aqmlab.load({str(out)!r}) in Python") in " ".join(r.stderr.split())
