@@ -447,7 +447,8 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "queue_delay_p99": (_bq("sojourn_p99"), "99th percentile sojourn time in the busiest bottleneck queue (s)"),
     "utilization": (
         lambda r: _on_bottleneck(r, link_utilization),
-        "utilisation of the busiest bottleneck direction after warm-up (of the shaper rate on a shaped link)",
+        "utilisation of the busiest bottleneck direction after warm-up (of the shaper rate on a shaped link, of CAKE's "
+        "bandwidth when it shapes)",
     ),
     "drop_rate": (
         lambda r: _on_bottleneck(r, link_drop_fraction),
@@ -489,7 +490,7 @@ MEASURES: dict[str, tuple[Callable[[Result], float], str]] = {
     "pi2_prob_mean": (_bq("p_prime_mean"), "DualPI2: time-mean base probability p' (p_C = p'^2, p_CL = k p')"),
     "bottleneck_utilization": (
         bottleneck_utilization,
-        "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link)",
+        "utilisation of the busiest bottleneck direction (of the shaper rate on a shaped link, of CAKE's bandwidth when it shapes)",
     ),
 }
 

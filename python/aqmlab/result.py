@@ -316,20 +316,22 @@ class Result:
         soj_rows: list[list[str]] = []
         hidden = more_links = 0
         any_shaped = False
-        keys = ("arrivals", "dropped", "utilization", "rate_bps", "shaper_rate_bps", "regulator_drops")
+        keys = ("arrivals", "dropped", "utilization", "rate_bps", "shaper_rate_bps", "regulator_drops", "qdisc",
+                *(f"tin{t}_threshold_bps" for t in range(8)))
         for i in range(len(q["name"])):
             row = {k: q[k][i] for k in keys if k in q}
             arr = int(link_arrived(row))
             if not all_queues and arr == 0:
                 hidden += 1
                 continue
-            shaped = _num(row, "shaper_rate_bps") > 0
+            limit = rate_limit(row)
+            shaped = limit > 0
             any_shaped = any_shaped or shaped
             if max_rows is not None and len(queue_rows) >= max_rows:
                 more_links += 1  # counted, not formatted
                 continue
             # a shaped link shows the shaper's rate: utilisation is relative to it
-            rate = f"{fmt_rate(int(row['shaper_rate_bps']))}*" if shaped else fmt_rate(q["rate_bps"][i])
+            rate = f"{fmt_rate(int(limit))}*" if shaped else fmt_rate(q["rate_bps"][i])
             queue_rows.append([
                 str(q["name"][i]), str(q["qdisc"][i]), rate, _fmt(link_utilization(row) * 100, 2), str(arr),
                 str(q["dropped"][i]), _fmt(link_drop_fraction(row) * 100, 2),
@@ -351,7 +353,7 @@ class Result:
             + ("; probe flows (ping, udp_rr) count probes: sent = delivered (answered) + lost" if any_probe else "")
             + ("; voip R = the call's E-model R (ITU-T G.109: above 80 users satisfied, below 60 nearly all "
                "dissatisfied)" if has_r else "")
-            + ("; * a shaper's rate (htb/tbf), which util % is relative to" if any_shaped else ""),
+            + ("; * a shaper's rate (htb/tbf) or CAKE's bandwidth, which util % is relative to" if any_shaped else ""),
             style="dim",
         )
         show_lat = [j for j in range(n) if any(v != "–" for v in lat_rows[j])]
@@ -496,13 +498,33 @@ def link_drop_fraction(row: Any) -> float:
     return _num(row, "dropped") / arr if arr > 0 else math.nan
 
 
+def rate_limit(row: Any) -> float:
+    """The rate a link's traffic is held to below its line rate (a ``queues`` row), bit/s:
+    a token-bucket shaper's (htb/tbf), else a CAKE qdisc's ``bandwidth`` (its largest tin
+    threshold) when below the line rate; NaN when neither holds it back."""
+    sh = _num(row, "shaper_rate_bps")
+    if sh > 0:
+        return sh
+    try:
+        cake = str(row["qdisc"]) == "cake"
+    except (KeyError, IndexError):
+        cake = False
+    if cake:
+        tins = [_num(row, f"tin{i}_threshold_bps") for i in range(8)]
+        bw, line = max((t for t in tins if t > 0), default=math.nan), _num(row, "rate_bps")
+        if bw > 0 and (math.isnan(line) or bw < line):
+            return bw
+    return math.nan
+
+
 def link_utilization(row: Any) -> float:
     """Utilisation of a link's rate limit (a ``queues`` row): for a link with a token-bucket
-    shaper (htb/tbf) the shaper rate, else the line rate. The core measures busy time of
+    shaper (htb/tbf) the shaper rate, for CAKE shaping below the line rate its
+    ``bandwidth``, else the line rate (:func:`rate_limit`). The core measures busy time of
     the line; a shaped link's wire is busy ``shaper/line`` of the time at most, so the busy
     fraction is rescaled by ``line rate / shaper rate`` (capped at 1)."""
     u = _num(row, "utilization")
-    sh, line = _num(row, "shaper_rate_bps"), _num(row, "rate_bps")
+    sh, line = rate_limit(row), _num(row, "rate_bps")
     if math.isnan(sh) or sh <= 0 or math.isnan(line):
         return u
     return min(1.0, u * line / sh)

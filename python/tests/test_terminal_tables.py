@@ -144,3 +144,24 @@ def test_a_voip_flow_shows_its_e_model_r():
         assert "voip R = the call's E-model R" in " ".join(out.split())
     plain = aqmlab.run(text.rsplit("[[flow]]", 1)[0])
     assert "voip R" not in _render(plain, 200)
+
+
+def test_cake_shaping_below_the_line_rate_is_the_links_rate_limit():
+    """CAKE with `bandwidth` below its link's rate holds the traffic to that bandwidth, as
+    an htb shaper would: the queue table shows it as the rate (with *), util % and the
+    `utilization` measure are of it (a saturated upload: close to 100 %, not 95 %)."""
+    from aqmlab import measures
+
+    text = ('[run]\nduration = "6s"\nwarmup = "2s"\n[dumbbell]\nrate = "10Mbit"\ndelay = "5ms"\n'
+            'up = { qdisc = { kind = "cake", bandwidth = "9.5Mbit" } }\n'
+            '[[flow]]\nkind = "bulk"\nfrom = "client0"\nto = "server0"\ncount = 2\n')
+    res = aqmlab.run(text)
+    q = res.queues.set_index("name").loc["bottleneck_up"]
+    line_busy = q["utilization"]
+    assert 0.9 < line_busy < 0.955  # of the 10 Mbit/s line: at most 95 %
+    util = link_utilization(q)
+    assert util == pytest.approx(line_busy * 10 / 9.5) and util > 0.95
+    assert measures.compute(res, ["utilization"])["utilization"] == pytest.approx(util)
+    row = next(ln for ln in _render(res, 200).splitlines() if ln.startswith("bottleneck_up")).split("│")
+    assert row[2].strip() == "9.5Mbit*" and row[3].strip() == f"{util * 100:.2f}"
+    assert "* a shaper's rate (htb/tbf) or CAKE's bandwidth" in " ".join(_render(res, 200).split())
