@@ -70,3 +70,31 @@ def test_the_readmes_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "README.md", "exec"), {})
     assert (tmp_path / "run.png").is_file() and (tmp_path / "out" / "flows.parquet").is_file()
+
+
+def test_the_python_api_pages_blocks_run(tmp_path, monkeypatch):
+    """docs/python-api.md's Python blocks run as written, in order, in a folder holding the
+    tutorial's files (its scenario, the fq_codel copy, its study and the two `run --out`
+    folders); the runs are shortened to keep the test quick."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    short = BLOCKS[0].replace('duration = "30s"\nwarmup = "5s"', 'duration = "4s"\nwarmup = "1s"')
+    assert short != BLOCKS[0]
+    (tmp_path / "home.toml").write_text(short)
+    fq = short.replace('qdisc = { kind = "fifo", limit = 1000 }', 'qdisc = { kind = "fq_codel" }')
+    (tmp_path / "home-fq_codel.toml").write_text(fq)
+    study = BLOCKS[1].replace('duration = "30s", warmup = "5s"', 'duration = "4s", warmup = "1s"')
+    assert study != BLOCKS[1]
+    (tmp_path / "home-study.toml").write_text(study.replace("repetitions = 3", "repetitions = 1"))
+    aqmlab.run(short).write_parquet(tmp_path / "runs" / "fifo")
+    aqmlab.run(fq).write_parquet(tmp_path / "runs" / "fq_codel")
+    monkeypatch.chdir(tmp_path)
+    page = (ROOT / "docs" / "python-api.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    assert len(blocks) == 5
+    env: dict = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block.replace("jobs=2", "jobs=1"), f"python-api.md block {i}", "exec"), env)
+    assert env["r"].flows.shape[0] == 3 and (tmp_path / "home.html").is_file() and (tmp_path / "rtt.pdf").is_file()
+    assert "p_qdisc" in env["st"].runs.columns
