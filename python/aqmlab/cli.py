@@ -761,8 +761,11 @@ def validate_cmd(file: str, as_json: bool, force: bool) -> None:
 
     con = _console()
     name = plan.get("name") or Path(file).stem
+    def n(k: int, what: str) -> str:
+        return f"{k} {what}" if k == 1 else f"{k} {what}s"
+
     con.print(
-        f"ok: {name}: {len(plan['nodes'])} nodes, {len(plan['links'])} links, {plan['flows_total']} flows; "
+        f"ok: {name}: {n(len(plan['nodes']), 'node')}, {n(len(plan['links']), 'link')}, {n(plan['flows_total'], 'flow')}; "
         f"{plan['duration']:g} s, warm-up {plan['warmup']:g} s, bins {plan['bin']:g} s, seed {plan['seed']}"
     )
     est = plan["estimate"]

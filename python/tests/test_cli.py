@@ -124,10 +124,19 @@ def test_run_prints_summary_tables(cli):
         assert word in p.stdout
 
 
-def test_validate(cli):
+def test_validate(cli, tmp_path):
     p = cli("validate", PING_RTTS)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("ok: ping-rtts: 8 nodes, 14 links, 3 flows")
+    one_file = tmp_path / "one.toml"
+    one_file.write_text(
+        '[[node]]\nname = "a"\nkind = "host"\n[[node]]\nname = "b"\nkind = "host"\n'
+        '[[link]]\nfrom = "a"\nto = "b"\nrate = "1Mbit"\nduplex = false\n'
+        '[[flow]]\nkind = "cbr"\nfrom = "a"\nto = "b"\nrate = "100kbit"\n'
+    )
+    one = cli("validate", one_file)
+    assert one.stdout.startswith("ok: "), one.stderr
+    assert ": 2 nodes, 1 link, 1 flow; " in one.stdout
     j = json.loads(cli("validate", PING_RTTS, "--json").stdout)
     assert [f["name"] for f in j["flows"]] == ["ping0.0", "ping0.1", "ping0.2"]
     assert {n["name"] for n in j["nodes"]} >= {"router_a", "router_b", "client2", "server2"}
