@@ -98,3 +98,25 @@ def test_the_python_api_pages_blocks_run(tmp_path, monkeypatch):
         exec(compile(block.replace("jobs=2", "jobs=1"), f"python-api.md block {i}", "exec"), env)
     assert env["r"].flows.shape[0] == 3 and (tmp_path / "home.html").is_file() and (tmp_path / "rtt.pdf").is_file()
     assert "p_qdisc" in env["st"].runs.columns
+
+
+def test_the_error_messages_the_docs_quote_are_printed(cli, tmp_path):
+    """The errors README.md and docs/scenario.md quote for examples/fifo_overload.toml with
+    one value changed are what `aqmlab validate` prints for that file (the quoted text
+    ends where the doc elides it with …)."""
+    example = (ROOT / "examples" / "fifo_overload.toml").read_text()
+    readme = (ROOT / "README.md").read_text()
+    scen = (ROOT / "docs" / "scenario.md").read_text()
+    cases = [
+        (example.replace('rate = "10Mbit"', 'rate = "0Mbit"', 1), re.search(r"`(error: dumbbell\.rate: [^`]*)`", readme)),
+        (example.replace('kind = "fifo"', 'kind = "fiffo"', 1), re.search(r"\n(error: dumbbell\.qdisc\.kind: [^\n]*)\n", scen)),
+    ]
+    for i, (text, quoted) in enumerate(cases):
+        assert quoted, i
+        f = tmp_path / f"bad{i}.toml"
+        f.write_text(text)
+        p = cli("validate", f)
+        assert p.returncode == 2
+        head, elided, tail = quoted.group(1).partition(" … ")
+        got = p.stderr.strip()
+        assert (got.startswith(head) and got.endswith(tail)) if elided else got == head, (got, quoted.group(1))
