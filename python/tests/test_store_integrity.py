@@ -389,3 +389,30 @@ def test_part_run_ids_are_the_distinct_run_ids_in_file_order(tmp_path):
     g = tmp_path / "part-000002.parquet"
     pq.write_table(pa.table({"run_id": ids}), g, use_dictionary=False)  # stored plain: the same
     assert part_run_ids(g) == want
+
+
+def test_a_sweep_whose_runs_record_no_samples_verifies_intact(tmp_path):
+    """A run of bulk flows alone keeps no samples (nothing to sample: no probes, no qdisc
+    traces), yet writes a samples file without rows. Compaction lists such a run in no
+    samples part (as a manifest rebuilt from the part files would), so the finished store
+    verifies intact (`aqmlab verify` exit 0), its samples part holds only the probe run,
+    and resuming changes nothing."""
+    from aqmlab.runner import run_study
+    from aqmlab.store.integrity import check_store
+    from aqmlab.study import parse_study
+
+    text = TINY.replace("repetitions = 2", "repetitions = 1") + (
+        '\n[[experiment]]\nname = "bulk"\nkeep_samples = true\nmeasures = ["goodput_up"]\n'
+        'patch = { flow = [ { kind = "bulk", from = "client0", to = "server0" } ] }\n'
+    )
+    study = parse_study(text)
+    out = tmp_path / "st"
+    run_study(study, out, jobs=1, progress=False)
+    assert check_store(out) == ([], 3)
+    m = json.loads((out / "parts.json").read_text())
+    assert {p["experiment"] for p in m["parts"]["samples"]} == {"load"}
+    assert all(p["rows"] > 0 for t in TABLES for p in m["parts"][t])
+    before = (out / "parts.json").read_bytes()
+    assert _run_cli(["verify", str(out)])[0] == 0
+    run_study(study, out, jobs=1, progress=False)
+    assert (out / "parts.json").read_bytes() == before

@@ -79,9 +79,9 @@ def _experiment_of(files: list[pathlib.Path]) -> list[str]:
 def _compact_group(table_dir: pathlib.Path, table: str, exp: str, items: list[tuple[str, pathlib.Path]], first: int,
                    part_rows: int, row_group_rows: int) -> list[dict]:
     """Merges the loose files `items` (run id, path; one table, one experiment, in run-id
-    order) into part files numbered from `first` (at most ``len(items)`` of them): each
-    written to a temporary name, fsynced and renamed into place (not yet listed in the
-    manifest). Returns their manifest entries. Runs in a worker process of :func:`compact`."""
+    order) into part files numbered from `first` (at most ``len(items)`` of them; files
+    without rows go into none): each written to a temporary name, fsynced and renamed into
+    place (not yet listed in the manifest). Returns their manifest entries. Runs in a worker process of :func:`compact`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -119,6 +119,11 @@ def _compact_group(table_dir: pathlib.Path, table: str, exp: str, items: list[tu
 
     for rid, f in items:
         tbl = _conform(_read_loose(f), schema)
+        if tbl.num_rows == 0:
+            # a run without rows in this table (no samples: bulk flows only) is listed in no
+            # part of it, as a manifest rebuilt from the part files lists it; a part listing
+            # it would disagree with its file (`aqmlab verify`), and an empty part is not written
+            continue
         if writer is None:
             part_path = table_dir / f".part-{number:06d}.parquet.tmp"
             number += 1
