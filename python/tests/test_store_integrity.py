@@ -416,3 +416,20 @@ def test_a_sweep_whose_runs_record_no_samples_verifies_intact(tmp_path):
     assert _run_cli(["verify", str(out)])[0] == 0
     run_study(study, out, jobs=1, progress=False)
     assert (out / "parts.json").read_bytes() == before
+
+    # a store an older compaction wrote: an empty samples part listing the bulk run
+    import pyarrow.parquet as pq
+
+    from aqmlab.store.meta import write_manifest
+
+    (load,) = m["parts"]["samples"]
+    empty = pq.read_table(out / load["file"]).slice(0, 0)
+    pq.write_table(empty, out / "samples" / "part-000900.parquet")
+    bulk = [r for p in m["parts"]["runs"] if p["experiment"] == "bulk" for r in p["runs"]]
+    m["parts"]["samples"].append({"file": "samples/part-000900.parquet", "experiment": "bulk", "rows": 0, "runs": bulk,
+                                  "sha256": store.write.sha256_file(out / "samples" / "part-000900.parquet")})
+    write_manifest(out, {k: v for k, v in m.items() if k != "checksum"})
+    assert "disagrees with the file" in check_store(out)[0][0]
+    rc, text, _ = _run_cli(["verify", str(out), "--repair"])
+    assert rc == 0 and "samples/part-000900.parquet: holds no rows" in text and "unreadable" not in text, text
+    assert check_store(out) == ([], 3)

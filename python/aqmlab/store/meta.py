@@ -207,9 +207,13 @@ def derive_manifest(out: pathlib.Path, prefer: dict | None = None) -> tuple[dict
                 sha = sha256_file(f)
                 if rel in known and known[rel]["sha256"] != sha:
                     raise ValueError("checksum mismatch")
-                ids = part_run_ids(f)
                 with pq.ParquetFile(f) as pf:
                     rows = pf.metadata.num_rows
+                if rows == 0:  # holds no run's rows (an older compaction wrote such parts)
+                    problems.append(f"{rel}: holds no rows")
+                    continue
+                ids = part_run_ids(f)
+                with pq.ParquetFile(f) as pf:
                     exp = pf.read_row_group(0, columns=["experiment"]).column("experiment")[0].as_py() if pf.num_row_groups else ""
             except Exception as e:  # noqa: BLE001 - any unreadable part is left out
                 problems.append(f"{rel}: {'unreadable' if not isinstance(e, ValueError) else e}")
