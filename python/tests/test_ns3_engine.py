@@ -86,12 +86,15 @@ def test_linux_stack_maps_linux_values() -> None:
 
 
 def test_qdisc_mapping_uses_the_simulators_defaults() -> None:
-    codel, _ = qdisc_spec({"kind": "codel"}, "q", 1e7, 0.01, 1500)
+    codel, notes = qdisc_spec({"kind": "codel"}, "q", 1e7, 0.01, 1500)
     # the simulator's (Linux's) 1000 packets, not CoDelQueueDisc's 1500
     assert codel == {
         "type": "ns3::CoDelQueueDisc",
         "attrs": {"MaxSize": "1000p", "Target": "0.005s", "Interval": "0.1s", "UseEcn": "false"},
     }
+    # Linux's "one MTU left" rule is not ns-3's MinBytes: a note unless backlog_rule = "ns3"
+    assert len(notes) == 1 and "MinBytes" in notes[0] and "q:" in notes[0]
+    assert qdisc_spec({"kind": "codel", "backlog_rule": "ns3"}, "q", 1e7, 0.01, 1500) == (codel, [])
     pie, notes = qdisc_spec({"kind": "pie", "variant": "rfc8033", "derandomize": False}, "q", 1e7, 0.01, 1500)
     assert pie["attrs"]["UseDerandomization"] == "false" and pie["attrs"]["QueueDelayReference"] == "0.015s" and not notes
     assert qdisc_spec({"kind": "pie"}, "q", 1e7, 0.01, 1500)[1]  # linux variant: a note on the difference

@@ -178,8 +178,13 @@ def tc_qdisc_args(q: dict, where: str, *, mtu: int = 1500, overhead: int = 14, n
             return ["pfifo", "limit", str(lim)]
         return ["bfifo", "limit", str(int(parse_size(lim, f"{where}.limit")))]
     if kind == "codel":
-        _unknown(q, where, {"limit", "target", "interval", "ecn", "ce_threshold", "variant", "drop_at", "sojourn_estimate", "fixed_count"})
+        _unknown(
+            q,
+            where,
+            {"limit", "target", "interval", "ecn", "ce_threshold", "variant", "drop_at", "sojourn_estimate", "fixed_count", "backlog_rule"},
+        )
         _only_default(q, where, "variant", ("linux",), "the kernel runs Linux sch_codel")
+        _only_default(q, where, "backlog_rule", ("linux",), "the kernel runs Linux sch_codel")
         _only_default(q, where, "drop_at", ("dequeue",), "sch_codel drops at dequeue")
         _only_default(q, where, "fixed_count", ("off",), "a simulator diagnostic")
         _only_default(q, where, "sojourn_estimate", ("head",), "sch_codel uses timestamps")

@@ -255,7 +255,11 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
         _keys(q, where, {"limit"})
         return {"type": "ns3::FifoQueueDisc", "attrs": {"MaxSize": _size(q, where, "limit", 1000)}}, notes
     if kind == "codel":
-        _keys(q, where, {"limit", "target", "interval", "ecn", "ce_threshold", "variant", "drop_at", "sojourn_estimate", "fixed_count"})
+        _keys(
+            q,
+            where,
+            {"limit", "target", "interval", "ecn", "ce_threshold", "variant", "drop_at", "sojourn_estimate", "fixed_count", "backlog_rule"},
+        )
         _only(q, where, "variant", ("linux", "rfc8289"), "ns-3's CoDelQueueDisc is a port of Linux sch_codel")
         _only(q, where, "drop_at", ("dequeue",), "CoDelQueueDisc drops at dequeue")
         _only(q, where, "sojourn_estimate", ("head",), "CoDelQueueDisc uses timestamps")
@@ -266,6 +270,12 @@ def qdisc_spec(q: dict, where: str, rate_bps: float, delay: float, mtu: int) -> 
             "Interval": _dur(q, where, "interval", "100ms"),
         }
         _ecn_ce(q, where, attrs, False)
+        _only(q, where, "backlog_rule", ("linux", "ns3"), "the rules of Linux and ns-3")
+        if q.get("backlog_rule", "linux") != "ns3":
+            notes.append(
+                f"{where}: ns-3's CoDelQueueDisc may drop while one full packet is left behind the head (IP bytes < MinBytes, "
+                'backlog_rule = "ns3"), Linux only while more than one MTU is'
+            )
         return {"type": "ns3::CoDelQueueDisc", "attrs": attrs}, notes
     if kind == "fq_codel":
         _keys(

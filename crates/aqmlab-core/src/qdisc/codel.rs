@@ -26,6 +26,7 @@
 use super::codel_core::{
     CodelParams, CodelQueue, CodelStats, CodelVariant, CodelVars, EnqueueDecision, CODEL_TRACE_VARS,
 };
+use super::fq_codel::BacklogRule;
 use super::{
     BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict,
 };
@@ -98,6 +99,11 @@ pub struct CodelConfig {
     /// Pin CoDel's count at this value (CoDel-count-n diagnostic). Default off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixed_count: Option<u32>,
+    /// What keeps CoDel from dropping: `linux` (default; the queue holds at most one MTU
+    /// of frame bytes after the head left, sch_codel) or `ns3` (it holds fewer IP bytes
+    /// than one MTU, ns-3 `CoDelQueueDisc`'s `MinBytes`: one full packet left can drop).
+    #[serde(default)]
+    pub backlog_rule: BacklogRule,
 }
 
 impl Default for CodelConfig {
@@ -112,6 +118,7 @@ impl Default for CodelConfig {
             drop_at: DropAt::Dequeue,
             sojourn_estimate: None,
             fixed_count: None,
+            backlog_rule: BacklogRule::Linux,
         }
     }
 }
@@ -137,6 +144,7 @@ macro_rules! codel_params_doc {
             ParamDoc { name: "drop_at", default: "dequeue", doc: "dequeue = head drop; enqueue = tail-drop CoDel deciding on arrival (DOCSIS study)" },
             ParamDoc { name: "sojourn_estimate", default: "head", doc: "drop_at = enqueue only: head = time the head packet has waited; backlog = queued frame bytes / link rate" },
             ParamDoc { name: "fixed_count", default: "off", doc: "pin count at n (CoDel-count-n diagnostic, saturated-TCP study): drops interval/sqrt(n) apart" },
+            ParamDoc { name: "backlog_rule", default: "linux", doc: "what keeps CoDel from dropping (drop_at = dequeue): linux (at most one MTU of frame bytes left after the head, sch_codel) or ns3 (fewer IP bytes left than one MTU, ns-3 CoDelQueueDisc's MinBytes: one full packet left can drop)" },
         ]
     };
 }
@@ -176,6 +184,13 @@ fn validate_codel(c: &CodelConfig, ctx: &BuildCtx) -> Result<(), ParamError> {
     validate_codel_times(c.target, c.interval, c.ce_threshold)?;
     if c.fixed_count == Some(0) {
         return Err(ParamError::new("fixed_count", 0, "a count of at least 1"));
+    }
+    if c.backlog_rule == BacklogRule::Ns3 && c.drop_at != DropAt::Dequeue {
+        return Err(ParamError::new(
+            "backlog_rule",
+            "ns3",
+            "only with drop_at = \"dequeue\" (ns-3's CoDelQueueDisc drops at dequeue)",
+        ));
     }
     if c.sojourn_estimate.is_some() && c.drop_at != DropAt::Enqueue {
         return Err(ParamError::new(
@@ -253,6 +268,8 @@ pub struct Codel {
     rate: Rate,
     stats: QdiscStats,
     traced: [f64; 4],
+    /// `backlog_rule = "ns3"`: ns-3's `MinBytes` (the MTU in IP bytes); `None`: Linux's rule.
+    ns3_min_bytes: Option<u64>,
 }
 
 /// The FIFO as CoDel sees it.
@@ -260,6 +277,7 @@ struct Fifo<'a> {
     q: &'a mut VecDeque<Packet>,
     bytes: &'a mut u64,
     overhead: u32,
+    ns3_min_bytes: Option<u64>,
 }
 
 impl CodelQueue for Fifo<'_> {
@@ -272,6 +290,14 @@ impl CodelQueue for Fifo<'_> {
     #[inline]
     fn backlog(&self) -> u64 {
         *self.bytes + self.q.len() as u64 * self.overhead as u64
+    }
+    #[inline]
+    fn spared(&self, mtu: u64) -> bool {
+        match self.ns3_min_bytes {
+            None => self.backlog() <= mtu,
+            // ns-3 `CoDelQueueDisc::OkToDrop`: the IP bytes left below `MinBytes`
+            Some(min) => *self.bytes < min,
+        }
     }
 }
 
@@ -303,6 +329,7 @@ impl Codel {
             rate: ctx.rate,
             stats: QdiscStats::default(),
             traced: [f64::NAN; 4],
+            ns3_min_bytes: (c.backlog_rule == BacklogRule::Ns3).then_some(ctx.mtu as u64),
         }
     }
 
@@ -398,6 +425,7 @@ impl Qdisc for Codel {
                     q: &mut self.q,
                     bytes: &mut self.bytes,
                     overhead: self.overhead,
+                    ns3_min_bytes: self.ns3_min_bytes,
                 };
                 let p = self.vars.dequeue(
                     &self.params,
@@ -454,6 +482,50 @@ mod tests {
             q: QdiscConfig,
         }
         toml::from_str::<T>(toml_text).unwrap().q
+    }
+
+    /// The "one MTU left" rule with one full packet standing behind the head: two 1500-byte
+    /// packets queued at 0; every 10 ms the head leaves and a new packet arrives, so each
+    /// dequeued packet waited 10–20 ms and exactly one packet stays queued. Linux (frame
+    /// bytes left ≤ MTU + overhead) never drops; ns-3 (IP bytes left < MinBytes = MTU)
+    /// opens the window at 10 ms and drops at the first dequeue after 110 ms (120 ms, uid
+    /// 11); the packet behind it then leaves the queue empty, which ends the episode.
+    #[test]
+    fn backlog_rule_one_full_packet_left() {
+        let run = |rule: BacklogRule| {
+            let c = CodelConfig {
+                backlog_rule: rule,
+                ..Default::default()
+            };
+            let mut q = Codel::new(&c, ctx(1_000_000));
+            let mut out = QdiscOut::new(false);
+            q.enqueue(pkt(1, 1500, 0, SimTime::ZERO), SimTime::ZERO, &mut out);
+            q.enqueue(pkt(1, 1500, 1, SimTime::ZERO), SimTime::ZERO, &mut out);
+            let mut sent = vec![];
+            for k in 1..=40u64 {
+                let now = SimTime::from_nanos(k * 10 * MS);
+                if let Some(p) = q.dequeue(now, &mut out) {
+                    sent.push(p.uid);
+                }
+                q.enqueue(pkt(1, 1500, k + 1, now), now, &mut out);
+            }
+            let dropped: Vec<u64> = out.drops.iter().map(|d| d.0.uid).collect();
+            q.stats().check(q.q.len() as u64, q.bytes).unwrap();
+            (sent, dropped)
+        };
+        let (ls, ld) = run(BacklogRule::Linux);
+        let (ns, nd) = run(BacklogRule::Ns3);
+        assert!(ld.is_empty(), "{ld:?}");
+        assert_eq!(ls, (0..40).collect::<Vec<u64>>());
+        assert_eq!(nd, vec![11]);
+        // at 120 ms uid 11 is dropped and uid 12 sent in its place; then one per step
+        assert_eq!(ns[..12], (0..11).chain([12]).collect::<Vec<u64>>()[..]);
+        assert_eq!(ns.len(), 40);
+        // with drop_at = "enqueue" the rule is refused
+        let e = parse("q = { kind = \"codel\", backlog_rule = \"ns3\", drop_at = \"enqueue\" }")
+            .validate(&ctx(1_000_000))
+            .unwrap_err();
+        assert_eq!(e.field, "backlog_rule");
     }
 
     #[test]
