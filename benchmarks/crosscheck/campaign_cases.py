@@ -119,7 +119,7 @@ def ns3_cases() -> dict[str, dict[str, Any]]:
     out = {}
     four = "4 flows (stack ns3) and a ping, 10 Mbit/s, 10.4 ms base RTT"
     for name, about, qd in (
-        ("ns3_codel", f"ns-3: CoDel, {four}", {"kind": "codel"}),
+        ("ns3_codel", f"ns-3: CoDel, {four}", {"kind": "codel", "backlog_rule": "ns3"}),
         ("ns3_pie", f"ns-3: PIE (RFC 8033, no derandomisation), {four}", {"kind": "pie", "variant": "rfc8033", "derandomize": False}),
         ("ns3_fq_codel", f"ns-3: FQ-CoDel (ns-3's backlog rule), {four}", {"kind": "fq_codel", "backlog_rule": "ns3"}),
         ("ns3_fq_pie", f"ns-3: FQ-PIE (ns-3's backlog rule), {four}", {"kind": "fq_pie", "backlog_rule": "ns3"}),
@@ -127,9 +127,9 @@ def ns3_cases() -> dict[str, dict[str, Any]]:
         ("ns3_ared", f"ns-3: ns-2's ARED 5/15/100 packets, {four}", {"kind": "ared", "variant": "ns2", "min": 5, "max": 15, "limit": 100}),
     ):
         out[name] = _ns3(name, about, qd)
-    codel = {"kind": "codel"}
+    codel = {"kind": "codel", "backlog_rule": "ns3"}
     out["ns3_codel_ecn"] = _ns3(
-        "ns3_codel_ecn", "ns-3 ECN: CoDel marking, ECN-capable NewReno, 4 flows and a ping", {"kind": "codel", "ecn": True}, tcp__ecn=True
+        "ns3_codel_ecn", "ns-3 ECN: CoDel marking, ECN-capable NewReno, 4 flows and a ping", dict(codel, ecn=True), tcp__ecn=True
     )
     out["ns3_codel_rtt100"] = _ns3(
         "ns3_codel_rtt100", "ns-3 RTT: CoDel, 4 flows, 50 ms bottleneck delay (100 ms base RTT)", codel, dumbbell__delay="50ms"
