@@ -58,6 +58,26 @@ use crate::packet::{Ecn, Packet};
 use crate::time::{SimDuration, SimTime};
 use serde::{Deserialize, Serialize};
 
+/// Which backlog keeps CoDel (or a flow) from being dropped: for `fq_codel` and `codel` the
+/// "one MTU left" rule of CoDel (the variants below; for `codel`, whose single queue is
+/// the whole qdisc, `ns3` is ns-3 `CoDelQueueDisc`'s own `MinBytes` test); for `fq_pie`
+/// the two-packet safeguard of its PIE (`linux`: the flow holds less than two MTUs;
+/// `ns3`: at most two packets, see `FqPieConfig::backlog_rule`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BacklogRule {
+    /// Linux `sch_fq_codel`: no drop while the *whole qdisc* holds at most one MTU of
+    /// frame bytes (`codel_dequeue(sch, &sch->qstats.backlog, ...)`, checked after the
+    /// head left). With many flows the qdisc is rarely that short, so a flow's CoDel may
+    /// drop the only packet it holds.
+    #[default]
+    Linux,
+    /// ns-3.44 `FqCoDelQueueDisc`: every flow is a `CoDelQueueDisc` child whose
+    /// `OkToDrop` checks its *own* queue: no drop while it holds fewer IP bytes than
+    /// `MinBytes` (1500; here the MTU). A flow with one full packet left can still drop.
+    Ns3,
+}
+
 /// Which CoDel specification to follow. See the module doc.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]

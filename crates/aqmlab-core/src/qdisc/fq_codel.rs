@@ -25,7 +25,9 @@
 //! overflow and did not raise the count; `drop_batch = 1` reproduces the former.
 
 use super::codel::validate_codel_times;
-use super::codel_core::{CodelParams, CodelQueue, CodelStats, CodelVariant, CodelVars};
+use super::codel_core::{
+    BacklogRule, CodelParams, CodelQueue, CodelStats, CodelVariant, CodelVars,
+};
 use super::flow_sched::FqScheduler;
 use super::{BuildCtx, DropReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict};
 use crate::packet::Packet;
@@ -50,25 +52,6 @@ fn d_memory() -> SizeSpec {
 }
 fn d_batch() -> u32 {
     64
-}
-
-/// Which backlog keeps a flow from being dropped: for `fq_codel` the "one MTU left" rule
-/// of its CoDel (below); for `fq_pie` the two-packet safeguard of its PIE (`linux`: the
-/// flow holds less than two MTUs; `ns3`: at most two packets, see
-/// [`FqPieConfig::backlog_rule`](super::fq_pie::FqPieConfig::backlog_rule)).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BacklogRule {
-    /// Linux `sch_fq_codel`: no drop while the *whole qdisc* holds at most one MTU of
-    /// frame bytes (`codel_dequeue(sch, &sch->qstats.backlog, ...)`, checked after the
-    /// head left). With many flows the qdisc is rarely that short, so a flow's CoDel may
-    /// drop the only packet it holds.
-    #[default]
-    Linux,
-    /// ns-3.44 `FqCoDelQueueDisc`: every flow is a `CoDelQueueDisc` child whose
-    /// `OkToDrop` checks its *own* queue: no drop while it holds fewer IP bytes than
-    /// `MinBytes` (1500; here the MTU). A flow with one full packet left can still drop.
-    Ns3,
 }
 
 /// `{ kind = "fq_codel", ... }`.

@@ -54,8 +54,8 @@
 //! (recorded on change at every packet), `mean_p` (mean p of the flows holding packets)
 //! and `max_p` (largest p of any flow), recorded on change at each update tick.
 
+use super::codel_core::BacklogRule;
 use super::flow_sched::FqScheduler;
-use super::fq_codel::BacklogRule;
 use super::pie::PieConfig;
 use super::pie_core::{EarlyVerdict, Estimator, PieParams, PieVariant, PieVars, UpdateTimer};
 use super::{
