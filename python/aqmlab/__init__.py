@@ -23,7 +23,7 @@ from typing import Any
 from aqmlab import _core
 from aqmlab.errors import AqmlabError, ScenarioError, SimulationError
 from aqmlab.result import Result
-from aqmlab.scenario import Scenario, cake_bandwidth_warnings, load_scenario, qdisc_time_warnings
+from aqmlab.scenario import Scenario, load_scenario, qdisc_time_warnings
 
 __version__: str = _core.version()
 
@@ -111,9 +111,7 @@ def run(
     except ScenarioError as e:
         raise sc.located(e) from None
     res = Result(raw, sc)
-    doc = sc.to_dict()
-    q = res.queues
-    res.warnings += qdisc_time_warnings(doc) + cake_bandwidth_warnings(doc, dict(zip(q["name"].astype(str), q["rate_bps"].astype(float))))
+    res.warnings += qdisc_time_warnings(sc.to_dict())
     return res
 
 

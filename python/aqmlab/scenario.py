@@ -113,8 +113,7 @@ class Scenario:
         finally:
             if enabled:
                 gc.enable()
-        doc = self.to_dict()
-        extra = qdisc_time_warnings(doc) + cake_bandwidth_warnings(doc, {ln["name"]: ln["rate_bps"] for ln in plan.get("links", [])})
+        extra = qdisc_time_warnings(self.to_dict())
         if extra:
             plan["warnings"] = list(plan.get("warnings", [])) + extra
         return plan
@@ -203,46 +202,6 @@ def qdisc_time_warnings(doc: Mapping[str, Any]) -> list[str]:
                 walk(x, f"{path}[{i}]")
 
     walk(doc, "")
-    return out
-
-
-def cake_bandwidth_warnings(doc: Mapping[str, Any], link_rates: Mapping[str, float]) -> list[str]:
-    """Warnings for a CAKE ``bandwidth`` above the rate of its link (`link_rates`: bit/s by
-    link name), as ``"field: message"`` like the core's warning for a token-bucket shaper
-    above its link: CAKE then never holds traffic back and the wire is the bottleneck
-    (on a home router, the modem's buffer takes the queue)."""
-    from aqmlab.linux.translate import parse_rate
-
-    out: list[str] = []
-
-    def check(q: Any, field: str, links: list[str]) -> None:
-        if not isinstance(q, Mapping) or q.get("kind") != "cake" or q.get("bandwidth") in (None, "unlimited", 0):
-            return
-        try:
-            bw = parse_rate(q["bandwidth"], f"{field}.bandwidth")
-        except ScenarioError:
-            return  # the core has refused it already
-        for name in links:
-            rate = link_rates.get(name)
-            if rate is not None and bw > rate:
-                out.append(f"{field}.bandwidth: CAKE's bandwidth {q['bandwidth']} is above the link rate of {name} "
-                           f"({rate / 1e6:g}Mbit): CAKE never holds traffic back and the wire is the bottleneck; shape a "
-                           "little below the link rate (e.g. 95 %)")
-                return
-
-    d = doc.get("dumbbell")
-    if isinstance(d, Mapping):
-        check(d.get("qdisc"), "dumbbell.qdisc", ["bottleneck_up", "bottleneck_down"])
-        for way in ("up", "down"):
-            w = d.get(way)
-            if isinstance(w, Mapping):
-                check(w.get("qdisc"), f"dumbbell.{way}.qdisc", [f"bottleneck_{way}"])
-    links = doc.get("link")
-    for i, ln in enumerate(links if isinstance(links, list) else []):
-        if isinstance(ln, Mapping):
-            name = ln.get("name") or f"{ln.get('from')}->{ln.get('to')}"
-            rev = f"{name}_rev" if ln.get("name") else f"{ln.get('to')}->{ln.get('from')}"
-            check(ln.get("qdisc"), f"link[{i}].qdisc", [name] + ([rev] if ln.get("duplex", True) else []))
     return out
 
 

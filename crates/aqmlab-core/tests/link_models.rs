@@ -637,6 +637,46 @@ fn suspicious_settings_warn_but_run() {
     assert!(r.warnings[0].contains("above the downstream capacity"));
 }
 
+/// A CAKE `bandwidth` above its link's rate warns once per key, naming the link; one
+/// below it (the usual 95 % of the line) does not.
+#[test]
+fn a_cake_bandwidth_above_its_link_warns_once() {
+    let sc = Scenario::from_toml_str(
+        r#"
+[dumbbell]
+rate = "10Mbit"
+up = { qdisc = { kind = "cake", bandwidth = "50Mbit" } }
+down = { qdisc = { kind = "cake", bandwidth = "9.5Mbit" } }
+[[node]]
+name = "lan0"
+kind = "host"
+[[link]]
+name = "lan"
+from = "lan0"
+to = "router_a"
+rate = "100Mbit"
+qdisc = { kind = "cake", bandwidth = "200Mbit" }
+"#,
+    )
+    .unwrap();
+    let plan = sc.validate().unwrap();
+    let w: Vec<(&str, &str)> = plan
+        .warnings
+        .iter()
+        .map(|w| (w.field.as_str(), w.message.as_str()))
+        .collect();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert_eq!(w[0].0, "dumbbell.up.qdisc.bandwidth");
+    assert!(
+        w[0].1.starts_with(
+            "CAKE's bandwidth 50Mbit is above the link rate of bottleneck_up (10Mbit)"
+        ),
+        "{w:?}"
+    );
+    assert_eq!(w[1].0, "link[0].qdisc.bandwidth");
+    assert!(w[1].1.contains("link rate of lan (100Mbit)"), "{w:?}");
+}
+
 /// The shipped examples run and show what their comments say.
 #[test]
 fn link_model_examples_show_what_they_say() {

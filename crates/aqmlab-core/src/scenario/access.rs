@@ -572,7 +572,7 @@ fn check_access(a: Access, field: &str) -> Result<(), ScenarioError> {
 }
 
 impl Builder {
-    fn warn(&mut self, field: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn warn(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.warnings.push(ScenarioWarning {
             field: field.into(),
             message: message.into(),

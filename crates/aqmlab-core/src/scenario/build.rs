@@ -187,8 +187,30 @@ impl Builder {
     /// Checks a link's framing, MTU, device queue and qdisc, and adds it.
     pub(super) fn link(&mut self, s: LinkSpec, field: &str) -> Result<(), ScenarioError> {
         Builder::check_link(&s, field)?;
+        self.check_cake_bandwidth(&s, field);
         self.push_link(s);
         Ok(())
+    }
+
+    /// Warns about a CAKE `bandwidth` above the rate of its link (the home-router mistake
+    /// of shaping at the advertised speed): CAKE's shaper then never holds traffic back and
+    /// the wire is the bottleneck, as for a token-bucket shaper above its link
+    /// (`attach_shaper`). Once per field (a duplex link's two directions share one).
+    fn check_cake_bandwidth(&mut self, s: &LinkSpec, field: &str) {
+        let QdiscConfig::Cake(c) = &s.qdisc else {
+            return;
+        };
+        let Some(bw) = c.bandwidth.map(|b| b.rate()) else {
+            return;
+        };
+        let key = format!("{field}.qdisc.bandwidth");
+        if bw > s.rate && !self.warnings.iter().any(|w| w.field == key) {
+            let msg = format!(
+                "CAKE's bandwidth {bw} is above the link rate of {} ({}): CAKE never holds traffic back and the wire is the bottleneck; shape a little below the link rate (e.g. 95 %)",
+                s.name, s.rate
+            );
+            self.warn(key, msg);
+        }
     }
 
     /// Checks a link's framing, MTU, device queue and qdisc (at its rate).
