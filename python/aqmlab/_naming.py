@@ -61,15 +61,23 @@ def key_line(text: str, field: str) -> int | None:
     return start + 1 if table else None
 
 
-def did_you_mean(name: Any, known: Iterable[Any]) -> str:
-    """", did you mean 'goodput_down'?" for a close match among `known` ("" if none); a
-    name that differs only in case (`RTT` for the axis `rtt`) is the closest match."""
+def closest(name: Any, known: Iterable[Any]) -> str | None:
+    """The entry of `known` a misspelt `name` most likely meant: one that differs only in
+    case (`RTT` for the axis `rtt`), else the closest by `difflib` (ratio 0.6 or more, case
+    ignored); None if none."""
     import difflib
 
     n, names = str(name), [str(k) for k in known]
     same = [k for k in names if k.lower() == n.lower() and k != n]
     if same:
-        return f", did you mean {same[0]!r}?"
+        return same[0]
     lower = {k.lower(): k for k in reversed(names)}
     close = difflib.get_close_matches(n.lower(), list(lower), n=1, cutoff=0.6)
-    return f", did you mean {lower[close[0]]!r}?" if close else ""
+    return lower[close[0]] if close else None
+
+
+def did_you_mean(name: Any, known: Iterable[Any]) -> str:
+    """", did you mean 'goodput_down'?" for a close match among `known` ("" if none): see
+    :func:`closest`."""
+    best = closest(name, known)
+    return f", did you mean {best!r}?" if best is not None else ""

@@ -69,8 +69,9 @@ def _suggest_known(message: str) -> str:
     ``unknown field for this kind `byte`, keys of this kind: …``) gains the closest
     allowed name: ``unknown field `duraton` (did you mean `duration`?), expected …``.
     Applied once: the result no longer has the comma the pattern needs."""
-    import difflib
     import re
+
+    from aqmlab._naming import closest
 
     m = re.search(r"unknown (?:field|variant|field for this kind) `([^`]*)`(?=, (?:expected |keys of this kind: ))", message)
     if not m:
@@ -83,11 +84,12 @@ def _suggest_known(message: str) -> str:
     if common:
         names += [n.strip() for n in common[1].split(",") if n.strip()]
     bad = m[1]
+    # `fq-codel` is `fq_codel` written with the hyphen of Linux's tc
     same = [n for n in names if n.lower() == bad.lower().replace("-", "_")]
-    close = same or difflib.get_close_matches(bad.lower(), names, n=1, cutoff=0.6)
-    if not close:
+    best = same[0] if same else closest(bad, names)
+    if best is None:
         return message
-    return f"{message[:m.end()]} (did you mean `{close[0]}`?){message[m.end():]}"
+    return f"{message[:m.end()]} (did you mean `{best}`?){message[m.end():]}"
 
 
 class ScenarioError(AqmlabError, ValueError):

@@ -23,9 +23,9 @@
 //! above-target window. The CoDel decision is taken before the limit check, so the state
 //! machine sees every arrival; a packet CoDel accepts may still be tail-dropped at the limit.
 
-use super::codel_core::BacklogRule;
 use super::codel_core::{
-    CodelParams, CodelQueue, CodelStats, CodelVariant, CodelVars, EnqueueDecision, CODEL_TRACE_VARS,
+    BacklogRule, CodelParams, CodelQueue, CodelStats, CodelVariant, CodelVars, EnqueueDecision,
+    CODEL_TRACE_VARS,
 };
 use super::{
     BuildCtx, DropReason, MarkReason, ParamDoc, ParamError, Qdisc, QdiscOut, QdiscStats, Verdict,

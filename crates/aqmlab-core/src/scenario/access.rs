@@ -572,26 +572,34 @@ fn check_access(a: Access, field: &str) -> Result<(), ScenarioError> {
 }
 
 impl Builder {
-    pub(super) fn warn(&mut self, field: impl Into<String>, message: impl Into<String>) {
+    fn warn(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.warnings.push(ScenarioWarning {
             field: field.into(),
             message: message.into(),
         });
     }
 
+    /// [`Builder::warn`] unless `field` has a warning already (a check that meets the same
+    /// key twice, e.g. on both directions of a link, warns once).
+    pub(super) fn warn_once(&mut self, field: &str, message: impl Into<String>) {
+        if !self.warnings.iter().any(|w| w.field == field) {
+            self.warn(field, message);
+        }
+    }
+
     /// Warns about a link or shaper rate below 1 kbit/s: legal, but almost always a unit
     /// mistake (`rate = 10` is 10 bit/s; a bare number is bit/s). Once per field.
     pub(super) fn check_rate_magnitude(&mut self, field: &str, rate: Rate) {
-        if rate.bps() < 1_000 && !self.warnings.iter().any(|w| w.field == field) {
-            self.warn(field, format!("{rate}/s is below 1 kbit/s — a unit mistake? A bare number is bit/s; write e.g. \"10Mbit\""));
+        if rate.bps() < 1_000 {
+            self.warn_once(field, format!("{rate}/s is below 1 kbit/s — a unit mistake? A bare number is bit/s; write e.g. \"10Mbit\""));
         }
     }
 
     /// Warns about a one-way delay above 10 s: legal, but almost always a unit mistake
     /// (`delay = 10` is 10 seconds; a bare number is seconds). Once per field.
     pub(super) fn check_delay_magnitude(&mut self, field: &str, delay: SimDuration) {
-        if delay > SimDuration::from_secs(10) && !self.warnings.iter().any(|w| w.field == field) {
-            self.warn(field, format!("{} s is above 10 s — a unit mistake? A bare number is seconds; write e.g. \"10ms\"", delay.as_secs_f64()));
+        if delay > SimDuration::from_secs(10) {
+            self.warn_once(field, format!("{} s is above 10 s — a unit mistake? A bare number is seconds; write e.g. \"10ms\"", delay.as_secs_f64()));
         }
     }
 

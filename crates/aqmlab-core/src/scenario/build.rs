@@ -203,13 +203,12 @@ impl Builder {
         let Some(bw) = c.bandwidth.map(|b| b.rate()) else {
             return;
         };
-        let key = format!("{field}.qdisc.bandwidth");
-        if bw > s.rate && !self.warnings.iter().any(|w| w.field == key) {
+        if bw > s.rate {
             let msg = format!(
                 "CAKE's bandwidth {bw} is above the link rate of {} ({}): CAKE never holds traffic back and the wire is the bottleneck; shape a little below the link rate (e.g. 95 %)",
                 s.name, s.rate
             );
-            self.warn(key, msg);
+            self.warn_once(&format!("{field}.qdisc.bandwidth"), msg);
         }
     }
 
